@@ -1,0 +1,111 @@
+// Build memd into one self-contained executable: `bun run scripts/build.ts [entry] [outfile]`
+// (defaults: src/main.ts -> dist/memd). Set MEMD_TARGET (e.g. bun-linux-arm64, bun-linux-x64-musl)
+// to cross-compile; the matching @lmdb/lmdb-<os>-<arch> and @msgpackr-extract/msgpackr-extract-<os>-<arch>
+// packages must then be installed too.
+//
+// Why the plugin: lmdb (native.js) and msgpackr-extract (lmdb's msgpackr uses it to decode
+// strings faster) locate their addons at import time via node-gyp-build-optional-packages(dir),
+// which probes the filesystem. `bun build --compile` can't follow that, and inside the binary
+// there is no node_modules to probe, so lmdb throws "No native build was found". We replace that
+// loader, per importing package, with a module holding a *static* require of the right prebuilt
+// .node file; Bun embeds statically required .node files and dlopens them (via a content-hashed
+// copy in $TMPDIR) at run time.
+import { existsSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import type { BunPlugin } from "bun";
+import pkg from "../package.json";
+
+const root = resolve(import.meta.dir, "..");
+const entry = resolve(root, process.argv[2] ?? "src/main.ts");
+const outfile = resolve(root, process.argv[3] ?? "dist/memd");
+const target = (process.env.MEMD_TARGET ??
+	`bun-${process.platform}-${process.arch}`) as Bun.Build.CompileTarget;
+
+// bun-linux-x64[-baseline|-modern][-musl] -> os, arch, libc
+const [, os, arch] = target.split("-");
+const libc = target.endsWith("-musl") ? "musl" : "glibc";
+
+// Same lookup node-gyp-build-optional-packages does for package `name`: the optional package
+// @name/name-<os>-<arch>. Under Bun it always picks the N-API build (it treats Bun's ABI as
+// unsupported), so the napi variant is what runs in dev too.
+function addonFor(pkgDir: string, name: string): string {
+	const req = createRequire(join(pkgDir, "package.json"));
+	const prebuilds = dirname(
+		req.resolve(`@${name}/${name}-${os}-${arch}/package.json`),
+	);
+	const file = join(
+		prebuilds,
+		os === "linux" ? `node.napi.${libc}.node` : "node.napi.node",
+	);
+	if (!existsSync(file))
+		throw new Error(`native addon for ${name} not found: ${file}`);
+	return file;
+}
+
+const embedded = new Map<string, string>(); // package name -> .node file
+const embedNativeAddons: BunPlugin = {
+	name: "embed-native-addons",
+	setup(build) {
+		build.onResolve(
+			{ filter: /^node-gyp-build-optional-packages$/ },
+			({ importer }) => {
+				const m =
+					/^(.*[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+))[\\/]/.exec(
+						importer,
+					);
+				if (!m)
+					throw new Error(
+						`unexpected importer of node-gyp-build-optional-packages: ${importer}`,
+					);
+				const name = m[2].replace(/\\/g, "/");
+				embedded.set(name, addonFor(m[1], name));
+				return { path: name, namespace: "native-addon" };
+			},
+		);
+		build.onLoad({ filter: /.*/, namespace: "native-addon" }, ({ path }) => ({
+			// CJS so both `import x from` (lmdb) and `require()` (msgpackr-extract) get the function.
+			contents: `module.exports = () => require(${JSON.stringify(embedded.get(path))});`,
+			loader: "js",
+		}));
+	},
+};
+
+async function gitCommit(): Promise<string> {
+	try {
+		const p = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], {
+			cwd: root,
+			stderr: "ignore",
+		});
+		const sha = p.stdout.toString().trim();
+		return p.exitCode === 0 && sha ? sha : "unknown";
+	} catch {
+		return "unknown";
+	}
+}
+
+const commit = await gitCommit();
+const result = await Bun.build({
+	entrypoints: [entry],
+	compile: { target, outfile },
+	// Elysia's deploy guide: skip identifier mangling (keeps class/function names in errors & traces).
+	minify: { whitespace: true, syntax: true, identifiers: false },
+	bytecode: true, // precompiled JSC bytecode: ~10 ms faster start for a couple of MB
+	format: "esm", // bytecode defaults to cjs, which rejects top-level await
+	sourcemap: "linked", // embedded (zstd) in the binary; the sidecar .map is removed below
+	plugins: [embedNativeAddons],
+	define: {
+		MEMD_VERSION: JSON.stringify(pkg.version),
+		MEMD_COMMIT: JSON.stringify(commit),
+	},
+});
+
+if (!result.success) {
+	for (const log of result.logs) console.error(log);
+	process.exit(1);
+}
+rmSync(`${outfile}.map`, { force: true });
+const size = Bun.file(outfile).size;
+console.log(
+	`built ${outfile} (${(size / 1048576).toFixed(1)} MiB) memd ${pkg.version} ${commit} ${target}\n  embedded addons: ${[...embedded.values()].join(", ")}`,
+);
