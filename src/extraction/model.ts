@@ -1,0 +1,35 @@
+// The shape of the model's answer: one list of operations that decides
+// extraction and reconciliation together. Kept flat, with few required keys,
+// because small local models drop keys and struggle with nested unions; the
+// reconcile step checks what the decision needs (a target for MERGE, ...).
+import { Type } from "@sinclair/typebox";
+
+export const Decisions = ["ADD", "SKIP_DUPLICATE", "MERGE", "REPLACE", "KEEP_EXISTING", "DELETE"] as const;
+
+export const Decision = Type.Union(
+  Decisions.map((d) => Type.Literal(d)),
+  { description: "what to do with the fact" },
+);
+export type Decision = typeof Decision.static;
+
+export const Operation = Type.Object({
+  fact: Type.String({ description: "one short, self-contained fact" }),
+  decision: Decision,
+  target: Type.Optional(Type.String({ description: 'handle of the existing memory concerned, e.g. "m3"' })),
+  category: Type.Optional(Type.String({ description: "one lowercase word, e.g. preference", default: "fact" })),
+  importance: Type.Optional(Type.Number({ minimum: 0, maximum: 1, default: 0.5 })),
+  mergedContent: Type.Optional(Type.String({ description: "for MERGE: the target's new full content" })),
+  reason: Type.Optional(Type.String({ description: "why, e.g. contradiction" })),
+});
+export type Operation = typeof Operation.static;
+
+export const ModelAnswer = Type.Object({ operations: Type.Array(Operation) });
+export type ModelAnswer = typeof ModelAnswer.static;
+
+/** An existing memory as the model sees it: a short local handle instead of its id. */
+export const Candidate = Type.Object({
+  handle: Type.String(),
+  content: Type.String(),
+  category: Type.String(),
+});
+export type Candidate = typeof Candidate.static;

@@ -1,0 +1,133 @@
+// A fake OpenAI-compatible chat-completions server over real HTTP, for tests.
+// It speaks the non-streaming wire format only: the ai SDK's generateText
+// calls doGenerate, which never sets `stream: true`.
+
+type Usage = { prompt_tokens: number; completion_tokens: number };
+
+/** One scripted answer of the fake model. */
+export type FakeAnswer =
+  | string // assistant message content, usage estimated from lengths
+  | { content: string; usage?: Usage } // content with the usage to report
+  | { status: number; body?: unknown } // a raw HTTP answer (an object body is sent as JSON)
+  | { hang: true } // never answers; the request stays open until the client gives up
+  | { garbage: true } // 200 with a body that is not JSON
+  | ((request: ChatRequest) => FakeAnswer);
+
+/** The parsed body of a chat-completions request, as the client sent it. */
+export type ChatRequest = {
+  model: string;
+  messages: { role: string; content: unknown }[];
+  response_format?: { type: string; json_schema?: { name?: string; schema?: unknown; strict?: boolean } };
+  [key: string]: unknown;
+};
+
+export type FakeModel = {
+  /** Base URL ending in /v1, to hand to the client as its baseUrl. */
+  url: string;
+  /** Number of chat-completions requests received. */
+  readonly calls: number;
+  /** Parsed request bodies, in arrival order. */
+  requests: ChatRequest[];
+  /** Request headers, in arrival order. */
+  headers: Headers[];
+  /** Queues answers; each request takes the next one. */
+  script(answers: FakeAnswer[]): void;
+  /** Sets the answer used when the queue is empty. */
+  reply(answer: FakeAnswer): void;
+  /** Empties the queue, the records and the call count; restores the default answer. */
+  reset(): void;
+  /** Stops the server and drops open connections. */
+  stop(): Promise<void>;
+};
+
+const estimate = (text: string) => Math.max(1, Math.ceil(text.length / 4));
+
+/** Starts a fake model on 127.0.0.1 on a free port. */
+export function startFakeModel(): FakeModel {
+  const queue: FakeAnswer[] = [];
+  const EMPTY: FakeAnswer = '{"operations":[]}';
+  let fallback: FakeAnswer = EMPTY;
+  let calls = 0;
+  const requests: ChatRequest[] = [];
+  const headers: Headers[] = [];
+  const hanging = new Set<() => void>();
+
+  function completion(request: ChatRequest, content: string, usage?: Usage): Response {
+    const prompt = request.messages
+      .map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)))
+      .join("\n");
+    const u = usage ?? { prompt_tokens: estimate(prompt), completion_tokens: estimate(content) };
+    return Response.json({
+      id: `chatcmpl-fake-${calls}`,
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model: request.model,
+      choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+      usage: { ...u, total_tokens: u.prompt_tokens + u.completion_tokens },
+    });
+  }
+
+  function answer(request: ChatRequest, signal: AbortSignal, a: FakeAnswer): Response | Promise<Response> {
+    if (typeof a === "function") return answer(request, signal, a(request));
+    if (typeof a === "string") return completion(request, a);
+    if ("content" in a) return completion(request, a.content, a.usage);
+    if ("status" in a) {
+      const body = a.body ?? { error: { message: `fake error ${a.status}`, type: "server_error" } };
+      return typeof body === "string"
+        ? new Response(body, { status: a.status })
+        : Response.json(body, { status: a.status });
+    }
+    if ("garbage" in a) return new Response("<html>{not json", { headers: { "content-type": "application/json" } });
+    return new Promise((resolve) => {
+      const done = () => {
+        hanging.delete(done);
+        resolve(new Response(null, { status: 499 }));
+      };
+      hanging.add(done);
+      signal.addEventListener("abort", done);
+    });
+  }
+
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0, // a hanging answer must outlive Bun's default 10 s idle cut
+    async fetch(req) {
+      const path = new URL(req.url).pathname;
+      if (req.method !== "POST" || path !== "/v1/chat/completions") return new Response("not found", { status: 404 });
+      const request = (await req.json()) as ChatRequest;
+      calls++;
+      requests.push(request);
+      headers.push(req.headers);
+      if (request.stream)
+        return Response.json({ error: { message: "the fake model does not stream" } }, { status: 400 });
+      return answer(request, req.signal, queue.shift() ?? fallback);
+    },
+  });
+
+  return {
+    url: `http://127.0.0.1:${server.port}/v1`,
+    get calls() {
+      return calls;
+    },
+    requests,
+    headers,
+    script(answers) {
+      queue.push(...answers);
+    },
+    reply(a) {
+      fallback = a;
+    },
+    reset() {
+      queue.length = 0;
+      requests.length = 0;
+      headers.length = 0;
+      calls = 0;
+      fallback = EMPTY;
+    },
+    async stop() {
+      for (const done of [...hanging]) done();
+      await server.stop(true);
+    },
+  };
+}
