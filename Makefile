@@ -1,0 +1,37 @@
+# memd: a fresh machine needs only Node.js and npm; Bun is installed from npm into .tools/.
+BUN_VERSION := 1.4.5
+LOCAL_BUN   := $(CURDIR)/.tools/node_modules/.bin/bun
+BUN         ?= $(or $(shell command -v bun 2>/dev/null),$(LOCAL_BUN))
+export PATH := $(dir $(BUN)):$(PATH)
+
+.PHONY: deps run test build bench fmt lint check clean
+
+deps: node_modules/.installed
+
+$(LOCAL_BUN):
+	npm install --no-save --no-audit --no-fund --loglevel=error --prefix .tools bun@$(BUN_VERSION)
+
+node_modules/.installed: package.json bun.lock | $(BUN)
+	$(BUN) install --frozen-lockfile
+	@touch $@
+
+run: deps ## start the server on ./memd-data (prints a root key on first start)
+	$(BUN) run src/main.ts serve $(ARGS)
+
+test: deps ## the whole suite
+	$(BUN) test --timeout 120000 $(TESTS)
+
+build: deps ## one self-contained binary: dist/memd
+	$(BUN) run scripts/build.ts
+
+bench: build ## benchmarks; writes bench/results.md
+	$(BUN) run bench/run.ts
+
+fmt: deps
+	$(BUN) x biome format --write src test scripts bench
+
+lint: deps
+	$(BUN) x biome check src test scripts bench
+
+clean:
+	rm -rf dist .tools node_modules memd-data

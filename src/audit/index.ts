@@ -1,0 +1,77 @@
+import { Elysia, t } from "elysia";
+import type { Core } from "../core";
+import { ApiError, invalidField } from "../http/errors";
+import type { auth } from "../keys/auth";
+import { covers, requireNamespace } from "../keys/service";
+import { memoryRecord } from "../memory/service";
+import { AuditEvent, DiffRequest, DiffResponse, EventsQuery } from "./model";
+import { summarizeDiff } from "./diff";
+import { eventsAfter, newestEvents, toAuditEvent } from "./service";
+
+const isoShape = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?$/i;
+
+/** Parses an ISO 8601 date or date-time (no zone means UTC) to milliseconds, or throws 400. */
+export function parseSince(since: string): number {
+  if (!isoShape.test(since)) throw invalidField("since", "must be an ISO 8601 timestamp, e.g. 2026-01-31T12:00:00.000Z");
+  let s = since.replace(",", ".").replace(" ", "T");
+  if (/T/i.test(s) && !/(Z|[+-]\d{2}(:?\d{2})?)$/i.test(s)) s += "Z";
+  // Keep milliseconds only: Date.parse would reject or round longer fractions.
+  s = s.replace(/(\.\d{3})\d+/, "$1");
+  const ms = Date.parse(s);
+  if (Number.isNaN(ms)) throw invalidField("since", "is not a valid date");
+  return ms;
+}
+
+/** Routes of the audit feature: the diff (changelog) and the raw events. */
+export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
+  new Elysia({ name: "audit" })
+    .use(authPlugin)
+    .post(
+      "/v1/memory/diff",
+      ({ body, apiKey }) => {
+        requireNamespace(apiKey, body.namespace);
+        const afterMs = body.since === undefined ? -1 : parseSince(body.since);
+        const limit = body.limit ?? 200;
+        const scope = { namespace: body.namespace, entity: body.entity };
+        // One extra event tells whether there is more after this page.
+        const events = eventsAfter(core.store, scope, afterMs, limit + 1);
+        const hasMore = events.length > limit;
+        if (hasMore) events.pop();
+        const last = events.at(-1);
+        return {
+          ...summarizeDiff(events),
+          since: body.since ?? null,
+          hasMore,
+          nextSince: last ? new Date(last.atMs).toISOString() : (body.since ?? null),
+        };
+      },
+      {
+        permission: "read",
+        body: DiffRequest,
+        response: { 200: DiffResponse },
+        detail: { summary: "What changed since a time", description: "Reads only the audit trail; no model call." },
+      },
+    )
+    .get(
+      "/v1/memory/events",
+      ({ query, apiKey }) => {
+        const limit = query.limit ?? 100;
+        if (query.namespace !== undefined) requireNamespace(apiKey, query.namespace);
+        if (query.memoryId !== undefined) {
+          const m = memoryRecord(core, query.memoryId);
+          // Unknown, or outside the key's namespaces, or not in the asked namespace: one answer, so ids cannot be probed.
+          if (!m || !covers(apiKey, m.namespace) || (query.namespace !== undefined && m.namespace !== query.namespace))
+            throw new ApiError("not_found", "no memory with that id");
+          if (query.entity !== undefined && query.entity !== m.entity) return [];
+          return newestEvents(core.store, { namespace: m.namespace, memoryId: m.id }, limit).map(toAuditEvent);
+        }
+        if (query.namespace === undefined) throw invalidField("namespace", "is required unless memoryId is given");
+        return newestEvents(core.store, { namespace: query.namespace, entity: query.entity }, limit).map(toAuditEvent);
+      },
+      {
+        permission: "read",
+        query: EventsQuery,
+        response: { 200: t.Array(AuditEvent) },
+        detail: { summary: "Audit events, newest first" },
+      },
+    );

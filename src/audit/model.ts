@@ -1,0 +1,107 @@
+import { t } from "elysia";
+
+/** Audit event kinds (spec part 6). Persisted as these strings, never as numbers. */
+export const EventKind = t.Union([
+  t.Literal("ADD"),
+  t.Literal("MERGE"),
+  t.Literal("REPLACE"),
+  t.Literal("DELETE"),
+  t.Literal("SKIP_DUPLICATE"),
+  t.Literal("KEEP_EXISTING"),
+]);
+export type EventKind = typeof EventKind.static;
+
+/** What is stored per event. `category` is kept for diff items; `atMs` is unique per namespace. */
+export interface EventRecord {
+  seq: number;
+  namespace: string;
+  entity: string;
+  memoryId: string;
+  event: EventKind;
+  oldContent: string | null;
+  newContent: string | null;
+  mergedFromId: string | null;
+  reason: string | null;
+  category: string;
+  atMs: number;
+  actorKeyId: string | null;
+}
+
+const Name = t.String({ minLength: 1, maxLength: 128, pattern: "^[^\\u0000-\\u001f\\u007f]+$" });
+const Limit = (max: number, def: number) => t.Integer({ minimum: 1, maximum: max, default: def });
+
+/** An audit record as the events endpoint returns it (spec 2.6, plus actorKeyId). */
+export const AuditEvent = t.Object({
+  id: t.String(),
+  memoryId: t.String({ format: "uuid" }),
+  namespace: t.String(),
+  entity: t.String(),
+  event: EventKind,
+  oldContent: t.Nullable(t.String()),
+  newContent: t.Nullable(t.String()),
+  mergedFromId: t.Nullable(t.String()),
+  reason: t.Nullable(t.String()),
+  createdAt: t.String({ format: "date-time" }),
+  actorKeyId: t.Nullable(t.String()),
+});
+export type AuditEvent = typeof AuditEvent.static;
+
+export const EventsQuery = t.Object(
+  {
+    namespace: t.Optional(Name),
+    entity: t.Optional(Name),
+    memoryId: t.Optional(t.String({ format: "uuid" })),
+    limit: t.Optional(Limit(1000, 100)),
+  },
+  { additionalProperties: false },
+);
+export type EventsQuery = typeof EventsQuery.static;
+
+export const DiffRequest = t.Object(
+  {
+    namespace: Name,
+    entity: t.Optional(Name),
+    since: t.Optional(t.String({ maxLength: 64, description: "ISO 8601; changes strictly after it" })),
+    limit: t.Optional(Limit(1000, 200)),
+  },
+  { additionalProperties: false },
+);
+export type DiffRequest = typeof DiffRequest.static;
+
+export const DiffCreated = t.Object({ id: t.String(), content: t.String(), category: t.String(), createdAt: t.String() });
+export const DiffUpdated = t.Object({
+  id: t.String(),
+  content: t.String(),
+  previousContent: t.String(),
+  category: t.String(),
+  updatedAt: t.String(),
+});
+export const DiffDeleted = t.Object({
+  id: t.String(),
+  content: t.String(),
+  category: t.String(),
+  deletedAt: t.String(),
+  reason: t.Nullable(t.String()),
+});
+export const DiffReplaced = t.Object({
+  oldId: t.String(),
+  oldContent: t.String(),
+  newId: t.String(),
+  newContent: t.String(),
+  category: t.String(),
+  reason: t.String(),
+  replacedAt: t.String(),
+});
+
+export const DiffResponse = t.Object({
+  created: t.Array(DiffCreated),
+  updated: t.Array(DiffUpdated),
+  deleted: t.Array(DiffDeleted),
+  replaced: t.Array(DiffReplaced),
+  since: t.Nullable(t.String()),
+  changeCount: t.Integer(),
+  summary: t.String(),
+  hasMore: t.Boolean(),
+  nextSince: t.Nullable(t.String()),
+});
+export type DiffResponse = typeof DiffResponse.static;

@@ -1,0 +1,51 @@
+import { Elysia, ValidationError } from "elysia";
+import type { Logger } from "../log";
+import { ApiError, type ErrorDetail } from "./errors";
+
+/** Field-level details of a TypeBox validation failure, e.g. {field: "tags[2]", message: "..."}. */
+function validationDetails(error: ValidationError): ErrorDetail[] {
+  const seen = new Set<string>();
+  const details: ErrorDetail[] = [];
+  for (const e of error.all) {
+    const path = "path" in e && typeof e.path === "string" ? e.path : "";
+    const field =
+      path
+        .split("/")
+        .filter(Boolean)
+        .map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`))
+        .join("")
+        .replace(/^\./, "") || "(body)";
+    const message = ("summary" in e && e.summary) || e.message;
+    const key = `${field}\0${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    details.push({ field, message: String(message) });
+  }
+  return details.slice(0, 20);
+}
+
+/** Maps anything thrown to an ApiError; unknown errors become a bare 500 and go to the log. */
+export function toApiError(code: string | number, error: unknown, logger: Logger): ApiError {
+  if (error instanceof ApiError) return error;
+  const cause = (error as { cause?: unknown })?.cause;
+  if (cause instanceof ApiError) return cause;
+  if (error instanceof ValidationError || code === "VALIDATION") {
+    const details = validationDetails(error as ValidationError);
+    const where = error instanceof ValidationError && error.type !== "body" ? ` ${error.type}` : "";
+    return new ApiError("invalid_request", `invalid request${where}: ${details.map((d) => `${d.field}: ${d.message}`).join("; ")}`, details);
+  }
+  if (code === "NOT_FOUND") return new ApiError("not_found", "no such route");
+  if (code === "PARSE") return new ApiError("invalid_request", "the body is not valid JSON");
+  logger.error("unhandled error", { error: String((error as Error)?.stack ?? error) });
+  return new ApiError("internal", "internal error");
+}
+
+/** The single onError hook: every error body is {"error": {code, message, details?}}. */
+export const errorHandler = (logger: Logger) =>
+  new Elysia({ name: "error-handler" }).error({ ApiError }).onError({ as: "global" }, ({ code, error, set }) => {
+    const e = toApiError(code, error, logger);
+    set.status = e.status;
+    if (e.headers) Object.assign(set.headers, e.headers);
+    set.headers["content-type"] = "application/json";
+    return e.toBody();
+  });

@@ -1,0 +1,39 @@
+import { Elysia } from "elysia";
+import { ApiError } from "./errors";
+
+export interface JsonBodyOptions {
+  /** Largest body accepted, in bytes. */
+  maxBytes?: number;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Parses request bodies as strict JSON: `application/json` only (415 otherwise), at most
+ * `maxBytes` (413), valid UTF-8 and valid JSON (400).
+ */
+export function jsonBody({ maxBytes = 1024 * 1024 }: JsonBodyOptions = {}) {
+  return new Elysia({ name: "json-body" }).onParse({ as: "global" }, async function parseJson({ request, contentType }) {
+    if (request.method === "GET" || request.method === "HEAD" || request.method === "DELETE") return;
+    const type = (contentType ?? "").split(";")[0].trim().toLowerCase();
+    if (type !== "application/json")
+      throw new ApiError("unsupported_media_type", "send the body as JSON with Content-Type: application/json");
+    const declared = Number(request.headers.get("content-length") ?? 0);
+    if (declared > maxBytes) throw tooLarge(maxBytes);
+    const bytes = await request.arrayBuffer();
+    if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      throw new ApiError("invalid_request", "the body is not valid UTF-8");
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new ApiError("invalid_request", "the body is not valid JSON");
+    }
+  });
+}
+
+const tooLarge = (max: number) => new ApiError("payload_too_large", `the body is larger than ${max} bytes`);

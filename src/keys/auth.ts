@@ -1,0 +1,56 @@
+import { Elysia } from "elysia";
+import { ApiError } from "../http/errors";
+import type { Store } from "../storage/store";
+import type { KeyRecord, Permission } from "./model";
+import { authenticate, permits } from "./service";
+
+const bearer = /^Bearer ([\x21-\x7e]{1,512})$/;
+const keyOfRequest = new WeakMap<Request, KeyRecord>();
+
+/** The key that authenticated a request, if any (for logs and limits). */
+export const keyOf = (request: Request) => keyOfRequest.get(request);
+
+/** Paths under /v1 need a key, except the OpenAPI document. */
+const needsKey = (path: string) => path.startsWith("/v1/") && path !== "/v1/openapi.json";
+
+function pathOf(url: string) {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const q = url.indexOf("?", start);
+  return q === -1 ? url.slice(start) : url.slice(start, q);
+}
+
+export interface AuthOptions {
+  store: Store;
+  /** The in-memory root key from MEMD_API_KEY, if set. */
+  root?: KeyRecord;
+  /** Extra paths outside /v1 that need a key (e.g. /metrics). */
+  protectedPaths?: string[];
+}
+
+/**
+ * Authenticates every /v1 request before its body is read (401 first, whatever the body), and
+ * adds the `permission` macro: a route with `{ permission: "read" }` gets `apiKey` in its
+ * context, or answers 403 when the key's permission does not include it.
+ */
+export function auth({ store, root, protectedPaths = [] }: AuthOptions) {
+  return new Elysia({ name: "auth" })
+    .onRequest(function authenticateRequest({ request }) {
+      const path = pathOf(request.url);
+      if (!needsKey(path) && !protectedPaths.includes(path)) return;
+      const header = request.headers.get("authorization");
+      if (header === null) throw new ApiError("unauthorized", "send the key as Authorization: Bearer <key>");
+      const m = bearer.exec(header);
+      if (!m) throw new ApiError("unauthorized", "malformed Authorization header; expected Bearer <key>");
+      keyOfRequest.set(request, authenticate(store, root, m[1]));
+    })
+    .macro({
+      permission: (needed: Permission) => ({
+        resolve({ request }) {
+          const apiKey = keyOfRequest.get(request);
+          if (!apiKey) throw new ApiError("unauthorized", "send the key as Authorization: Bearer <key>");
+          if (!permits(apiKey, needed)) throw new ApiError("forbidden", `this key lacks the ${needed} permission`);
+          return { apiKey };
+        },
+      }),
+    });
+}

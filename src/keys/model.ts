@@ -1,0 +1,48 @@
+import { t } from "elysia";
+
+/** Each permission includes the ones before it. Persisted as these strings. */
+export const permissions = ["read", "read_write", "admin"] as const;
+export const Permission = t.Union(permissions.map((p) => t.Literal(p)));
+export type Permission = (typeof permissions)[number];
+
+/** `*` (all), an exact namespace, or a prefix pattern ending in `/*` such as `team-a/*`. */
+export const NamespacePattern = t.String({ minLength: 1, maxLength: 130, pattern: "^[^\\u0000-\\u001f\\u007f]+$" });
+
+export const ApiKey = t.Object({
+  id: t.String(),
+  name: t.String(),
+  permission: Permission,
+  namespaces: t.Array(t.String()),
+  expiresAt: t.Nullable(t.String({ format: "date-time" })),
+  createdAt: t.String({ format: "date-time" }),
+  lastUsedAt: t.Nullable(t.String({ format: "date-time" })),
+});
+export type ApiKey = typeof ApiKey.static;
+
+export const CreateKeyRequest = t.Object(
+  {
+    name: t.String({ minLength: 1, maxLength: 128 }),
+    permission: Permission,
+    namespaces: t.Array(NamespacePattern, { minItems: 1, maxItems: 256 }),
+    expiresAt: t.Optional(t.String({ format: "date-time" })),
+  },
+  { additionalProperties: false },
+);
+export type CreateKeyRequest = typeof CreateKeyRequest.static;
+
+export const CreatedKey = t.Composite([ApiKey, t.Object({ secret: t.String() })]);
+
+export const KeyParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) });
+
+/** What is stored per key: the SHA-256 of the secret, never the secret. */
+export interface KeyRecord {
+  id: string;
+  name: string;
+  permission: Permission;
+  namespaces: string[];
+  expiresAt: number | null;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+  hash: string;
+}

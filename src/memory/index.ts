@@ -1,0 +1,59 @@
+import { Elysia } from "elysia";
+import type { Core } from "../core";
+import { ApiError } from "../http/errors";
+import { auth } from "../keys/auth";
+import { covers, requireNamespace } from "../keys/service";
+import { ListQuery, Memory, MemoryParams, StoreRequest, StoreResponse } from "./model";
+import { currentMemories, deleteMemory, findMemory, storeRaw, toMemory } from "./service";
+
+export type SmartStore = (req: StoreRequest, actorKeyId: string, set: { headers: Record<string, unknown> }) => Promise<StoreResponse>;
+
+const unavailable: SmartStore = async () => {
+  throw new ApiError("extraction_unavailable", "smart store (infer: true) is not available; send infer: false");
+};
+
+/** Routes of the memory feature: store (raw or smart), and reads of current memories. */
+export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, smartStore: SmartStore = unavailable) =>
+  new Elysia({ name: "memory" })
+    .use(authPlugin)
+    .post(
+      "/v1/memory",
+      async ({ body, apiKey, set }) => {
+        requireNamespace(apiKey, body.namespace);
+        return body.infer === false ? storeRaw(core, body, apiKey.id) : smartStore(body, apiKey.id, set);
+      },
+      {
+        permission: "read_write",
+        body: StoreRequest,
+        response: { 200: StoreResponse },
+        detail: { summary: "Store a memory", description: "infer: false stores content verbatim; infer: true (default) extracts facts." },
+      },
+    )
+    .get(
+      "/v1/memory",
+      ({ query, apiKey }) => {
+        requireNamespace(apiKey, query.namespace);
+        return currentMemories(core, query.namespace, query.entity, query.limit ?? 100).map((r) => toMemory(r));
+      },
+      { permission: "read", query: ListQuery, detail: { summary: "List current memories of a namespace or entity" } },
+    )
+    .get(
+      "/v1/memory/:id",
+      ({ params, apiKey }) => {
+        const r = findMemory(core, params.id);
+        // A memory outside the key's namespaces answers as if it did not exist, so ids cannot be probed.
+        if (!r || !covers(apiKey, r.namespace)) throw new ApiError("not_found", "no memory with that id");
+        return toMemory(r);
+      },
+      { permission: "read", params: MemoryParams, response: { 200: Memory }, detail: { summary: "Get one current memory" } },
+    )
+    .delete(
+      "/v1/memory/:id",
+      async ({ params, apiKey }) => {
+        await deleteMemory(core, params.id, apiKey.id, (ns) => {
+          if (!covers(apiKey, ns)) throw new ApiError("not_found", "no memory with that id");
+        });
+        return { deleted: true };
+      },
+      { permission: "read_write", params: MemoryParams, detail: { summary: "Delete a memory (event DELETE, reason deleted)" } },
+    );

@@ -1,0 +1,85 @@
+import { t } from "elysia";
+
+const noControl = "^[^\\u0000-\\u001f\\u007f]+$";
+export const Name = t.String({ minLength: 1, maxLength: 128, pattern: noControl });
+const Category = t.String({ minLength: 1, maxLength: 64, pattern: noControl });
+const Importance = t.Number({ minimum: 0, maximum: 1 });
+const Tags = t.Array(t.String({ minLength: 1, maxLength: 64 }), { maxItems: 32 });
+const Metadata = t.Record(t.String(), t.Unknown(), { description: "a JSON object, at most 16 KiB serialized" });
+const Source = t.String({ minLength: 1, maxLength: 256 });
+
+export const defaultCategory = "general";
+export const defaultImportance = 0.5;
+export const maxMetadataBytes = 16 * 1024;
+
+export const StoreRequest = t.Object(
+  {
+    namespace: Name,
+    entity: Name,
+    content: t.String({ minLength: 1, pattern: "\\S", description: "non-empty after trimming" }),
+    infer: t.Optional(t.Boolean({ default: true })),
+    tags: t.Optional(Tags),
+    metadata: t.Optional(Metadata),
+    source: t.Optional(Source),
+    ttl: t.Optional(t.Number({ exclusiveMinimum: 0, maximum: 100 * 365 * 86400, description: "seconds" })),
+    category: t.Optional(Category),
+    importance: t.Optional(Importance),
+  },
+  { additionalProperties: false },
+);
+export type StoreRequest = typeof StoreRequest.static;
+
+export const StoredEvent = t.Union([t.Literal("ADD"), t.Literal("MERGE"), t.Literal("REPLACE")]);
+
+export const Memory = t.Object({
+  id: t.String({ format: "uuid" }),
+  namespace: t.Optional(t.String()),
+  entity: t.Optional(t.String()),
+  content: t.String(),
+  category: t.String(),
+  importance: t.Number(),
+  tags: t.Optional(t.Array(t.String())),
+  metadata: t.Optional(t.Record(t.String(), t.Unknown())),
+  source: t.Optional(t.String()),
+  createdAt: t.Optional(t.String({ format: "date-time" })),
+  updatedAt: t.Optional(t.String({ format: "date-time" })),
+  expiresAt: t.Optional(t.String({ format: "date-time" })),
+  event: t.Optional(StoredEvent),
+});
+export type Memory = typeof Memory.static;
+
+export const StoreResponse = t.Object({
+  memories: t.Array(Memory),
+  skipped: t.Integer({ minimum: 0 }),
+  conflicts: t.Integer({ minimum: 0 }),
+});
+export type StoreResponse = typeof StoreResponse.static;
+
+export const ListQuery = t.Object(
+  {
+    namespace: Name,
+    entity: t.Optional(Name),
+    limit: t.Optional(t.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+  },
+  { additionalProperties: false },
+);
+export type ListQuery = typeof ListQuery.static;
+
+export const MemoryParams = t.Object({ id: t.String({ format: "uuid" }) });
+
+/** What is stored per memory. Records stay after deletion, with their state, for id lookups. */
+export interface MemoryRecord {
+  id: string;
+  namespace: string;
+  entity: string;
+  content: string;
+  category: string;
+  importance: number;
+  tags?: string[];
+  metadata?: Record<string, unknown>;
+  source?: string;
+  createdAt: number;
+  updatedAt: number;
+  expiresAt?: number;
+  state: "current" | "deleted" | "replaced";
+}

@@ -1,0 +1,50 @@
+import { appendEvent, eventOf } from "../audit/service";
+import type { Core } from "../core";
+import { writeDurably } from "../storage/store";
+import type { MemoryRecord } from "./model";
+import { retireMemory } from "./service";
+
+const batchSize = 500;
+
+/**
+ * Deletes memories whose time is up, each with a DELETE event (reason "expired"), in batches of
+ * `batchSize` per transaction. Reads already hide expired memories; this makes the expiry
+ * visible in the audit trail and diff. Returns how many it expired.
+ */
+export async function sweepExpired(core: Core, now = Date.now()): Promise<number> {
+  const { dbs } = core.store;
+  const due = dbs.expiries.getKeys({ start: [0], end: [now + 1], limit: batchSize }).asArray as [number, string][];
+  if (due.length === 0) return 0;
+  return writeDurably(core.store, () => {
+    let n = 0;
+    for (const [expiresAt, id] of due) {
+      const r = dbs.memories.get(id) as MemoryRecord | undefined;
+      if (!r || r.state !== "current" || r.expiresAt !== expiresAt) {
+        dbs.expiries.removeSync([expiresAt, id]);
+        continue;
+      }
+      const e = appendEvent(core.store, core.clock, eventOf("DELETE", r, null, { oldContent: r.content, reason: "expired" }));
+      retireMemory(core, r, "deleted", e.atMs);
+      n++;
+    }
+    return n;
+  });
+}
+
+/** Runs the sweeper every `intervalMs` until stopped; well inside the 2 s promise of the contract. */
+export function startTtlSweeper(core: Core, intervalMs = 250): () => Promise<void> {
+  let running: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+  const tick = () => {
+    if (stopped) return;
+    running = sweepExpired(core)
+      .then((n) => (n === batchSize ? setImmediate(tick) : undefined))
+      .catch((e) => core.logger.error("ttl sweep failed", { error: String(e) }));
+  };
+  const timer = setInterval(tick, intervalMs);
+  return async () => {
+    stopped = true;
+    clearInterval(timer);
+    await running;
+  };
+}

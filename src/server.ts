@@ -1,0 +1,60 @@
+import { buildApp } from "./app";
+import { EventClock } from "./audit/service";
+import { version, commit } from "./build-info";
+import type { Config } from "./config/config";
+import type { Core } from "./core";
+import type { KeyRecord } from "./keys/model";
+import { createKey, hasStoredKeys, rootKeyFromSecret } from "./keys/service";
+import { createLogger } from "./log";
+import { startTtlSweeper } from "./memory/ttl";
+import { openStore } from "./storage/store";
+
+export interface Running {
+  url: string;
+  port: number;
+  core: Core;
+  stop(): Promise<void>;
+}
+
+/**
+ * Opens the store, makes sure a root key exists, and starts listening. On first start with no
+ * MEMD_API_KEY and no stored key, a root key is created and printed once on stderr.
+ */
+export async function startServer(
+  config: Config,
+  printSecret: (text: string) => void = (t) => process.stderr.write(t),
+  writeLog?: (line: string) => void,
+): Promise<Running> {
+  const logger = createLogger(config.logLevel, writeLog);
+  const store = openStore(config.dataDir, { mapSizeMb: config.mapSizeMb });
+  const core: Core = { store, clock: new EventClock(store), config, logger };
+
+  let root: KeyRecord | undefined;
+  if (config.apiKey) root = rootKeyFromSecret(config.apiKey);
+  else if (!hasStoredKeys(store)) {
+    const { key, secret } = await createKey(store, { name: "root", permission: "admin", namespaces: ["*"] });
+    printSecret(
+      `\nmemd: created a root key (${key.id}); it is shown only this once:\n\n  ${secret}\n\n` +
+        `Use it as: curl -H "Authorization: Bearer ${secret}" http://${config.host}:${config.port}/v1/...\n\n`,
+    );
+  }
+
+  const app = buildApp(core, { root });
+  const stopSweeper = startTtlSweeper(core);
+  app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 2 * 1024 * 1024 });
+  const port = app.server!.port!;
+  const url = `http://${config.host}:${port}`;
+  logger.info("memd started", { version, commit, dataDir: config.dataDir, address: url });
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      // Stop accepting, let requests in flight finish, then close LMDB.
+      await app.server?.stop(false);
+      await stopSweeper();
+      await store.flushed();
+      await store.close();
+      logger.info("memd stopped", { version, dataDir: config.dataDir });
+    })());
+  return { url, port, core, stop };
+}

@@ -1,0 +1,95 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../src/config/config";
+import { type Running, startServer } from "../src/server";
+
+export const rootSecret = "memd_test_root_key_0123456789abcdef";
+
+/** A fresh temp data dir; removed by `cleanup()`. */
+export function tempDir(prefix = "memd-test-"): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface TestServer {
+  url: string;
+  dataDir: string;
+  server: Running;
+  logs: string[];
+  /** fetch with the root key and JSON body by default. */
+  api(method: string, path: string, body?: unknown, init?: { key?: string | null; headers?: Record<string, string> }): Promise<Response>;
+  json<T = any>(method: string, path: string, body?: unknown, init?: { key?: string | null }): Promise<{ status: number; body: T; headers: Headers }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a real server in this process, listening on 127.0.0.1 with a free port, on a temp data
+ * dir (or `dataDir`), with the test root key. Extra settings go through the same loader as flags.
+ */
+export async function startTestServer(options: { dataDir?: string; env?: Record<string, string>; args?: string[] } = {}): Promise<TestServer> {
+  const tmp = options.dataDir ? undefined : tempDir();
+  const dataDir = options.dataDir ?? tmp!.dir;
+  const logs: string[] = [];
+  const config = loadConfig(["--port", "0", "--data-dir", dataDir, ...(options.args ?? [])], {
+    MEMD_API_KEY: rootSecret,
+    MEMD_LOG_LEVEL: "info",
+    ...options.env,
+  });
+  const server = await startServer(config, (l) => logs.push(l), (line) => logs.push(line));
+  const api: TestServer["api"] = (method, path, body, init = {}) => {
+    const headers: Record<string, string> = { ...init.headers };
+    const key = init.key === undefined ? rootSecret : init.key;
+    if (key !== null) headers.authorization = `Bearer ${key}`;
+    if (body !== undefined && !headers["content-type"]) headers["content-type"] = "application/json";
+    return fetch(server.url + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    });
+  };
+  return {
+    url: server.url,
+    dataDir,
+    server,
+    logs,
+    api,
+    async json(method, path, body, init) {
+      const res = await api(method, path, body, init);
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+    },
+    async stop() {
+      await server.stop();
+      tmp?.cleanup();
+    },
+  };
+}
+
+/** Runs `bun run src/main.ts` as a child process, as users do, and waits for it to listen. */
+export async function spawnServer(args: string[], env: Record<string, string> = {}, cmd = [process.execPath, "run", "src/main.ts"]) {
+  const proc = Bun.spawn([...cmd, "serve", "--port", "0", ...args], {
+    cwd: join(import.meta.dir, ".."),
+    env: { ...process.env, MEMD_LOG_LEVEL: "info", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let out = "";
+  let err = "";
+  const drain = async (s: ReadableStream<Uint8Array>, into: (t: string) => void) => {
+    const dec = new TextDecoder();
+    for await (const chunk of s) into(dec.decode(chunk));
+  };
+  void drain(proc.stdout, (t) => (out += t));
+  void drain(proc.stderr, (t) => (err += t));
+  const deadline = Date.now() + 15_000;
+  let url: string | undefined;
+  while (!url && Date.now() < deadline) {
+    const m = /"address":"(http:\/\/[^"]+)"/.exec(out);
+    if (m) url = m[1];
+    else if (proc.exitCode !== null) break;
+    else await Bun.sleep(20);
+  }
+  if (!url) throw new Error(`server did not start: ${err}${out}`);
+  return { proc, url, stdout: () => out, stderr: () => err };
+}
