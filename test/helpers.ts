@@ -41,11 +41,11 @@ export async function startTestServer(options: { dataDir?: string; env?: Record<
     const headers: Record<string, string> = { ...init.headers };
     const key = init.key === undefined ? rootSecret : init.key;
     if (key !== null) headers.authorization = `Bearer ${key}`;
-    if (body !== undefined && !headers["content-type"]) headers["content-type"] = "application/json";
+    if (body !== undefined && init.headers === undefined) headers["content-type"] = "application/json";
     return fetch(server.url + path, {
       method,
       headers,
-      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+      body: body === undefined ? undefined : typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
     });
   };
   return {

@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { Core } from "../core";
 import { ApiError, invalidField } from "../http/errors";
+import { queryLimit } from "../http/query";
 import type { auth } from "../keys/auth";
 import { covers, requireNamespace } from "../keys/service";
 import { memoryRecord } from "../memory/service";
@@ -55,7 +56,7 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
     .get(
       "/v1/memory/events",
       ({ query, apiKey }) => {
-        const limit = query.limit ?? 100;
+        const limit = queryLimit(query.limit, 1000, 100);
         if (query.namespace !== undefined) requireNamespace(apiKey, query.namespace);
         if (query.memoryId !== undefined) {
           const m = memoryRecord(core, query.memoryId);

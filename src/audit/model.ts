@@ -1,4 +1,6 @@
+import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
+import { LimitParam } from "../http/query";
 
 /** Audit event kinds (spec part 6). Persisted as these strings, never as numbers. */
 export const EventKind = t.Union([
@@ -28,7 +30,8 @@ export interface EventRecord {
 }
 
 const Name = t.String({ minLength: 1, maxLength: 128, pattern: "^[^\\u0000-\\u001f\\u007f]+$" });
-const Limit = (max: number, def: number) => t.Integer({ minimum: 1, maximum: max, default: def });
+/** In a JSON body a limit must be a number (Elysia's t.Integer would also take "10"). */
+const BodyLimit = (max: number, def: number) => Type.Integer({ minimum: 1, maximum: max, default: def });
 
 /** An audit record as the events endpoint returns it (spec 2.6, plus actorKeyId). */
 export const AuditEvent = t.Object({
@@ -51,7 +54,7 @@ export const EventsQuery = t.Object(
     namespace: t.Optional(Name),
     entity: t.Optional(Name),
     memoryId: t.Optional(t.String({ format: "uuid" })),
-    limit: t.Optional(Limit(1000, 100)),
+    limit: t.Optional(LimitParam(1000, 100)),
   },
   { additionalProperties: false },
 );
@@ -62,7 +65,7 @@ export const DiffRequest = t.Object(
     namespace: Name,
     entity: t.Optional(Name),
     since: t.Optional(t.String({ maxLength: 64, description: "ISO 8601; changes strictly after it" })),
-    limit: t.Optional(Limit(1000, 200)),
+    limit: t.Optional(BodyLimit(1000, 200)),
   },
   { additionalProperties: false },
 );

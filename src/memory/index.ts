@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { Core } from "../core";
 import { ApiError } from "../http/errors";
+import { queryLimit } from "../http/query";
 import { auth } from "../keys/auth";
 import { covers, requireNamespace } from "../keys/service";
 import { ListQuery, Memory, MemoryParams, StoreRequest, StoreResponse } from "./model";
@@ -33,7 +34,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       "/v1/memory",
       ({ query, apiKey }) => {
         requireNamespace(apiKey, query.namespace);
-        return currentMemories(core, query.namespace, query.entity, query.limit ?? 100).map((r) => toMemory(r));
+        return currentMemories(core, query.namespace, query.entity, queryLimit(query.limit, 1000, 100)).map((r) => toMemory(r));
       },
       { permission: "read", query: ListQuery, detail: { summary: "List current memories of a namespace or entity" } },
     )

@@ -1,4 +1,5 @@
 import { t } from "elysia";
+import { LimitParam } from "../http/query";
 
 const noControl = "^[^\\u0000-\\u001f\\u007f]+$";
 export const Name = t.String({ minLength: 1, maxLength: 128, pattern: noControl });
@@ -59,7 +60,7 @@ export const ListQuery = t.Object(
   {
     namespace: Name,
     entity: t.Optional(Name),
-    limit: t.Optional(t.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+    limit: t.Optional(LimitParam(1000, 100)),
   },
   { additionalProperties: false },
 );

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { startTestServer, type TestServer } from "./helpers";
+
+let s: TestServer;
+beforeAll(async () => (s = await startTestServer()));
+afterAll(() => s.stop());
+
+const store = (namespace: string, entity: string, content: string) =>
+  s.json("POST", "/v1/memory", { namespace, entity, content, infer: false });
+
+describe("POST /v1/memory/diff", () => {
+  test("created items since a time, with the documented shape", async () => {
+    const before = new Date().toISOString();
+    await Bun.sleep(2);
+    const a = await store("d1", "u", "likes tea");
+    await store("d1", "other", "likes coffee");
+    const r = await s.json("POST", "/v1/memory/diff", { namespace: "d1", entity: "u", since: before });
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({
+      created: [{ id: a.body.memories[0].id, content: "likes tea", category: "general", createdAt: a.body.memories[0].createdAt }],
+      updated: [],
+      deleted: [],
+      replaced: [],
+      since: before,
+      changeCount: 1,
+      summary: "1 new, 0 updated, 0 replaced",
+      hasMore: false,
+      nextSince: a.body.memories[0].createdAt,
+    });
+    const whole = await s.json("POST", "/v1/memory/diff", { namespace: "d1" });
+    expect(whole.body.changeCount).toBe(2);
+    expect(whole.body.since).toBeNull();
+  });
+
+  test("since is strictly after; nothing new gives an empty page that echoes since", async () => {
+    const a = await store("d2", "u", "x");
+    const at = a.body.memories[0].createdAt;
+    const r = await s.json("POST", "/v1/memory/diff", { namespace: "d2", since: at });
+    expect(r.body).toMatchObject({ changeCount: 0, hasMore: false, nextSince: at, since: at, summary: "0 new, 0 updated, 0 replaced" });
+  });
+
+  test("accepts ISO 8601 variants and rejects what is not ISO 8601", async () => {
+    for (const since of ["2026-01-01", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.123456+02:00", "2026-01-01T10:00"]) {
+      expect((await s.json("POST", "/v1/memory/diff", { namespace: "d2", since })).status).toBe(200);
+    }
+    for (const since of ["yesterday", "01/02/2026", "2026-13-45T00:00:00Z", "", "1700000000"]) {
+      const r = await s.json("POST", "/v1/memory/diff", { namespace: "d2", since });
+      expect(r.status).toBe(400);
+      expect(r.body.error.code).toBe("invalid_request");
+      expect(r.body.error.details[0].field).toBe("since");
+    }
+  });
+
+  test("limit bounds: 1..1000, default 200", async () => {
+    for (let i = 0; i < 3; i++) await store("d3", "u", `f${i}`);
+    expect((await s.json("POST", "/v1/memory/diff", { namespace: "d3", limit: 2 })).body).toMatchObject({ changeCount: 2, hasMore: true });
+    for (const limit of [0, 1001, -1, 1.5, "10"]) {
+      const r = await s.json("POST", "/v1/memory/diff", { namespace: "d3", limit });
+      expect(r.status).toBe(400);
+      expect(r.body.error.details.some((d: any) => d.field === "limit")).toBe(true);
+    }
+  });
+
+  test("paging 5,000 events written in same-millisecond bursts loses and repeats nothing", async () => {
+    const ids: string[] = [];
+    for (let burst = 0; burst < 50; burst++) {
+      const rs = await Promise.all(Array.from({ length: 100 }, (_, i) => store("page", `e${i % 3}`, `fact ${burst}-${i}`)));
+      for (const r of rs) ids.push(r.body.memories[0].id);
+    }
+    // by nextSince
+    const seen: string[] = [];
+    let since: string | undefined;
+    for (let guard = 0; guard < 100; guard++) {
+      const r = await s.json("POST", "/v1/memory/diff", { namespace: "page", limit: 173, ...(since ? { since } : {}) });
+      seen.push(...r.body.created.map((c: any) => c.id));
+      since = r.body.nextSince;
+      if (!r.body.hasMore) break;
+    }
+    expect(seen.length).toBe(5000);
+    expect(new Set(seen)).toEqual(new Set(ids));
+    // by the last createdAt seen, per entity
+    const perEntity: string[] = [];
+    for (const entity of ["e0", "e1", "e2"]) {
+      let after: string | undefined;
+      for (let guard = 0; guard < 100; guard++) {
+        const r = await s.json("POST", "/v1/memory/diff", { namespace: "page", entity, limit: 97, ...(after ? { since: after } : {}) });
+        if (r.body.created.length === 0) break;
+        perEntity.push(...r.body.created.map((c: any) => c.id));
+        after = r.body.created.at(-1).createdAt;
+      }
+    }
+    expect(perEntity.length).toBe(5000);
+    expect(new Set(perEntity).size).toBe(5000);
+  }, 60_000);
+});
