@@ -3,27 +3,41 @@ import { auditRoutes } from "./audit/index";
 import type { Core } from "./core";
 import { errorHandler } from "./http/error-handler";
 import { jsonBody } from "./http/json-body";
+import { rateLimit } from "./http/rate-limit";
 import { requestLog } from "./http/request-log";
 import { auth, keyOf } from "./keys/auth";
+import { keyRoutes } from "./keys/index";
 import type { KeyRecord } from "./keys/model";
 import { memoryRoutes, type SmartStore } from "./memory/index";
+import { healthRoutes } from "./ops/health";
+import { type ModelStats, metricsRoutes } from "./ops/metrics";
+import { openapiRoutes } from "./ops/openapi";
 
 export interface AppOptions {
   root?: KeyRecord;
   smartStore?: SmartStore;
+  /** Running totals of model calls for /metrics (from the extraction feature). */
+  modelStats?: () => ModelStats | undefined;
 }
 
 /** Assembles the HTTP app from the feature plugins. No listening, no signals: see server.ts. */
 export function buildApp(core: Core, options: AppOptions = {}) {
-  const authPlugin = auth({ store: core.store, root: options.root });
+  const isPublic = core.config.metricsPublic;
+  const limits = core.config.rateLimit;
+  const authPlugin = auth({ store: core.store, root: options.root, protectedPaths: isPublic ? [] : ["/metrics"] });
   return new Elysia({ normalize: false, aot: true })
     .use(requestLog(core.logger, (r) => keyOf(r)?.id))
     .use(errorHandler(core.logger))
     .use(jsonBody({ maxBytes: 1024 * 1024 }))
     .use(authPlugin)
-    .get("/healthz", () => ({ status: "ok" }), { detail: { summary: "Liveness; no key needed" } })
+    // After auth, whose onRequest identifies the key; before any body is read.
+    .use(limits ? rateLimit({ ...limits, bucketOf: (r) => keyOf(r)?.id }) : new Elysia())
+    .use(healthRoutes(core))
+    .use(metricsRoutes({ core, authPlugin, public: isPublic, modelStats: options.modelStats }))
+    .use(openapiRoutes())
     .use(memoryRoutes(core, authPlugin, options.smartStore))
-    .use(auditRoutes(core, authPlugin));
+    .use(auditRoutes(core, authPlugin))
+    .use(keyRoutes(core, authPlugin));
 }
 
 export type App = ReturnType<typeof buildApp>;

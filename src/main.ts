@@ -1,12 +1,18 @@
 #!/usr/bin/env bun
 import { commit, version } from "./build-info";
 import { ConfigError, loadConfig, settingsHelp } from "./config/config";
+import { backupStore } from "./ops/backup";
+import { runKeysCommand } from "./keys/cli";
 import { startServer } from "./server";
 
 const usage = `memd ${version}: a memory service for AI agents
 
 Usage:
   memd [serve] [flags]     start the server (the default)
+  memd backup <dest> [--data-dir <dir>]
+                           copy the store to a new directory, safe while serving
+  memd keys create|list|revoke ...
+                           manage API keys on the data dir; memd keys --help
   memd version             print the version and commit
   memd --help              this text; memd serve --help lists every setting
 `;
@@ -37,6 +43,25 @@ async function serve(args: string[]) {
   process.once("SIGINT", shutdown);
 }
 
+async function backup(args: string[]) {
+  const [dest, ...flags] = args;
+  if (!dest || dest.startsWith("-")) fail("backup needs a destination directory: memd backup <dest> [--data-dir <dir>]");
+  let config;
+  try {
+    config = loadConfig(flags);
+  } catch (e) {
+    if (e instanceof ConfigError) fail(e.message);
+    throw e;
+  }
+  try {
+    await backupStore(config.dataDir, dest);
+  } catch (e) {
+    process.stderr.write(`memd: backup failed: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`memd: copied ${config.dataDir} to ${dest}\n`);
+}
+
 const [command, ...rest] = process.argv.slice(2);
 switch (command) {
   case undefined:
@@ -44,6 +69,12 @@ switch (command) {
     break;
   case "serve":
     await serve(rest);
+    break;
+  case "backup":
+    await backup(rest);
+    break;
+  case "keys":
+    process.exitCode = await runKeysCommand(rest);
     break;
   case "version":
   case "--version":
