@@ -5,6 +5,11 @@
 
 export type StructuredMode = "json_schema" | "json_object" | "prompt";
 export type LogLevel = "debug" | "info" | "warn" | "error";
+/** Per-key token bucket: `rps` tokens a second, at most `burst` saved up. */
+export interface RateLimit {
+  rps: number;
+  burst: number;
+}
 
 export interface Config {
   host: string;
@@ -19,7 +24,7 @@ export interface Config {
   llmApiKey: string | undefined;
   llmTimeoutMs: number;
   llmStructured: StructuredMode;
-  rateLimit: string | undefined;
+  rateLimit: RateLimit | undefined;
   maxModelCallsPerKey: number;
   metricsPublic: boolean;
 }
@@ -47,6 +52,15 @@ const oneOf =
     return raw as T;
   };
 const text = (raw: string) => raw;
+/** "RPS[:BURST]", e.g. "50" or "50:100"; the burst defaults to RPS (at least 1). */
+export function parseRateLimit(raw: string): RateLimit {
+  const m = /^(\d+(?:\.\d+)?)(?::(\d+))?$/.exec(raw.trim());
+  const rps = m ? Number(m[1]) : Number.NaN;
+  const burst = m?.[2] === undefined ? Math.max(1, Math.ceil(rps)) : Number(m[2]);
+  if (!m || !(rps > 0) || rps > 1e6 || !(burst >= 1) || burst > 1e6)
+    throw new Error(`expected RPS[:BURST] with RPS > 0 and a whole BURST >= 1, e.g. 50 or 50:100, got "${raw}"`);
+  return { rps, burst };
+}
 const bool = (raw: string) => oneOf("true", "false", "1", "0")(raw) === "true" || raw === "1";
 
 export const settings: Setting[] = [
@@ -62,7 +76,7 @@ export const settings: Setting[] = [
   { key: "llmApiKey", flag: "--llm-api-key", env: "MEMD_LLM_API_KEY", default: undefined, parse: text, help: "bearer key for the model endpoint (optional)" },
   { key: "llmTimeoutMs", flag: "--llm-timeout-ms", env: "MEMD_LLM_TIMEOUT_MS", default: 30000, parse: int(1, 600000), help: "model call timeout in milliseconds" },
   { key: "llmStructured", flag: "--llm-structured", env: "MEMD_LLM_STRUCTURED", default: "json_schema", parse: oneOf("json_schema", "json_object", "prompt"), help: "how the answer schema reaches the model: json_schema, json_object or prompt" },
-  { key: "rateLimit", flag: "--rate-limit", env: "MEMD_RATE_LIMIT", default: undefined, parse: text, help: "per-key limit as RPS[:BURST], e.g. 50:100; unset: no limit" },
+  { key: "rateLimit", flag: "--rate-limit", env: "MEMD_RATE_LIMIT", default: undefined, parse: parseRateLimit, help: "per-key limit as RPS[:BURST], e.g. 50:100; unset: no limit" },
   { key: "maxModelCallsPerKey", flag: "--max-model-calls-per-key", env: "MEMD_MAX_MODEL_CALLS_PER_KEY", default: 4, parse: int(1, 1000), help: "concurrent smart stores per key" },
   { key: "metricsPublic", flag: "--metrics-public", env: "MEMD_METRICS_PUBLIC", default: false, parse: bool, help: "serve /metrics without a key (default: needs an admin key)" },
 ];

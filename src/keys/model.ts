@@ -2,10 +2,10 @@ import { t } from "elysia";
 
 /** Each permission includes the ones before it. Persisted as these strings. */
 export const permissions = ["read", "read_write", "admin"] as const;
-export const Permission = t.Union(permissions.map((p) => t.Literal(p)));
+export const Permission = t.Union([t.Literal("read"), t.Literal("read_write"), t.Literal("admin")]);
 export type Permission = (typeof permissions)[number];
 
-/** `*` (all), an exact namespace, or a prefix pattern ending in `/*` such as `team-a/*`. */
+/** `*` (all), an exact namespace, or a prefix pattern ending in `/*` such as `team-a/*` (see service.patternProblem). */
 export const NamespacePattern = t.String({ minLength: 1, maxLength: 130, pattern: "^[^\\u0000-\\u001f\\u007f]+$" });
 
 export const ApiKey = t.Object({

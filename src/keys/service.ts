@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { ApiError } from "../http/errors";
+import { ApiError, invalidField } from "../http/errors";
 import type { Store } from "../storage/store";
 import { type ApiKey, type KeyRecord, type Permission, permissions } from "./model";
 
@@ -30,8 +30,20 @@ export interface NewKey {
   expiresAt?: number | null;
 }
 
+/** Checks what a schema cannot: namespace patterns and an expiry in the future. Throws a 400. */
+export function checkNewKey(input: NewKey, now = Date.now()) {
+  if (input.name.trim() === "") throw invalidField("name", "needs a non-blank character");
+  if (input.namespaces.length === 0) throw invalidField("namespaces", "needs at least one namespace pattern");
+  input.namespaces.forEach((p, i) => {
+    const problem = patternProblem(p);
+    if (problem) throw invalidField(`namespaces[${i}]`, `"${p}" ${problem}`);
+  });
+  if (input.expiresAt != null && !(input.expiresAt > now)) throw invalidField("expiresAt", "must be in the future");
+}
+
 /** Creates a key and returns it with its secret, which is shown this once and never stored. */
 export async function createKey(store: Store, input: NewKey): Promise<{ key: KeyRecord; secret: string }> {
+  checkNewKey(input);
   const secret = secretPrefix + randomBytes(24).toString("base64url");
   const key: KeyRecord = {
     id: `key_${randomBytes(8).toString("hex")}`,
@@ -54,13 +66,14 @@ export async function createKey(store: Store, input: NewKey): Promise<{ key: Key
 
 /** Every key ever made, revoked ones excluded, oldest first. */
 export function listKeys(store: Store): KeyRecord[] {
-  return store.dbs.apiKeys
-    .getRange({})
-    .asArray.map((e) => e.value as KeyRecord)
+  // Keys are few (made by hand), so reading them all is fine.
+  return [...store.dbs.apiKeys.getRange({})]
+    .map((e) => e.value as KeyRecord)
     .filter((k) => k.revokedAt === null)
     .sort((a, b) => a.createdAt - b.createdAt);
 }
 
+/** A key that is not revoked, by id. */
 export function getKey(store: Store, id: string): KeyRecord | undefined {
   const k = store.dbs.apiKeys.get(id) as KeyRecord | undefined;
   return k && k.revokedAt === null ? k : undefined;
@@ -79,8 +92,9 @@ export async function revokeKey(store: Store, id: string): Promise<boolean> {
   return done === true;
 }
 
+/** Whether the store holds any key, revoked ones included. */
 export function hasStoredKeys(store: Store): boolean {
-  return store.dbs.apiKeys.getKeys({ limit: 1 }).asArray.length > 0;
+  return [...store.dbs.apiKeys.getKeys({ limit: 1 })].length > 0;
 }
 
 /** The root key given by MEMD_API_KEY: all permissions, all namespaces, kept only in memory. */
@@ -136,11 +150,39 @@ function sameHash(a: string, b: string) {
 export const permits = (key: KeyRecord, needed: Permission) =>
   permissions.indexOf(key.permission) >= permissions.indexOf(needed);
 
-/** Whether a key's namespace patterns cover `namespace`: `*`, an exact name, or `prefix/*`. */
+/**
+ * Whether a key's namespace patterns cover `namespace`: `*` covers all; `team-a/*` covers every
+ * name that starts with `team-a/` (so `team-a/x` and `team-a/x/y`, but neither `team-a` nor
+ * `team-ab`); any other pattern covers exactly that name.
+ */
 export function covers(key: KeyRecord, namespace: string): boolean {
   return key.namespaces.some((p) =>
     p === "*" ? true : p.endsWith("/*") ? namespace.startsWith(p.slice(0, -1)) : p === namespace,
   );
+}
+
+/**
+ * Whether everything `pattern` could match is covered by the key, so an admin key limited to
+ * some namespaces cannot create, see or revoke keys that reach beyond them.
+ */
+export function coversPattern(key: KeyRecord, pattern: string): boolean {
+  if (!pattern.endsWith("*")) return covers(key, pattern);
+  // A pattern is inside `*`, or inside a wider prefix: `team-a/x/*` is inside `team-a/*`.
+  return key.namespaces.some((p) => p === "*" || (pattern !== "*" && p.endsWith("/*") && pattern.startsWith(p.slice(0, -1))));
+}
+
+/** Whether every namespace of `target` lies within the key's own. */
+export const coversKey = (key: KeyRecord, target: KeyRecord) => target.namespaces.every((p) => coversPattern(key, p));
+
+/** Why a namespace pattern is invalid, or undefined: `*`, an exact name, or `prefix/*`; no other `*`. */
+export function patternProblem(pattern: string): string | undefined {
+  if (pattern === "*") return undefined;
+  const body = pattern.endsWith("/*") ? pattern.slice(0, -2) : pattern;
+  if (body === "") return "needs a name before /*";
+  if (body.includes("*")) return "may hold * only as the whole pattern or as a final /*";
+  if (body.length > 128) return "is longer than 128 characters";
+  if (/[\u0000-\u001f\u007f]/.test(pattern)) return "may not hold control characters";
+  return undefined;
 }
 
 /** Throws 403 unless the key may act on `namespace`. */

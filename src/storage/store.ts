@@ -55,6 +55,8 @@ export function openStore(dataDir: string, options: StoreOptions = {}): Store {
     path: dataDir,
     mapSize: (options.mapSizeMb ?? 65536) * 1024 * 1024,
     maxDbs: 16,
+    // lmdb-js guesses "a file, not a directory" from a dot in the name (e.g. memd-data.v2): never.
+    noSubdir: false,
     // Commits share one fsync batch (group commit); 2xx answers wait for env.flushed.
     overlappingSync: true,
   });

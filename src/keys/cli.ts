@@ -1,0 +1,153 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { ConfigError, loadConfig } from "../config/config";
+import { ApiError } from "../http/errors";
+import { openStore, type Store } from "../storage/store";
+import { type Permission, permissions } from "./model";
+import { createKey, listKeys, revokeKey } from "./service";
+
+export const keysUsage = `Usage:
+  memd keys create --name N --permission P --namespace NS [--namespace NS2 ...] [--expires-in 30d] [--data-dir D]
+  memd keys list [--data-dir D]
+  memd keys revoke ID [--data-dir D]
+
+Works on the data dir directly, also while the server runs; changes apply to the next request.
+  --permission   read, read_write or admin (each includes the ones before it)
+  --namespace    an exact namespace, a prefix pattern such as team-a/* (every namespace starting
+                 with "team-a/"), or * for all; repeat for several
+  --expires-in   a whole number of days, hours, minutes or seconds: 30d, 12h, 90m, 45s
+  --data-dir     default: $MEMD_DATA_DIR, else ./memd-data
+`;
+
+class UsageError extends Error {}
+
+interface Output {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+const units: Record<string, number> = { d: 86_400_000, h: 3_600_000, m: 60_000, s: 1000 };
+
+/** "30d", "12h", "90m" or "45s" in milliseconds. */
+export function parseDuration(raw: string): number {
+  const m = /^(\d{1,6})([dhms])$/.exec(raw);
+  if (!m || Number(m[1]) === 0) throw new UsageError(`--expires-in: expected a duration such as 30d, 12h or 90m, got "${raw}"`);
+  return Number(m[1]) * units[m[2]];
+}
+
+/** Splits `--flag value` / `--flag=value` pairs and positionals, allowing only `allowed` flags. */
+function parseArgs(args: string[], allowed: string[]) {
+  const flags = new Map<string, string[]>();
+  const positional: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (!args[i].startsWith("--")) {
+      positional.push(args[i]);
+      continue;
+    }
+    const [flag, inline] = args[i].split(/=(.*)/s, 2);
+    if (!allowed.includes(flag)) throw new UsageError(`unknown flag ${flag}`);
+    const value = inline ?? args[++i];
+    if (value === undefined) throw new UsageError(`${flag} needs a value`);
+    flags.set(flag, [...(flags.get(flag) ?? []), value]);
+  }
+  const one = (flag: string) => {
+    const v = flags.get(flag);
+    if (v && v.length > 1) throw new UsageError(`${flag} given more than once`);
+    return v?.[0];
+  };
+  return { flags, positional, one };
+}
+
+/** The data dir and store, from --data-dir, else MEMD_DATA_DIR, else the default. */
+function openDataDir(dataDir: string | undefined, mustExist: boolean): { store: Store; dir: string } {
+  const config = loadConfig(dataDir === undefined ? [] : ["--data-dir", dataDir]);
+  const dir = resolve(config.dataDir);
+  if (mustExist && !existsSync(dir)) throw new UsageError(`no data dir at ${dir}; pass --data-dir or set MEMD_DATA_DIR`);
+  return { store: openStore(dir, { mapSizeMb: config.mapSizeMb }), dir };
+}
+
+async function create(args: string[], io: Output) {
+  const { flags, positional, one } = parseArgs(args, ["--name", "--permission", "--namespace", "--expires-in", "--data-dir"]);
+  if (positional.length > 0) throw new UsageError(`unexpected argument "${positional[0]}"`);
+  const name = one("--name");
+  const permission = one("--permission");
+  const namespaces = flags.get("--namespace") ?? [];
+  if (!name) throw new UsageError("--name is required");
+  if (!permission || !permissions.includes(permission as Permission))
+    throw new UsageError(`--permission: expected one of ${permissions.join(", ")}`);
+  if (namespaces.length === 0) throw new UsageError("--namespace is required (repeat it for several)");
+  const expiresIn = one("--expires-in");
+  const expiresAt = expiresIn === undefined ? null : Date.now() + parseDuration(expiresIn);
+
+  const { store, dir } = openDataDir(one("--data-dir"), false);
+  try {
+    const { key, secret } = await createKey(store, { name, permission: permission as Permission, namespaces, expiresAt });
+    const expiry = expiresAt === null ? "never expires" : `expires ${new Date(expiresAt).toISOString()}`;
+    io.out(
+      `Created key ${key.id} "${key.name}": ${key.permission} on ${key.namespaces.join(", ")}; ${expiry}. (data dir ${dir})\n` +
+        `The secret is shown only this once; memd keeps only its hash:\n\n  ${secret}\n\n` +
+        `Use it as: curl -H "Authorization: Bearer ${secret}" http://<host>:<port>/v1/...\n`,
+    );
+  } finally {
+    await store.close();
+  }
+}
+
+async function list(args: string[], io: Output) {
+  const { positional, one } = parseArgs(args, ["--data-dir"]);
+  if (positional.length > 0) throw new UsageError(`unexpected argument "${positional[0]}"`);
+  const { store } = openDataDir(one("--data-dir"), true);
+  try {
+    const when = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());
+    const rows = listKeys(store).map((k) => [k.id, k.name, k.permission, k.namespaces.join(","), when(k.expiresAt), when(k.lastUsedAt)]);
+    const table = [["ID", "NAME", "PERMISSION", "NAMESPACES", "EXPIRES", "LAST USED"], ...rows];
+    const widths = table[0].map((_, c) => Math.max(...table.map((r) => r[c].length)));
+    io.out(table.map((r) => r.map((cell, c) => cell.padEnd(widths[c])).join("  ").trimEnd()).join("\n") + "\n");
+  } finally {
+    await store.close();
+  }
+}
+
+async function revoke(args: string[], io: Output): Promise<number> {
+  const { positional, one } = parseArgs(args, ["--data-dir"]);
+  if (positional.length !== 1) throw new UsageError("revoke needs exactly one key id (see memd keys list)");
+  const { store } = openDataDir(one("--data-dir"), true);
+  try {
+    if (!(await revokeKey(store, positional[0]))) {
+      io.err(`memd: no live key with id "${positional[0]}"\n`);
+      return 1;
+    }
+    io.out(`Revoked key ${positional[0]}; its next request gets 401.\n`);
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * `memd keys ...`: create, list and revoke keys on the data dir. Returns the exit code: 0 done,
+ * 1 failed (e.g. unknown id), 2 bad usage.
+ */
+export async function runKeysCommand(
+  args: string[],
+  io: Output = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) },
+): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === undefined || sub === "help" || args.includes("--help") || args.includes("-h")) {
+    (sub === undefined ? io.err : io.out)(keysUsage);
+    return sub === undefined ? 2 : 0;
+  }
+  try {
+    if (sub === "create") await create(rest, io);
+    else if (sub === "list") await list(rest, io);
+    else if (sub === "revoke") return await revoke(rest, io);
+    else throw new UsageError(`unknown keys command "${sub}"; expected create, list or revoke`);
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError || e instanceof ConfigError || (e instanceof ApiError && e.status === 400)) {
+      io.err(`memd keys: ${e.message}\nRun "memd keys --help" for usage.\n`);
+      return 2;
+    }
+    throw e;
+  }
+}

@@ -1,0 +1,66 @@
+import { Elysia, t } from "elysia";
+import type { Core } from "../core";
+import { ApiError, invalidField } from "../http/errors";
+import type { auth } from "./auth";
+import { ApiKey, CreatedKey, CreateKeyRequest, KeyParams, type KeyRecord } from "./model";
+import { coversKey, coversPattern, createKey, getKey, listKeys, revokeKey, toApiKey } from "./service";
+
+const notFound = () => new ApiError("not_found", "no key with that id");
+
+/** A live key the admin key may manage (all its namespaces within the admin's), or 404. */
+function managedKey(core: Core, admin: KeyRecord, id: string): KeyRecord {
+  const k = getKey(core.store, id);
+  // Keys beyond the admin's namespaces answer as if they did not exist, like memories do.
+  if (!k || !coversKey(admin, k)) throw notFound();
+  return k;
+}
+
+/**
+ * Admin routes of the keys feature: create (the secret is in this answer only), list, get and
+ * revoke. An admin key limited to some namespaces manages only keys within them.
+ */
+export const keyRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
+  new Elysia({ name: "keys" })
+    .use(authPlugin)
+    .post(
+      "/v1/keys",
+      async ({ body, apiKey, set }) => {
+        const expiresAt = body.expiresAt === undefined ? null : Date.parse(body.expiresAt);
+        if (Number.isNaN(expiresAt)) throw invalidField("expiresAt", "is not a valid date-time");
+        const outside = body.namespaces.find((p) => !coversPattern(apiKey, p));
+        if (outside !== undefined) throw new ApiError("forbidden", `this key does not cover namespace pattern "${outside}"`);
+        const { key, secret } = await createKey(core.store, { ...body, expiresAt });
+        set.status = 201;
+        return { ...toApiKey(key), secret };
+      },
+      {
+        permission: "admin",
+        body: CreateKeyRequest,
+        response: { 201: CreatedKey },
+        detail: { summary: "Create a key", description: "The secret is returned in this answer only; it is stored as a hash." },
+      },
+    )
+    .get("/v1/keys", ({ apiKey }) => listKeys(core.store).filter((k) => coversKey(apiKey, k)).map(toApiKey), {
+      permission: "admin",
+      response: { 200: t.Array(ApiKey) },
+      detail: { summary: "List live keys (never secrets)" },
+    })
+    .get("/v1/keys/:id", ({ params, apiKey }) => toApiKey(managedKey(core, apiKey, params.id)), {
+      permission: "admin",
+      params: KeyParams,
+      response: { 200: ApiKey },
+      detail: { summary: "Get one key (never its secret)" },
+    })
+    .delete(
+      "/v1/keys/:id",
+      async ({ params, apiKey }) => {
+        const k = managedKey(core, apiKey, params.id);
+        if (!(await revokeKey(core.store, k.id))) throw notFound();
+        return { id: k.id, revoked: true };
+      },
+      {
+        permission: "admin",
+        params: KeyParams,
+        detail: { summary: "Revoke a key; its next request gets 401" },
+      },
+    );
