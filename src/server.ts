@@ -3,6 +3,7 @@ import { EventClock } from "./audit/service";
 import { version, commit } from "./build-info";
 import type { Config } from "./config/config";
 import type { Core } from "./core";
+import { createSmartStore, modelStats } from "./extraction/service";
 import type { KeyRecord } from "./keys/model";
 import { createKey, hasStoredKeys, rootKeyFromSecret } from "./keys/service";
 import { createLogger } from "./log";
@@ -39,7 +40,7 @@ export async function startServer(
     );
   }
 
-  const app = buildApp(core, { root });
+  const app = buildApp(core, { root, smartStore: createSmartStore(core), modelStats });
   const stopSweeper = startTtlSweeper(core);
   app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 2 * 1024 * 1024 });
   const port = app.server!.port!;

@@ -22,7 +22,8 @@ const STATUS: Record<LlmErrorCode, number> = { llm_upstream_error: 502, llm_time
 
 /**
  * A failed extraction. Messages never hold the API key or the upstream body.
- * `calls` and `tokens` say what the failed attempt cost, for headers and metrics.
+ * `calls` and `tokens` say what the failed attempt cost, for headers and metrics;
+ * `promptTokens` is the prompt share of `tokens`.
  */
 export class LlmError extends Error {
   readonly status: number;
@@ -31,6 +32,7 @@ export class LlmError extends Error {
     message: string,
     readonly calls = 0,
     readonly tokens = 0,
+    readonly promptTokens = 0,
   ) {
     super(message);
     this.name = "LlmError";
@@ -38,7 +40,8 @@ export class LlmError extends Error {
   }
 }
 
-export type Extraction = { operations: Operation[]; calls: number; tokens: number };
+/** `tokens` is prompt plus completion tokens as reported; `promptTokens` is the prompt share. */
+export type Extraction = { operations: Operation[]; calls: number; tokens: number; promptTokens: number };
 
 /**
  * Asks the model, in one call, which facts the content holds and what to do
@@ -60,6 +63,7 @@ export async function extractOperations(
   const prompt = buildPrompt(content, memories, mode === "prompt");
   let calls = 0;
   let tokens = 0;
+  let promptTokens = 0;
   let note = "";
   for (let attempt = 0; attempt < 2; attempt++) {
     const signal = AbortSignal.timeout(settings.timeoutMs ?? 30_000);
@@ -78,17 +82,19 @@ export async function extractOperations(
         abortSignal: signal,
       });
       text = result.text;
+      promptTokens += result.totalUsage.inputTokens ?? 0;
       tokens += (result.totalUsage.inputTokens ?? 0) + (result.totalUsage.outputTokens ?? 0);
     } catch (error) {
-      if (signal.aborted) throw new LlmError("llm_timeout", "the model did not answer in time", calls, tokens);
-      throw new LlmError("llm_upstream_error", upstreamMessage(error), calls, tokens);
+      if (signal.aborted)
+        throw new LlmError("llm_timeout", "the model did not answer in time", calls, tokens, promptTokens);
+      throw new LlmError("llm_upstream_error", upstreamMessage(error), calls, tokens, promptTokens);
     }
     const parsed = parseAnswer(text);
-    if (parsed.ok) return { operations: parsed.answer.operations, calls, tokens };
+    if (parsed.ok) return { operations: parsed.answer.operations, calls, tokens, promptTokens };
     // Appended to the same user message: some chat templates reject two user turns in a row.
     note = `\n\nYour previous answer was invalid (${parsed.errors.join("; ")}). Answer again with only the JSON object.`;
   }
-  throw new LlmError("llm_bad_output", "the model's answer was invalid twice", calls, tokens);
+  throw new LlmError("llm_bad_output", "the model's answer was invalid twice", calls, tokens, promptTokens);
 }
 
 /** The response format per mode; the SDK's own Output parsers would reject a fenced answer, so the text comes back raw. */

@@ -1,0 +1,200 @@
+// The reconcile step: turns the model's operations into checked changes, then
+// writes them with their audit events in one transaction. The model's answer
+// is untrusted (the content it read may be an attack), so an operation can
+// only act on a memory through a handle that this request offered.
+import { appendEvent, eventOf } from "../audit/service";
+import type { Core } from "../core";
+import type { Logger } from "../log";
+import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
+import { findMemory, insertMemory, newRecord, retireMemory, rewriteMemory, toMemory } from "../memory/service";
+import { writeDurably } from "../storage/store";
+import { normalizeFact } from "./builtin";
+import type { Operation } from "./model";
+
+/** A checked change. `target` is a memory this request offered (or found as an exact duplicate). */
+export type Change =
+  | { kind: "ADD"; fact: string; category?: string; importance?: number }
+  | { kind: "SKIP_DUPLICATE"; fact: string; target: MemoryRecord }
+  | { kind: "MERGE"; fact: string; target: MemoryRecord; content: string }
+  | { kind: "REPLACE"; fact: string; target: MemoryRecord; reason: string; category?: string; importance?: number }
+  | { kind: "KEEP_EXISTING"; fact: string; target: MemoryRecord; reason: string }
+  | { kind: "DELETE"; fact: string; target: MemoryRecord; reason: string };
+
+const controlChars = /\p{Cc}/u;
+const MAX_REASON = 256;
+
+function cleanCategory(c: string | undefined): string | undefined {
+  const s = c?.trim();
+  return s && s.length <= 64 && !controlChars.test(s) ? s : undefined;
+}
+
+function cleanImportance(n: number | undefined): number | undefined {
+  return typeof n === "number" && Number.isFinite(n) ? Math.min(1, Math.max(0, n)) : undefined;
+}
+
+function cleanReason(r: string | undefined, fallback: string): string {
+  const s = r
+    ?.replace(/\p{Cc}+/gu, " ")
+    .trim()
+    .slice(0, MAX_REASON);
+  return s || fallback;
+}
+
+/**
+ * Checks the model's operations against the offered memories (`handles`) and the entity's
+ * current memories (`current`), before anything is written. An operation with an unoffered
+ * handle, a missing target, an empty or oversized fact, or a second change to one memory is
+ * dropped and logged (without content). An ADD of a fact that exactly duplicates a current
+ * memory becomes a SKIP_DUPLICATE on it; a repeated ADD in the same answer is dropped.
+ */
+export function validateOperations(
+  ops: readonly Operation[],
+  handles: ReadonlyMap<string, MemoryRecord>,
+  current: readonly MemoryRecord[],
+  logger: Logger,
+  maxFactBytes: number,
+): Change[] {
+  const byNorm = new Map(current.map((m) => [normalizeFact(m.content), m]));
+  const added = new Set<string>();
+  const changed = new Set<string>();
+  const retired = new Set<string>();
+  /** The checked change, or why the operation is dropped. */
+  const check = (op: Operation): Change | string => {
+    const fact = op.fact.trim();
+    if (!fact) return "empty fact";
+    if (Buffer.byteLength(fact, "utf8") > maxFactBytes) return "fact too long";
+    const category = cleanCategory(op.category);
+    const importance = cleanImportance(op.importance);
+    if (op.decision === "ADD") {
+      const norm = normalizeFact(fact);
+      const existing = byNorm.get(norm);
+      if (existing && !retired.has(existing.id)) return { kind: "SKIP_DUPLICATE", fact, target: existing };
+      if (added.has(norm)) return "repeated fact";
+      added.add(norm);
+      return { kind: "ADD", fact, category, importance };
+    }
+    if (op.target === undefined) return "missing target";
+    const target = handles.get(op.target.trim());
+    if (!target) return "unoffered handle";
+    if (retired.has(target.id)) return "target already retired by this answer";
+    const changes = op.decision === "MERGE" || op.decision === "REPLACE" || op.decision === "DELETE";
+    if (changes && changed.has(target.id)) return "second change to one memory";
+    switch (op.decision) {
+      case "SKIP_DUPLICATE":
+        return { kind: "SKIP_DUPLICATE", fact, target };
+      case "KEEP_EXISTING":
+        return { kind: "KEEP_EXISTING", fact, target, reason: cleanReason(op.reason, "conflict") };
+      case "MERGE": {
+        const content = op.mergedContent?.trim();
+        if (!content) return "MERGE without mergedContent";
+        if (Buffer.byteLength(content, "utf8") > maxFactBytes) return "mergedContent too long";
+        // A merge that changes nothing is a duplicate, not an update.
+        if (normalizeFact(content) === normalizeFact(target.content)) return { kind: "SKIP_DUPLICATE", fact, target };
+        changed.add(target.id);
+        return { kind: "MERGE", fact, target, content };
+      }
+      case "REPLACE":
+        changed.add(target.id);
+        retired.add(target.id);
+        return { kind: "REPLACE", fact, target, reason: cleanReason(op.reason, "contradiction"), category, importance };
+      case "DELETE":
+        changed.add(target.id);
+        retired.add(target.id);
+        return { kind: "DELETE", fact, target, reason: cleanReason(op.reason, "no longer true") };
+    }
+  };
+  const out: Change[] = [];
+  ops.forEach((op, index) => {
+    const result = check(op);
+    if (typeof result === "string")
+      logger.warn("dropped model operation", { index, decision: op.decision, why: result });
+    else out.push(result);
+  });
+  return out;
+}
+
+/**
+ * Writes the changes and their audit events in one durable transaction. Targets are re-read
+ * inside it: one that stopped being current since it was offered (deleted, expired) is skipped
+ * and logged. Returns the store response: every memory created or changed, and the counts.
+ * `extraSkipped` counts duplicates that had no memory to attach an event to.
+ */
+export async function applyChanges(
+  core: Core,
+  req: StoreRequest,
+  actorKeyId: string | null,
+  changes: readonly Change[],
+  extraSkipped = 0,
+): Promise<StoreResponse> {
+  return writeDurably(core.store, () => {
+    const res: StoreResponse = { memories: [], skipped: extraSkipped, conflicts: 0 };
+    const now = Date.now();
+    for (const c of changes) {
+      if (c.kind === "ADD") {
+        const r = newRecord(req, { content: c.fact, category: c.category, importance: c.importance });
+        insertMemory(core, r, eventOf("ADD", r, actorKeyId, { newContent: c.fact }));
+        res.memories.push(toMemory(r, "ADD"));
+        continue;
+      }
+      const target = findMemory(core, c.target.id, now);
+      if (!target) {
+        core.logger.warn("dropped model operation", { decision: c.kind, why: "target no longer current" });
+        continue;
+      }
+      switch (c.kind) {
+        case "SKIP_DUPLICATE":
+          appendEvent(core.store, core.clock, eventOf("SKIP_DUPLICATE", target, actorKeyId, { newContent: c.fact }));
+          res.skipped++;
+          break;
+        case "KEEP_EXISTING":
+          appendEvent(
+            core.store,
+            core.clock,
+            eventOf("KEEP_EXISTING", target, actorKeyId, { newContent: c.fact, reason: c.reason }),
+          );
+          res.conflicts++;
+          break;
+        case "MERGE": {
+          const e = appendEvent(
+            core.store,
+            core.clock,
+            eventOf("MERGE", target, actorKeyId, { oldContent: target.content, newContent: c.content }),
+          );
+          res.memories.push(toMemory(rewriteMemory(core, target, c.content, e.atMs), "MERGE"));
+          break;
+        }
+        case "REPLACE": {
+          const r = newRecord(req, {
+            content: c.fact,
+            category: c.category ?? target.category,
+            importance: c.importance,
+          });
+          const e = insertMemory(
+            core,
+            r,
+            eventOf("REPLACE", r, actorKeyId, {
+              oldContent: target.content,
+              newContent: c.fact,
+              mergedFromId: target.id,
+              reason: c.reason,
+            }),
+          );
+          retireMemory(core, target, "replaced", e.atMs);
+          res.memories.push(toMemory(r, "REPLACE"));
+          res.conflicts++;
+          break;
+        }
+        case "DELETE": {
+          const e = appendEvent(
+            core.store,
+            core.clock,
+            eventOf("DELETE", target, actorKeyId, { oldContent: target.content, reason: c.reason }),
+          );
+          retireMemory(core, target, "deleted", e.atMs);
+          break;
+        }
+      }
+    }
+    return res;
+  });
+}
