@@ -278,8 +278,8 @@ describe("validation: untrusted answers never touch what was not offered", () =>
     const r = await smart(s, { namespace: "inj", entity: "u", content });
     expect(r.status).toBe(200);
     expect(r.body.memories.map((m: any) => [m.content, m.category, m.importance])).toEqual([
-      ["User likes chess", "general", 0.9],
-      ["User plays go", "general", 0.5],
+      ["User likes chess", "fact", 0.9],
+      ["User plays go", "fact", 0.5],
     ]);
     expect((await list(s, "inj", "other")).map((m) => m.id)).toEqual([victim]);
     expect((await list(s, "inj", "u")).map((m) => m.content).sort()).toEqual([
@@ -414,6 +414,7 @@ describe("structured output modes end to end", () => {
       const r = await smart(t, { namespace: "modes", entity: "u", content: "I like tea" });
       expect(r.status).toBe(200);
       expect(r.body.memories.map((m: any) => [m.content, m.event])).toEqual([["User likes tea", "ADD"]]);
+      expect(r.body.memories[0].category).toBe(mode === "json_schema" ? "preference" : "fact");
       expect(fake.requests[0].response_format?.type).toBe(format);
       expect(String(fake.requests[0].messages[0].content).includes("JSON Schema")).toBe(mode === "prompt");
     } finally {
@@ -438,9 +439,9 @@ describe("built-in extractor (no MEMD_LLM_BASE_URL)", () => {
     expect(r.status).toBe(200);
     expectCost(r.headers, "builtin", 0);
     expect(r.headers.get("x-memd-llm-tokens")).toBe("0");
-    expect(r.body.memories.map((m: any) => [m.content, m.event, m.tags])).toEqual([
-      ["I have two cats.", "ADD", ["t"]],
-      ["My sister lives in Rome.", "ADD", ["t"]],
+    expect(r.body.memories.map((m: any) => [m.content, m.event, m.category, m.tags])).toEqual([
+      ["I have two cats.", "ADD", "fact", ["t"]],
+      ["My sister lives in Rome.", "ADD", "fact", ["t"]],
     ]);
     expect([r.body.skipped, r.body.conflicts]).toEqual([2, 0]);
     const ev = await events(b, "bi");
@@ -450,7 +451,9 @@ describe("built-in extractor (no MEMD_LLM_BASE_URL)", () => {
   });
 });
 
-test("running totals are exported for the metrics", () => {
+test("running totals are exported for the metrics, and /metrics shows them", async () => {
+  const m = await s.api("GET", "/metrics");
+  expect(await m.text()).toMatch(/^memd_model_calls_total [1-9]/m);
   expect(extractionStats.llmCalls).toBeGreaterThan(0);
   expect(extractionStats.llmTokens).toBeGreaterThan(0);
   expect(extractionStats.llmErrors).toBeGreaterThan(0);

@@ -22,6 +22,8 @@ export type Change =
 
 const controlChars = /\p{Cc}/u;
 const MAX_REASON = 256;
+/** A smart-store memory's category when the extractor gives none (or one of a bad shape); the answer schema's default too. */
+export const FACT_CATEGORY = "fact";
 
 function cleanCategory(c: string | undefined): string | undefined {
   const s = c?.trim();
@@ -131,7 +133,7 @@ export async function applyChanges(
     const now = Date.now();
     for (const c of changes) {
       if (c.kind === "ADD") {
-        const r = newRecord(req, { content: c.fact, category: c.category, importance: c.importance });
+        const r = newRecord(req, { content: c.fact, category: c.category ?? FACT_CATEGORY, importance: c.importance });
         insertMemory(core, r, eventOf("ADD", r, actorKeyId, { newContent: c.fact }));
         res.memories.push(toMemory(r, "ADD"));
         continue;
