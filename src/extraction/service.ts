@@ -102,15 +102,11 @@ export function createSmartStore(core: Core) {
         return res;
       }
       const running = inFlight.get(actorKeyId) ?? 0;
-      if (running >= core.config.maxModelCallsPerKey)
-        throw new ApiError(
-          "rate_limited",
-          `at most ${core.config.maxModelCallsPerKey} smart stores per key at a time`,
-          undefined,
-          {
-            "retry-after": "1",
-          },
-        );
+      // Only the model path is limited: it is the one that costs money and upstream capacity.
+      if (running >= core.config.maxModelCallsPerKey) {
+        const message = `at most ${core.config.maxModelCallsPerKey} smart stores per key at a time`;
+        throw new ApiError("rate_limited", message, undefined, { "retry-after": "1" });
+      }
       inFlight.set(actorKeyId, running + 1);
       try {
         const res = await serialized(lock, () => storeWithModel(core, settings, req, actorKeyId, cost));
