@@ -175,6 +175,12 @@ describe("each decision, its events, response items and diff", () => {
       mergedFromId: old,
       reason: "contradiction",
     });
+    // The superseded memory's own history shows what replaced it.
+    const oldHistory = (await s.json("GET", `/v1/memory/events?namespace=replace&memoryId=${old}`)).body;
+    expect(oldHistory.map((e: { event: string; memoryId: string }) => [e.event, e.memoryId])).toEqual([
+      ["REPLACE", created.id],
+      ["ADD", old],
+    ]);
     const d = await diff(s, "replace", since);
     expect(d.replaced).toEqual([
       expect.objectContaining({

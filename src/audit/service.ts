@@ -32,7 +32,7 @@ export class EventClock {
 
 export type NewEvent = Omit<EventRecord, "seq" | "atMs">;
 
-/** Writes one event and its three index entries. Call inside a write transaction. */
+/** Writes one event and its index entries. Call inside a write transaction. */
 export function appendEvent(store: Store, clock: EventClock, input: NewEvent): EventRecord {
   const { seq, atMs } = clock.next(input.namespace);
   const record: EventRecord = { ...input, seq, atMs };
@@ -41,6 +41,9 @@ export function appendEvent(store: Store, clock: EventClock, input: NewEvent): E
   dbs.eventsByNs.putSync([input.namespace, atMs, seq], null);
   dbs.eventsByEntity.putSync([input.namespace, input.entity, atMs, seq], null);
   dbs.eventsByMemory.putSync([input.namespace, input.memoryId, atMs, seq], null);
+  // A REPLACE also belongs to the history of the memory it superseded.
+  if (input.mergedFromId && input.mergedFromId !== input.memoryId)
+    dbs.eventsByMemory.putSync([input.namespace, input.mergedFromId, atMs, seq], null);
   return record;
 }
 

@@ -10,10 +10,10 @@ import { ApiError } from "../http/errors";
  *   memories          [memoryId]                          -> MemoryRecord (kept after delete, with its state)
  *   entity_memories   [namespace, entity, memoryId]       -> null  (current memories of an entity)
  *   expiries          [expiresAtMs, memoryId]             -> null  (what the TTL sweeper deletes next)
- *   events            [seq]                               -> EventRecord  (seq: global, strictly increasing)
+ *   events            seq                                 -> EventRecord  (seq: global, strictly increasing)
  *   events_by_ns      [namespace, atMs, seq]              -> null
  *   events_by_entity  [namespace, entity, atMs, seq]      -> null
- *   events_by_memory  [namespace, memoryId, atMs, seq]    -> null
+ *   events_by_memory  [namespace, memoryId, atMs, seq]    -> null  (a REPLACE is listed under both memories)
  *   api_keys          [keyId]                             -> KeyRecord (hash of the secret, never the secret)
  *   api_key_hashes    [sha256 hex]                        -> keyId
  *
