@@ -41,7 +41,7 @@ test("first start prints a root key once on stderr; kill -9 right after a 2xx lo
         headers,
         body: JSON.stringify({ namespace: "k9", entity: "e", content: `durable ${i}`, infer: false }),
       });
-      if (r.status === 200) ids.push((await r.json()).memories[0].id);
+      if (r.status === 200) ids.push(((await r.json()) as { memories: { id: string }[] }).memories[0].id);
     }),
   );
   expect(ids).toHaveLength(40);

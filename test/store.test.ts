@@ -87,10 +87,15 @@ describe("raw store (infer: false)", () => {
     expect(new Set(evTimes).size).toBe(50);
   });
 
-  test("infer omitted or true without a model uses the built-in extractor, or is unavailable", async () => {
-    const r = await s.api("POST", "/v1/memory", { namespace: "acme", entity: "u", content: "Likes jazz." });
-    expect([200, 503]).toContain(r.status);
-    if (r.status === 503) expect((await r.json()).error.code).toBe("extraction_unavailable");
+  test("infer omitted without a configured model uses the built-in extractor", async () => {
+    const r = await s.api("POST", "/v1/memory", { namespace: "acme", entity: "u", content: "Likes jazz. Plays the piano." });
+    expect(r.status).toBe(200);
+    expect(r.headers.get("x-memd-extractor")).toBe("builtin");
+    const body = (await r.json()) as { memories: { content: string; event: string }[] };
+    expect(body.memories.map((m) => [m.content, m.event])).toEqual([
+      ["Likes jazz.", "ADD"],
+      ["Plays the piano.", "ADD"],
+    ]);
   });
 
   test("GET /v1/memory lists current memories of an entity", async () => {

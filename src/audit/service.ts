@@ -13,15 +13,16 @@ export class EventClock {
   private readonly lastMs = new Map<string, number>();
 
   constructor(private readonly store: Store) {
-    const last = store.dbs.events.getKeys({ reverse: true, limit: 1 }).asArray[0];
+    const last = [...store.dbs.events.getKeys({ reverse: true, limit: 1 })][0];
     this.seq = typeof last === "number" ? last : 0;
   }
 
   next(namespace: string, now = Date.now()): { seq: number; atMs: number } {
     let last = this.lastMs.get(namespace);
     if (last === undefined) {
-      const key = this.store.dbs.eventsByNs.getKeys({ start: [namespace, END], end: [namespace], reverse: true, limit: 1 })
-        .asArray[0] as [string, number, number] | undefined;
+      const [key] = [
+        ...this.store.dbs.eventsByNs.getKeys({ start: [namespace, END], end: [namespace], reverse: true, limit: 1 }),
+      ] as [string, number, number][];
       last = key ? key[1] : 0;
     }
     const atMs = Math.max(now, last + 1);
@@ -83,14 +84,14 @@ function indexFor(store: Store, scope: EventScope) {
 /** Events of a scope, newest first. Cost follows `limit`, not the history. */
 export function newestEvents(store: Store, scope: EventScope, limit: number): EventRecord[] {
   const { db, prefix } = indexFor(store, scope);
-  const keys = db.getKeys({ start: [...prefix, END], end: prefix, reverse: true, limit }).asArray;
+  const keys = [...db.getKeys({ start: [...prefix, END], end: prefix, reverse: true, limit })];
   return load(store, keys as unknown[][]);
 }
 
 /** Up to `limit` events of a scope strictly after `afterMs`, oldest first. */
 export function eventsAfter(store: Store, scope: EventScope, afterMs: number, limit: number): EventRecord[] {
   const { db, prefix } = indexFor(store, scope);
-  const keys = db.getKeys({ start: [...prefix, afterMs + 1], end: [...prefix, END], limit }).asArray;
+  const keys = [...db.getKeys({ start: [...prefix, afterMs + 1], end: [...prefix, END], limit })];
   return load(store, keys as unknown[][]);
 }
 

@@ -13,7 +13,7 @@ const batchSize = 500;
  */
 export async function sweepExpired(core: Core, now = Date.now()): Promise<number> {
   const { dbs } = core.store;
-  const due = dbs.expiries.getKeys({ start: [0], end: [now + 1], limit: batchSize }).asArray as [number, string][];
+  const due = [...dbs.expiries.getKeys({ start: [0], end: [now + 1], limit: batchSize })] as [number, string][];
   if (due.length === 0) return 0;
   return writeDurably(core.store, () => {
     let n = 0;
