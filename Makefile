@@ -4,7 +4,7 @@ LOCAL_BUN   := $(CURDIR)/.tools/node_modules/.bin/bun
 BUN         ?= $(or $(shell command -v bun 2>/dev/null),$(LOCAL_BUN))
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: deps run test build bench fmt lint check clean
+.PHONY: deps run test build bench bench-deps fmt lint check clean
 
 deps: node_modules/.installed
 
@@ -24,8 +24,12 @@ test: deps ## the whole suite
 build: deps ## one self-contained binary: dist/memd
 	$(BUN) run scripts/build.ts
 
-bench: build ## benchmarks; writes bench/results.md
+bench: build bench-deps ## benchmarks (about 10 min); writes bench/results.md
 	$(BUN) run bench/run.ts
+
+bench-deps: ## the load generator (wrk, from Debian's packages) and taskset
+	@command -v wrk >/dev/null && command -v taskset >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq wrk util-linux; }
 
 fmt: deps
 	$(BUN) x biome format --write src test scripts bench

@@ -4,7 +4,11 @@ const repo = join(import.meta.dir, "..");
 
 /** Builds memd with scripts/build.ts into `outfile` (a fresh binary of the current source). */
 export function buildBinary(outfile: string): string {
-  const p = Bun.spawnSync([process.execPath, "run", "scripts/build.ts", "src/main.ts", outfile], { cwd: repo, stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawnSync([process.execPath, "run", "scripts/build.ts", "src/main.ts", outfile], {
+    cwd: repo,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   if (p.exitCode !== 0) throw new Error(`build failed: ${p.stderr.toString()}${p.stdout.toString()}`);
   return outfile;
 }
@@ -20,7 +24,10 @@ export interface RunningBinary {
  * Starts a memd binary (`serve --port 0 ...args`) in `cwd` with only `env` (plus PATH), as
  * `env -i` would, and waits for the start-up log line that carries its address.
  */
-export async function startBinary(bin: string, options: { cwd: string; args?: string[]; env?: Record<string, string> }): Promise<RunningBinary> {
+export async function startBinary(
+  bin: string,
+  options: { cwd: string; args?: string[]; env?: Record<string, string> },
+): Promise<RunningBinary> {
   const proc = Bun.spawn([bin, "serve", "--port", "0", ...(options.args ?? [])], {
     cwd: options.cwd,
     env: { PATH: "/usr/bin:/bin", ...options.env },

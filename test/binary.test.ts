@@ -53,7 +53,13 @@ test("alone in an empty directory: store, diff, events, restart, everything is t
 
   const ids: string[] = [];
   for (const content of ["likes tea", "lives in Lyon", "works nights"]) {
-    const r = await call(s.url, key!, "POST", "/v1/memory", { namespace: "bin", entity: "u1", content, infer: false, tags: ["t"] });
+    const r = await call(s.url, key!, "POST", "/v1/memory", {
+      namespace: "bin",
+      entity: "u1",
+      content,
+      infer: false,
+      tags: ["t"],
+    });
     expect(r.status).toBe(200);
     ids.push(r.body.memories[0].id);
   }
@@ -65,12 +71,18 @@ test("alone in an empty directory: store, diff, events, restart, everything is t
   expect((await call(s.url, key!, "GET", "/readyz")).status).toBe(200);
   expect((await call(s.url, key!, "GET", "/metrics")).status).toBe(200);
 
-  const backup = Bun.spawnSync([bin, "backup", join(tmp.dir, "backup")], { cwd: runDir, env: { PATH: "/usr/bin:/bin" } });
+  const backup = Bun.spawnSync([bin, "backup", join(tmp.dir, "backup")], {
+    cwd: runDir,
+    env: { PATH: "/usr/bin:/bin" },
+  });
   expect(backup.exitCode).toBe(0);
 
   s.proc.kill("SIGTERM");
   expect(await s.proc.exited).toBe(0);
-  const stopped = s.stdout().split("\n").find((l) => l.includes('"memd stopped"'));
+  const stopped = s
+    .stdout()
+    .split("\n")
+    .find((l) => l.includes('"memd stopped"'));
   expect(JSON.parse(stopped!)).toMatchObject({ level: "info", dataDir: "./memd-data" });
   expect(readdirSync(runDir).sort()).toEqual(["memd", "memd-data"]);
 
@@ -87,7 +99,11 @@ test("alone in an empty directory: store, diff, events, restart, everything is t
   }
 
   // The backup taken while serving is a store of its own.
-  s = await startBinary(bin, { cwd: runDir, args: ["--data-dir", join(tmp.dir, "backup")], env: { MEMD_API_KEY: "memd_backup_check_key_0123456789" } });
+  s = await startBinary(bin, {
+    cwd: runDir,
+    args: ["--data-dir", join(tmp.dir, "backup")],
+    env: { MEMD_API_KEY: "memd_backup_check_key_0123456789" },
+  });
   try {
     const r = await call(s.url, "memd_backup_check_key_0123456789", "GET", "/v1/memory/events?namespace=bin");
     expect(r.body.length).toBe(3);

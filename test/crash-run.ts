@@ -60,22 +60,34 @@ export async function crashRound(
   try {
     for (let n = 0; n < writers * entitiesPerWriter; n++) {
       const entity = `w${Math.floor(n / entitiesPerWriter)}.${n % entitiesPerWriter}`;
-      const events = (await call(s.url, key, "GET", `/v1/memory/events?namespace=${namespace}&entity=${entity}&limit=1000`)).body as {
+      const events = (
+        await call(s.url, key, "GET", `/v1/memory/events?namespace=${namespace}&entity=${entity}&limit=1000`)
+      ).body as {
         memoryId: string;
         event: string;
       }[];
-      if (events.length >= 1000) problems.push(`${entity}: 1000+ events, too many to check in one page; shorten the round`);
-      const current = (await call(s.url, key, "GET", `/v1/memory?namespace=${namespace}&entity=${entity}&limit=1000`)).body as { id: string }[];
+      if (events.length >= 1000)
+        problems.push(`${entity}: 1000+ events, too many to check in one page; shorten the round`);
+      const current = (await call(s.url, key, "GET", `/v1/memory?namespace=${namespace}&entity=${entity}&limit=1000`))
+        .body as { id: string }[];
       const currentIds = new Set(current.map((m) => m.id));
       const added = new Set(events.filter((e) => e.event === "ADD").map((e) => e.memoryId));
       found += currentIds.size;
-      for (const e of events) if (!currentIds.has(e.memoryId)) problems.push(`event ${e.event} of ${e.memoryId} refers to a missing memory`);
+      for (const e of events)
+        if (!currentIds.has(e.memoryId)) problems.push(`event ${e.event} of ${e.memoryId} refers to a missing memory`);
       for (const id of currentIds) if (!added.has(id)) problems.push(`memory ${id} has no ADD event`);
       // Diff, paged with nextSince, must name exactly the memories the events name.
       const created = new Set<string>();
       let since: string | undefined;
       for (let page = 0; page < 100; page++) {
-        const d = (await call(s.url, key, "POST", "/v1/memory/diff", { namespace, entity, limit: 1000, ...(since ? { since } : {}) })).body;
+        const d = (
+          await call(s.url, key, "POST", "/v1/memory/diff", {
+            namespace,
+            entity,
+            limit: 1000,
+            ...(since ? { since } : {}),
+          })
+        ).body;
         for (const c of d.created) created.add(c.id);
         if (!d.hasMore) break;
         since = d.nextSince;
@@ -91,7 +103,8 @@ export async function crashRound(
           const r = await call(s.url, key, "GET", `/v1/memory/${id}`);
           if (r.status !== 200) problems.push(`acked memory ${id} missing (${r.status})`);
           const ev = (await call(s.url, key, "GET", `/v1/memory/events?memoryId=${id}`)).body;
-          if (!Array.isArray(ev) || !ev.some((e: { event: string }) => e.event === "ADD")) problems.push(`acked memory ${id} has no ADD event`);
+          if (!Array.isArray(ev) || !ev.some((e: { event: string }) => e.event === "ADD"))
+            problems.push(`acked memory ${id} has no ADD event`);
         }),
       );
   } finally {

@@ -7,7 +7,8 @@ let s: TestServer;
 beforeAll(async () => (s = await startTestServer()));
 afterAll(() => s.stop());
 
-const store = (content: string) => s.json("POST", "/v1/memory", { namespace: "ops", entity: "e", content, infer: false });
+const store = (content: string) =>
+  s.json("POST", "/v1/memory", { namespace: "ops", entity: "e", content, infer: false });
 
 describe("no key needed", () => {
   test.each([
@@ -40,9 +41,17 @@ test("/metrics counts requests by route template and status, with store and mode
   expect(text).toContain('memd_http_requests_total{method="GET",route="/v1/memory/:id",status="200"} 1');
   expect(text).toContain('memd_http_requests_total{method="GET",route="/v1/memory/:id",status="404"} 1');
   expect(text).not.toContain(a.body.memories[0].id);
-  expect(text).toMatch(/memd_http_request_duration_seconds_bucket\{method="POST",route="\/v1\/memory",le="\+Inf"\} [2-9]/);
+  expect(text).toMatch(
+    /memd_http_request_duration_seconds_bucket\{method="POST",route="\/v1\/memory",le="\+Inf"\} [2-9]/,
+  );
   expect(text).toMatch(/memd_http_request_duration_seconds_count\{method="POST",route="\/v1\/memory"\} [2-9]/);
-  for (const name of ["memd_lmdb_map_size_bytes", "memd_lmdb_used_bytes", "memd_memories", "memd_events", "memd_model_calls_total"])
+  for (const name of [
+    "memd_lmdb_map_size_bytes",
+    "memd_lmdb_used_bytes",
+    "memd_memories",
+    "memd_events",
+    "memd_model_calls_total",
+  ])
     expect(text).toMatch(new RegExp(`^${name} \\d`, "m"));
   expect(Number(/^memd_events (\d+)/m.exec(text)![1])).toBeGreaterThanOrEqual(2);
   expect(Number(/^memd_lmdb_used_bytes (\d+)/m.exec(text)![1])).toBeGreaterThan(0);
@@ -66,7 +75,9 @@ test("the OpenAPI document comes from the route schemas", async () => {
   expect(storeBody.required).toEqual(["namespace", "entity", "content"]);
   expect(storeBody.properties.namespace.maxLength).toBe(128);
   expect(storeBody.additionalProperties).toBe(false);
-  expect(doc.paths["/v1/memory/diff"].post.requestBody.content["application/json"].schema.required).toContain("namespace");
+  expect(doc.paths["/v1/memory/diff"].post.requestBody.content["application/json"].schema.required).toContain(
+    "namespace",
+  );
   expect(doc.paths["/v1/memory/events"].get.parameters.map((p: { name: string }) => p.name)).toContain("memoryId");
   expect(doc.paths["/v1/memory/{id}"]).toBeDefined();
 });
@@ -102,7 +113,7 @@ test("backupStore copies a consistent snapshot while the server runs", async () 
     await backupStore(s.dataDir, `${dir}/copy`);
     const env = open({ path: `${dir}/copy`, maxDbs: 16 });
     const events = env.openDB("events", {});
-    expect(events.getStats().entryCount).toBeGreaterThan(0);
+    expect((events.getStats() as { entryCount: number }).entryCount).toBeGreaterThan(0);
     await env.close();
     await expect(backupStore(s.dataDir, `${dir}/copy`)).rejects.toThrow("already exists");
   } finally {

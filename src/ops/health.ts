@@ -5,7 +5,8 @@ import type { Core } from "../core";
 /** Why the store cannot take writes now, or undefined when it can. Cheap enough for every probe. */
 export function notReadyReason(core: Core): string | undefined {
   const { env, dbs } = core.store;
-  if (!env.isOperational()) return "the store is not open";
+  // isOperational() is in lmdb-js (status "open") but missing from its type declarations.
+  if (!(env as unknown as { isOperational(): boolean }).isOperational()) return "the store is not open";
   try {
     // A real read transaction: fails if the environment is broken underneath us.
     dbs.events.getKeys({ reverse: true, limit: 1 }).asArray;

@@ -90,8 +90,16 @@ export function storeMetrics(core: Core): string {
   const count = (db: typeof dbs.events) => (db.getStats() as { entryCount: number }).entryCount;
   return [
     gauge("memd_lmdb_map_size_bytes", "Largest size the LMDB file may grow to.", env.mapSize),
-    gauge("memd_lmdb_used_bytes", "Pages in use in the LMDB file (last page number x page size).", (env.lastPageNumber + 1) * env.pageSize),
-    gauge("memd_memories", "Current memories (not deleted, replaced or swept after expiry).", count(dbs.entityMemories)),
+    gauge(
+      "memd_lmdb_used_bytes",
+      "Pages in use in the LMDB file (last page number x page size).",
+      (env.lastPageNumber + 1) * env.pageSize,
+    ),
+    gauge(
+      "memd_memories",
+      "Current memories (not deleted, replaced or swept after expiry).",
+      count(dbs.entityMemories),
+    ),
     gauge("memd_memory_records", "Memory records kept, current or not.", count(dbs.memories)),
     gauge("memd_events", "Audit events stored.", count(dbs.events)),
   ].join("\n");
@@ -106,7 +114,12 @@ export function modelMetrics(s: ModelStats | undefined): string {
     "# HELP memd_model_tokens_total Tokens reported by the model, by kind.\n# TYPE memd_model_tokens_total counter",
     `memd_model_tokens_total{kind="prompt"} ${v.promptTokens}`,
     `memd_model_tokens_total{kind="completion"} ${v.completionTokens}`,
-    gauge("memd_model_call_seconds_total", "Time spent waiting for the model, summed over calls.", v.latencySeconds, "counter"),
+    gauge(
+      "memd_model_call_seconds_total",
+      "Time spent waiting for the model, summed over calls.",
+      v.latencySeconds,
+      "counter",
+    ),
   ].join("\n");
 }
 
@@ -144,7 +157,9 @@ export function metricsRoutes({ core, authPlugin, public: isPublic, modelStats }
     });
   const detail = {
     summary: "Prometheus metrics",
-    description: isPublic ? "Public (MEMD_METRICS_PUBLIC=true)." : "Needs an admin key unless MEMD_METRICS_PUBLIC=true.",
+    description: isPublic
+      ? "Public (MEMD_METRICS_PUBLIC=true)."
+      : "Needs an admin key unless MEMD_METRICS_PUBLIC=true.",
   };
   return isPublic
     ? base.get("/metrics", () => new Response(render(), { headers: text }), { detail })

@@ -29,7 +29,7 @@ export const openapiRoutes = () => {
   const plugin = new Elysia({ name: "openapi" });
   return plugin
     .onAfterHandle(function fillBodies({ route, response }) {
-      if (route === specPath) return restoreJsonBodies(response as Doc, plugin.getGlobalRoutes());
+      if (route === specPath) return restoreJsonBodies(response as Doc, plugin["getGlobalRoutes"]());
     })
     .use(
       openapi({
@@ -39,7 +39,8 @@ export const openapiRoutes = () => {
           info: {
             title: "memd",
             version,
-            description: "A memory service for AI agents: memories per namespace and entity, an audit trail, diff and events.",
+            description:
+              "A memory service for AI agents: memories per namespace and entity, an audit trail, diff and events.",
           },
           components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
           security: [{ bearer: [] }],
