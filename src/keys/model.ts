@@ -21,7 +21,7 @@ export type ApiKey = typeof ApiKey.static;
 
 export const CreateKeyRequest = t.Object(
   {
-    name: t.String({ minLength: 1, maxLength: 128 }),
+    name: t.String({ minLength: 1, maxLength: 128, pattern: "^[^\\u0000-\\u001f\\u007f]+$" }),
     permission: Permission,
     namespaces: t.Array(NamespacePattern, { minItems: 1, maxItems: 256 }),
     expiresAt: t.Optional(t.String({ format: "date-time" })),

@@ -32,7 +32,8 @@ export interface NewKey {
 
 /** Checks what a schema cannot: namespace patterns and an expiry in the future. Throws a 400. */
 export function checkNewKey(input: NewKey, now = Date.now()) {
-  if (input.name.trim() === "") throw invalidField("name", "needs a non-blank character");
+  if (input.name.trim() === "" || input.name.length > 128 || /[\u0000-\u001f\u007f]/.test(input.name))
+    throw invalidField("name", "needs 1 to 128 characters, not all blank, no control characters");
   if (input.namespaces.length === 0) throw invalidField("namespaces", "needs at least one namespace pattern");
   input.namespaces.forEach((p, i) => {
     const problem = patternProblem(p);
