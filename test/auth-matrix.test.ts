@@ -18,7 +18,16 @@ type NsCase = keyof typeof nsCases;
 const inScope = (c: NsCase) => c === "own" || c === "prefix match";
 
 type Caller = "no key" | "malformed header" | "unknown key" | "expired" | "revoked" | "read" | "read_write" | "admin";
-const callers: Caller[] = ["no key", "malformed header", "unknown key", "expired", "revoked", "read", "read_write", "admin"];
+const callers: Caller[] = [
+  "no key",
+  "malformed header",
+  "unknown key",
+  "expired",
+  "revoked",
+  "read",
+  "read_write",
+  "admin",
+];
 const level: Partial<Record<Caller, number>> = { read: 0, read_write: 1, admin: 2 };
 const headerOf: Partial<Record<Caller, string | null>> = {
   "no key": null,
@@ -62,7 +71,11 @@ const endpoints: Endpoint[] = [
     needs: 1,
     okStatus: 200,
     outside: [403, "forbidden"],
-    call: async (ns) => ({ method: "POST", path: "/v1/memory", body: { namespace: ns, entity: "u", content: "x", infer: false } }),
+    call: async (ns) => ({
+      method: "POST",
+      path: "/v1/memory",
+      body: { namespace: ns, entity: "u", content: "x", infer: false },
+    }),
   },
   {
     name: "POST /v1/memory/diff",
@@ -225,7 +238,9 @@ test("a root-like key (*) reaches every namespace; team-a/* does not reach team-
 
 test("events by memoryId of a foreign memory: 404 even with a namespace filter the key covers", async () => {
   const id = await seedMemory("other");
-  const r = await s.json("GET", `/v1/memory/events?namespace=own&memoryId=${id}`, undefined, { key: headerOf.read!.slice(7) });
+  const r = await s.json("GET", `/v1/memory/events?namespace=own&memoryId=${id}`, undefined, {
+    key: headerOf.read!.slice(7),
+  });
   expect(r.status).toBe(404);
   expect(r.body.error.code).toBe("not_found");
 });

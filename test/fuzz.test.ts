@@ -74,12 +74,13 @@ function generator(rand: () => number) {
       () => "..%2F..%2Fetc%2Fpasswd",
       () => "%E0%A4%A",
       () => "%ZZ",
-      () => "key_" + int(1e9).toString(16),
+      () => `key_${int(1e9).toString(16)}`,
     ])();
   const absurdLimit = () => pick([-1, 0, 1001, 1e308, 1.5, -0.5, 2 ** 53, "10", null, true, [], {}, "abc"]);
-  const absurdLimitQuery = () => pick(["-1", "0", "1001", "1e999", "1.5", "abc", "", "NaN", "Infinity", "99999999999999999999", "%00", "1%00"]);
+  const absurdLimitQuery = () =>
+    pick(["-1", "0", "1001", "1e999", "1.5", "abc", "", "NaN", "Infinity", "99999999999999999999", "%00", "1%00"]);
   const deep = (depth: number, leaf: string) => "[".repeat(depth) + leaf + "]".repeat(depth);
-  const deepObj = (depth: number) => '{"a":'.repeat(depth) + "1" + "}".repeat(depth);
+  const deepObj = (depth: number) => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
 
   /** A bad JSON body for one of the JSON endpoints: [kind, body text or bytes, content type]. */
   function badBody(ep: JsonEndpoint): [string, string | Uint8Array, string] {
@@ -94,7 +95,12 @@ function generator(rand: () => number) {
         return [`wrong type for ${f}`, JSON.stringify(base), json];
       }
       case 1:
-        base[pick(["nmespace", "__proto__x", "constructor", "id", "secret", "Namespace", junk(5)])] = pick([1, "x", null, {}]);
+        base[pick(["nmespace", "__proto__x", "constructor", "id", "secret", "Namespace", junk(5)])] = pick([
+          1,
+          "x",
+          null,
+          {},
+        ]);
         return ["unknown field", JSON.stringify(base), json];
       case 2:
         delete base[pick(required[ep])];
@@ -120,14 +126,27 @@ function generator(rand: () => number) {
         return [
           "wrong content type",
           JSON.stringify(base),
-          pick(["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx", "application/json-patch+json", "", "text/json", "*/*"]),
+          pick([
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "application/jsonx",
+            "application/json-patch+json",
+            "",
+            "text/json",
+            "*/*",
+          ]),
         ];
       case 7: {
         // Deep nesting is always paired with a missing required field, so it can never be valid.
         delete base[required[ep][0]];
         const depth = pick([30, 65, 1000, 10_000, 100_000]);
         const text = JSON.stringify(base).slice(0, -1);
-        return [`deep nesting ${depth}`, pick([deep(depth, "1"), `${text},"metadata":${deepObj(depth)}}`, `${text},"x":${deep(depth, "{}")}}`]), json];
+        return [
+          `deep nesting ${depth}`,
+          pick([deep(depth, "1"), `${text},"metadata":${deepObj(depth)}}`, `${text},"x":${deep(depth, "{}")}}`]),
+          json,
+        ];
       }
       case 8: {
         if (int(10) > 0) {
@@ -139,19 +158,48 @@ function generator(rand: () => number) {
         return ["body over 1 MiB", JSON.stringify({ ...base, content: "x".repeat(1024 * 1024 + int(1000)) }), json];
       }
       case 9:
-        return ["not an object", pick(["[]", "null", "1", '"x"', "true", "[{}]", "", " ", "{}", "{,}", "{'a':1}", "\u0000", "NaN"]), json];
+        return [
+          "not an object",
+          pick(["[]", "null", "1", '"x"', "true", "[{}]", "", " ", "{}", "{,}", "{'a':1}", "\u0000", "NaN"]),
+          json,
+        ];
       default:
         if (ep === "store") {
-          base[pick(["ttl", "importance", "tags", "metadata", "infer"])] = pick([-1, 0, 2, 1e309, "x", [1], Array(40).fill("t"), "false", null]);
+          base[pick(["ttl", "importance", "tags", "metadata", "infer"])] = pick([
+            -1,
+            0,
+            2,
+            "x",
+            [1],
+            Array(40).fill("t"),
+            "false",
+            null,
+          ]);
           // Any of these may be legal for some field (e.g. importance 0), so add an unknown field too.
           base.zz = 1;
-          return ["bad optional field", JSON.stringify(base).replace("1e309", "1e309"), json];
+          return ["bad optional field", JSON.stringify(base), json];
         }
         if (ep === "diff") {
-          base[pick(["limit", "since"])] = pick([absurdLimit(), "yesterday", "2026-13-45T99:99:99Z", "9".repeat(64), ""]);
+          base[pick(["limit", "since"])] = pick([
+            absurdLimit(),
+            "yesterday",
+            "2026-13-45T99:99:99Z",
+            "9".repeat(64),
+            "",
+          ]);
           return ["bad limit or since", JSON.stringify(base), json];
         }
-        base[pick(["permission", "expiresAt", "namespaces"])] = pick(["root", "2001-01-01T00:00:00Z", "soon", [], ["a*b"], ["*/*"], ["/*"], [""], Array(300).fill("a")]);
+        base[pick(["permission", "expiresAt", "namespaces"])] = pick([
+          "root",
+          "2001-01-01T00:00:00Z",
+          "soon",
+          [],
+          ["a*b"],
+          ["*/*"],
+          ["/*"],
+          [""],
+          Array(300).fill("a"),
+        ]);
         return ["bad key field", JSON.stringify(base), json];
     }
   }
@@ -163,16 +211,28 @@ function generator(rand: () => number) {
       case 1:
         return ["control character in namespace", `namespace=${encodeURIComponent(withControl("fz"))}`];
       case 2:
-        return ["unknown parameter", `namespace=fz&${pick(["x", "namespacee", "Namespace", "__proto__", "limit[]"])}=1`];
+        return [
+          "unknown parameter",
+          `namespace=fz&${pick(["x", "namespacee", "Namespace", "__proto__", "limit[]"])}=1`,
+        ];
       case 3:
         // Malformed escapes may decode leniently to a legal name, so each also carries a bad limit.
-        return ["malformed query", `${pick(["namespace=%ZZ", "namespace=%", "namespace=%E0%A4%A", "&&&=", "namespace[]=fz", "namespace=fz&namespace=fz", "namespace=%C0%80", "namespace=%FF%FE", "=fz"])}&limit=0`];
+        return [
+          "malformed query",
+          `${pick(["namespace=%ZZ", "namespace=%", "namespace=%E0%A4%A", "&&&=", "namespace[]=fz", "namespace=fz&namespace=fz", "namespace=%C0%80", "namespace=%FF%FE", "=fz"])}&limit=0`,
+        ];
       case 4:
         return path === "/v1/memory"
           ? ["missing namespace", pick(["", "entity=e", "limit=5"])]
           : ["bad memoryId", `memoryId=${badId()}`];
       default:
-        return ["bad entity or namespace", pick([`namespace=fz&entity=${pick([encodeURIComponent(withControl("e")), "", "x".repeat(129)])}`, `namespace=${pick(["", "x".repeat(129)])}`])];
+        return [
+          "bad entity or namespace",
+          pick([
+            `namespace=fz&entity=${pick([encodeURIComponent(withControl("e")), "", "x".repeat(129)])}`,
+            `namespace=${pick(["", "x".repeat(129)])}`,
+          ]),
+        ];
     }
   }
 
@@ -215,7 +275,13 @@ function generator(rand: () => number) {
     if (endpoint < 3) {
       const ep = (["store", "diff", "keys"] as const)[endpoint];
       const [kind, body, type] = badBody(ep);
-      return { kind, method: "POST", path: jsonPaths[ep], headers: { ...root, ...(type ? { "content-type": type } : {}) }, body };
+      return {
+        kind,
+        method: "POST",
+        path: jsonPaths[ep],
+        headers: { ...root, ...(type ? { "content-type": type } : {}) },
+        body,
+      };
     }
     if (endpoint < 5) {
       const path = endpoint === 3 ? "/v1/memory/events" : "/v1/memory";
@@ -223,7 +289,12 @@ function generator(rand: () => number) {
       return { kind, method: "GET", path: `${path}?${q}`, headers: root };
     }
     if (endpoint < 8) {
-      const [method, base] = pick([["GET", "/v1/memory/"], ["DELETE", "/v1/memory/"], ["GET", "/v1/keys/"], ["DELETE", "/v1/keys/"]] as const);
+      const [method, base] = pick([
+        ["GET", "/v1/memory/"],
+        ["DELETE", "/v1/memory/"],
+        ["GET", "/v1/keys/"],
+        ["DELETE", "/v1/keys/"],
+      ] as const);
       return { kind: `bad :id (${method} ${base})`, method, path: base + badId(), headers: root };
     }
     // Wrong methods and paths around the real routes.
@@ -249,7 +320,8 @@ let s: TestServer;
 function exportStore(): string {
   const out: string[] = [];
   for (const [name, db] of Object.entries(s.server.core.store.dbs)) {
-    for (const key of db.getKeys({})) out.push(`${name} ${JSON.stringify(key)} ${Buffer.from(db.getBinary(key)!).toString("hex")}`);
+    for (const key of db.getKeys({}))
+      out.push(`${name} ${JSON.stringify(key)} ${Buffer.from(db.getBinary(key)!).toString("hex")}`);
   }
   return out.join("\n");
 }
@@ -284,7 +356,8 @@ test(`${count} bad requests (seed ${seed}): all 4xx with the error shape, server
       const i = done++;
       const r = requests[i];
       kinds.set(r.kind, (kinds.get(r.kind) ?? 0) + 1);
-      const describe = () => `#${i} ${r.kind}: ${r.method} ${r.path.slice(0, 120)} ${JSON.stringify(r.headers).slice(0, 120)} ${String(r.body ?? "").slice(0, 120)}`;
+      const describe = () =>
+        `#${i} ${r.kind}: ${r.method} ${r.path.slice(0, 120)} ${JSON.stringify(r.headers).slice(0, 120)} ${String(r.body ?? "").slice(0, 120)}`;
       try {
         const res = await fetch(s.url + r.path, { method: r.method, headers: r.headers, body: r.body });
         const text = await res.text();
@@ -297,7 +370,8 @@ test(`${count} bad requests (seed ${seed}): all 4xx with the error shape, server
           typeof body.error.message === "string" &&
           Object.keys(body).length === 1 &&
           Object.keys(body.error).every((k) => ["code", "message", "details"].includes(k));
-        if (res.status < 400 || res.status > 499 || !shapeOk) failures.push(`${res.status} ${text.slice(0, 160)} <- ${describe()}`);
+        if (res.status < 400 || res.status > 499 || !shapeOk)
+          failures.push(`${res.status} ${text.slice(0, 160)} <- ${describe()}`);
       } catch (e) {
         failures.push(`fetch failed: ${e} <- ${describe()}`);
       }
@@ -305,7 +379,9 @@ test(`${count} bad requests (seed ${seed}): all 4xx with the error shape, server
   }
   await Promise.all(Array.from({ length: inFlight }, worker));
   const seconds = (performance.now() - started) / 1000;
-  console.log(`fuzz: ${count} requests in ${seconds.toFixed(2)} s, ${inFlight} in flight, seed ${seed}, ${kinds.size} kinds`);
+  console.log(
+    `fuzz: ${count} requests in ${seconds.toFixed(2)} s, ${inFlight} in flight, seed ${seed}, ${kinds.size} kinds`,
+  );
 
   expect(failures.slice(0, 10)).toEqual([]);
   expect(kinds.size).toBeGreaterThan(30);
@@ -319,11 +395,18 @@ test(`${count} bad requests (seed ${seed}): all 4xx with the error shape, server
 
 test("nesting: 64 levels are stored, 65 are refused with 400 before parsing", async () => {
   // `depth` objects inside the body's own object.
-  const nested = (depth: number) => JSON.parse('{"a":'.repeat(depth) + "1" + "}".repeat(depth));
+  const nested = (depth: number) => JSON.parse(`${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`);
   const ok = await s.json("POST", "/v1/memory", { ...valid.store, namespace: "deep", metadata: nested(63) });
   expect(ok.status).toBe(200);
   const refused = await s.json("POST", "/v1/memory", { ...valid.store, namespace: "deep", metadata: nested(64) });
-  expect(refused).toMatchObject({ status: 400, body: { error: { code: "invalid_request", message: "the body is nested deeper than 64 levels" } } });
-  const brackets = await s.json("POST", "/v1/memory", { ...valid.store, namespace: "deep", content: "[[[[{{{{".repeat(100) });
+  expect(refused).toMatchObject({
+    status: 400,
+    body: { error: { code: "invalid_request", message: "the body is nested deeper than 64 levels" } },
+  });
+  const brackets = await s.json("POST", "/v1/memory", {
+    ...valid.store,
+    namespace: "deep",
+    content: "[[[[{{{{".repeat(100),
+  });
   expect(brackets.status).toBe(200);
 });

@@ -13,7 +13,11 @@ async function memd(args: string[], env: Record<string, string> = {}) {
     stdout: "pipe",
     stderr: "pipe",
   });
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   return { out, err, code };
 }
 
@@ -25,13 +29,33 @@ describe("against a running in-process server", () => {
   afterAll(() => s.stop());
 
   test("create prints the secret once with how to use it; the key works at once", async () => {
-    const r = await memd(["keys", "create", "--name", "agent-7", "--permission", "read_write", "--namespace", "team-a/*", "--namespace", "own", "--expires-in", "30d", "--data-dir", s.dataDir]);
+    const r = await memd([
+      "keys",
+      "create",
+      "--name",
+      "agent-7",
+      "--permission",
+      "read_write",
+      "--namespace",
+      "team-a/*",
+      "--namespace",
+      "own",
+      "--expires-in",
+      "30d",
+      "--data-dir",
+      s.dataDir,
+    ]);
     expect(r.code).toBe(0);
     const secret = secretIn(r.out)!;
     expect(secret).toMatch(/^memd_/);
     expect(r.out).toContain(`Authorization: Bearer ${secret}`);
     expect(r.out).toContain("shown only this once");
-    const stored = await s.json("POST", "/v1/memory", { namespace: "team-a/x", entity: "u", content: "hi", infer: false }, { key: secret });
+    const stored = await s.json(
+      "POST",
+      "/v1/memory",
+      { namespace: "team-a/x", entity: "u", content: "hi", infer: false },
+      { key: secret },
+    );
     expect(stored.status).toBe(200);
     expect((await s.json("GET", "/v1/memory?namespace=team-ab", undefined, { key: secret })).status).toBe(403);
     const keys = (await s.json("GET", "/v1/keys")).body;
@@ -41,7 +65,14 @@ describe("against a running in-process server", () => {
   });
 
   test("list shows keys without secrets; revoke makes the next request 401", async () => {
-    const created = await memd(["keys", "create", "--name=to-revoke", "--permission=read", "--namespace=own", `--data-dir=${s.dataDir}`]);
+    const created = await memd([
+      "keys",
+      "create",
+      "--name=to-revoke",
+      "--permission=read",
+      "--namespace=own",
+      `--data-dir=${s.dataDir}`,
+    ]);
     const secret = secretIn(created.out)!;
     expect((await s.json("GET", "/v1/memory?namespace=own", undefined, { key: secret })).status).toBe(200);
 
@@ -73,7 +104,18 @@ test("a key made by the CLI works on a server in another process (spawnServer)",
   const { dir, cleanup } = tempDir();
   const server = await spawnServer(["--data-dir", dir], { MEMD_API_KEY: "" });
   try {
-    const r = await memd(["keys", "create", "--name", "ops", "--permission", "admin", "--namespace", "*", "--data-dir", dir]);
+    const r = await memd([
+      "keys",
+      "create",
+      "--name",
+      "ops",
+      "--permission",
+      "admin",
+      "--namespace",
+      "*",
+      "--data-dir",
+      dir,
+    ]);
     expect(r.code).toBe(0);
     const res = await fetch(`${server.url}/v1/keys`, { headers: { authorization: `Bearer ${secretIn(r.out)}` } });
     expect(res.status).toBe(200);
@@ -89,12 +131,21 @@ describe("usage errors exit 2 with a clear message", () => {
   test.each([
     [["keys"], "Usage:"],
     [["keys", "frob"], 'unknown keys command "frob"'],
-    [["keys", "create", "--name", "a", "--permission", "read", "--namespace", "x", "--bogus", "1"], "unknown flag --bogus"],
+    [
+      ["keys", "create", "--name", "a", "--permission", "read", "--namespace", "x", "--bogus", "1"],
+      "unknown flag --bogus",
+    ],
     [["keys", "create", "--permission", "read", "--namespace", "x"], "--name is required"],
-    [["keys", "create", "--name", "a", "--permission", "god", "--namespace", "x"], "--permission: expected one of read, read_write, admin"],
+    [
+      ["keys", "create", "--name", "a", "--permission", "god", "--namespace", "x"],
+      "--permission: expected one of read, read_write, admin",
+    ],
     [["keys", "create", "--name", "a", "--permission", "read"], "--namespace is required"],
     [["keys", "create", "--name", "a", "--permission", "read", "--namespace", "a*b"], "namespaces[0]"],
-    [["keys", "create", "--name", "a", "--permission", "read", "--namespace", "x", "--expires-in", "soon"], "--expires-in"],
+    [
+      ["keys", "create", "--name", "a", "--permission", "read", "--namespace", "x", "--expires-in", "soon"],
+      "--expires-in",
+    ],
     [["keys", "create", "--name"], "--name needs a value"],
     [["keys", "revoke"], "exactly one key id"],
     [["keys", "list", "--data-dir", "/nonexistent/memd"], "no data dir at /nonexistent/memd"],
@@ -119,4 +170,6 @@ test.each([
   ["90m", 90 * 60_000],
   ["45s", 45_000],
 ])("parseDuration(%p)", (raw, ms) => expect(parseDuration(raw)).toBe(ms));
-test.each(["0d", "1w", "-1d", "1.5h", "", "d"])("parseDuration(%p) throws", (raw) => expect(() => parseDuration(raw)).toThrow());
+test.each(["0d", "1w", "-1d", "1.5h", "", "d"])("parseDuration(%p) throws", (raw) =>
+  expect(() => parseDuration(raw)).toThrow(),
+);

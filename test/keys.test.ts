@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { coversPattern, covers, patternProblem } from "../src/keys/service";
 import type { KeyRecord } from "../src/keys/model";
+import { covers, coversPattern, patternProblem } from "../src/keys/service";
 import { rootSecret, startTestServer, type TestServer } from "./helpers";
 
 let s: TestServer;
@@ -44,7 +44,13 @@ describe("admin API", () => {
   test("create answers 201 with the secret once; list and get never show secrets or hashes", async () => {
     const r = await newKey({ name: "agent-1", namespaces: ["own", "team-a/*"] });
     expect(r.status).toBe(201);
-    expect(r.body).toMatchObject({ name: "agent-1", permission: "read_write", namespaces: ["own", "team-a/*"], expiresAt: null, lastUsedAt: null });
+    expect(r.body).toMatchObject({
+      name: "agent-1",
+      permission: "read_write",
+      namespaces: ["own", "team-a/*"],
+      expiresAt: null,
+      lastUsedAt: null,
+    });
     expect(r.body.secret).toMatch(/^memd_[\w-]{20,}$/);
     expect(r.body.id).toMatch(/^key_/);
     const hash = createHash("sha256").update(r.body.secret).digest("hex");
@@ -68,7 +74,10 @@ describe("admin API", () => {
   test("revocation takes effect on the next request; a second revoke is 404", async () => {
     const { body } = await newKey({});
     expect((await s.json("GET", "/v1/memory?namespace=own", undefined, { key: body.secret })).status).toBe(200);
-    expect(await s.json("DELETE", `/v1/keys/${body.id}`)).toMatchObject({ status: 200, body: { id: body.id, revoked: true } });
+    expect(await s.json("DELETE", `/v1/keys/${body.id}`)).toMatchObject({
+      status: 200,
+      body: { id: body.id, revoked: true },
+    });
     const after = await s.json("GET", "/v1/memory?namespace=own", undefined, { key: body.secret });
     expect(after).toMatchObject({ status: 401, body: { error: { code: "unauthorized" } } });
     expect((await s.json("DELETE", `/v1/keys/${body.id}`)).status).toBe(404);
@@ -82,7 +91,10 @@ describe("admin API", () => {
     expect((await s.json("GET", "/v1/memory?namespace=own", undefined, { key: body.secret })).status).toBe(200);
     await Bun.sleep(350);
     const r = await s.json("GET", "/v1/memory?namespace=own", undefined, { key: body.secret });
-    expect(r).toMatchObject({ status: 401, body: { error: { code: "unauthorized", message: "the API key has expired" } } });
+    expect(r).toMatchObject({
+      status: 401,
+      body: { error: { code: "unauthorized", message: "the API key has expired" } },
+    });
   });
 
   test("the root key from MEMD_API_KEY is not a stored key: 404, not revocable", async () => {
@@ -121,7 +133,9 @@ describe("admin API", () => {
     expect((await newKey({ namespaces: ["team-a"] }, admin.secret)).status).toBe(403);
     const inside = await newKey({ namespaces: ["team-a/x/*", "team-a/y"] }, admin.secret);
     expect(inside.status).toBe(201);
-    const listed = (await s.json("GET", "/v1/keys", undefined, { key: admin.secret })).body.map((k: { id: string }) => k.id);
+    const listed = (await s.json("GET", "/v1/keys", undefined, { key: admin.secret })).body.map(
+      (k: { id: string }) => k.id,
+    );
     expect(listed).toContain(inside.body.id);
     expect(listed).not.toContain(other.id);
     expect((await s.json("DELETE", `/v1/keys/${other.id}`, undefined, { key: admin.secret })).status).toBe(404);
@@ -140,7 +154,9 @@ describe("secrets stay secret", () => {
       texts.push(await res.text());
       return res.status;
     };
-    expect(await send("POST", "/v1/memory", { namespace: "own", entity: "u", content: "secretive", infer: false })).toBe(200);
+    expect(
+      await send("POST", "/v1/memory", { namespace: "own", entity: "u", content: "secretive", infer: false }),
+    ).toBe(200);
     expect(await send("POST", "/v1/memory", { namespace: "other", entity: "u", content: "x", infer: false })).toBe(403);
     expect(await send("POST", "/v1/memory", { namespace: "own", entity: "u", content: 5, infer: false })).toBe(400);
     expect(await send("GET", "/v1/memory/not-a-uuid")).toBe(400);
@@ -185,9 +201,17 @@ describe("x-request-id", () => {
     const generated = await fetch(s.url + path, { method, headers, body: method === "POST" ? "x" : undefined });
     expect(generated.status).toBe(status);
     expect(generated.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
-    const echoed = await fetch(s.url + path, { method, headers: { ...headers, "x-request-id": given }, body: method === "POST" ? "x" : undefined });
+    const echoed = await fetch(s.url + path, {
+      method,
+      headers: { ...headers, "x-request-id": given },
+      body: method === "POST" ? "x" : undefined,
+    });
     expect(echoed.headers.get("x-request-id")).toBe(given);
-    const replaced = await fetch(s.url + path, { method, headers: { ...headers, "x-request-id": "bad id\u00e9" }, body: method === "POST" ? "x" : undefined });
+    const replaced = await fetch(s.url + path, {
+      method,
+      headers: { ...headers, "x-request-id": "bad id\u00e9" },
+      body: method === "POST" ? "x" : undefined,
+    });
     expect(replaced.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
     await Bun.sleep(20);
     for (const id of [generated.headers.get("x-request-id"), given]) {

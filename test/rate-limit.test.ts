@@ -12,7 +12,8 @@ describe("the middleware, in process with a fake clock", () => {
     .use(errorHandler(createLogger("error", () => {})))
     .use(rateLimit({ rps: 2, burst: 3, now: () => now, bucketOf: (r) => r.headers.get("x-bucket") ?? undefined }))
     .get("/", () => "ok");
-  const hit = (bucket?: string) => app.handle(new Request("http://localhost/", { headers: bucket ? { "x-bucket": bucket } : {} }));
+  const hit = (bucket?: string) =>
+    app.handle(new Request("http://localhost/", { headers: bucket ? { "x-bucket": bucket } : {} }));
 
   test("burst, then 429 with Retry-After and the error body; refills at rps; buckets are separate", async () => {
     for (let i = 0; i < 3; i++) expect((await hit("a")).status).toBe(200);
@@ -36,7 +37,7 @@ describe("the middleware, in process with a fake clock", () => {
   });
 
   test("Retry-After is whole seconds, at least 1, long enough for a slow rate", async () => {
-    let t = 0;
+    const t = 0;
     const slow = new Elysia()
       .use(errorHandler(createLogger("error", () => {})))
       .use(rateLimit({ rps: 0.1, now: () => t, bucketOf: () => "k" }))
@@ -67,7 +68,8 @@ describe("over HTTP, per key", () => {
   afterAll(() => s.stop());
 
   test("429 rate_limited with Retry-After once the burst is spent, then served again after waiting", async () => {
-    const other = (await s.json("POST", "/v1/keys", { name: "other", permission: "read", namespaces: ["*"] })).body.secret;
+    const other = (await s.json("POST", "/v1/keys", { name: "other", permission: "read", namespaces: ["*"] })).body
+      .secret;
     // The POST above took one of root's 3 tokens.
     for (let i = 0; i < 2; i++) expect((await s.json("GET", "/v1/memory?namespace=a")).status).toBe(200);
     const over = await s.json("GET", "/v1/memory?namespace=a");

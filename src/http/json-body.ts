@@ -31,7 +31,8 @@ export function jsonBody({ maxBytes = 1024 * 1024, maxDepth = 64 }: JsonBodyOpti
       throw new ApiError("invalid_request", "the body is not valid UTF-8");
     }
     // Deep nesting overflows the stack in the validator and costs seconds of CPU: refuse it first.
-    if (nestingExceeds(text, maxDepth)) throw new ApiError("invalid_request", `the body is nested deeper than ${maxDepth} levels`);
+    if (nestingExceeds(text, maxDepth))
+      throw new ApiError("invalid_request", `the body is nested deeper than ${maxDepth} levels`);
     try {
       return JSON.parse(text);
     } catch {

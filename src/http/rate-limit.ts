@@ -22,7 +22,12 @@ interface Bucket {
  * gets 429 `rate_limited` and a `Retry-After` in whole seconds (at least 1). Register it after
  * the hook that identifies the caller, so `bucketOf` can see who it is.
  */
-export function rateLimit({ rps, burst = Math.max(1, Math.ceil(rps)), bucketOf, now = () => performance.now() }: RateLimitOptions) {
+export function rateLimit({
+  rps,
+  burst = Math.max(1, Math.ceil(rps)),
+  bucketOf,
+  now = () => performance.now(),
+}: RateLimitOptions) {
   // One entry per bucket id ever seen; with per-key ids that is bounded by the number of keys.
   const buckets = new Map<string, Bucket>();
   return new Elysia().onRequest(function limitRate({ request }) {

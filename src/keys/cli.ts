@@ -31,7 +31,8 @@ const units: Record<string, number> = { d: 86_400_000, h: 3_600_000, m: 60_000, 
 /** "30d", "12h", "90m" or "45s" in milliseconds. */
 export function parseDuration(raw: string): number {
   const m = /^(\d{1,6})([dhms])$/.exec(raw);
-  if (!m || Number(m[1]) === 0) throw new UsageError(`--expires-in: expected a duration such as 30d, 12h or 90m, got "${raw}"`);
+  if (!m || Number(m[1]) === 0)
+    throw new UsageError(`--expires-in: expected a duration such as 30d, 12h or 90m, got "${raw}"`);
   return Number(m[1]) * units[m[2]];
 }
 
@@ -62,12 +63,19 @@ function parseArgs(args: string[], allowed: string[]) {
 function openDataDir(dataDir: string | undefined, mustExist: boolean): { store: Store; dir: string } {
   const config = loadConfig(dataDir === undefined ? [] : ["--data-dir", dataDir]);
   const dir = resolve(config.dataDir);
-  if (mustExist && !existsSync(dir)) throw new UsageError(`no data dir at ${dir}; pass --data-dir or set MEMD_DATA_DIR`);
+  if (mustExist && !existsSync(dir))
+    throw new UsageError(`no data dir at ${dir}; pass --data-dir or set MEMD_DATA_DIR`);
   return { store: openStore(dir, { mapSizeMb: config.mapSizeMb }), dir };
 }
 
 async function create(args: string[], io: Output) {
-  const { flags, positional, one } = parseArgs(args, ["--name", "--permission", "--namespace", "--expires-in", "--data-dir"]);
+  const { flags, positional, one } = parseArgs(args, [
+    "--name",
+    "--permission",
+    "--namespace",
+    "--expires-in",
+    "--data-dir",
+  ]);
   if (positional.length > 0) throw new UsageError(`unexpected argument "${positional[0]}"`);
   const name = one("--name");
   const permission = one("--permission");
@@ -81,7 +89,12 @@ async function create(args: string[], io: Output) {
 
   const { store, dir } = openDataDir(one("--data-dir"), false);
   try {
-    const { key, secret } = await createKey(store, { name, permission: permission as Permission, namespaces, expiresAt });
+    const { key, secret } = await createKey(store, {
+      name,
+      permission: permission as Permission,
+      namespaces,
+      expiresAt,
+    });
     const expiry = expiresAt === null ? "never expires" : `expires ${new Date(expiresAt).toISOString()}`;
     io.out(
       `Created key ${key.id} "${key.name}": ${key.permission} on ${key.namespaces.join(", ")}; ${expiry}. (data dir ${dir})\n` +
@@ -99,10 +112,26 @@ async function list(args: string[], io: Output) {
   const { store } = openDataDir(one("--data-dir"), true);
   try {
     const when = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());
-    const rows = listKeys(store).map((k) => [k.id, k.name, k.permission, k.namespaces.join(","), when(k.expiresAt), when(k.lastUsedAt)]);
+    const rows = listKeys(store).map((k) => [
+      k.id,
+      k.name,
+      k.permission,
+      k.namespaces.join(","),
+      when(k.expiresAt),
+      when(k.lastUsedAt),
+    ]);
     const table = [["ID", "NAME", "PERMISSION", "NAMESPACES", "EXPIRES", "LAST USED"], ...rows];
     const widths = table[0].map((_, c) => Math.max(...table.map((r) => r[c].length)));
-    io.out(table.map((r) => r.map((cell, c) => cell.padEnd(widths[c])).join("  ").trimEnd()).join("\n") + "\n");
+    io.out(
+      `${table
+        .map((r) =>
+          r
+            .map((cell, c) => cell.padEnd(widths[c]))
+            .join("  ")
+            .trimEnd(),
+        )
+        .join("\n")}\n`,
+    );
   } finally {
     await store.close();
   }

@@ -28,7 +28,8 @@ export const keyRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
         const expiresAt = body.expiresAt === undefined ? null : Date.parse(body.expiresAt);
         if (Number.isNaN(expiresAt)) throw invalidField("expiresAt", "is not a valid date-time");
         const outside = body.namespaces.find((p) => !coversPattern(apiKey, p));
-        if (outside !== undefined) throw new ApiError("forbidden", `this key does not cover namespace pattern "${outside}"`);
+        if (outside !== undefined)
+          throw new ApiError("forbidden", `this key does not cover namespace pattern "${outside}"`);
         const { key, secret } = await createKey(core.store, { ...body, expiresAt });
         set.status = 201;
         return { ...toApiKey(key), secret };
@@ -37,14 +38,24 @@ export const keyRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
         permission: "admin",
         body: CreateKeyRequest,
         response: { 201: CreatedKey },
-        detail: { summary: "Create a key", description: "The secret is returned in this answer only; it is stored as a hash." },
+        detail: {
+          summary: "Create a key",
+          description: "The secret is returned in this answer only; it is stored as a hash.",
+        },
       },
     )
-    .get("/v1/keys", ({ apiKey }) => listKeys(core.store).filter((k) => coversKey(apiKey, k)).map(toApiKey), {
-      permission: "admin",
-      response: { 200: t.Array(ApiKey) },
-      detail: { summary: "List live keys (never secrets)" },
-    })
+    .get(
+      "/v1/keys",
+      ({ apiKey }) =>
+        listKeys(core.store)
+          .filter((k) => coversKey(apiKey, k))
+          .map(toApiKey),
+      {
+        permission: "admin",
+        response: { 200: t.Array(ApiKey) },
+        detail: { summary: "List live keys (never secrets)" },
+      },
+    )
     .get("/v1/keys/:id", ({ params, apiKey }) => toApiKey(managedKey(core, apiKey, params.id)), {
       permission: "admin",
       params: KeyParams,

@@ -32,7 +32,7 @@ export interface NewKey {
 
 /** Checks what a schema cannot: namespace patterns and an expiry in the future. Throws a 400. */
 export function checkNewKey(input: NewKey, now = Date.now()) {
-  if (input.name.trim() === "" || input.name.length > 128 || /[\u0000-\u001f\u007f]/.test(input.name))
+  if (input.name.trim() === "" || input.name.length > 128 || hasControl(input.name))
     throw invalidField("name", "needs 1 to 128 characters, not all blank, no control characters");
   if (input.namespaces.length === 0) throw invalidField("namespaces", "needs at least one namespace pattern");
   input.namespaces.forEach((p, i) => {
@@ -169,11 +169,16 @@ export function covers(key: KeyRecord, namespace: string): boolean {
 export function coversPattern(key: KeyRecord, pattern: string): boolean {
   if (!pattern.endsWith("*")) return covers(key, pattern);
   // A pattern is inside `*`, or inside a wider prefix: `team-a/x/*` is inside `team-a/*`.
-  return key.namespaces.some((p) => p === "*" || (pattern !== "*" && p.endsWith("/*") && pattern.startsWith(p.slice(0, -1))));
+  return key.namespaces.some(
+    (p) => p === "*" || (pattern !== "*" && p.endsWith("/*") && pattern.startsWith(p.slice(0, -1))),
+  );
 }
 
 /** Whether every namespace of `target` lies within the key's own. */
 export const coversKey = (key: KeyRecord, target: KeyRecord) => target.namespaces.every((p) => coversPattern(key, p));
+
+/** The characters that namespaces and key names may not hold: U+0000 to U+001F and U+007F. */
+const hasControl = (s: string) => [...s].some((c) => c.charCodeAt(0) < 0x20 || c === "\x7f");
 
 /** Why a namespace pattern is invalid, or undefined: `*`, an exact name, or `prefix/*`; no other `*`. */
 export function patternProblem(pattern: string): string | undefined {
@@ -182,7 +187,7 @@ export function patternProblem(pattern: string): string | undefined {
   if (body === "") return "needs a name before /*";
   if (body.includes("*")) return "may hold * only as the whole pattern or as a final /*";
   if (body.length > 128) return "is longer than 128 characters";
-  if (/[\u0000-\u001f\u007f]/.test(pattern)) return "may not hold control characters";
+  if (hasControl(pattern)) return "may not hold control characters";
   return undefined;
 }
 
