@@ -48,16 +48,14 @@ function generator(rand: () => number) {
   const ctl = () => String.fromCharCode(pick([0, 1, 7, 8, 9, 10, 13, 27, 31, 127]));
   const junk = (n: number) => Array.from({ length: n }, () => String.fromCharCode(int(0x2000))).join("");
   const wrongType = (not: "string" | "number" | "boolean" | "array") =>
-    pick(
-      [
-        not !== "number" ? int(1e6) - 5e5 : "12",
-        not !== "boolean" ? rand() < 0.5 : "true",
-        null,
-        not !== "array" ? [int(9), "x"] : "x",
-        { a: 1 },
-        not !== "string" ? "str" : 0,
-      ],
-    );
+    pick([
+      not !== "number" ? int(1e6) - 5e5 : "12",
+      not !== "boolean" ? rand() < 0.5 : "true",
+      null,
+      not !== "array" ? [int(9), "x"] : "x",
+      { a: 1 },
+      not !== "string" ? "str" : 0,
+    ]);
   const withControl = (s: string) => {
     const i = int(s.length + 1);
     return s.slice(0, i) + ctl() + s.slice(i);
