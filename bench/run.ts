@@ -358,7 +358,7 @@ lines.push(
   "",
   "## mem0",
   "",
-  "Not run here: mem0's TypeScript library (`mem0ai`) computes an embedding on every add, even without inference, so it needs an embedding model endpoint this machine does not have. The issue's reference figures (about 300 raw adds/s, 0.9 ms per history lookup at 10,000 memories) are from another machine.",
+  "Not run here: mem0's TypeScript library (`mem0ai`) needs an embedding model for every add (and a language model for inference), and this machine reaches no such endpoint. The issue's reference figures (about 300 raw adds/s, 0.9 ms per history lookup at 10,000 memories) are from another machine.",
   "",
   `Total bench time: ${((performance.now() - started) / 1000).toFixed(0)} s.`,
   "",
