@@ -7,7 +7,7 @@ import { loadConfig } from "../src/config/config";
 import type { Core } from "../src/core";
 import { createLogger } from "../src/log";
 import { insertMemory, newRecord } from "../src/memory/service";
-import { openStore } from "../src/storage/store";
+import { openStore, Writes } from "../src/storage/store";
 
 const [dataDir, countArg] = process.argv.slice(2);
 const count = Number(countArg);
@@ -24,6 +24,7 @@ const batch = 10_000;
 
 for (let done = 0; done < count; done += batch) {
   store.env.transactionSync(() => {
+    const w = new Writes();
     for (let i = done; i < Math.min(count, done + batch); i++) {
       const req = {
         namespace,
@@ -32,18 +33,21 @@ for (let done = 0; done < count; done += batch) {
         infer: false,
       };
       const r = newRecord(req, { content: req.content });
-      insertMemory(core, r, eventOf("ADD", r, null, { newContent: r.content }));
+      insertMemory(core, w, r, eventOf("ADD", r, null, { newContent: r.content }));
     }
+    w.apply();
   });
 }
 const hot: Record<string, string> = {};
 for (const n of [10, 200]) {
   store.env.transactionSync(() => {
+    const w = new Writes();
     const req = { namespace, entity: "hot", content: `hot memory with ${n} events`, infer: false };
     const r = newRecord(req, { content: req.content });
-    insertMemory(core, r, eventOf("ADD", r, null, { newContent: r.content }));
+    insertMemory(core, w, r, eventOf("ADD", r, null, { newContent: r.content }));
     for (let i = 1; i < n; i++)
-      appendEvent(store, core.clock, eventOf("MERGE", r, null, { oldContent: r.content, newContent: r.content }));
+      appendEvent(store, core.clock, w, eventOf("MERGE", r, null, { oldContent: r.content, newContent: r.content }));
+    w.apply();
     hot[n] = r.id;
   });
 }

@@ -56,6 +56,7 @@ export async function startServer(
       await store.flushed();
       await store.close();
       logger.info("memd stopped", { version, dataDir: config.dataDir });
+      logger.flush();
     })());
   return { url, port, core, stop };
 }

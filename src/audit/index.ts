@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import type { Core } from "../core";
 import { ApiError, invalidField } from "../http/errors";
 import { queryLimit } from "../http/query";
+import { jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
 import { covers, requireNamespace } from "../keys/service";
 import { memoryRecord } from "../memory/service";
@@ -49,8 +50,11 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
       {
         permission: "read",
         body: DiffRequest,
-        response: { 200: DiffResponse },
-        detail: { summary: "What changed since a time", description: "Reads only the audit trail; no model call." },
+        detail: {
+          summary: "What changed since a time",
+          description: "Reads only the audit trail; no model call.",
+          responses: jsonAnswer(DiffResponse),
+        },
       },
     )
     .get(
@@ -72,7 +76,6 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
       {
         permission: "read",
         query: EventsQuery,
-        response: { 200: t.Array(AuditEvent) },
-        detail: { summary: "Audit events, newest first" },
+        detail: { summary: "Audit events, newest first", responses: jsonAnswer(t.Array(AuditEvent)) },
       },
     );

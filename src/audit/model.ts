@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 import { LimitParam } from "../http/query";
+import { Timestamp, Uuid } from "../http/schemas";
 
 /** Audit event kinds (spec part 6). Persisted as these strings, never as numbers. */
 export const EventKind = t.Union([
@@ -36,7 +37,7 @@ const BodyLimit = (max: number, def: number) => Type.Integer({ minimum: 1, maxim
 /** An audit record as the events endpoint returns it (spec 2.6, plus actorKeyId). */
 export const AuditEvent = t.Object({
   id: t.String(),
-  memoryId: t.String({ format: "uuid" }),
+  memoryId: Uuid,
   namespace: t.String(),
   entity: t.String(),
   event: EventKind,
@@ -44,7 +45,7 @@ export const AuditEvent = t.Object({
   newContent: t.Nullable(t.String()),
   mergedFromId: t.Nullable(t.String()),
   reason: t.Nullable(t.String()),
-  createdAt: t.String({ format: "date-time" }),
+  createdAt: Timestamp,
   actorKeyId: t.Nullable(t.String()),
 });
 export type AuditEvent = typeof AuditEvent.static;
@@ -53,7 +54,7 @@ export const EventsQuery = t.Object(
   {
     namespace: t.Optional(Name),
     entity: t.Optional(Name),
-    memoryId: t.Optional(t.String({ format: "uuid" })),
+    memoryId: t.Optional(Uuid),
     limit: t.Optional(LimitParam(1000, 100)),
   },
   { additionalProperties: false },

@@ -1,4 +1,4 @@
-import { END, type Store } from "../storage/store";
+import { END, type Store, type Writes } from "../storage/store";
 import type { AuditEvent, EventKind, EventRecord } from "./model";
 
 /**
@@ -33,18 +33,21 @@ export class EventClock {
 
 export type NewEvent = Omit<EventRecord, "seq" | "atMs">;
 
-/** Writes one event and its index entries. Call inside a write transaction. */
-export function appendEvent(store: Store, clock: EventClock, input: NewEvent): EventRecord {
+/**
+ * Stages one event and its index entries. Call from a write plan (storage/store.ts writeDurably).
+ * A plan that fails after this leaves a gap in the sequence, never a half-written event.
+ */
+export function appendEvent(store: Store, clock: EventClock, w: Writes, input: NewEvent): EventRecord {
   const { seq, atMs } = clock.next(input.namespace);
   const record: EventRecord = { ...input, seq, atMs };
   const { dbs } = store;
-  dbs.events.putSync(seq, record);
-  dbs.eventsByNs.putSync([input.namespace, atMs, seq], null);
-  dbs.eventsByEntity.putSync([input.namespace, input.entity, atMs, seq], null);
-  dbs.eventsByMemory.putSync([input.namespace, input.memoryId, atMs, seq], null);
+  w.put(dbs.events, seq, record);
+  w.put(dbs.eventsByNs, [input.namespace, atMs, seq], null);
+  w.put(dbs.eventsByEntity, [input.namespace, input.entity, atMs, seq], null);
+  w.put(dbs.eventsByMemory, [input.namespace, input.memoryId, atMs, seq], null);
   // A REPLACE also belongs to the history of the memory it superseded.
   if (input.mergedFromId && input.mergedFromId !== input.memoryId)
-    dbs.eventsByMemory.putSync([input.namespace, input.mergedFromId, atMs, seq], null);
+    w.put(dbs.eventsByMemory, [input.namespace, input.mergedFromId, atMs, seq], null);
   return record;
 }
 

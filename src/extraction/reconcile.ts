@@ -128,13 +128,13 @@ export async function applyChanges(
   changes: readonly Change[],
   extraSkipped = 0,
 ): Promise<StoreResponse> {
-  return writeDurably(core.store, () => {
+  return writeDurably(core.store, (w) => {
     const res: StoreResponse = { memories: [], skipped: extraSkipped, conflicts: 0 };
     const now = Date.now();
     for (const c of changes) {
       if (c.kind === "ADD") {
         const r = newRecord(req, { content: c.fact, category: c.category ?? FACT_CATEGORY, importance: c.importance });
-        insertMemory(core, r, eventOf("ADD", r, actorKeyId, { newContent: c.fact }));
+        insertMemory(core, w, r, eventOf("ADD", r, actorKeyId, { newContent: c.fact }));
         res.memories.push(toMemory(r, "ADD"));
         continue;
       }
@@ -145,13 +145,14 @@ export async function applyChanges(
       }
       switch (c.kind) {
         case "SKIP_DUPLICATE":
-          appendEvent(core.store, core.clock, eventOf("SKIP_DUPLICATE", target, actorKeyId, { newContent: c.fact }));
+          appendEvent(core.store, core.clock, w, eventOf("SKIP_DUPLICATE", target, actorKeyId, { newContent: c.fact }));
           res.skipped++;
           break;
         case "KEEP_EXISTING":
           appendEvent(
             core.store,
             core.clock,
+            w,
             eventOf("KEEP_EXISTING", target, actorKeyId, { newContent: c.fact, reason: c.reason }),
           );
           res.conflicts++;
@@ -160,9 +161,10 @@ export async function applyChanges(
           const e = appendEvent(
             core.store,
             core.clock,
+            w,
             eventOf("MERGE", target, actorKeyId, { oldContent: target.content, newContent: c.content }),
           );
-          res.memories.push(toMemory(rewriteMemory(core, target, c.content, e.atMs), "MERGE"));
+          res.memories.push(toMemory(rewriteMemory(core, w, target, c.content, e.atMs), "MERGE"));
           break;
         }
         case "REPLACE": {
@@ -173,6 +175,7 @@ export async function applyChanges(
           });
           const e = insertMemory(
             core,
+            w,
             r,
             eventOf("REPLACE", r, actorKeyId, {
               oldContent: target.content,
@@ -181,7 +184,7 @@ export async function applyChanges(
               reason: c.reason,
             }),
           );
-          retireMemory(core, target, "replaced", e.atMs);
+          retireMemory(core, w, target, "replaced", e.atMs);
           res.memories.push(toMemory(r, "REPLACE"));
           res.conflicts++;
           break;
@@ -190,9 +193,10 @@ export async function applyChanges(
           const e = appendEvent(
             core.store,
             core.clock,
+            w,
             eventOf("DELETE", target, actorKeyId, { oldContent: target.content, reason: c.reason }),
           );
-          retireMemory(core, target, "deleted", e.atMs);
+          retireMemory(core, w, target, "deleted", e.atMs);
           break;
         }
       }

@@ -1,7 +1,8 @@
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import type { Core } from "../core";
 import { ApiError } from "../http/errors";
 import { queryLimit } from "../http/query";
+import { jsonAnswer } from "../http/schemas";
 import { auth } from "../keys/auth";
 import { covers, requireNamespace } from "../keys/service";
 import { ListQuery, Memory, MemoryParams, StoreRequest, StoreResponse } from "./model";
@@ -26,8 +27,11 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       {
         permission: "read_write",
         body: StoreRequest,
-        response: { 200: StoreResponse },
-        detail: { summary: "Store a memory", description: "infer: false stores content verbatim; infer: true (default) extracts facts." },
+        detail: {
+          summary: "Store a memory",
+          description: "infer: false stores content verbatim; infer: true (default) extracts facts.",
+          responses: jsonAnswer(StoreResponse),
+        },
       },
     )
     .get(
@@ -36,7 +40,11 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         requireNamespace(apiKey, query.namespace);
         return currentMemories(core, query.namespace, query.entity, queryLimit(query.limit, 1000, 100)).map((r) => toMemory(r));
       },
-      { permission: "read", query: ListQuery, detail: { summary: "List current memories of a namespace or entity" } },
+      {
+        permission: "read",
+        query: ListQuery,
+        detail: { summary: "List current memories of a namespace or entity", responses: jsonAnswer(t.Array(Memory)) },
+      },
     )
     .get(
       "/v1/memory/:id",
@@ -46,7 +54,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         if (!r || !covers(apiKey, r.namespace)) throw new ApiError("not_found", "no memory with that id");
         return toMemory(r);
       },
-      { permission: "read", params: MemoryParams, response: { 200: Memory }, detail: { summary: "Get one current memory" } },
+      { permission: "read", params: MemoryParams, detail: { summary: "Get one current memory", responses: jsonAnswer(Memory) } },
     )
     .delete(
       "/v1/memory/:id",

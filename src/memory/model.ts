@@ -1,5 +1,6 @@
 import { t } from "elysia";
 import { LimitParam } from "../http/query";
+import { Timestamp, Uuid } from "../http/schemas";
 
 const noControl = "^[^\\u0000-\\u001f\\u007f]+$";
 export const Name = t.String({ minLength: 1, maxLength: 128, pattern: noControl });
@@ -33,7 +34,7 @@ export type StoreRequest = typeof StoreRequest.static;
 export const StoredEvent = t.Union([t.Literal("ADD"), t.Literal("MERGE"), t.Literal("REPLACE")]);
 
 export const Memory = t.Object({
-  id: t.String({ format: "uuid" }),
+  id: Uuid,
   namespace: t.Optional(t.String()),
   entity: t.Optional(t.String()),
   content: t.String(),
@@ -42,9 +43,9 @@ export const Memory = t.Object({
   tags: t.Optional(t.Array(t.String())),
   metadata: t.Optional(t.Record(t.String(), t.Unknown())),
   source: t.Optional(t.String()),
-  createdAt: t.Optional(t.String({ format: "date-time" })),
-  updatedAt: t.Optional(t.String({ format: "date-time" })),
-  expiresAt: t.Optional(t.String({ format: "date-time" })),
+  createdAt: t.Optional(Timestamp),
+  updatedAt: t.Optional(Timestamp),
+  expiresAt: t.Optional(Timestamp),
   event: t.Optional(StoredEvent),
 });
 export type Memory = typeof Memory.static;
@@ -66,7 +67,7 @@ export const ListQuery = t.Object(
 );
 export type ListQuery = typeof ListQuery.static;
 
-export const MemoryParams = t.Object({ id: t.String({ format: "uuid" }) });
+export const MemoryParams = t.Object({ id: Uuid });
 
 /** What is stored per memory. Records stay after deletion, with their state, for id lookups. */
 export interface MemoryRecord {

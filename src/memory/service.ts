@@ -1,7 +1,7 @@
 import { appendEvent, eventOf } from "../audit/service";
 import type { Core } from "../core";
 import { ApiError, invalidField } from "../http/errors";
-import { END, writeDurably } from "../storage/store";
+import { END, type Writes, writeDurably } from "../storage/store";
 import {
   defaultCategory,
   defaultImportance,
@@ -72,32 +72,32 @@ export function newRecord(req: StoreRequest, fact: NewMemory): MemoryRecord {
 }
 
 /**
- * Writes a new current memory, its indexes and its ADD (or REPLACE) event. Call inside a write
- * transaction. A pending `expiresAt` holds the ttl in seconds until the creation time is known.
+ * Stages a new current memory, its indexes and its ADD (or REPLACE) event. Call from a write
+ * plan. A pending `expiresAt` holds the ttl in seconds until the creation time is known.
  */
-export function insertMemory(core: Core, r: MemoryRecord, event: ReturnType<typeof eventOf>) {
-  const e = appendEvent(core.store, core.clock, event);
+export function insertMemory(core: Core, w: Writes, r: MemoryRecord, event: ReturnType<typeof eventOf>) {
+  const e = appendEvent(core.store, core.clock, w, event);
   r.createdAt = r.updatedAt = e.atMs;
   if (r.expiresAt !== undefined) r.expiresAt = e.atMs + Math.ceil(r.expiresAt * 1000);
   const { dbs } = core.store;
-  dbs.memories.putSync(r.id, r);
-  dbs.entityMemories.putSync([r.namespace, r.entity, r.id], null);
-  if (r.expiresAt !== undefined) dbs.expiries.putSync([r.expiresAt, r.id], null);
+  w.put(dbs.memories, r.id, r);
+  w.put(dbs.entityMemories, [r.namespace, r.entity, r.id], null);
+  if (r.expiresAt !== undefined) w.put(dbs.expiries, [r.expiresAt, r.id], null);
   return e;
 }
 
-/** Takes a memory out of reads (deleted or replaced) and drops its indexes. Call inside a write transaction. */
-export function retireMemory(core: Core, r: MemoryRecord, state: "deleted" | "replaced", atMs: number) {
+/** Stages taking a memory out of reads (deleted or replaced) and dropping its indexes. */
+export function retireMemory(core: Core, w: Writes, r: MemoryRecord, state: "deleted" | "replaced", atMs: number) {
   const { dbs } = core.store;
-  dbs.memories.putSync(r.id, { ...r, state, updatedAt: atMs });
-  dbs.entityMemories.removeSync([r.namespace, r.entity, r.id]);
-  if (r.expiresAt !== undefined) dbs.expiries.removeSync([r.expiresAt, r.id]);
+  w.put(dbs.memories, r.id, { ...r, state, updatedAt: atMs });
+  w.remove(dbs.entityMemories, [r.namespace, r.entity, r.id]);
+  if (r.expiresAt !== undefined) w.remove(dbs.expiries, [r.expiresAt, r.id]);
 }
 
-/** Changes a memory's content in place. Call inside a write transaction. */
-export function rewriteMemory(core: Core, r: MemoryRecord, content: string, atMs: number): MemoryRecord {
+/** Stages a change of a memory's content in place. */
+export function rewriteMemory(core: Core, w: Writes, r: MemoryRecord, content: string, atMs: number): MemoryRecord {
   const next = { ...r, content, updatedAt: atMs };
-  core.store.dbs.memories.putSync(r.id, next);
+  w.put(core.store.dbs.memories, r.id, next);
   return next;
 }
 
@@ -105,8 +105,8 @@ export function rewriteMemory(core: Core, r: MemoryRecord, content: string, atMs
 export async function storeRaw(core: Core, req: StoreRequest, actorKeyId: string | null): Promise<StoreResponse> {
   checkStoreLimits(core, req);
   const record = newRecord(req, { content: req.content });
-  await writeDurably(core.store, () => {
-    insertMemory(core, record, eventOf("ADD", record, actorKeyId, { newContent: record.content }));
+  await writeDurably(core.store, (w) => {
+    insertMemory(core, w, record, eventOf("ADD", record, actorKeyId, { newContent: record.content }));
   });
   return { memories: [toMemory(record, "ADD")], skipped: 0, conflicts: 0 };
 }
@@ -143,11 +143,11 @@ export async function deleteMemory(core: Core, id: string, actorKeyId: string | 
   const existing = findMemory(core, id);
   if (!existing) throw new ApiError("not_found", "no memory with that id");
   isAllowed(existing.namespace);
-  const removed = await writeDurably(core.store, () => {
+  const removed = await writeDurably(core.store, (w) => {
     const r = findMemory(core, id);
     if (!r) return false;
-    const e = appendEvent(core.store, core.clock, eventOf("DELETE", r, actorKeyId, { oldContent: r.content, reason: "deleted" }));
-    retireMemory(core, r, "deleted", e.atMs);
+    const e = appendEvent(core.store, core.clock, w, eventOf("DELETE", r, actorKeyId, { oldContent: r.content, reason: "deleted" }));
+    retireMemory(core, w, r, "deleted", e.atMs);
     return true;
   });
   if (!removed) throw new ApiError("not_found", "no memory with that id");

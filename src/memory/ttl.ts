@@ -15,16 +15,16 @@ export async function sweepExpired(core: Core, now = Date.now()): Promise<number
   const { dbs } = core.store;
   const due = [...dbs.expiries.getKeys({ start: [0], end: [now + 1], limit: batchSize })] as [number, string][];
   if (due.length === 0) return 0;
-  return writeDurably(core.store, () => {
+  return writeDurably(core.store, (w) => {
     let n = 0;
     for (const [expiresAt, id] of due) {
       const r = dbs.memories.get(id) as MemoryRecord | undefined;
       if (!r || r.state !== "current" || r.expiresAt !== expiresAt) {
-        dbs.expiries.removeSync([expiresAt, id]);
+        w.remove(dbs.expiries, [expiresAt, id]);
         continue;
       }
-      const e = appendEvent(core.store, core.clock, eventOf("DELETE", r, null, { oldContent: r.content, reason: "expired" }));
-      retireMemory(core, r, "deleted", e.atMs);
+      const e = appendEvent(core.store, core.clock, w, eventOf("DELETE", r, null, { oldContent: r.content, reason: "expired" }));
+      retireMemory(core, w, r, "deleted", e.atMs);
       n++;
     }
     return n;

