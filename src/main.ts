@@ -22,19 +22,29 @@ function fail(message: string): never {
   process.exit(2);
 }
 
+/** The config from flags and environment, or exit 2 with the reason. */
+function configFrom(args: string[]) {
+  try {
+    return loadConfig(args);
+  } catch (e) {
+    if (e instanceof ConfigError) fail(e.message);
+    throw e;
+  }
+}
+
 async function serve(args: string[]) {
   if (args.includes("--help") || args.includes("-h")) {
     process.stdout.write(`Usage: memd serve [flags]\n\nEvery flag can also be set by its environment variable; flags win.\n\n${settingsHelp()}\n`);
     return;
   }
-  let config;
+  const config = configFrom(args);
+  let server: Awaited<ReturnType<typeof startServer>>;
   try {
-    config = loadConfig(args);
+    server = await startServer(config);
   } catch (e) {
-    if (e instanceof ConfigError) fail(e.message);
-    throw e;
+    process.stderr.write(`memd: could not start on ${config.host}:${config.port} with data dir ${config.dataDir}: ${(e as Error).message}\n`);
+    process.exit(1);
   }
-  const server = await startServer(config);
   const shutdown = async () => {
     await server.stop();
     process.exit(0);
@@ -46,13 +56,7 @@ async function serve(args: string[]) {
 async function backup(args: string[]) {
   const [dest, ...flags] = args;
   if (!dest || dest.startsWith("-")) fail("backup needs a destination directory: memd backup <dest> [--data-dir <dir>]");
-  let config;
-  try {
-    config = loadConfig(flags);
-  } catch (e) {
-    if (e instanceof ConfigError) fail(e.message);
-    throw e;
-  }
+  const config = configFrom(flags);
   try {
     await backupStore(config.dataDir, dest);
   } catch (e) {

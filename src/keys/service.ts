@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { ApiError, invalidField } from "../http/errors";
 import type { Store } from "../storage/store";
 import { type ApiKey, type KeyRecord, type Permission, permissions } from "./model";
@@ -7,7 +7,7 @@ import { type ApiKey, type KeyRecord, type Permission, permissions } from "./mod
 export const secretPrefix = "memd_";
 export const rootKeyId = "root";
 
-const hashOf = (secret: string) => createHash("sha256").update(secret).digest("hex");
+const hashOf = (secret: string) => Bun.SHA256.hash(secret, "hex");
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** The public shape of a key: never the hash, never the secret. */
@@ -143,8 +143,12 @@ export function authenticate(store: Store, root: KeyRecord | undefined, secret: 
   return key;
 }
 
+/** Constant-time comparison of two hex digests: the time does not depend on where they differ. */
 function sameHash(a: string, b: string) {
-  return a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
 }
 
 /** Whether a key's permission includes `needed`. */
