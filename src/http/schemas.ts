@@ -18,4 +18,17 @@ export const Timestamp = t.String({ description: "ISO 8601 UTC with milliseconds
  */
 export const jsonAnswer = (schema: TSchema, description = "OK") => ({
   200: { description, content: { "application/json": { schema: schema as Record<string, unknown> } } },
+  default: {
+    description: "An error; `code` is one of the catalogue in the README (Errors)",
+    content: { "application/json": { schema: ErrorBody as Record<string, unknown> } },
+  },
+});
+
+/** The body of every error answer. */
+export const ErrorBody = t.Object({
+  error: t.Object({
+    code: t.String(),
+    message: t.String(),
+    details: t.Optional(t.Array(t.Object({ field: t.String(), message: t.String() }))),
+  }),
 });
