@@ -19,8 +19,7 @@ import pkg from "../package.json";
 const root = resolve(import.meta.dir, "..");
 const entry = resolve(root, process.argv[2] ?? "src/main.ts");
 const outfile = resolve(root, process.argv[3] ?? "dist/memd");
-const target = (process.env.MEMD_TARGET ??
-	`bun-${process.platform}-${process.arch}`) as Bun.Build.CompileTarget;
+const target = (process.env.MEMD_TARGET ?? `bun-${process.platform}-${process.arch}`) as Bun.Build.CompileTarget;
 
 // bun-linux-x64[-baseline|-modern][-musl] -> os, arch, libc
 const [, os, arch] = target.split("-");
@@ -30,82 +29,67 @@ const libc = target.endsWith("-musl") ? "musl" : "glibc";
 // @name/name-<os>-<arch>. Under Bun it always picks the N-API build (it treats Bun's ABI as
 // unsupported), so the napi variant is what runs in dev too.
 function addonFor(pkgDir: string, name: string): string {
-	const req = createRequire(join(pkgDir, "package.json"));
-	const prebuilds = dirname(
-		req.resolve(`@${name}/${name}-${os}-${arch}/package.json`),
-	);
-	const file = join(
-		prebuilds,
-		os === "linux" ? `node.napi.${libc}.node` : "node.napi.node",
-	);
-	if (!existsSync(file))
-		throw new Error(`native addon for ${name} not found: ${file}`);
-	return file;
+  const req = createRequire(join(pkgDir, "package.json"));
+  const prebuilds = dirname(req.resolve(`@${name}/${name}-${os}-${arch}/package.json`));
+  const file = join(prebuilds, os === "linux" ? `node.napi.${libc}.node` : "node.napi.node");
+  if (!existsSync(file)) throw new Error(`native addon for ${name} not found: ${file}`);
+  return file;
 }
 
 const embedded = new Map<string, string>(); // package name -> .node file
 const embedNativeAddons: BunPlugin = {
-	name: "embed-native-addons",
-	setup(build) {
-		build.onResolve(
-			{ filter: /^node-gyp-build-optional-packages$/ },
-			({ importer }) => {
-				const m =
-					/^(.*[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+))[\\/]/.exec(
-						importer,
-					);
-				if (!m)
-					throw new Error(
-						`unexpected importer of node-gyp-build-optional-packages: ${importer}`,
-					);
-				const name = m[2].replace(/\\/g, "/");
-				embedded.set(name, addonFor(m[1], name));
-				return { path: name, namespace: "native-addon" };
-			},
-		);
-		build.onLoad({ filter: /.*/, namespace: "native-addon" }, ({ path }) => ({
-			// CJS so both `import x from` (lmdb) and `require()` (msgpackr-extract) get the function.
-			contents: `module.exports = () => require(${JSON.stringify(embedded.get(path))});`,
-			loader: "js",
-		}));
-	},
+  name: "embed-native-addons",
+  setup(build) {
+    build.onResolve({ filter: /^node-gyp-build-optional-packages$/ }, ({ importer }) => {
+      const m = /^(.*[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+))[\\/]/.exec(importer);
+      if (!m) throw new Error(`unexpected importer of node-gyp-build-optional-packages: ${importer}`);
+      const name = m[2].replace(/\\/g, "/");
+      embedded.set(name, addonFor(m[1], name));
+      return { path: name, namespace: "native-addon" };
+    });
+    build.onLoad({ filter: /.*/, namespace: "native-addon" }, ({ path }) => ({
+      // CJS so both `import x from` (lmdb) and `require()` (msgpackr-extract) get the function.
+      contents: `module.exports = () => require(${JSON.stringify(embedded.get(path))});`,
+      loader: "js",
+    }));
+  },
 };
 
 async function gitCommit(): Promise<string> {
-	try {
-		const p = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], {
-			cwd: root,
-			stderr: "ignore",
-		});
-		const sha = p.stdout.toString().trim();
-		return p.exitCode === 0 && sha ? sha : "unknown";
-	} catch {
-		return "unknown";
-	}
+  try {
+    const p = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], {
+      cwd: root,
+      stderr: "ignore",
+    });
+    const sha = p.stdout.toString().trim();
+    return p.exitCode === 0 && sha ? sha : "unknown";
+  } catch {
+    return "unknown";
+  }
 }
 
 const commit = await gitCommit();
 const result = await Bun.build({
-	entrypoints: [entry],
-	compile: { target, outfile },
-	// Elysia's deploy guide: skip identifier mangling (keeps class/function names in errors & traces).
-	minify: { whitespace: true, syntax: true, identifiers: false },
-	bytecode: true, // precompiled JSC bytecode: ~10 ms faster start for a couple of MB
-	format: "esm", // bytecode defaults to cjs, which rejects top-level await
-	sourcemap: "linked", // embedded (zstd) in the binary; the sidecar .map is removed below
-	plugins: [embedNativeAddons],
-	define: {
-		MEMD_VERSION: JSON.stringify(pkg.version),
-		MEMD_COMMIT: JSON.stringify(commit),
-	},
+  entrypoints: [entry],
+  compile: { target, outfile },
+  // Elysia's deploy guide: skip identifier mangling (keeps class/function names in errors & traces).
+  minify: { whitespace: true, syntax: true, identifiers: false },
+  bytecode: true, // precompiled JSC bytecode: ~10 ms faster start for a couple of MB
+  format: "esm", // bytecode defaults to cjs, which rejects top-level await
+  sourcemap: "linked", // embedded (zstd) in the binary; the sidecar .map is removed below
+  plugins: [embedNativeAddons],
+  define: {
+    MEMD_VERSION: JSON.stringify(pkg.version),
+    MEMD_COMMIT: JSON.stringify(commit),
+  },
 });
 
 if (!result.success) {
-	for (const log of result.logs) console.error(log);
-	process.exit(1);
+  for (const log of result.logs) console.error(log);
+  process.exit(1);
 }
 rmSync(`${outfile}.map`, { force: true });
 const size = Bun.file(outfile).size;
 console.log(
-	`built ${outfile} (${(size / 1048576).toFixed(1)} MiB) memd ${pkg.version} ${commit} ${target}\n  embedded addons: ${[...embedded.values()].join(", ")}`,
+  `built ${outfile} (${(size / 1048576).toFixed(1)} MiB) memd ${pkg.version} ${commit} ${target}\n  embedded addons: ${[...embedded.values()].join(", ")}`,
 );

@@ -25,19 +25,21 @@ export function buildApp(core: Core, options: AppOptions = {}) {
   const isPublic = core.config.metricsPublic;
   const limits = core.config.rateLimit;
   const authPlugin = auth({ store: core.store, root: options.root, protectedPaths: isPublic ? [] : ["/metrics"] });
-  return new Elysia({ normalize: false, aot: true })
-    .use(requestLog(core.logger, (r) => keyOf(r)?.id))
-    .use(errorHandler(core.logger))
-    .use(jsonBody({ maxBytes: 1024 * 1024 }))
-    .use(authPlugin)
-    // After auth, whose onRequest identifies the key; before any body is read.
-    .use(limits ? rateLimit({ ...limits, bucketOf: (r) => keyOf(r)?.id }) : new Elysia())
-    .use(healthRoutes(core))
-    .use(metricsRoutes({ core, authPlugin, public: isPublic, modelStats: options.modelStats }))
-    .use(openapiRoutes())
-    .use(memoryRoutes(core, authPlugin, options.smartStore))
-    .use(auditRoutes(core, authPlugin))
-    .use(keyRoutes(core, authPlugin));
+  return (
+    new Elysia({ normalize: false, aot: true })
+      .use(requestLog(core.logger, (r) => keyOf(r)?.id))
+      .use(errorHandler(core.logger))
+      .use(jsonBody({ maxBytes: 1024 * 1024 }))
+      .use(authPlugin)
+      // After auth, whose onRequest identifies the key; before any body is read.
+      .use(limits ? rateLimit({ ...limits, bucketOf: (r) => keyOf(r)?.id }) : new Elysia())
+      .use(healthRoutes(core))
+      .use(metricsRoutes({ core, authPlugin, public: isPublic, modelStats: options.modelStats }))
+      .use(openapiRoutes())
+      .use(memoryRoutes(core, authPlugin, options.smartStore))
+      .use(auditRoutes(core, authPlugin))
+      .use(keyRoutes(core, authPlugin))
+  );
 }
 
 export type App = ReturnType<typeof buildApp>;

@@ -5,7 +5,5 @@ import { version as pkgVersion } from "../package.json";
 declare const MEMD_VERSION: string | undefined;
 declare const MEMD_COMMIT: string | undefined;
 
-export const version: string =
-	typeof MEMD_VERSION !== "undefined" ? MEMD_VERSION : pkgVersion;
-export const commit: string =
-	typeof MEMD_COMMIT !== "undefined" ? MEMD_COMMIT : "dev";
+export const version: string = typeof MEMD_VERSION !== "undefined" ? MEMD_VERSION : pkgVersion;
+export const commit: string = typeof MEMD_COMMIT !== "undefined" ? MEMD_COMMIT : "dev";

@@ -30,11 +30,9 @@ function bufferedStdout() {
 /** A structured JSON logger: one line per entry on stdout. Callers never pass content or secrets. */
 export function createLogger(level: LogLevel, write?: (line: string) => void): Logger {
   const out = write ? { write, flush() {} } : bufferedStdout();
-  const at =
-    (l: LogLevel) =>
-    (msg: string, fields?: Record<string, unknown>) => {
-      if (rank[l] < rank[level]) return;
-      out.write(`${JSON.stringify({ time: new Date().toISOString(), level: l, msg, ...fields })}\n`);
-    };
+  const at = (l: LogLevel) => (msg: string, fields?: Record<string, unknown>) => {
+    if (rank[l] < rank[level]) return;
+    out.write(`${JSON.stringify({ time: new Date().toISOString(), level: l, msg, ...fields })}\n`);
+  };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), flush: out.flush };
 }

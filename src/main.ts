@@ -1,8 +1,8 @@
 #!/usr/bin/env bun
 import { commit, version } from "./build-info";
 import { ConfigError, loadConfig, settingsHelp } from "./config/config";
-import { backupStore } from "./ops/backup";
 import { runKeysCommand } from "./keys/cli";
+import { backupStore } from "./ops/backup";
 import { startServer } from "./server";
 
 const usage = `memd ${version}: a memory service for AI agents
@@ -34,7 +34,9 @@ function configFrom(args: string[]) {
 
 async function serve(args: string[]) {
   if (args.includes("--help") || args.includes("-h")) {
-    process.stdout.write(`Usage: memd serve [flags]\n\nEvery flag can also be set by its environment variable; flags win.\n\n${settingsHelp()}\n`);
+    process.stdout.write(
+      `Usage: memd serve [flags]\n\nEvery flag can also be set by its environment variable; flags win.\n\n${settingsHelp()}\n`,
+    );
     return;
   }
   const config = configFrom(args);
@@ -42,7 +44,9 @@ async function serve(args: string[]) {
   try {
     server = await startServer(config);
   } catch (e) {
-    process.stderr.write(`memd: could not start on ${config.host}:${config.port} with data dir ${config.dataDir}: ${(e as Error).message}\n`);
+    process.stderr.write(
+      `memd: could not start on ${config.host}:${config.port} with data dir ${config.dataDir}: ${(e as Error).message}\n`,
+    );
     process.exit(1);
   }
   const shutdown = async () => {
@@ -55,7 +59,8 @@ async function serve(args: string[]) {
 
 async function backup(args: string[]) {
   const [dest, ...flags] = args;
-  if (!dest || dest.startsWith("-")) fail("backup needs a destination directory: memd backup <dest> [--data-dir <dir>]");
+  if (!dest || dest.startsWith("-"))
+    fail("backup needs a destination directory: memd backup <dest> [--data-dir <dir>]");
   const config = configFrom(flags);
   try {
     await backupStore(config.dataDir, dest);

@@ -1,6 +1,6 @@
 import { buildApp } from "./app";
 import { EventClock } from "./audit/service";
-import { version, commit } from "./build-info";
+import { commit, version } from "./build-info";
 import type { Config } from "./config/config";
 import type { Core } from "./core";
 import { createSmartStore, modelStats } from "./extraction/service";

@@ -33,18 +33,29 @@ describe("summarizeDiff: net change per memory", () => {
     },
     {
       name: "merged twice: one updated item, first previousContent, last content",
-      events: [ev("MERGE", "a", { oldContent: "v0", newContent: "v1" }), ev("MERGE", "a", { oldContent: "v1", newContent: "v2" })],
+      events: [
+        ev("MERGE", "a", { oldContent: "v0", newContent: "v1" }),
+        ev("MERGE", "a", { oldContent: "v1", newContent: "v2" }),
+      ],
       expect: { updated: [{ id: "a", content: "v2", previousContent: "v0" }], created: [] },
     },
     {
       name: "updated then deleted: one deleted item with the content the client last knew",
-      events: [ev("MERGE", "a", { oldContent: "v0", newContent: "v1" }), ev("DELETE", "a", { oldContent: "v1", reason: "gone" })],
+      events: [
+        ev("MERGE", "a", { oldContent: "v0", newContent: "v1" }),
+        ev("DELETE", "a", { oldContent: "v1", reason: "gone" }),
+      ],
       expect: { updated: [], deleted: [{ id: "a", content: "v0", reason: "gone" }] },
     },
     {
       name: "replacement shows only in replaced",
-      events: [ev("REPLACE", "b", { oldContent: "old", newContent: "new", mergedFromId: "a", reason: "contradiction" })],
-      expect: { created: [], replaced: [{ oldId: "a", oldContent: "old", newId: "b", newContent: "new", reason: "contradiction" }] },
+      events: [
+        ev("REPLACE", "b", { oldContent: "old", newContent: "new", mergedFromId: "a", reason: "contradiction" }),
+      ],
+      expect: {
+        created: [],
+        replaced: [{ oldId: "a", oldContent: "old", newId: "b", newContent: "new", reason: "contradiction" }],
+      },
     },
     {
       name: "added then replaced inside the window: still only in replaced",
@@ -60,7 +71,10 @@ describe("summarizeDiff: net change per memory", () => {
         ev("REPLACE", "b", { oldContent: "A", newContent: "B", mergedFromId: "a", reason: "contradiction" }),
         ev("REPLACE", "c", { oldContent: "B", newContent: "C", mergedFromId: "b", reason: "newer" }),
       ],
-      expect: { replaced: [{ oldId: "a", oldContent: "A", newId: "c", newContent: "C", reason: "newer" }], created: [] },
+      expect: {
+        replaced: [{ oldId: "a", oldContent: "A", newId: "c", newContent: "C", reason: "newer" }],
+        created: [],
+      },
     },
     {
       name: "replacement merged later: replaced item carries the latest content",
@@ -80,7 +94,10 @@ describe("summarizeDiff: net change per memory", () => {
     },
     {
       name: "skips and keeps change nothing",
-      events: [ev("SKIP_DUPLICATE", "a", { newContent: "x" }), ev("KEEP_EXISTING", "a", { newContent: "y", reason: "r" })],
+      events: [
+        ev("SKIP_DUPLICATE", "a", { newContent: "x" }),
+        ev("KEEP_EXISTING", "a", { newContent: "y", reason: "r" }),
+      ],
       expect: { created: [], updated: [], deleted: [], replaced: [], changeCount: 0 },
     },
   ];

@@ -17,7 +17,14 @@ describe("POST /v1/memory/diff", () => {
     const r = await s.json("POST", "/v1/memory/diff", { namespace: "d1", entity: "u", since: before });
     expect(r.status).toBe(200);
     expect(r.body).toEqual({
-      created: [{ id: a.body.memories[0].id, content: "likes tea", category: "general", createdAt: a.body.memories[0].createdAt }],
+      created: [
+        {
+          id: a.body.memories[0].id,
+          content: "likes tea",
+          category: "general",
+          createdAt: a.body.memories[0].createdAt,
+        },
+      ],
       updated: [],
       deleted: [],
       replaced: [],
@@ -36,11 +43,22 @@ describe("POST /v1/memory/diff", () => {
     const a = await store("d2", "u", "x");
     const at = a.body.memories[0].createdAt;
     const r = await s.json("POST", "/v1/memory/diff", { namespace: "d2", since: at });
-    expect(r.body).toMatchObject({ changeCount: 0, hasMore: false, nextSince: at, since: at, summary: "0 new, 0 updated, 0 replaced" });
+    expect(r.body).toMatchObject({
+      changeCount: 0,
+      hasMore: false,
+      nextSince: at,
+      since: at,
+      summary: "0 new, 0 updated, 0 replaced",
+    });
   });
 
   test("accepts ISO 8601 variants and rejects what is not ISO 8601", async () => {
-    for (const since of ["2026-01-01", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.123456+02:00", "2026-01-01T10:00"]) {
+    for (const since of [
+      "2026-01-01",
+      "2026-01-01T00:00:00Z",
+      "2026-01-01T00:00:00.123456+02:00",
+      "2026-01-01T10:00",
+    ]) {
       expect((await s.json("POST", "/v1/memory/diff", { namespace: "d2", since })).status).toBe(200);
     }
     for (const since of ["yesterday", "01/02/2026", "2026-13-45T00:00:00Z", "", "1700000000"]) {
@@ -53,7 +71,10 @@ describe("POST /v1/memory/diff", () => {
 
   test("limit bounds: 1..1000, default 200", async () => {
     for (let i = 0; i < 3; i++) await store("d3", "u", `f${i}`);
-    expect((await s.json("POST", "/v1/memory/diff", { namespace: "d3", limit: 2 })).body).toMatchObject({ changeCount: 2, hasMore: true });
+    expect((await s.json("POST", "/v1/memory/diff", { namespace: "d3", limit: 2 })).body).toMatchObject({
+      changeCount: 2,
+      hasMore: true,
+    });
     for (const limit of [0, 1001, -1, 1.5, "10"]) {
       const r = await s.json("POST", "/v1/memory/diff", { namespace: "d3", limit });
       expect(r.status).toBe(400);
@@ -64,7 +85,9 @@ describe("POST /v1/memory/diff", () => {
   test("paging 5,000 events written in same-millisecond bursts loses and repeats nothing", async () => {
     const ids: string[] = [];
     for (let burst = 0; burst < 50; burst++) {
-      const rs = await Promise.all(Array.from({ length: 100 }, (_, i) => store("page", `e${i % 3}`, `fact ${burst}-${i}`)));
+      const rs = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => store("page", `e${i % 3}`, `fact ${burst}-${i}`)),
+      );
       for (const r of rs) ids.push(r.body.memories[0].id);
     }
     // by nextSince
@@ -83,7 +106,12 @@ describe("POST /v1/memory/diff", () => {
     for (const entity of ["e0", "e1", "e2"]) {
       let after: string | undefined;
       for (let guard = 0; guard < 100; guard++) {
-        const r = await s.json("POST", "/v1/memory/diff", { namespace: "page", entity, limit: 97, ...(after ? { since: after } : {}) });
+        const r = await s.json("POST", "/v1/memory/diff", {
+          namespace: "page",
+          entity,
+          limit: 97,
+          ...(after ? { since: after } : {}),
+        });
         if (r.body.created.length === 0) break;
         perEntity.push(...r.body.created.map((c: any) => c.id));
         after = r.body.created.at(-1).createdAt;

@@ -1,11 +1,15 @@
 import { expect, test } from "bun:test";
-import { ApiError, errorCatalogue } from "../src/http/errors";
 import { toApiError } from "../src/http/error-handler";
+import { ApiError, errorCatalogue } from "../src/http/errors";
 import { createLogger } from "../src/log";
 
 test("an unknown error becomes a bare 500 internal; its details go only to the log", () => {
   const lines: string[] = [];
-  const e = toApiError("UNKNOWN", new Error("db exploded at /srv/memd/src/x.ts:12"), createLogger("info", (l) => lines.push(l)));
+  const e = toApiError(
+    "UNKNOWN",
+    new Error("db exploded at /srv/memd/src/x.ts:12"),
+    createLogger("info", (l) => lines.push(l)),
+  );
   expect(e.status).toBe(500);
   expect(e.toBody()).toEqual({ error: { code: "internal", message: "internal error" } });
   expect(lines.join("")).toContain("db exploded");

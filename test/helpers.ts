@@ -18,8 +18,18 @@ export interface TestServer {
   server: Running;
   logs: string[];
   /** fetch with the root key and JSON body by default. */
-  api(method: string, path: string, body?: unknown, init?: { key?: string | null; headers?: Record<string, string> }): Promise<Response>;
-  json<T = any>(method: string, path: string, body?: unknown, init?: { key?: string | null }): Promise<{ status: number; body: T; headers: Headers }>;
+  api(
+    method: string,
+    path: string,
+    body?: unknown,
+    init?: { key?: string | null; headers?: Record<string, string> },
+  ): Promise<Response>;
+  json<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    init?: { key?: string | null },
+  ): Promise<{ status: number; body: T; headers: Headers }>;
   stop(): Promise<void>;
 }
 
@@ -27,7 +37,9 @@ export interface TestServer {
  * Starts a real server in this process, listening on 127.0.0.1 with a free port, on a temp data
  * dir (or `dataDir`), with the test root key. Extra settings go through the same loader as flags.
  */
-export async function startTestServer(options: { dataDir?: string; env?: Record<string, string>; args?: string[] } = {}): Promise<TestServer> {
+export async function startTestServer(
+  options: { dataDir?: string; env?: Record<string, string>; args?: string[] } = {},
+): Promise<TestServer> {
   const tmp = options.dataDir ? undefined : tempDir();
   const dataDir = options.dataDir ?? tmp!.dir;
   const logs: string[] = [];
@@ -36,7 +48,11 @@ export async function startTestServer(options: { dataDir?: string; env?: Record<
     MEMD_LOG_LEVEL: "info",
     ...options.env,
   });
-  const server = await startServer(config, (l) => logs.push(l), (line) => logs.push(line));
+  const server = await startServer(
+    config,
+    (l) => logs.push(l),
+    (line) => logs.push(line),
+  );
   const api: TestServer["api"] = (method, path, body, init = {}) => {
     const headers: Record<string, string> = { ...init.headers };
     const key = init.key === undefined ? rootSecret : init.key;
@@ -45,7 +61,12 @@ export async function startTestServer(options: { dataDir?: string; env?: Record<
     return fetch(server.url + path, {
       method,
       headers,
-      body: body === undefined ? undefined : typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
+      body:
+        body === undefined
+          ? undefined
+          : typeof body === "string" || body instanceof Uint8Array
+            ? body
+            : JSON.stringify(body),
     });
   };
   return {
@@ -67,7 +88,11 @@ export async function startTestServer(options: { dataDir?: string; env?: Record<
 }
 
 /** Runs `bun run src/main.ts` as a child process, as users do, and waits for it to listen. */
-export async function spawnServer(args: string[], env: Record<string, string> = {}, cmd = [process.execPath, "run", "src/main.ts"]) {
+export async function spawnServer(
+  args: string[],
+  env: Record<string, string> = {},
+  cmd = [process.execPath, "run", "src/main.ts"],
+) {
   const proc = Bun.spawn([...cmd, "serve", "--port", "0", ...args], {
     cwd: join(import.meta.dir, ".."),
     env: { ...process.env, MEMD_LOG_LEVEL: "info", ...env },

@@ -2,13 +2,22 @@ import { afterAll, expect, test } from "bun:test";
 import { spawnServer, startTestServer, tempDir } from "./helpers";
 
 const dirs: (() => void)[] = [];
-afterAll(() => dirs.forEach((c) => c()));
+afterAll(() => {
+  for (const cleanup of dirs) cleanup();
+});
 
 test("a restart keeps every memory and event", async () => {
   const { dir, cleanup } = tempDir();
   dirs.push(cleanup);
   const a = await startTestServer({ dataDir: dir });
-  for (let i = 0; i < 20; i++) await a.json("POST", "/v1/memory", { namespace: "r", entity: `e${i % 2}`, content: `fact ${i}`, infer: false, tags: ["t"] });
+  for (let i = 0; i < 20; i++)
+    await a.json("POST", "/v1/memory", {
+      namespace: "r",
+      entity: `e${i % 2}`,
+      content: `fact ${i}`,
+      infer: false,
+      tags: ["t"],
+    });
   const events = (await a.json("GET", "/v1/memory/events?namespace=r&limit=1000")).body;
   const diff = (await a.json("POST", "/v1/memory/diff", { namespace: "r" })).body;
   await a.stop();
@@ -16,7 +25,12 @@ test("a restart keeps every memory and event", async () => {
   expect((await b.json("GET", "/v1/memory/events?namespace=r&limit=1000")).body).toEqual(events);
   expect((await b.json("POST", "/v1/memory/diff", { namespace: "r" })).body).toEqual(diff);
   // New events continue the order after a restart.
-  const next = await b.json("POST", "/v1/memory", { namespace: "r", entity: "e0", content: "after restart", infer: false });
+  const next = await b.json("POST", "/v1/memory", {
+    namespace: "r",
+    entity: "e0",
+    content: "after restart",
+    infer: false,
+  });
   expect(Date.parse(next.body.memories[0].createdAt)).toBeGreaterThan(Date.parse(events[0].createdAt));
   const newest = (await b.json("GET", "/v1/memory/events?namespace=r&limit=1")).body[0];
   expect(Number(newest.id)).toBeGreaterThan(Number(events[0].id));
@@ -60,7 +74,16 @@ test("memd serve --help lists every setting; unknown flags exit 2", async () => 
   const root = `${import.meta.dir}/..`;
   const help = Bun.spawnSync([process.execPath, "run", "src/main.ts", "serve", "--help"], { cwd: root });
   const text = help.stdout.toString();
-  for (const name of ["--host", "MEMD_HOST", "--port", "MEMD_PORT", "--data-dir", "MEMD_DATA_DIR", "MEMD_API_KEY", "MEMD_LLM_BASE_URL"])
+  for (const name of [
+    "--host",
+    "MEMD_HOST",
+    "--port",
+    "MEMD_PORT",
+    "--data-dir",
+    "MEMD_DATA_DIR",
+    "MEMD_API_KEY",
+    "MEMD_LLM_BASE_URL",
+  ])
     expect(text).toContain(name);
   const bad = Bun.spawnSync([process.execPath, "run", "src/main.ts", "serve", "--nope"], { cwd: root });
   expect(bad.exitCode).toBe(2);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { backupStore } from "../src/ops/backup";
 import { open } from "lmdb";
+import { backupStore } from "../src/ops/backup";
 import { startTestServer, type TestServer, tempDir } from "./helpers";
 
 let s: TestServer;

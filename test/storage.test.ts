@@ -37,7 +37,12 @@ test("a write plan that throws writes nothing, even when batched with others tha
 
 test("tuple keys of different (namespace, entity) pairs never share a range", async () => {
   await writeDurably(store, (w) => {
-    for (const [ns, entity] of [["team-a", "x"], ["team-ab", "x"], ["team-a", "xy"], ["team-a/x", "y"]])
+    for (const [ns, entity] of [
+      ["team-a", "x"],
+      ["team-ab", "x"],
+      ["team-a", "xy"],
+      ["team-a/x", "y"],
+    ])
       w.put(store.dbs.eventsByEntity, [ns, entity, 5, 1], null);
   });
   const keys = [...store.dbs.eventsByEntity.getKeys({ start: ["team-a", "x"], end: ["team-a", "x", "\uffff"] })];

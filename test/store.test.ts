@@ -43,7 +43,13 @@ describe("raw store (infer: false)", () => {
 
     const got = await s.json("GET", `/v1/memory/${m.id}`);
     expect(got.status).toBe(200);
-    expect(got.body).toMatchObject({ id: m.id, content: req.content, tags: req.tags, metadata: req.metadata, source: "chat-42" });
+    expect(got.body).toMatchObject({
+      id: m.id,
+      content: req.content,
+      tags: req.tags,
+      metadata: req.metadata,
+      source: "chat-42",
+    });
 
     const ev = await s.json("GET", `/v1/memory/events?namespace=acme&memoryId=${m.id}`);
     expect(ev.status).toBe(200);
@@ -68,7 +74,16 @@ describe("raw store (infer: false)", () => {
     const r = await s.json("POST", "/v1/memory", { namespace: "acme", entity: "user-2", content: "x", infer: false });
     expect(r.status).toBe(200);
     const m = r.body.memories[0];
-    expect(Object.keys(m).sort()).toEqual(["category", "content", "createdAt", "entity", "event", "id", "importance", "namespace"]);
+    expect(Object.keys(m).sort()).toEqual([
+      "category",
+      "content",
+      "createdAt",
+      "entity",
+      "event",
+      "id",
+      "importance",
+      "namespace",
+    ]);
     expect(m.category).toBe("general");
     expect(m.importance).toBe(0.5);
   });
@@ -88,7 +103,11 @@ describe("raw store (infer: false)", () => {
   });
 
   test("infer omitted without a configured model uses the built-in extractor", async () => {
-    const r = await s.api("POST", "/v1/memory", { namespace: "acme", entity: "u", content: "Likes jazz. Plays the piano." });
+    const r = await s.api("POST", "/v1/memory", {
+      namespace: "acme",
+      entity: "u",
+      content: "Likes jazz. Plays the piano.",
+    });
     expect(r.status).toBe(200);
     expect(r.headers.get("x-memd-extractor")).toBe("builtin");
     const body = (await r.json()) as { memories: { content: string; event: string }[] };

@@ -7,7 +7,13 @@ afterAll(() => s.stop());
 
 test("a memory with ttl is gone from reads at expiry and recorded as DELETE (expired) within 2 s", async () => {
   const since = new Date().toISOString();
-  const r = await s.json("POST", "/v1/memory", { namespace: "ttl", entity: "u", content: "short-lived", infer: false, ttl: 1 });
+  const r = await s.json("POST", "/v1/memory", {
+    namespace: "ttl",
+    entity: "u",
+    content: "short-lived",
+    infer: false,
+    ttl: 1,
+  });
   const keep = await s.json("POST", "/v1/memory", { namespace: "ttl", entity: "u", content: "stays", infer: false });
   const m = r.body.memories[0];
   expect(Date.parse(m.expiresAt) - Date.parse(m.createdAt)).toBe(1000);
@@ -31,7 +37,9 @@ test("a memory with ttl is gone from reads at expiry and recorded as DELETE (exp
   expect(Date.parse(events[0].createdAt)).toBeLessThanOrEqual(deadline);
 
   // Since a time after the ADD, the diff shows the deletion; from before it, it nets out.
-  const afterAdd = (await s.json("POST", "/v1/memory/diff", { namespace: "ttl", since: keep.body.memories[0].createdAt })).body;
+  const afterAdd = (
+    await s.json("POST", "/v1/memory/diff", { namespace: "ttl", since: keep.body.memories[0].createdAt })
+  ).body;
   expect(afterAdd.deleted).toEqual([
     { id: m.id, content: "short-lived", category: "general", deletedAt: events[0].createdAt, reason: "expired" },
   ]);

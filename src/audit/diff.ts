@@ -35,10 +35,22 @@ export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since"
       const item = replaced.get(chain)!;
       replaced.delete(chain);
       if (bornInWindow.has(chain)) return;
-      deleted.set(chain, { id: chain, content: item.oldContent, category: e.category, deletedAt: iso(e.atMs), reason: e.reason });
+      deleted.set(chain, {
+        id: chain,
+        content: item.oldContent,
+        category: e.category,
+        deletedAt: iso(e.atMs),
+        reason: e.reason,
+      });
       return;
     }
-    deleted.set(id, { id, content: prev?.previousContent ?? content, category: e.category, deletedAt: iso(e.atMs), reason: e.reason });
+    deleted.set(id, {
+      id,
+      content: prev?.previousContent ?? content,
+      category: e.category,
+      deletedAt: iso(e.atMs),
+      reason: e.reason,
+    });
   };
 
   for (const e of events) {
@@ -56,7 +68,14 @@ export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since"
         else {
           const u = updated.get(id);
           if (u) Object.assign(u, { content, category: e.category, updatedAt: iso(e.atMs) });
-          else updated.set(id, { id, content, previousContent: e.oldContent ?? "", category: e.category, updatedAt: iso(e.atMs) });
+          else
+            updated.set(id, {
+              id,
+              content,
+              previousContent: e.oldContent ?? "",
+              category: e.category,
+              updatedAt: iso(e.atMs),
+            });
         }
         break;
       }
@@ -78,7 +97,12 @@ export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since"
         const chain = replacementOf.get(oldId);
         if (chain !== undefined) {
           replacementOf.delete(oldId);
-          Object.assign(replaced.get(chain)!, { newId: id, newContent: item.newContent, reason: item.reason, replacedAt: item.replacedAt });
+          Object.assign(replaced.get(chain)!, {
+            newId: id,
+            newContent: item.newContent,
+            reason: item.reason,
+            replacedAt: item.replacedAt,
+          });
           replacementOf.set(id, chain);
           break;
         }

@@ -6,15 +6,16 @@ import { jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
 import { covers, requireNamespace } from "../keys/service";
 import { memoryRecord } from "../memory/service";
-import { AuditEvent, DiffRequest, DiffResponse, EventsQuery } from "./model";
 import { summarizeDiff } from "./diff";
+import { AuditEvent, DiffRequest, DiffResponse, EventsQuery } from "./model";
 import { eventsAfter, newestEvents, toAuditEvent } from "./service";
 
 const isoShape = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?$/i;
 
 /** Parses an ISO 8601 date or date-time (no zone means UTC) to milliseconds, or throws 400. */
 export function parseSince(since: string): number {
-  if (!isoShape.test(since)) throw invalidField("since", "must be an ISO 8601 timestamp, e.g. 2026-01-31T12:00:00.000Z");
+  if (!isoShape.test(since))
+    throw invalidField("since", "must be an ISO 8601 timestamp, e.g. 2026-01-31T12:00:00.000Z");
   let s = since.replace(",", ".").replace(" ", "T");
   if (/T/i.test(s) && !/(Z|[+-]\d{2}(:?\d{2})?)$/i.test(s)) s += "Z";
   // Keep milliseconds only: Date.parse would reject or round longer fractions.

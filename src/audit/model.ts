@@ -72,7 +72,12 @@ export const DiffRequest = t.Object(
 );
 export type DiffRequest = typeof DiffRequest.static;
 
-export const DiffCreated = t.Object({ id: t.String(), content: t.String(), category: t.String(), createdAt: t.String() });
+export const DiffCreated = t.Object({
+  id: t.String(),
+  content: t.String(),
+  category: t.String(),
+  createdAt: t.String(),
+});
 export const DiffUpdated = t.Object({
   id: t.String(),
   content: t.String(),

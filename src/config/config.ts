@@ -42,7 +42,8 @@ const int =
   (min: number, max: number) =>
   (raw: string): number => {
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`expected a whole number from ${min} to ${max}, got "${raw}"`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new Error(`expected a whole number from ${min} to ${max}, got "${raw}"`);
     return n;
   };
 const oneOf =
@@ -65,20 +66,118 @@ const bool = (raw: string) => oneOf("true", "false", "1", "0")(raw) === "true" |
 
 export const settings: Setting[] = [
   { key: "host", flag: "--host", env: "MEMD_HOST", default: "127.0.0.1", parse: text, help: "address to listen on" },
-  { key: "port", flag: "--port", env: "MEMD_PORT", default: 8420, parse: int(0, 65535), help: "port to listen on (0 picks a free one)" },
-  { key: "dataDir", flag: "--data-dir", env: "MEMD_DATA_DIR", default: "./memd-data", parse: text, help: "directory of the LMDB store" },
-  { key: "apiKey", flag: "--api-key", env: "MEMD_API_KEY", default: undefined, parse: text, help: "root key (all permissions, all namespaces); unset: one is created on first start" },
-  { key: "maxContentBytes", flag: "--max-content-bytes", env: "MEMD_MAX_CONTENT_BYTES", default: 65536, parse: int(1, 1048576), help: "largest `content` accepted, in bytes of UTF-8" },
-  { key: "mapSizeMb", flag: "--map-size-mb", env: "MEMD_MAP_SIZE_MB", default: 65536, parse: int(16, 16777216), help: "largest size the LMDB file may grow to, in MiB" },
-  { key: "logLevel", flag: "--log-level", env: "MEMD_LOG_LEVEL", default: "info", parse: oneOf("debug", "info", "warn", "error"), help: "debug, info, warn or error" },
-  { key: "llmBaseUrl", flag: "--llm-base-url", env: "MEMD_LLM_BASE_URL", default: undefined, parse: text, help: "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1; unset: built-in extractor" },
-  { key: "llmModel", flag: "--llm-model", env: "MEMD_LLM_MODEL", default: undefined, parse: text, help: "model name sent to the endpoint" },
-  { key: "llmApiKey", flag: "--llm-api-key", env: "MEMD_LLM_API_KEY", default: undefined, parse: text, help: "bearer key for the model endpoint (optional)" },
-  { key: "llmTimeoutMs", flag: "--llm-timeout-ms", env: "MEMD_LLM_TIMEOUT_MS", default: 30000, parse: int(1, 600000), help: "model call timeout in milliseconds" },
-  { key: "llmStructured", flag: "--llm-structured", env: "MEMD_LLM_STRUCTURED", default: "json_schema", parse: oneOf("json_schema", "json_object", "prompt"), help: "how the answer schema reaches the model: json_schema, json_object or prompt" },
-  { key: "rateLimit", flag: "--rate-limit", env: "MEMD_RATE_LIMIT", default: undefined, parse: parseRateLimit, help: "per-key limit as RPS[:BURST], e.g. 50:100; unset: no limit" },
-  { key: "maxModelCallsPerKey", flag: "--max-model-calls-per-key", env: "MEMD_MAX_MODEL_CALLS_PER_KEY", default: 4, parse: int(1, 1000), help: "concurrent smart stores per key" },
-  { key: "metricsPublic", flag: "--metrics-public", env: "MEMD_METRICS_PUBLIC", default: false, parse: bool, help: "serve /metrics without a key (default: needs an admin key)" },
+  {
+    key: "port",
+    flag: "--port",
+    env: "MEMD_PORT",
+    default: 8420,
+    parse: int(0, 65535),
+    help: "port to listen on (0 picks a free one)",
+  },
+  {
+    key: "dataDir",
+    flag: "--data-dir",
+    env: "MEMD_DATA_DIR",
+    default: "./memd-data",
+    parse: text,
+    help: "directory of the LMDB store",
+  },
+  {
+    key: "apiKey",
+    flag: "--api-key",
+    env: "MEMD_API_KEY",
+    default: undefined,
+    parse: text,
+    help: "root key (all permissions, all namespaces); unset: one is created on first start",
+  },
+  {
+    key: "maxContentBytes",
+    flag: "--max-content-bytes",
+    env: "MEMD_MAX_CONTENT_BYTES",
+    default: 65536,
+    parse: int(1, 1048576),
+    help: "largest `content` accepted, in bytes of UTF-8",
+  },
+  {
+    key: "mapSizeMb",
+    flag: "--map-size-mb",
+    env: "MEMD_MAP_SIZE_MB",
+    default: 65536,
+    parse: int(16, 16777216),
+    help: "largest size the LMDB file may grow to, in MiB",
+  },
+  {
+    key: "logLevel",
+    flag: "--log-level",
+    env: "MEMD_LOG_LEVEL",
+    default: "info",
+    parse: oneOf("debug", "info", "warn", "error"),
+    help: "debug, info, warn or error",
+  },
+  {
+    key: "llmBaseUrl",
+    flag: "--llm-base-url",
+    env: "MEMD_LLM_BASE_URL",
+    default: undefined,
+    parse: text,
+    help: "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1; unset: built-in extractor",
+  },
+  {
+    key: "llmModel",
+    flag: "--llm-model",
+    env: "MEMD_LLM_MODEL",
+    default: undefined,
+    parse: text,
+    help: "model name sent to the endpoint",
+  },
+  {
+    key: "llmApiKey",
+    flag: "--llm-api-key",
+    env: "MEMD_LLM_API_KEY",
+    default: undefined,
+    parse: text,
+    help: "bearer key for the model endpoint (optional)",
+  },
+  {
+    key: "llmTimeoutMs",
+    flag: "--llm-timeout-ms",
+    env: "MEMD_LLM_TIMEOUT_MS",
+    default: 30000,
+    parse: int(1, 600000),
+    help: "model call timeout in milliseconds",
+  },
+  {
+    key: "llmStructured",
+    flag: "--llm-structured",
+    env: "MEMD_LLM_STRUCTURED",
+    default: "json_schema",
+    parse: oneOf("json_schema", "json_object", "prompt"),
+    help: "how the answer schema reaches the model: json_schema, json_object or prompt",
+  },
+  {
+    key: "rateLimit",
+    flag: "--rate-limit",
+    env: "MEMD_RATE_LIMIT",
+    default: undefined,
+    parse: parseRateLimit,
+    help: "per-key limit as RPS[:BURST], e.g. 50:100; unset: no limit",
+  },
+  {
+    key: "maxModelCallsPerKey",
+    flag: "--max-model-calls-per-key",
+    env: "MEMD_MAX_MODEL_CALLS_PER_KEY",
+    default: 4,
+    parse: int(1, 1000),
+    help: "concurrent smart stores per key",
+  },
+  {
+    key: "metricsPublic",
+    flag: "--metrics-public",
+    env: "MEMD_METRICS_PUBLIC",
+    default: false,
+    parse: bool,
+    help: "serve /metrics without a key (default: needs an admin key)",
+  },
 ];
 
 export class ConfigError extends Error {}

@@ -32,7 +32,11 @@ export function toApiError(code: string | number, error: unknown, logger: Logger
   if (error instanceof ValidationError || code === "VALIDATION") {
     const details = validationDetails(error as ValidationError);
     const where = error instanceof ValidationError && error.type !== "body" ? ` ${error.type}` : "";
-    return new ApiError("invalid_request", `invalid request${where}: ${details.map((d) => `${d.field}: ${d.message}`).join("; ")}`, details);
+    return new ApiError(
+      "invalid_request",
+      `invalid request${where}: ${details.map((d) => `${d.field}: ${d.message}`).join("; ")}`,
+      details,
+    );
   }
   if (code === "NOT_FOUND") return new ApiError("not_found", "no such route");
   if (code === "PARSE") return new ApiError("invalid_request", "the body is not valid JSON");

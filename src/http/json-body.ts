@@ -15,30 +15,33 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  * `maxBytes` (413), valid UTF-8 and valid JSON nested at most `maxDepth` deep (400).
  */
 export function jsonBody({ maxBytes = 1024 * 1024, maxDepth = 64 }: JsonBodyOptions = {}) {
-  return new Elysia({ name: "json-body" }).onParse({ as: "global" }, async function parseJson({ request, contentType }) {
-    if (request.method === "GET" || request.method === "HEAD" || request.method === "DELETE") return;
-    const type = (contentType ?? "").split(";")[0].trim().toLowerCase();
-    if (type !== "application/json")
-      throw new ApiError("unsupported_media_type", "send the body as JSON with Content-Type: application/json");
-    const declared = Number(request.headers.get("content-length") ?? 0);
-    if (declared > maxBytes) throw tooLarge(maxBytes);
-    const bytes = await request.arrayBuffer();
-    if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
-    let text: string;
-    try {
-      text = utf8.decode(bytes);
-    } catch {
-      throw new ApiError("invalid_request", "the body is not valid UTF-8");
-    }
-    // Deep nesting overflows the stack in the validator and costs seconds of CPU: refuse it first.
-    if (nestingExceeds(text, maxDepth))
-      throw new ApiError("invalid_request", `the body is nested deeper than ${maxDepth} levels`);
-    try {
-      return JSON.parse(text);
-    } catch {
-      throw new ApiError("invalid_request", "the body is not valid JSON");
-    }
-  });
+  return new Elysia({ name: "json-body" }).onParse(
+    { as: "global" },
+    async function parseJson({ request, contentType }) {
+      if (request.method === "GET" || request.method === "HEAD" || request.method === "DELETE") return;
+      const type = (contentType ?? "").split(";")[0].trim().toLowerCase();
+      if (type !== "application/json")
+        throw new ApiError("unsupported_media_type", "send the body as JSON with Content-Type: application/json");
+      const declared = Number(request.headers.get("content-length") ?? 0);
+      if (declared > maxBytes) throw tooLarge(maxBytes);
+      const bytes = await request.arrayBuffer();
+      if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
+      let text: string;
+      try {
+        text = utf8.decode(bytes);
+      } catch {
+        throw new ApiError("invalid_request", "the body is not valid UTF-8");
+      }
+      // Deep nesting overflows the stack in the validator and costs seconds of CPU: refuse it first.
+      if (nestingExceeds(text, maxDepth))
+        throw new ApiError("invalid_request", `the body is nested deeper than ${maxDepth} levels`);
+      try {
+        return JSON.parse(text);
+      } catch {
+        throw new ApiError("invalid_request", "the body is not valid JSON");
+      }
+    },
+  );
 }
 
 const tooLarge = (max: number) => new ApiError("payload_too_large", `the body is larger than ${max} bytes`);
@@ -50,7 +53,8 @@ function nestingExceeds(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped character
+      if (c === 92)
+        i++; // backslash: skip the escaped character
       else if (c === 34) inString = false;
     } else if (c === 34) inString = true;
     else if (c === 123 || c === 91) {

@@ -6,7 +6,9 @@ import { t } from "elysia";
  * the format registry is global and a dependency (@elysiajs/openapi) replaces the uuid check
  * with one that builds a validator on every call.
  */
-export const Uuid = t.String({ pattern: "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$" });
+export const Uuid = t.String({
+  pattern: "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+});
 
 /** An ISO 8601 UTC timestamp as memd writes them; documented, not checked (answers only). */
 export const Timestamp = t.String({ description: "ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z" });

@@ -3,12 +3,16 @@ import type { Core } from "../core";
 import { ApiError } from "../http/errors";
 import { queryLimit } from "../http/query";
 import { jsonAnswer } from "../http/schemas";
-import { auth } from "../keys/auth";
+import type { auth } from "../keys/auth";
 import { covers, requireNamespace } from "../keys/service";
 import { ListQuery, Memory, MemoryParams, StoreRequest, StoreResponse } from "./model";
 import { currentMemories, deleteMemory, findMemory, storeRaw, toMemory } from "./service";
 
-export type SmartStore = (req: StoreRequest, actorKeyId: string, set: { headers: Record<string, unknown> }) => Promise<StoreResponse>;
+export type SmartStore = (
+  req: StoreRequest,
+  actorKeyId: string,
+  set: { headers: Record<string, unknown> },
+) => Promise<StoreResponse>;
 
 const unavailable: SmartStore = async () => {
   throw new ApiError("extraction_unavailable", "smart store (infer: true) is not available; send infer: false");
@@ -38,7 +42,9 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       "/v1/memory",
       ({ query, apiKey }) => {
         requireNamespace(apiKey, query.namespace);
-        return currentMemories(core, query.namespace, query.entity, queryLimit(query.limit, 1000, 100)).map((r) => toMemory(r));
+        return currentMemories(core, query.namespace, query.entity, queryLimit(query.limit, 1000, 100)).map((r) =>
+          toMemory(r),
+        );
       },
       {
         permission: "read",
@@ -54,7 +60,11 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         if (!r || !covers(apiKey, r.namespace)) throw new ApiError("not_found", "no memory with that id");
         return toMemory(r);
       },
-      { permission: "read", params: MemoryParams, detail: { summary: "Get one current memory", responses: jsonAnswer(Memory) } },
+      {
+        permission: "read",
+        params: MemoryParams,
+        detail: { summary: "Get one current memory", responses: jsonAnswer(Memory) },
+      },
     )
     .delete(
       "/v1/memory/:id",
@@ -64,5 +74,9 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         });
         return { deleted: true };
       },
-      { permission: "read_write", params: MemoryParams, detail: { summary: "Delete a memory (event DELETE, reason deleted)" } },
+      {
+        permission: "read_write",
+        params: MemoryParams,
+        detail: { summary: "Delete a memory (event DELETE, reason deleted)" },
+      },
     );

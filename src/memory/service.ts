@@ -126,7 +126,12 @@ export function memoryRecord(core: Core, id: string): MemoryRecord | undefined {
 }
 
 /** Current memories of a namespace (and entity), in id order, which is creation order for UUIDv7. */
-export function currentMemories(core: Core, namespace: string, entity: string | undefined, limit: number): MemoryRecord[] {
+export function currentMemories(
+  core: Core,
+  namespace: string,
+  entity: string | undefined,
+  limit: number,
+): MemoryRecord[] {
   const prefix = entity === undefined ? [namespace] : [namespace, entity];
   const now = Date.now();
   const out: MemoryRecord[] = [];
@@ -146,7 +151,12 @@ export async function deleteMemory(core: Core, id: string, actorKeyId: string | 
   const removed = await writeDurably(core.store, (w) => {
     const r = findMemory(core, id);
     if (!r) return false;
-    const e = appendEvent(core.store, core.clock, w, eventOf("DELETE", r, actorKeyId, { oldContent: r.content, reason: "deleted" }));
+    const e = appendEvent(
+      core.store,
+      core.clock,
+      w,
+      eventOf("DELETE", r, actorKeyId, { oldContent: r.content, reason: "deleted" }),
+    );
     retireMemory(core, w, r, "deleted", e.atMs);
     return true;
   });

@@ -19,11 +19,16 @@ export async function sweepExpired(core: Core, now = Date.now()): Promise<number
     let n = 0;
     for (const [expiresAt, id] of due) {
       const r = dbs.memories.get(id) as MemoryRecord | undefined;
-      if (!r || r.state !== "current" || r.expiresAt !== expiresAt) {
+      if (r?.state !== "current" || r.expiresAt !== expiresAt) {
         w.remove(dbs.expiries, [expiresAt, id]);
         continue;
       }
-      const e = appendEvent(core.store, core.clock, w, eventOf("DELETE", r, null, { oldContent: r.content, reason: "expired" }));
+      const e = appendEvent(
+        core.store,
+        core.clock,
+        w,
+        eventOf("DELETE", r, null, { oldContent: r.content, reason: "expired" }),
+      );
       retireMemory(core, w, r, "deleted", e.atMs);
       n++;
     }

@@ -76,8 +76,8 @@ export class RequestMetrics {
   }
 }
 
-const labels = (r: RouteStats) => `method="${r.method}",route="${escape(r.route)}"`;
-const escape = (s: string) => s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+const labels = (r: RouteStats) => `method="${r.method}",route="${escapeLabel(r.route)}"`;
+const escapeLabel = (s: string) => s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
 
 function gauge(name: string, help: string, value: number, type = "gauge") {
   return `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}`;

@@ -51,6 +51,7 @@ export const openapiRoutes = () => {
   let doc: unknown;
   const build = () => {
     // The routes are fixed once the server listens, so the document is built once.
+    // biome-ignore lint/complexity/useLiteralKeys: getGlobalRoutes is protected in Elysia's types
     const routes = plugin["getGlobalRoutes"]() as Route[];
     const generated = toOpenAPISchema(plugin, { paths: [specPath, "/docs"] }) as unknown as Doc;
     return restoreJsonBodies(

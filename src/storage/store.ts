@@ -1,4 +1,4 @@
-import { type Database, type Key, type RootDatabase, open } from "lmdb";
+import { type Database, type Key, open, type RootDatabase } from "lmdb";
 import { ApiError } from "../http/errors";
 
 /**
@@ -60,9 +60,7 @@ export function openStore(dataDir: string, options: StoreOptions = {}): Store {
     // Commits share one fsync batch (group commit); 2xx answers wait for env.flushed.
     overlappingSync: true,
   });
-  const dbs = Object.fromEntries(
-    Object.entries(dbNames).map(([k, name]) => [k, env.openDB(name, {})]),
-  ) as Store["dbs"];
+  const dbs = Object.fromEntries(Object.entries(dbNames).map(([k, name]) => [k, env.openDB(name, {})])) as Store["dbs"];
   return {
     env,
     dbs,
