@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { type ServerProcess, startProcess } from "./helpers";
 
 const repo = join(import.meta.dir, "..");
 
@@ -13,45 +14,18 @@ export function buildBinary(outfile: string): string {
   return outfile;
 }
 
-export interface RunningBinary {
-  proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
-  url: string;
-  stdout(): string;
-  stderr(): string;
-}
-
 /**
  * Starts a memd binary (`serve --port 0 ...args`) in `cwd` with only `env` (plus PATH), as
  * `env -i` would, and waits for the start-up log line that carries its address.
  */
-export async function startBinary(
+export function startBinary(
   bin: string,
   options: { cwd: string; args?: string[]; env?: Record<string, string> },
-): Promise<RunningBinary> {
-  const proc = Bun.spawn([bin, "serve", "--port", "0", ...(options.args ?? [])], {
+): Promise<ServerProcess> {
+  return startProcess([bin, "serve", "--port", "0", ...(options.args ?? [])], {
     cwd: options.cwd,
     env: { PATH: "/usr/bin:/bin", ...options.env },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
   });
-  let out = "";
-  let err = "";
-  const drain = async (s: ReadableStream<Uint8Array>, into: (t: string) => void) => {
-    const dec = new TextDecoder();
-    for await (const chunk of s) into(dec.decode(chunk, { stream: true }));
-  };
-  void drain(proc.stdout, (t) => (out += t));
-  void drain(proc.stderr, (t) => (err += t));
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const m = /"msg":"memd started".*"address":"(http:\/\/[^"]+)"/.exec(out);
-    if (m) return { proc, url: m[1], stdout: () => out, stderr: () => err };
-    if (proc.exitCode !== null) break;
-    await Bun.sleep(10);
-  }
-  proc.kill("SIGKILL");
-  throw new Error(`memd did not start: ${err}${out}`);
 }
 
 /** fetch with a bearer key and a JSON body; answers status and body (parsed when JSON). */

@@ -87,34 +87,42 @@ export async function startTestServer(
   };
 }
 
-/** Runs `bun run src/main.ts` as a child process, as users do, and waits for it to listen. */
-export async function spawnServer(
-  args: string[],
-  env: Record<string, string> = {},
-  cmd = [process.execPath, "run", "src/main.ts"],
-) {
-  const proc = Bun.spawn([...cmd, "serve", "--port", "0", ...args], {
-    cwd: join(import.meta.dir, ".."),
-    env: { ...process.env, MEMD_LOG_LEVEL: "info", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+export interface ServerProcess {
+  proc: Bun.Subprocess<"ignore", "pipe", "pipe">;
+  url: string;
+  stdout(): string;
+  stderr(): string;
+}
+
+/** Spawns a memd command line and waits for the start-up log line that carries its address. */
+export async function startProcess(
+  cmd: string[],
+  options: { cwd: string; env: Record<string, string | undefined> },
+): Promise<ServerProcess> {
+  const proc = Bun.spawn(cmd, { cwd: options.cwd, env: options.env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   let out = "";
   let err = "";
   const drain = async (s: ReadableStream<Uint8Array>, into: (t: string) => void) => {
     const dec = new TextDecoder();
-    for await (const chunk of s) into(dec.decode(chunk));
+    for await (const chunk of s) into(dec.decode(chunk, { stream: true }));
   };
   void drain(proc.stdout, (t) => (out += t));
   void drain(proc.stderr, (t) => (err += t));
   const deadline = Date.now() + 15_000;
-  let url: string | undefined;
-  while (!url && Date.now() < deadline) {
-    const m = /"address":"(http:\/\/[^"]+)"/.exec(out);
-    if (m) url = m[1];
-    else if (proc.exitCode !== null) break;
-    else await Bun.sleep(20);
+  while (Date.now() < deadline) {
+    const m = /"msg":"memd started".*"address":"(http:\/\/[^"]+)"/.exec(out);
+    if (m) return { proc, url: m[1], stdout: () => out, stderr: () => err };
+    if (proc.exitCode !== null) break;
+    await Bun.sleep(10);
   }
-  if (!url) throw new Error(`server did not start: ${err}${out}`);
-  return { proc, url, stdout: () => out, stderr: () => err };
+  proc.kill("SIGKILL");
+  throw new Error(`memd did not start: ${err}${out}`);
+}
+
+/** Runs `bun run src/main.ts serve` as a child process, as users do, and waits for it to listen. */
+export function spawnServer(args: string[], env: Record<string, string> = {}) {
+  return startProcess([process.execPath, "run", "src/main.ts", "serve", "--port", "0", ...args], {
+    cwd: join(import.meta.dir, ".."),
+    env: { ...process.env, MEMD_LOG_LEVEL: "info", ...env },
+  });
 }

@@ -143,27 +143,22 @@ export async function applyChanges(
         core.logger.warn("dropped model operation", { decision: c.kind, why: "target no longer current" });
         continue;
       }
+      // An event on the existing target memory.
+      const record = (
+        kind: "SKIP_DUPLICATE" | "KEEP_EXISTING" | "MERGE" | "DELETE",
+        fields: Parameters<typeof eventOf>[3],
+      ) => appendEvent(core.store, core.clock, w, eventOf(kind, target, actorKeyId, fields));
       switch (c.kind) {
         case "SKIP_DUPLICATE":
-          appendEvent(core.store, core.clock, w, eventOf("SKIP_DUPLICATE", target, actorKeyId, { newContent: c.fact }));
+          record("SKIP_DUPLICATE", { newContent: c.fact });
           res.skipped++;
           break;
         case "KEEP_EXISTING":
-          appendEvent(
-            core.store,
-            core.clock,
-            w,
-            eventOf("KEEP_EXISTING", target, actorKeyId, { newContent: c.fact, reason: c.reason }),
-          );
+          record("KEEP_EXISTING", { newContent: c.fact, reason: c.reason });
           res.conflicts++;
           break;
         case "MERGE": {
-          const e = appendEvent(
-            core.store,
-            core.clock,
-            w,
-            eventOf("MERGE", target, actorKeyId, { oldContent: target.content, newContent: c.content }),
-          );
+          const e = record("MERGE", { oldContent: target.content, newContent: c.content });
           res.memories.push(toMemory(rewriteMemory(core, w, target, c.content, e.atMs), "MERGE"));
           break;
         }
@@ -190,12 +185,7 @@ export async function applyChanges(
           break;
         }
         case "DELETE": {
-          const e = appendEvent(
-            core.store,
-            core.clock,
-            w,
-            eventOf("DELETE", target, actorKeyId, { oldContent: target.content, reason: c.reason }),
-          );
+          const e = record("DELETE", { oldContent: target.content, reason: c.reason });
           retireMemory(core, w, target, "deleted", e.atMs);
           break;
         }
