@@ -4,7 +4,7 @@ LOCAL_BUN   := $(CURDIR)/.tools/node_modules/.bin/bun
 BUN         ?= $(or $(shell command -v bun 2>/dev/null),$(LOCAL_BUN))
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: deps run test build bench bench-deps fmt lint check clean
+.PHONY: deps pg-deps run test build bench bench-deps fmt lint check clean
 
 deps: node_modules/.installed
 
@@ -18,8 +18,12 @@ node_modules/.installed: package.json bun.lock | $(BUN)
 run: deps ## start the server on ./memd-data (prints a root key on first start)
 	$(BUN) run src/main.ts serve $(ARGS)
 
-test: deps ## the whole suite
-	$(BUN) test --timeout 120000 $(TESTS)
+test: deps pg-deps ## the whole suite, on LMDB and on a throwaway PostgreSQL
+	BUN=$(BUN) scripts/with-postgres scripts/test $(TESTS)
+
+pg-deps: ## PostgreSQL's server binaries (Debian's postgresql package), for the tests
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get install -y -qq postgresql; }
 
 build: deps ## one self-contained binary: dist/memd
 	$(BUN) run scripts/build.ts

@@ -24,7 +24,7 @@ export interface AppOptions {
 export function buildApp(core: Core, options: AppOptions = {}) {
   const isPublic = core.config.metricsPublic;
   const limits = core.config.rateLimit;
-  const authPlugin = auth({ store: core.store, root: options.root, protectedPaths: isPublic ? [] : ["/metrics"] });
+  const authPlugin = auth({ storage: core.storage, root: options.root, protectedPaths: isPublic ? [] : ["/metrics"] });
   return (
     new Elysia({ normalize: false, aot: true })
       .use(requestLog(core.logger, (r) => keyOf(r)?.id))

@@ -1,12 +1,10 @@
-import type { EventClock } from "./audit/service";
 import type { Config } from "./config/config";
 import type { Logger } from "./log";
-import type { Store } from "./storage/store";
+import type { Storage } from "./storage/storage";
 
-/** What every feature service needs: the open store, the event clock, settings and the log. */
+/** What every feature service needs: the open storage, settings and the log. */
 export interface Core {
-  store: Store;
-  clock: EventClock;
+  storage: Storage;
   config: Config;
   logger: Logger;
 }

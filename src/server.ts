@@ -1,5 +1,4 @@
 import { buildApp } from "./app";
-import { EventClock } from "./audit/service";
 import { commit, version } from "./build-info";
 import type { Config } from "./config/config";
 import type { Core } from "./core";
@@ -8,7 +7,14 @@ import type { KeyRecord } from "./keys/model";
 import { createKey, hasStoredKeys, rootKeyFromSecret } from "./keys/service";
 import { createLogger } from "./log";
 import { startTtlSweeper } from "./memory/ttl";
-import { openStore } from "./storage/store";
+import { openStorage } from "./storage/index";
+
+/** Where the data lives, for logs: the data dir, or the database host (never the password). */
+export function storageName(config: Config): { dataDir: string } | { database: string } {
+  if (!config.databaseUrl) return { dataDir: config.dataDir };
+  const u = new URL(config.databaseUrl);
+  return { database: `postgres://${u.host}${u.pathname}` };
+}
 
 export interface Running {
   url: string;
@@ -27,13 +33,13 @@ export async function startServer(
   writeLog?: (line: string) => void,
 ): Promise<Running> {
   const logger = createLogger(config.logLevel, writeLog);
-  const store = openStore(config.dataDir, { mapSizeMb: config.mapSizeMb });
-  const core: Core = { store, clock: new EventClock(store), config, logger };
+  const storage = await openStorage(config);
+  const core: Core = { storage, config, logger };
 
   let root: KeyRecord | undefined;
   if (config.apiKey) root = rootKeyFromSecret(config.apiKey);
-  else if (!hasStoredKeys(store)) {
-    const { key, secret } = await createKey(store, { name: "root", permission: "admin", namespaces: ["*"] });
+  else if (!(await hasStoredKeys(storage))) {
+    const { key, secret } = await createKey(storage, { name: "root", permission: "admin", namespaces: ["*"] });
     printSecret(
       `\nmemd: created a root key (${key.id}); it is shown only this once:\n\n  ${secret}\n\n` +
         `Use it as: curl -H "Authorization: Bearer ${secret}" http://${config.host}:${config.port}/v1/...\n\n`,
@@ -45,7 +51,7 @@ export async function startServer(
   app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 2 * 1024 * 1024 });
   const port = app.server!.port!;
   const url = `http://${config.host}:${port}`;
-  logger.info("memd started", { version, commit, dataDir: config.dataDir, address: url });
+  logger.info("memd started", { version, commit, ...storageName(config), address: url });
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
@@ -53,9 +59,8 @@ export async function startServer(
       // Stop accepting, let requests in flight finish, then close LMDB.
       await app.server?.stop(false);
       await stopSweeper();
-      await store.flushed();
-      await store.close();
-      logger.info("memd stopped", { version, dataDir: config.dataDir });
+      await storage.close();
+      logger.info("memd stopped", { version, ...storageName(config) });
       logger.flush();
     })());
   return { url, port, core, stop };

@@ -6,7 +6,7 @@ let readKey: string;
 beforeAll(async () => {
   s = await startTestServer();
   const { createKey } = await import("../src/keys/service");
-  readKey = (await createKey(s.server.core.store, { name: "reader", permission: "read", namespaces: ["*"] })).secret;
+  readKey = (await createKey(s.server.core.storage, { name: "reader", permission: "read", namespaces: ["*"] })).secret;
 });
 afterAll(() => s.stop());
 

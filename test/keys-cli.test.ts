@@ -9,7 +9,7 @@ const root = join(import.meta.dir, "..");
 async function memd(args: string[], env: Record<string, string> = {}) {
   const proc = Bun.spawn([process.execPath, "run", "src/main.ts", ...args], {
     cwd: root,
-    env: { ...process.env, MEMD_DATA_DIR: "", ...env },
+    env: { ...process.env, MEMD_DATA_DIR: "", MEMD_DATABASE_URL: s?.databaseUrl ?? "", ...env },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -23,10 +23,13 @@ async function memd(args: string[], env: Record<string, string> = {}) {
 
 const secretIn = (text: string) => /\b(memd_[\w-]+)\b/.exec(text)?.[1];
 
+let s = undefined as unknown as TestServer;
 describe("against a running in-process server", () => {
-  let s: TestServer;
   beforeAll(async () => (s = await startTestServer()));
-  afterAll(() => s.stop());
+  afterAll(async () => {
+    await s.stop();
+    s = undefined as unknown as TestServer;
+  });
 
   test("create prints the secret once with how to use it; the key works at once", async () => {
     const r = await memd([

@@ -5,10 +5,9 @@ import { queryLimit } from "../http/query";
 import { jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
 import { covers, requireNamespace } from "../keys/service";
-import { memoryRecord } from "../memory/service";
 import { summarizeDiff } from "./diff";
 import { AuditEvent, DiffRequest, DiffResponse, EventsQuery } from "./model";
-import { eventsAfter, newestEvents, toAuditEvent } from "./service";
+import { toAuditEvent } from "./service";
 
 const isoShape = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?$/i;
 
@@ -31,13 +30,13 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
     .use(authPlugin)
     .post(
       "/v1/memory/diff",
-      ({ body, apiKey }) => {
+      async ({ body, apiKey }) => {
         requireNamespace(apiKey, body.namespace);
         const afterMs = body.since === undefined ? -1 : parseSince(body.since);
         const limit = body.limit ?? 200;
         const scope = { namespace: body.namespace, entity: body.entity };
         // One extra event tells whether there is more after this page.
-        const events = eventsAfter(core.store, scope, afterMs, limit + 1);
+        const events = await core.storage.eventsAfter(scope, afterMs, limit + 1);
         const hasMore = events.length > limit;
         if (hasMore) events.pop();
         const last = events.at(-1);
@@ -60,19 +59,20 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
     )
     .get(
       "/v1/memory/events",
-      ({ query, apiKey }) => {
+      async ({ query, apiKey }) => {
         const limit = queryLimit(query.limit, 1000, 100);
         if (query.namespace !== undefined) requireNamespace(apiKey, query.namespace);
         if (query.memoryId !== undefined) {
-          const m = memoryRecord(core, query.memoryId);
+          const m = await core.storage.getMemory(query.memoryId);
           // Unknown, or outside the key's namespaces, or not in the asked namespace: one answer, so ids cannot be probed.
           if (!m || !covers(apiKey, m.namespace) || (query.namespace !== undefined && m.namespace !== query.namespace))
             throw new ApiError("not_found", "no memory with that id");
           if (query.entity !== undefined && query.entity !== m.entity) return [];
-          return newestEvents(core.store, { namespace: m.namespace, memoryId: m.id }, limit).map(toAuditEvent);
+          return (await core.storage.newestEvents({ namespace: m.namespace, memoryId: m.id }, limit)).map(toAuditEvent);
         }
         if (query.namespace === undefined) throw invalidField("namespace", "is required unless memoryId is given");
-        return newestEvents(core.store, { namespace: query.namespace, entity: query.entity }, limit).map(toAuditEvent);
+        const scope = { namespace: query.namespace, entity: query.entity };
+        return (await core.storage.newestEvents(scope, limit)).map(toAuditEvent);
       },
       {
         permission: "read",

@@ -2,33 +2,12 @@ import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 import { LimitParam } from "../http/query";
 import { Timestamp, Uuid } from "../http/schemas";
+import { eventKinds, type EventKind as StoredKind } from "../storage/records";
 
-/** Audit event kinds (spec part 6). Persisted as these strings, never as numbers. */
-export const EventKind = t.Union([
-  t.Literal("ADD"),
-  t.Literal("MERGE"),
-  t.Literal("REPLACE"),
-  t.Literal("DELETE"),
-  t.Literal("SKIP_DUPLICATE"),
-  t.Literal("KEEP_EXISTING"),
-]);
-export type EventKind = typeof EventKind.static;
-
-/** What is stored per event. `category` is kept for diff items; `atMs` is unique per namespace. */
-export interface EventRecord {
-  seq: number;
-  namespace: string;
-  entity: string;
-  memoryId: string;
-  event: EventKind;
-  oldContent: string | null;
-  newContent: string | null;
-  mergedFromId: string | null;
-  reason: string | null;
-  category: string;
-  atMs: number;
-  actorKeyId: string | null;
-}
+/** Audit event kinds (spec part 6, plus UPDATE). Persisted as these strings, never as numbers. */
+export const EventKind = t.Union(eventKinds.map((k) => t.Literal(k)));
+export type EventKind = StoredKind;
+export type { EventRecord } from "../storage/records";
 
 const Name = t.String({ minLength: 1, maxLength: 128, pattern: "^[^\\u0000-\\u001f\\u007f]+$" });
 /** In a JSON body a limit must be a number (Elysia's t.Integer would also take "10"). */

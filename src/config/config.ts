@@ -18,6 +18,10 @@ export interface Config {
   apiKey: string | undefined;
   maxContentBytes: number;
   mapSizeMb: number;
+  databaseUrl: string | undefined;
+  dbPool: number;
+  dbConnectTimeoutMs: number;
+  dbStatementTimeoutMs: number;
   logLevel: LogLevel;
   llmBaseUrl: string | undefined;
   llmModel: string | undefined;
@@ -105,6 +109,41 @@ export const settings: Setting[] = [
     default: 65536,
     parse: int(16, 16777216),
     help: "largest size the LMDB file may grow to, in MiB",
+  },
+  {
+    key: "databaseUrl",
+    flag: "--database-url",
+    env: "MEMD_DATABASE_URL",
+    default: undefined,
+    parse: (raw) => {
+      if (!/^postgres(ql)?:\/\//.test(raw)) throw new Error(`expected a postgres:// URL, got "${raw.slice(0, 12)}…"`);
+      return raw;
+    },
+    help: "a postgres:// URL: store in PostgreSQL instead of LMDB in the data dir",
+  },
+  {
+    key: "dbPool",
+    flag: "--db-pool",
+    env: "MEMD_DB_POOL",
+    default: 10,
+    parse: int(1, 1000),
+    help: "PostgreSQL connections per process",
+  },
+  {
+    key: "dbConnectTimeoutMs",
+    flag: "--db-connect-timeout-ms",
+    env: "MEMD_DB_CONNECT_TIMEOUT_MS",
+    default: 5000,
+    parse: int(100, 600000),
+    help: "how long to wait for a PostgreSQL connection",
+  },
+  {
+    key: "dbStatementTimeoutMs",
+    flag: "--db-statement-timeout-ms",
+    env: "MEMD_DB_STATEMENT_TIMEOUT_MS",
+    default: 5000,
+    parse: int(100, 600000),
+    help: "longest a PostgreSQL statement may run before it is cancelled",
   },
   {
     key: "logLevel",

@@ -2,12 +2,11 @@
 // writes them with their audit events in one transaction. The model's answer
 // is untrusted (the content it read may be an attack), so an operation can
 // only act on a memory through a handle that this request offered.
-import { appendEvent, eventOf } from "../audit/service";
 import type { Core } from "../core";
 import type { Logger } from "../log";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
-import { findMemory, insertMemory, newRecord, retireMemory, rewriteMemory, toMemory } from "../memory/service";
-import { writeDurably } from "../storage/store";
+import { newMemory, toMemory } from "../memory/service";
+import type { MemoryOp } from "../storage/storage";
 import { normalizeFact } from "./builtin";
 import type { Operation } from "./model";
 
@@ -115,10 +114,33 @@ export function validateOperations(
   return out;
 }
 
+/** The storage op that carries out a checked change. */
+function opOf(req: StoreRequest, c: Change): MemoryOp {
+  switch (c.kind) {
+    case "ADD":
+      return {
+        event: "ADD",
+        create: newMemory(req, { content: c.fact, category: c.category ?? FACT_CATEGORY, importance: c.importance }),
+      };
+    case "SKIP_DUPLICATE":
+      return { event: "SKIP_DUPLICATE", target: c.target.id, newContent: c.fact };
+    case "KEEP_EXISTING":
+      return { event: "KEEP_EXISTING", target: c.target.id, newContent: c.fact, reason: c.reason };
+    case "MERGE":
+      return { event: "MERGE", target: c.target.id, patch: { content: c.content } };
+    case "REPLACE": {
+      const fact = { content: c.fact, category: c.category ?? c.target.category, importance: c.importance };
+      return { event: "REPLACE", create: newMemory(req, fact), target: c.target.id, reason: c.reason };
+    }
+    case "DELETE":
+      return { event: "DELETE", target: c.target.id, reason: c.reason };
+  }
+}
+
 /**
- * Writes the changes and their audit events in one durable transaction. Targets are re-read
- * inside it: one that stopped being current since it was offered (deleted, expired) is skipped
- * and logged. Returns the store response: every memory created or changed, and the counts.
+ * Writes the changes and their audit events in one durable transaction. A target that stopped
+ * being current since it was offered (deleted, expired) is skipped inside it and logged.
+ * Returns the store response: every memory created or changed, and the counts.
  * `extraSkipped` counts duplicates that had no memory to attach an event to.
  */
 export async function applyChanges(
@@ -128,69 +150,20 @@ export async function applyChanges(
   changes: readonly Change[],
   extraSkipped = 0,
 ): Promise<StoreResponse> {
-  return writeDurably(core.store, (w) => {
-    const res: StoreResponse = { memories: [], skipped: extraSkipped, conflicts: 0 };
-    const now = Date.now();
-    for (const c of changes) {
-      if (c.kind === "ADD") {
-        const r = newRecord(req, { content: c.fact, category: c.category ?? FACT_CATEGORY, importance: c.importance });
-        insertMemory(core, w, r, eventOf("ADD", r, actorKeyId, { newContent: c.fact }));
-        res.memories.push(toMemory(r, "ADD"));
-        continue;
-      }
-      const target = findMemory(core, c.target.id, now);
-      if (!target) {
-        core.logger.warn("dropped model operation", { decision: c.kind, why: "target no longer current" });
-        continue;
-      }
-      // An event on the existing target memory.
-      const record = (
-        kind: "SKIP_DUPLICATE" | "KEEP_EXISTING" | "MERGE" | "DELETE",
-        fields: Parameters<typeof eventOf>[3],
-      ) => appendEvent(core.store, core.clock, w, eventOf(kind, target, actorKeyId, fields));
-      switch (c.kind) {
-        case "SKIP_DUPLICATE":
-          record("SKIP_DUPLICATE", { newContent: c.fact });
-          res.skipped++;
-          break;
-        case "KEEP_EXISTING":
-          record("KEEP_EXISTING", { newContent: c.fact, reason: c.reason });
-          res.conflicts++;
-          break;
-        case "MERGE": {
-          const e = record("MERGE", { oldContent: target.content, newContent: c.content });
-          res.memories.push(toMemory(rewriteMemory(core, w, target, c.content, e.atMs), "MERGE"));
-          break;
-        }
-        case "REPLACE": {
-          const r = newRecord(req, {
-            content: c.fact,
-            category: c.category ?? target.category,
-            importance: c.importance,
-          });
-          const e = insertMemory(
-            core,
-            w,
-            r,
-            eventOf("REPLACE", r, actorKeyId, {
-              oldContent: target.content,
-              newContent: c.fact,
-              mergedFromId: target.id,
-              reason: c.reason,
-            }),
-          );
-          retireMemory(core, w, target, "replaced", e.atMs);
-          res.memories.push(toMemory(r, "REPLACE"));
-          res.conflicts++;
-          break;
-        }
-        case "DELETE": {
-          const e = record("DELETE", { oldContent: target.content, reason: c.reason });
-          retireMemory(core, w, target, "deleted", e.atMs);
-          break;
-        }
-      }
+  const results = await core.storage.apply(
+    changes.map((c) => opOf(req, c)),
+    actorKeyId,
+  );
+  const res: StoreResponse = { memories: [], skipped: extraSkipped, conflicts: 0 };
+  results.forEach((done, i) => {
+    const kind = changes[i].kind;
+    if (!done) {
+      core.logger.warn("dropped model operation", { decision: kind, why: "target no longer current" });
+      return;
     }
-    return res;
+    if (kind === "ADD" || kind === "MERGE" || kind === "REPLACE") res.memories.push(toMemory(done.memory, kind));
+    if (kind === "SKIP_DUPLICATE") res.skipped++;
+    if (kind === "KEEP_EXISTING" || kind === "REPLACE") res.conflicts++;
   });
+  return res;
 }

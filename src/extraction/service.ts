@@ -4,7 +4,7 @@
 import type { Core } from "../core";
 import { ApiError } from "../http/errors";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
-import { checkStoreLimits, currentMemories } from "../memory/service";
+import { checkStoreLimits } from "../memory/service";
 import { extractBuiltin, normalizeFact, selectCandidates, splitFacts } from "./builtin";
 import { extractOperations, LlmError, type LlmSettings } from "./llm";
 import type { Operation } from "./model";
@@ -52,21 +52,6 @@ const costHeaders = (c: Cost): Record<string, string> => ({
   "x-memd-llm-tokens": String(c.tokens),
 });
 
-/** Runs `fn` after every earlier call with the same key has settled: an in-process async mutex. */
-export function keyedMutex() {
-  const tails = new Map<string, Promise<unknown>>();
-  return async function serialized<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const run = (tails.get(key) ?? Promise.resolve()).then(fn);
-    const tail = run.catch(() => undefined);
-    tails.set(key, tail);
-    try {
-      return await run;
-    } finally {
-      if (tails.get(key) === tail) tails.delete(key);
-    }
-  };
-}
-
 /** The model settings from the config, or undefined when no model is configured. */
 export function llmSettings(core: Core): LlmSettings | undefined {
   const c = core.config;
@@ -86,7 +71,6 @@ export function llmSettings(core: Core): LlmSettings | undefined {
  * Every answer, success or error, carries the x-memd-extractor and x-memd-llm-* headers.
  */
 export function createSmartStore(core: Core) {
-  const serialized = keyedMutex();
   const inFlight = new Map<string, number>();
   const settings = llmSettings(core);
 
@@ -94,9 +78,9 @@ export function createSmartStore(core: Core) {
     const cost: Cost = { extractor: settings ? "llm" : "builtin", calls: 0, tokens: 0, promptTokens: 0 };
     try {
       checkStoreLimits(core, req);
-      const lock = JSON.stringify([req.namespace, req.entity]);
+      const serialized = <T>(fn: () => Promise<T>) => core.storage.serialize(req.namespace, req.entity, fn);
       if (!settings) {
-        const res = await serialized(lock, () => storeBuiltin(core, req, actorKeyId));
+        const res = await serialized(() => storeBuiltin(core, req, actorKeyId));
         extractionStats.builtinStores++;
         Object.assign(set.headers, costHeaders(cost));
         return res;
@@ -109,7 +93,7 @@ export function createSmartStore(core: Core) {
       }
       inFlight.set(actorKeyId, running + 1);
       try {
-        const res = await serialized(lock, () => storeWithModel(core, settings, req, actorKeyId, cost));
+        const res = await serialized(() => storeWithModel(core, settings, req, actorKeyId, cost));
         extractionStats.llmStores++;
         Object.assign(set.headers, costHeaders(cost));
         return res;
@@ -132,7 +116,7 @@ export function createSmartStore(core: Core) {
 }
 
 async function storeBuiltin(core: Core, req: StoreRequest, actorKeyId: string): Promise<StoreResponse> {
-  const current = currentMemories(core, req.namespace, req.entity, MAX_ENTITY_SCAN);
+  const current = await core.storage.currentMemories(req, MAX_ENTITY_SCAN);
   const { facts, skipped } = extractBuiltin(req.content, current);
   const changes: Change[] = [];
   let orphanSkips = 0;
@@ -151,7 +135,7 @@ async function storeWithModel(
   actorKeyId: string,
   cost: Cost,
 ): Promise<StoreResponse> {
-  const current = currentMemories(core, req.namespace, req.entity, MAX_ENTITY_SCAN);
+  const current = await core.storage.currentMemories(req, MAX_ENTITY_SCAN);
   const byNorm = new Map(current.map((m) => [normalizeFact(m.content), m]));
 
   // Exact duplicates of current memories are settled here, without the model.

@@ -1,5 +1,6 @@
 import { Elysia, ValidationError } from "elysia";
 import type { Logger } from "../log";
+import { StorageError } from "../storage/storage";
 import { ApiError, type ErrorDetail } from "./errors";
 
 /** Field-level details of a TypeBox validation failure, e.g. {field: "tags[2]", message: "..."}. */
@@ -29,6 +30,7 @@ export function toApiError(code: string | number, error: unknown, logger: Logger
   if (error instanceof ApiError) return error;
   const cause = (error as { cause?: unknown })?.cause;
   if (cause instanceof ApiError) return cause;
+  if (error instanceof StorageError) return new ApiError(error.code, error.message);
   if (error instanceof ValidationError || code === "VALIDATION") {
     const details = validationDetails(error as ValidationError);
     const where = error instanceof ValidationError && error.type !== "body" ? ` ${error.type}` : "";

@@ -18,6 +18,7 @@ export const errorCatalogue = {
   extraction_unavailable: 503,
   not_ready: 503,
   llm_timeout: 504,
+  storage_unavailable: 503,
   storage_full: 507,
 } as const;
 

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { ApiError } from "../http/errors";
-import type { Store } from "../storage/store";
+import type { Storage } from "../storage/storage";
 import type { KeyRecord, Permission } from "./model";
 import { authenticate, permits } from "./service";
 
@@ -20,7 +20,7 @@ function pathOf(url: string) {
 }
 
 export interface AuthOptions {
-  store: Store;
+  storage: Storage;
   /** The in-memory root key from MEMD_API_KEY, if set. */
   root?: KeyRecord;
   /** Extra paths outside /v1 that need a key (e.g. /metrics). */
@@ -32,16 +32,16 @@ export interface AuthOptions {
  * adds the `permission` macro: a route with `{ permission: "read" }` gets `apiKey` in its
  * context, or answers 403 when the key's permission does not include it.
  */
-export function auth({ store, root, protectedPaths = [] }: AuthOptions) {
+export function auth({ storage, root, protectedPaths = [] }: AuthOptions) {
   return new Elysia({ name: "auth" })
-    .onRequest(function authenticateRequest({ request }) {
+    .onRequest(async function authenticateRequest({ request }) {
       const path = pathOf(request.url);
       if (!needsKey(path) && !protectedPaths.includes(path)) return;
       const header = request.headers.get("authorization");
       if (header === null) throw new ApiError("unauthorized", "send the key as Authorization: Bearer <key>");
       const m = bearer.exec(header);
       if (!m) throw new ApiError("unauthorized", "malformed Authorization header; expected Bearer <key>");
-      keyOfRequest.set(request, authenticate(store, root, m[1]));
+      keyOfRequest.set(request, await authenticate(storage, root, m[1]));
     })
     .macro({
       permission: (needed: Permission) => ({

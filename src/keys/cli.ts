@@ -2,7 +2,8 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { ConfigError, loadConfig } from "../config/config";
 import { ApiError } from "../http/errors";
-import { openStore, type Store } from "../storage/store";
+import { openStorage } from "../storage/index";
+import type { Storage } from "../storage/storage";
 import { type Permission, permissions } from "./model";
 import { createKey, listKeys, revokeKey } from "./service";
 
@@ -17,6 +18,7 @@ Works on the data dir directly, also while the server runs; changes apply to the
                  with "team-a/"), or * for all; repeat for several
   --expires-in   a whole number of days, hours, minutes or seconds: 30d, 12h, 90m, 45s
   --data-dir     default: $MEMD_DATA_DIR, else ./memd-data
+  --database-url a postgres:// URL (default: $MEMD_DATABASE_URL): the keys of a PostgreSQL store
 `;
 
 class UsageError extends Error {}
@@ -60,12 +62,20 @@ function parseArgs(args: string[], allowed: string[]) {
 }
 
 /** The data dir and store, from --data-dir, else MEMD_DATA_DIR, else the default. */
-function openDataDir(dataDir: string | undefined, mustExist: boolean): { store: Store; dir: string } {
-  const config = loadConfig(dataDir === undefined ? [] : ["--data-dir", dataDir]);
-  const dir = resolve(config.dataDir);
-  if (mustExist && !existsSync(dir))
+async function openDataDir(
+  dataDir: string | undefined,
+  mustExist: boolean,
+  databaseUrl?: string,
+): Promise<{ store: Storage; dir: string }> {
+  const args = [
+    ...(dataDir === undefined ? [] : ["--data-dir", dataDir]),
+    ...(databaseUrl ? ["--database-url", databaseUrl] : []),
+  ];
+  const config = loadConfig(args);
+  const dir = config.databaseUrl ? "PostgreSQL" : resolve(config.dataDir);
+  if (!config.databaseUrl && mustExist && !existsSync(dir))
     throw new UsageError(`no data dir at ${dir}; pass --data-dir or set MEMD_DATA_DIR`);
-  return { store: openStore(dir, { mapSizeMb: config.mapSizeMb }), dir };
+  return { store: await openStorage({ ...config, dataDir: dir }), dir };
 }
 
 async function create(args: string[], io: Output) {
@@ -75,6 +85,7 @@ async function create(args: string[], io: Output) {
     "--namespace",
     "--expires-in",
     "--data-dir",
+    "--database-url",
   ]);
   if (positional.length > 0) throw new UsageError(`unexpected argument "${positional[0]}"`);
   const name = one("--name");
@@ -87,7 +98,7 @@ async function create(args: string[], io: Output) {
   const expiresIn = one("--expires-in");
   const expiresAt = expiresIn === undefined ? null : Date.now() + parseDuration(expiresIn);
 
-  const { store, dir } = openDataDir(one("--data-dir"), false);
+  const { store, dir } = await openDataDir(one("--data-dir"), false, one("--database-url"));
   try {
     const { key, secret } = await createKey(store, {
       name,
@@ -107,12 +118,12 @@ async function create(args: string[], io: Output) {
 }
 
 async function list(args: string[], io: Output) {
-  const { positional, one } = parseArgs(args, ["--data-dir"]);
+  const { positional, one } = parseArgs(args, ["--data-dir", "--database-url"]);
   if (positional.length > 0) throw new UsageError(`unexpected argument "${positional[0]}"`);
-  const { store } = openDataDir(one("--data-dir"), true);
+  const { store } = await openDataDir(one("--data-dir"), true, one("--database-url"));
   try {
     const when = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());
-    const rows = listKeys(store).map((k) => [
+    const rows = (await listKeys(store)).map((k) => [
       k.id,
       k.name,
       k.permission,
@@ -138,9 +149,9 @@ async function list(args: string[], io: Output) {
 }
 
 async function revoke(args: string[], io: Output): Promise<number> {
-  const { positional, one } = parseArgs(args, ["--data-dir"]);
+  const { positional, one } = parseArgs(args, ["--data-dir", "--database-url"]);
   if (positional.length !== 1) throw new UsageError("revoke needs exactly one key id (see memd keys list)");
-  const { store } = openDataDir(one("--data-dir"), true);
+  const { store } = await openDataDir(one("--data-dir"), true, one("--database-url"));
   try {
     if (!(await revokeKey(store, positional[0]))) {
       io.err(`memd: no live key with id "${positional[0]}"\n`);

@@ -8,8 +8,8 @@ import { coversKey, coversPattern, createKey, getKey, listKeys, revokeKey, toApi
 const notFound = () => new ApiError("not_found", "no key with that id");
 
 /** A live key the admin key may manage (all its namespaces within the admin's), or 404. */
-function managedKey(core: Core, admin: KeyRecord, id: string): KeyRecord {
-  const k = getKey(core.store, id);
+async function managedKey(core: Core, admin: KeyRecord, id: string): Promise<KeyRecord> {
+  const k = await getKey(core.storage, id);
   // Keys beyond the admin's namespaces answer as if they did not exist, like memories do.
   if (!k || !coversKey(admin, k)) throw notFound();
   return k;
@@ -30,7 +30,7 @@ export const keyRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
         const outside = body.namespaces.find((p) => !coversPattern(apiKey, p));
         if (outside !== undefined)
           throw new ApiError("forbidden", `this key does not cover namespace pattern "${outside}"`);
-        const { key, secret } = await createKey(core.store, { ...body, expiresAt });
+        const { key, secret } = await createKey(core.storage, { ...body, expiresAt });
         set.status = 201;
         return { ...toApiKey(key), secret };
       },
@@ -46,17 +46,14 @@ export const keyRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
     )
     .get(
       "/v1/keys",
-      ({ apiKey }) =>
-        listKeys(core.store)
-          .filter((k) => coversKey(apiKey, k))
-          .map(toApiKey),
+      async ({ apiKey }) => (await listKeys(core.storage)).filter((k) => coversKey(apiKey, k)).map(toApiKey),
       {
         permission: "admin",
         response: { 200: t.Array(ApiKey) },
         detail: { summary: "List live keys (never secrets)" },
       },
     )
-    .get("/v1/keys/:id", ({ params, apiKey }) => toApiKey(managedKey(core, apiKey, params.id)), {
+    .get("/v1/keys/:id", async ({ params, apiKey }) => toApiKey(await managedKey(core, apiKey, params.id)), {
       permission: "admin",
       params: KeyParams,
       response: { 200: ApiKey },
@@ -65,8 +62,8 @@ export const keyRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
     .delete(
       "/v1/keys/:id",
       async ({ params, apiKey }) => {
-        const k = managedKey(core, apiKey, params.id);
-        if (!(await revokeKey(core.store, k.id))) throw notFound();
+        const k = await managedKey(core, apiKey, params.id);
+        if (!(await revokeKey(core.storage, k.id))) throw notFound();
         return { id: k.id, revoked: true };
       },
       {

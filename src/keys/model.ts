@@ -1,9 +1,11 @@
 import { t } from "elysia";
+import { permissions, type Permission as StoredPermission } from "../storage/records";
 
 /** Each permission includes the ones before it. Persisted as these strings. */
-export const permissions = ["read", "read_write", "admin"] as const;
 export const Permission = t.Union([t.Literal("read"), t.Literal("read_write"), t.Literal("admin")]);
-export type Permission = (typeof permissions)[number];
+export type Permission = StoredPermission;
+export type { KeyRecord } from "../storage/records";
+export { permissions };
 
 /** `*` (all), an exact namespace, or a prefix pattern ending in `/*` such as `team-a/*` (see service.patternProblem). */
 export const NamespacePattern = t.String({ minLength: 1, maxLength: 130, pattern: "^[^\\u0000-\\u001f\\u007f]+$" });
@@ -33,16 +35,3 @@ export type CreateKeyRequest = typeof CreateKeyRequest.static;
 export const CreatedKey = t.Composite([ApiKey, t.Object({ secret: t.String() })]);
 
 export const KeyParams = t.Object({ id: t.String({ minLength: 1, maxLength: 64 }) });
-
-/** What is stored per key: the SHA-256 of the secret, never the secret. */
-export interface KeyRecord {
-  id: string;
-  name: string;
-  permission: Permission;
-  namespaces: string[];
-  expiresAt: number | null;
-  createdAt: number;
-  lastUsedAt: number | null;
-  revokedAt: number | null;
-  hash: string;
-}

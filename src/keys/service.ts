@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { ApiError, invalidField } from "../http/errors";
-import type { Store } from "../storage/store";
+import type { Storage } from "../storage/storage";
 import { type ApiKey, type KeyRecord, type Permission, permissions } from "./model";
 
 /** Secrets carry this prefix so secret scanners can spot leaked ones. */
@@ -43,7 +43,7 @@ export function checkNewKey(input: NewKey, now = Date.now()) {
 }
 
 /** Creates a key and returns it with its secret, which is shown this once and never stored. */
-export async function createKey(store: Store, input: NewKey): Promise<{ key: KeyRecord; secret: string }> {
+export async function createKey(storage: Storage, input: NewKey): Promise<{ key: KeyRecord; secret: string }> {
   checkNewKey(input);
   const secret = secretPrefix + randomBytes(24).toString("base64url");
   const key: KeyRecord = {
@@ -57,45 +57,29 @@ export async function createKey(store: Store, input: NewKey): Promise<{ key: Key
     revokedAt: null,
     hash: hashOf(secret),
   };
-  await store.env.childTransaction(() => {
-    store.dbs.apiKeys.putSync(key.id, key);
-    store.dbs.apiKeyHashes.putSync(key.hash, key.id);
-  });
-  await store.flushed();
+  await storage.insertKey(key);
   return { key, secret };
 }
 
 /** Every key ever made, revoked ones excluded, oldest first. */
-export function listKeys(store: Store): KeyRecord[] {
-  // Keys are few (made by hand), so reading them all is fine.
-  return [...store.dbs.apiKeys.getRange({})]
-    .map((e) => e.value as KeyRecord)
-    .filter((k) => k.revokedAt === null)
-    .sort((a, b) => a.createdAt - b.createdAt);
+export async function listKeys(storage: Storage): Promise<KeyRecord[]> {
+  return (await storage.listKeys()).filter((k) => k.revokedAt === null).sort((a, b) => a.createdAt - b.createdAt);
 }
 
 /** A key that is not revoked, by id. */
-export function getKey(store: Store, id: string): KeyRecord | undefined {
-  const k = store.dbs.apiKeys.get(id) as KeyRecord | undefined;
+export async function getKey(storage: Storage, id: string): Promise<KeyRecord | undefined> {
+  const k = await storage.getKey(id);
   return k && k.revokedAt === null ? k : undefined;
 }
 
 /** Revokes a key; the next request with it gets 401. Returns false for an unknown key. */
-export async function revokeKey(store: Store, id: string): Promise<boolean> {
-  const done = await store.env.childTransaction(() => {
-    const k = store.dbs.apiKeys.get(id) as KeyRecord | undefined;
-    if (!k || k.revokedAt !== null) return false;
-    store.dbs.apiKeys.putSync(id, { ...k, revokedAt: Date.now() });
-    store.dbs.apiKeyHashes.removeSync(k.hash);
-    return true;
-  });
-  await store.flushed();
-  return done === true;
+export function revokeKey(storage: Storage, id: string): Promise<boolean> {
+  return storage.revokeKey(id, Date.now());
 }
 
 /** Whether the store holds any key, revoked ones included. */
-export function hasStoredKeys(store: Store): boolean {
-  return [...store.dbs.apiKeys.getKeys({ limit: 1 })].length > 0;
+export function hasStoredKeys(storage: Storage): Promise<boolean> {
+  return storage.hasKeys();
 }
 
 /** The root key given by MEMD_API_KEY: all permissions, all namespaces, kept only in memory. */
@@ -119,26 +103,24 @@ const lastUsedWrites = new Map<string, number>();
  * Finds the key for a bearer secret, or throws 401. The hash is looked up, then compared in
  * constant time. `lastUsedAt` is written at most once a minute per key, off the request path.
  */
-export function authenticate(store: Store, root: KeyRecord | undefined, secret: string, now = Date.now()): KeyRecord {
+export async function authenticate(
+  storage: Storage,
+  root: KeyRecord | undefined,
+  secret: string,
+  now = Date.now(),
+): Promise<KeyRecord> {
   const hash = hashOf(secret);
   let key: KeyRecord | undefined;
   if (root && sameHash(root.hash, hash)) key = root;
   else {
-    const id = store.dbs.apiKeyHashes.get(hash) as string | undefined;
-    const found = id === undefined ? undefined : (store.dbs.apiKeys.get(id) as KeyRecord | undefined);
+    const found = await storage.keyByHash(hash);
     if (found && sameHash(found.hash, hash)) key = found;
   }
   if (!key || key.revokedAt !== null) throw new ApiError("unauthorized", "unknown or revoked API key");
   if (key.expiresAt !== null && key.expiresAt <= now) throw new ApiError("unauthorized", "the API key has expired");
   if (key !== root && now - (lastUsedWrites.get(key.id) ?? 0) > 60_000) {
     lastUsedWrites.set(key.id, now);
-    const id = key.id;
-    store.env
-      .transaction(() => {
-        const k = store.dbs.apiKeys.get(id) as KeyRecord | undefined;
-        if (k) store.dbs.apiKeys.putSync(id, { ...k, lastUsedAt: now });
-      })
-      .catch(() => {});
+    storage.touchKey(key.id, now).catch(() => {});
   }
   return key;
 }

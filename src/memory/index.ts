@@ -6,7 +6,7 @@ import { jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
 import { covers, requireNamespace } from "../keys/service";
 import { ListQuery, Memory, MemoryParams, StoreRequest, StoreResponse } from "./model";
-import { currentMemories, deleteMemory, findMemory, storeRaw, toMemory } from "./service";
+import { deleteMemory, findMemory, storeRaw, toMemory } from "./service";
 
 export type SmartStore = (
   req: StoreRequest,
@@ -40,11 +40,11 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     )
     .get(
       "/v1/memory",
-      ({ query, apiKey }) => {
+      async ({ query, apiKey }) => {
         requireNamespace(apiKey, query.namespace);
-        return currentMemories(core, query.namespace, query.entity, queryLimit(query.limit, 1000, 100)).map((r) =>
-          toMemory(r),
-        );
+        const limit = queryLimit(query.limit, 1000, 100);
+        const found = await core.storage.currentMemories({ namespace: query.namespace, entity: query.entity }, limit);
+        return found.map((r) => toMemory(r));
       },
       {
         permission: "read",
@@ -54,8 +54,8 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     )
     .get(
       "/v1/memory/:id",
-      ({ params, apiKey }) => {
-        const r = findMemory(core, params.id);
+      async ({ params, apiKey }) => {
+        const r = await findMemory(core, params.id);
         // A memory outside the key's namespaces answers as if it did not exist, so ids cannot be probed.
         if (!r || !covers(apiKey, r.namespace)) throw new ApiError("not_found", "no memory with that id");
         return toMemory(r);

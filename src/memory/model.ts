@@ -69,19 +69,4 @@ export type ListQuery = typeof ListQuery.static;
 
 export const MemoryParams = t.Object({ id: Uuid });
 
-/** What is stored per memory. Records stay after deletion, with their state, for id lookups. */
-export interface MemoryRecord {
-  id: string;
-  namespace: string;
-  entity: string;
-  content: string;
-  category: string;
-  importance: number;
-  tags?: string[];
-  metadata?: Record<string, unknown>;
-  source?: string;
-  createdAt: number;
-  updatedAt: number;
-  expiresAt?: number;
-  state: "current" | "deleted" | "replaced";
-}
+export type { MemoryRecord } from "../storage/records";

@@ -1,7 +1,7 @@
-import { appendEvent, eventOf } from "../audit/service";
 import type { Core } from "../core";
 import { ApiError, invalidField } from "../http/errors";
-import { END, type Writes, writeDurably } from "../storage/store";
+import { isCurrent } from "../storage/records";
+import type { NewMemory } from "../storage/storage";
 import {
   defaultCategory,
   defaultImportance,
@@ -43,17 +43,14 @@ export function checkStoreLimits(core: Core, req: StoreRequest) {
   if (req.tags?.some((tag) => tag.trim() === "")) throw invalidField("tags", "each tag needs a non-blank character");
 }
 
-export interface NewMemory {
+export interface Fact {
   content: string;
   category?: string;
   importance?: number;
 }
 
-/**
- * Builds a memory record for a store request. Its times are filled in by `insertMemory`,
- * inside the write transaction, from the event clock.
- */
-export function newRecord(req: StoreRequest, fact: NewMemory): MemoryRecord {
+/** A new memory for a store request and one of its facts; times are set when it is written. */
+export function newMemory(req: StoreRequest, fact: Fact): NewMemory {
   return {
     id: Bun.randomUUIDv7(),
     namespace: req.namespace,
@@ -64,101 +61,31 @@ export function newRecord(req: StoreRequest, fact: NewMemory): MemoryRecord {
     ...(req.tags ? { tags: req.tags } : {}),
     ...(req.metadata ? { metadata: req.metadata } : {}),
     ...(req.source !== undefined ? { source: req.source } : {}),
-    createdAt: 0,
-    updatedAt: 0,
-    ...(req.ttl !== undefined ? { expiresAt: req.ttl } : {}),
-    state: "current",
+    ...(req.ttl !== undefined ? { ttlSeconds: req.ttl } : {}),
   };
-}
-
-/**
- * Stages a new current memory, its indexes and its ADD (or REPLACE) event. Call from a write
- * plan. A pending `expiresAt` holds the ttl in seconds until the creation time is known.
- */
-export function insertMemory(core: Core, w: Writes, r: MemoryRecord, event: ReturnType<typeof eventOf>) {
-  const e = appendEvent(core.store, core.clock, w, event);
-  r.createdAt = r.updatedAt = e.atMs;
-  if (r.expiresAt !== undefined) r.expiresAt = e.atMs + Math.ceil(r.expiresAt * 1000);
-  const { dbs } = core.store;
-  w.put(dbs.memories, r.id, r);
-  w.put(dbs.entityMemories, [r.namespace, r.entity, r.id], null);
-  if (r.expiresAt !== undefined) w.put(dbs.expiries, [r.expiresAt, r.id], null);
-  return e;
-}
-
-/** Stages taking a memory out of reads (deleted or replaced) and dropping its indexes. */
-export function retireMemory(core: Core, w: Writes, r: MemoryRecord, state: "deleted" | "replaced", atMs: number) {
-  const { dbs } = core.store;
-  w.put(dbs.memories, r.id, { ...r, state, updatedAt: atMs });
-  w.remove(dbs.entityMemories, [r.namespace, r.entity, r.id]);
-  if (r.expiresAt !== undefined) w.remove(dbs.expiries, [r.expiresAt, r.id]);
-}
-
-/** Stages a change of a memory's content in place. */
-export function rewriteMemory(core: Core, w: Writes, r: MemoryRecord, content: string, atMs: number): MemoryRecord {
-  const next = { ...r, content, updatedAt: atMs };
-  w.put(core.store.dbs.memories, r.id, next);
-  return next;
 }
 
 /** `infer: false`: stores the content verbatim as one memory with an ADD event; durable on return. */
 export async function storeRaw(core: Core, req: StoreRequest, actorKeyId: string | null): Promise<StoreResponse> {
   checkStoreLimits(core, req);
-  const record = newRecord(req, { content: req.content });
-  await writeDurably(core.store, (w) => {
-    insertMemory(core, w, record, eventOf("ADD", record, actorKeyId, { newContent: record.content }));
-  });
-  return { memories: [toMemory(record, "ADD")], skipped: 0, conflicts: 0 };
+  const [added] = await core.storage.apply(
+    [{ event: "ADD", create: newMemory(req, { content: req.content }) }],
+    actorKeyId,
+  );
+  return { memories: [toMemory(added!.memory, "ADD")], skipped: 0, conflicts: 0 };
 }
-
-const isCurrent = (r: MemoryRecord | undefined, now: number): r is MemoryRecord =>
-  r !== undefined && r.state === "current" && (r.expiresAt === undefined || r.expiresAt > now);
 
 /** A current memory by id, or undefined (unknown, deleted, replaced or expired). */
-export function findMemory(core: Core, id: string, now = Date.now()): MemoryRecord | undefined {
-  const r = core.store.dbs.memories.get(id) as MemoryRecord | undefined;
+export async function findMemory(core: Core, id: string, now = Date.now()): Promise<MemoryRecord | undefined> {
+  const r = await core.storage.getMemory(id);
   return isCurrent(r, now) ? r : undefined;
-}
-
-/** Any memory record by id, current or not: used to scope event queries by memory. */
-export function memoryRecord(core: Core, id: string): MemoryRecord | undefined {
-  return core.store.dbs.memories.get(id) as MemoryRecord | undefined;
-}
-
-/** Current memories of a namespace (and entity), in id order, which is creation order for UUIDv7. */
-export function currentMemories(
-  core: Core,
-  namespace: string,
-  entity: string | undefined,
-  limit: number,
-): MemoryRecord[] {
-  const prefix = entity === undefined ? [namespace] : [namespace, entity];
-  const now = Date.now();
-  const out: MemoryRecord[] = [];
-  for (const key of core.store.dbs.entityMemories.getKeys({ start: prefix, end: [...prefix, END] })) {
-    const r = core.store.dbs.memories.get((key as string[])[2]) as MemoryRecord | undefined;
-    if (isCurrent(r, now)) out.push(r);
-    if (out.length >= limit) break;
-  }
-  return out;
 }
 
 /** Deletes a current memory (event DELETE, reason "deleted"); durable on return. */
 export async function deleteMemory(core: Core, id: string, actorKeyId: string | null, isAllowed: (ns: string) => void) {
-  const existing = findMemory(core, id);
+  const existing = await findMemory(core, id);
   if (!existing) throw new ApiError("not_found", "no memory with that id");
   isAllowed(existing.namespace);
-  const removed = await writeDurably(core.store, (w) => {
-    const r = findMemory(core, id);
-    if (!r) return false;
-    const e = appendEvent(
-      core.store,
-      core.clock,
-      w,
-      eventOf("DELETE", r, actorKeyId, { oldContent: r.content, reason: "deleted" }),
-    );
-    retireMemory(core, w, r, "deleted", e.atMs);
-    return true;
-  });
-  if (!removed) throw new ApiError("not_found", "no memory with that id");
+  const [done] = await core.storage.apply([{ event: "DELETE", target: id, reason: "deleted" }], actorKeyId);
+  if (!done) throw new ApiError("not_found", "no memory with that id");
 }

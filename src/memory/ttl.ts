@@ -1,39 +1,20 @@
-import { appendEvent, eventOf } from "../audit/service";
 import type { Core } from "../core";
-import { writeDurably } from "../storage/store";
-import type { MemoryRecord } from "./model";
-import { retireMemory } from "./service";
 
 const batchSize = 500;
 
 /**
  * Deletes memories whose time is up, each with a DELETE event (reason "expired"), in batches of
  * `batchSize` per transaction. Reads already hide expired memories; this makes the expiry
- * visible in the audit trail and diff. Returns how many it expired.
+ * visible in the audit trail and diff. Safe to run in several processes on one database: an op
+ * only acts on a memory that still expires at that time, so each expiry is recorded once.
+ * Returns how many it expired.
  */
 export async function sweepExpired(core: Core, now = Date.now()): Promise<number> {
-  const { dbs } = core.store;
-  const due = [...dbs.expiries.getKeys({ start: [0], end: [now + 1], limit: batchSize })] as [number, string][];
+  const due = await core.storage.dueExpiries(now, batchSize);
   if (due.length === 0) return 0;
-  return writeDurably(core.store, (w) => {
-    let n = 0;
-    for (const [expiresAt, id] of due) {
-      const r = dbs.memories.get(id) as MemoryRecord | undefined;
-      if (r?.state !== "current" || r.expiresAt !== expiresAt) {
-        w.remove(dbs.expiries, [expiresAt, id]);
-        continue;
-      }
-      const e = appendEvent(
-        core.store,
-        core.clock,
-        w,
-        eventOf("DELETE", r, null, { oldContent: r.content, reason: "expired" }),
-      );
-      retireMemory(core, w, r, "deleted", e.atMs);
-      n++;
-    }
-    return n;
-  });
+  const ops = due.map(({ id, expiresAt }) => ({ event: "DELETE" as const, target: id, reason: "expired", expiresAt }));
+  const done = await core.storage.apply(ops, null, now);
+  return done.filter(Boolean).length;
 }
 
 /** Runs the sweeper every `intervalMs` until stopped; well inside the 2 s promise of the contract. */
@@ -43,7 +24,7 @@ export function startTtlSweeper(core: Core, intervalMs = 250): () => Promise<voi
   const tick = () => {
     if (stopped) return;
     running = sweepExpired(core)
-      .then((n) => (n === batchSize ? setImmediate(tick) : undefined))
+      .then((n) => (n > 0 ? setImmediate(tick) : undefined))
       .catch((e) => core.logger.error("ttl sweep failed", { error: String(e) }));
   };
   const timer = setInterval(tick, intervalMs);

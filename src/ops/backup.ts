@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync } from "node:fs";
-import { open } from "lmdb";
+import { openEnv } from "../storage/lmdb/index";
 
 /**
  * Copies the LMDB store in `dataDir` to the new directory `dest` while a server may be running:
@@ -9,7 +9,7 @@ import { open } from "lmdb";
 export async function backupStore(dataDir: string, dest: string): Promise<void> {
   if (!existsSync(`${dataDir}/data.mdb`)) throw new Error(`no store in ${dataDir}`);
   if (existsSync(dest)) throw new Error(`${dest} already exists; give a new path`);
-  const env = open({ path: dataDir, maxDbs: 16 });
+  const { env } = openEnv(dataDir);
   try {
     // LMDB writes data.mdb into an existing directory.
     mkdirSync(dest, { recursive: true });

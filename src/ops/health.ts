@@ -3,20 +3,14 @@ import { Elysia } from "elysia";
 import type { Core } from "../core";
 
 /** Why the store cannot take writes now, or undefined when it can. Cheap enough for every probe. */
-export function notReadyReason(core: Core): string | undefined {
-  const { env, dbs } = core.store;
-  // isOperational() is in lmdb-js (status "open") but missing from its type declarations.
-  if (!(env as unknown as { isOperational(): boolean }).isOperational()) return "the store is not open";
+export async function notReadyReason(core: Core): Promise<string | undefined> {
+  const reason = await core.storage.notReadyReason();
+  if (reason !== undefined || core.storage.backend !== "lmdb") return reason;
   try {
-    // A real read transaction: fails if the environment is broken underneath us.
-    dbs.events.getKeys({ reverse: true, limit: 1 }).asArray;
     accessSync(core.config.dataDir, constants.W_OK);
   } catch (e) {
-    return `the store cannot be read or written: ${(e as Error).message}`;
+    return `the store cannot be written: ${(e as Error).message}`;
   }
-  const s = env.getStats() as { pageSize: number; lastPageNumber: number; mapSize: number };
-  // Writes start failing with MDB_MAP_FULL near the end of the map; say so before they do.
-  if ((s.lastPageNumber + 1) * s.pageSize > s.mapSize * 0.99) return "the store is full; raise --map-size-mb";
   return undefined;
 }
 
@@ -26,8 +20,8 @@ export const healthRoutes = (core: Core) =>
     .get("/healthz", () => ({ status: "ok" }), { detail: { summary: "Liveness; no key needed", security: [] } })
     .get(
       "/readyz",
-      ({ set }) => {
-        const reason = notReadyReason(core);
+      async ({ set }) => {
+        const reason = await notReadyReason(core);
         if (reason === undefined) return { status: "ready" };
         set.status = 503;
         return { status: "not_ready", error: { code: "not_ready", message: reason } };

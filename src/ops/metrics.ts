@@ -83,25 +83,14 @@ function gauge(name: string, help: string, value: number, type = "gauge") {
   return `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name} ${value}`;
 }
 
-/** Store figures read at scrape time: LMDB map size and used size, counts of memories and events. */
-export function storeMetrics(core: Core): string {
-  const env = core.store.env.getStats() as { pageSize: number; lastPageNumber: number; mapSize: number };
-  const { dbs } = core.store;
-  const count = (db: typeof dbs.events) => (db.getStats() as { entryCount: number }).entryCount;
+/** Store figures read at scrape time: counts of memories and events, and the backend's own gauges. */
+export async function storeMetrics(core: Core): Promise<string> {
+  const s = await core.storage.stats();
   return [
-    gauge("memd_lmdb_map_size_bytes", "Largest size the LMDB file may grow to.", env.mapSize),
-    gauge(
-      "memd_lmdb_used_bytes",
-      "Pages in use in the LMDB file (last page number x page size).",
-      (env.lastPageNumber + 1) * env.pageSize,
-    ),
-    gauge(
-      "memd_memories",
-      "Current memories (not deleted, replaced or swept after expiry).",
-      count(dbs.entityMemories),
-    ),
-    gauge("memd_memory_records", "Memory records kept, current or not.", count(dbs.memories)),
-    gauge("memd_events", "Audit events stored.", count(dbs.events)),
+    ...Object.entries(s.gauges).map(([name, [help, value]]) => gauge(name, help, value)),
+    gauge("memd_memories", "Current memories (not deleted, replaced or swept after expiry).", s.currentMemories),
+    gauge("memd_memory_records", "Memory records kept, current or not.", s.memoryRecords),
+    gauge("memd_events", "Audit events stored.", s.events),
   ].join("\n");
 }
 
@@ -139,11 +128,11 @@ export interface MetricsOptions {
 export function metricsRoutes({ core, authPlugin, public: isPublic, modelStats }: MetricsOptions) {
   const requests = new RequestMetrics();
   const started = Date.now();
-  const render = () =>
+  const render = async () =>
     [
       requests.render(),
       modelMetrics(modelStats?.()),
-      storeMetrics(core),
+      await storeMetrics(core),
       gauge("memd_uptime_seconds", "Seconds since the server started.", (Date.now() - started) / 1000),
       "",
     ].join("\n");
@@ -162,6 +151,9 @@ export function metricsRoutes({ core, authPlugin, public: isPublic, modelStats }
       : "Needs an admin key unless MEMD_METRICS_PUBLIC=true.",
   };
   return isPublic
-    ? base.get("/metrics", () => new Response(render(), { headers: text }), { detail })
-    : base.get("/metrics", () => new Response(render(), { headers: text }), { permission: "admin", detail });
+    ? base.get("/metrics", async () => new Response(await render(), { headers: text }), { detail })
+    : base.get("/metrics", async () => new Response(await render(), { headers: text }), {
+        permission: "admin",
+        detail,
+      });
 }

@@ -1,0 +1,43 @@
+import type { Dbs } from "./index";
+import { END } from "./layout";
+
+/** How many namespaces keep their last time in memory; others are read back from the index. */
+const MAX_NAMESPACES = 10_000;
+
+/**
+ * Hands out event sequence numbers and times. Times are strictly increasing per namespace:
+ * an event landing in the same millisecond as the previous one of its namespace takes the next
+ * free millisecond. So `createdAt` alone is a total order per namespace, and a client paging
+ * with "since the last createdAt I saw" never loses or repeats an event.
+ * Only call inside a write transaction: that is what serializes the callers. The data dir lock
+ * keeps a second process from handing out the same numbers.
+ */
+export class EventClock {
+  private seq: number;
+  /** Most recently used namespaces first out: a bounded cache of the events_by_ns index. */
+  private readonly lastMs = new Map<string, number>();
+
+  constructor(private readonly dbs: Dbs) {
+    const last = [...dbs.events.getKeys({ reverse: true, limit: 1 })][0];
+    this.seq = typeof last === "number" ? last : 0;
+  }
+
+  next(namespace: string, now = Date.now()): { seq: number; atMs: number } {
+    let last = this.lastMs.get(namespace);
+    if (last === undefined) {
+      const [key] = [
+        ...this.dbs.eventsByNs.getKeys({ start: [namespace, END], end: [namespace], reverse: true, limit: 1 }),
+      ] as [string, number, number][];
+      last = key ? key[1] : 0;
+    } else this.lastMs.delete(namespace);
+    const atMs = Math.max(now, last + 1);
+    this.lastMs.set(namespace, atMs);
+    if (this.lastMs.size > MAX_NAMESPACES) this.lastMs.delete(this.lastMs.keys().next().value!);
+    return { seq: ++this.seq, atMs };
+  }
+
+  /** How many namespaces are cached (for tests of the bound). */
+  get cached() {
+    return this.lastMs.size;
+  }
+}

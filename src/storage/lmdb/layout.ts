@@ -1,0 +1,64 @@
+/**
+ * The LMDB sub-databases and every key built in them. Names and key tuples live here, once.
+ *
+ * Key layout (lmdb-js tuple keys; ordered-binary compares arrays element by element, numbers
+ * are big-endian so byte order is numeric order, and elements are joined by a 0x00 byte):
+ *
+ *   meta               name                                -> value ("format": the data dir's format version)
+ *   memories           [memoryId]                          -> MemoryRecord (kept after delete, with its state)
+ *   entity_memories    [namespace, entity, memoryId]       -> null  (current memories of an entity)
+ *   namespace_memories [namespace, memoryId]               -> null  (current memories of a namespace; format 2)
+ *   expiries           [expiresAtMs, memoryId]             -> null  (what the TTL sweeper deletes next)
+ *   events             seq                                 -> EventRecord  (seq: global, strictly increasing)
+ *   events_by_ns       [namespace, atMs, seq]              -> null
+ *   events_by_entity   [namespace, entity, atMs, seq]      -> null
+ *   events_by_memory   [namespace, memoryId, atMs, seq]    -> null  (a REPLACE is listed under both memories)
+ *   api_keys           [keyId]                             -> KeyRecord (hash of the secret, never the secret)
+ *   api_key_hashes     [sha256 hex]                        -> keyId
+ *
+ * Namespaces and entities may not hold control characters, so no string part contains the 0x00
+ * separator and two different (namespace, entity) pairs can never share a range. Memory ids are
+ * UUIDv7, so id order is creation order. Event times are strictly increasing per namespace (see
+ * clock.ts), so "after time T" is a plain range scan, and every index is written in the same
+ * transaction as the record it points to.
+ */
+export const dbNames = {
+  meta: "meta",
+  memories: "memories",
+  entityMemories: "entity_memories",
+  namespaceMemories: "namespace_memories",
+  expiries: "expiries",
+  events: "events",
+  eventsByNs: "events_by_ns",
+  eventsByEntity: "events_by_entity",
+  eventsByMemory: "events_by_memory",
+  apiKeys: "api_keys",
+  apiKeyHashes: "api_key_hashes",
+} as const;
+
+/**
+ * Sorts after every string of up to 128 characters (names are at most 128), including ones that
+ * start with characters above U+FFFF, whose UTF-8 sorts above "\uffff"; so `[...prefix, END]`
+ * closes a prefix range.
+ */
+export const END = "\u{10FFFF}".repeat(130);
+
+type Scope = { namespace: string; entity?: string; memoryId?: string };
+
+export const keys = {
+  entityMemory: (ns: string, entity: string, id: string) => [ns, entity, id],
+  namespaceMemory: (ns: string, id: string) => [ns, id],
+  expiry: (expiresAt: number, id: string) => [expiresAt, id],
+  eventByNs: (ns: string, atMs: number, seq: number) => [ns, atMs, seq],
+  eventByEntity: (ns: string, entity: string, atMs: number, seq: number) => [ns, entity, atMs, seq],
+  eventByMemory: (ns: string, memoryId: string, atMs: number, seq: number) => [ns, memoryId, atMs, seq],
+  /** Which event index serves a scope, and the prefix of its keys. */
+  eventIndex(scope: Scope): { db: "eventsByMemory" | "eventsByEntity" | "eventsByNs"; prefix: (string | number)[] } {
+    if (scope.memoryId) return { db: "eventsByMemory", prefix: [scope.namespace, scope.memoryId] };
+    if (scope.entity !== undefined) return { db: "eventsByEntity", prefix: [scope.namespace, scope.entity] };
+    return { db: "eventsByNs", prefix: [scope.namespace] };
+  },
+};
+
+/** The format this release writes. 1: the first release (no meta); 2: namespace_memories. */
+export const FORMAT_VERSION = 2;

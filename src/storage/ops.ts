@@ -1,0 +1,128 @@
+// What an op does to memory records and which event it records: one pure function shared by
+// every backend, so that both write exactly the same records for the same ops.
+import { type EventRecord, isCurrent, type MemoryRecord } from "./records";
+import type { MemoryOp, NewMemory } from "./storage";
+
+export interface Planned {
+  event: Omit<EventRecord, "seq">;
+  /** The memory created by the op (ADD, REPLACE), now current. */
+  created?: MemoryRecord;
+  /** The target as it is after the op (changed in place, retired, or as it was). */
+  target?: MemoryRecord;
+}
+
+function recordOf(m: NewMemory, atMs: number): MemoryRecord {
+  const { ttlSeconds, ...fields } = m;
+  return {
+    ...fields,
+    createdAt: atMs,
+    updatedAt: atMs,
+    ...(ttlSeconds !== undefined ? { expiresAt: atMs + Math.ceil(ttlSeconds * 1000) } : {}),
+    state: "current",
+  };
+}
+
+function patched(r: MemoryRecord, op: Extract<MemoryOp, { patch: unknown }>, atMs: number): MemoryRecord {
+  const { tags, metadata, ...plain } = op.patch;
+  const next: MemoryRecord = { ...r, ...stripUndefined(plain), updatedAt: atMs };
+  if (tags === null) delete next.tags;
+  else if (tags !== undefined) next.tags = tags;
+  if (metadata === null) delete next.metadata;
+  else if (metadata !== undefined) next.metadata = metadata;
+  return next;
+}
+
+const stripUndefined = <T extends object>(o: T): Partial<T> =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+
+/**
+ * Plans one op at event time `atMs`. `target` is the op's target as read inside the transaction
+ * and already checked to be current (undefined for ADD).
+ */
+export function planOp(
+  op: MemoryOp,
+  target: MemoryRecord | undefined,
+  atMs: number,
+  actorKeyId: string | null,
+): Planned {
+  const base = { atMs, actorKeyId, mergedFromId: null as string | null };
+  const on = (m: MemoryRecord) => ({ namespace: m.namespace, entity: m.entity, memoryId: m.id, category: m.category });
+  switch (op.event) {
+    case "ADD": {
+      const created = recordOf(op.create, atMs);
+      return {
+        created,
+        event: { ...base, ...on(created), event: "ADD", oldContent: null, newContent: created.content, reason: null },
+      };
+    }
+    case "REPLACE": {
+      const t = target!;
+      const created = recordOf(op.create, atMs);
+      return {
+        created,
+        target: { ...t, state: "replaced", updatedAt: atMs },
+        event: {
+          ...base,
+          ...on(created),
+          event: "REPLACE",
+          oldContent: t.content,
+          newContent: created.content,
+          mergedFromId: t.id,
+          reason: op.reason,
+        },
+      };
+    }
+    case "MERGE":
+    case "UPDATE": {
+      const t = target!;
+      const next = patched(t, op, atMs);
+      return {
+        target: next,
+        event: {
+          ...base,
+          ...on(next),
+          event: op.event,
+          oldContent: t.content,
+          newContent: next.content,
+          reason: op.reason ?? null,
+        },
+      };
+    }
+    case "DELETE": {
+      const t = target!;
+      return {
+        target: { ...t, state: "deleted", updatedAt: atMs },
+        event: { ...base, ...on(t), event: "DELETE", oldContent: t.content, newContent: null, reason: op.reason },
+      };
+    }
+    case "SKIP_DUPLICATE":
+    case "KEEP_EXISTING": {
+      const t = target!;
+      return {
+        target: t,
+        event: {
+          ...base,
+          ...on(t),
+          event: op.event,
+          oldContent: null,
+          newContent: op.newContent,
+          reason: op.reason ?? null,
+        },
+      };
+    }
+  }
+}
+
+/**
+ * Whether an op may act on `target` as read inside the transaction: it must be current, except
+ * that an expiry (a DELETE with `expiresAt`) acts on a memory whose time is up, if it still
+ * expires at that time.
+ */
+export function targetIsLive(op: MemoryOp, target: MemoryRecord | undefined, now: number): target is MemoryRecord {
+  if (op.event === "DELETE" && op.expiresAt !== undefined)
+    return target?.state === "current" && target.expiresAt === op.expiresAt;
+  return isCurrent(target, now);
+}
+
+/** The id of the memory an op acts on, if any. */
+export const targetOf = (op: MemoryOp): string | undefined => ("target" in op ? op.target : undefined);

@@ -1,0 +1,109 @@
+import type { SQL } from "bun";
+
+/**
+ * The schema, as numbered migrations. migrations[i] takes the schema from version i to i + 1;
+ * released steps are never edited, only appended to.
+ *
+ * Times are milliseconds since the epoch (bigint), as the API's ISO times are derived from them.
+ * Event times are strictly increasing per namespace: namespace_clock holds the last one, and a
+ * writer takes its row lock for the rest of its transaction, so stamps follow commit order even
+ * with many replicas. Tags and metadata are `json`, not `jsonb`, so they read back exactly as
+ * written (key order included).
+ */
+export const migrations: string[] = [
+  `
+  CREATE TABLE memories (
+    id          uuid PRIMARY KEY,
+    namespace   text NOT NULL,
+    entity      text NOT NULL,
+    content     text NOT NULL,
+    category    text NOT NULL,
+    importance  double precision NOT NULL,
+    tags        json,
+    metadata    json,
+    source      text,
+    created_at  bigint NOT NULL,
+    updated_at  bigint NOT NULL,
+    expires_at  bigint,
+    state       text NOT NULL CHECK (state IN ('current', 'deleted', 'replaced'))
+  );
+  CREATE INDEX memories_current_by_entity ON memories (namespace, entity, id) WHERE state = 'current';
+  CREATE INDEX memories_current_by_namespace ON memories (namespace, id) WHERE state = 'current';
+  CREATE INDEX memories_expiry ON memories (expires_at) WHERE state = 'current' AND expires_at IS NOT NULL;
+
+  CREATE SEQUENCE event_seq;
+  CREATE TABLE events (
+    seq             bigint PRIMARY KEY DEFAULT nextval('event_seq'),
+    namespace       text NOT NULL,
+    entity          text NOT NULL,
+    memory_id       uuid NOT NULL,
+    event           text NOT NULL,
+    old_content     text,
+    new_content     text,
+    merged_from_id  uuid,
+    reason          text,
+    category        text NOT NULL,
+    at_ms           bigint NOT NULL,
+    actor_key_id    text
+  );
+  ALTER SEQUENCE event_seq OWNED BY events.seq;
+  CREATE UNIQUE INDEX events_by_namespace ON events (namespace, at_ms);
+  CREATE INDEX events_by_entity ON events (namespace, entity, at_ms);
+  CREATE INDEX events_by_memory ON events (namespace, memory_id, at_ms);
+  CREATE INDEX events_by_superseded ON events (namespace, merged_from_id, at_ms) WHERE merged_from_id IS NOT NULL;
+
+  CREATE TABLE namespace_clock (
+    namespace  text PRIMARY KEY,
+    last_ms    bigint NOT NULL
+  );
+
+  CREATE TABLE api_keys (
+    id            text PRIMARY KEY,
+    hash          text NOT NULL UNIQUE,
+    name          text NOT NULL,
+    permission    text NOT NULL,
+    namespaces    json NOT NULL,
+    expires_at    bigint,
+    created_at    bigint NOT NULL,
+    last_used_at  bigint,
+    revoked_at    bigint
+  );
+
+  CREATE TABLE entity_locks (
+    namespace  text NOT NULL,
+    entity     text NOT NULL,
+    PRIMARY KEY (namespace, entity)
+  );
+  `,
+];
+
+export const SCHEMA_VERSION = migrations.length;
+
+/**
+ * Brings the database to SCHEMA_VERSION. Safe when several replicas start at once: the version
+ * row is taken with a row lock (not an advisory lock, which the PostgreSQL-compatible distributed
+ * databases lack) and each step runs in the same transaction that records it.
+ */
+export async function migrate(sql: SQL): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await sql`CREATE TABLE IF NOT EXISTS memd_schema (id int PRIMARY KEY, version int NOT NULL)`;
+      await sql`INSERT INTO memd_schema (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`;
+      break;
+    } catch (e) {
+      // Two replicas creating the table at the same moment: one loses with a duplicate; retry.
+      if (attempt >= 5) throw e;
+      await Bun.sleep(50 + Math.random() * 100);
+    }
+  }
+  await sql.begin(async (tx) => {
+    const [row] = await tx`SELECT version FROM memd_schema WHERE id = 1 FOR UPDATE`;
+    const version = Number(row.version);
+    if (version > SCHEMA_VERSION)
+      throw new Error(
+        `the database was migrated by a newer memd (schema ${version}; this release knows up to ${SCHEMA_VERSION}); upgrade memd`,
+      );
+    for (let v = version; v < SCHEMA_VERSION; v++) await tx.unsafe(migrations[v]);
+    if (version < SCHEMA_VERSION) await tx`UPDATE memd_schema SET version = ${SCHEMA_VERSION} WHERE id = 1`;
+  });
+}

@@ -1,0 +1,124 @@
+// The storage interface: what the features need from a database, at their level (insert a
+// memory with its event, retire one, read events after a time), so that each backend can be fast
+// in its own way: LMDB with synchronous reads inside one write transaction and group commit,
+// PostgreSQL with one transaction per call and row locks for order across replicas.
+// Feature code imports this file and records.ts, never lmdb or SQL.
+import type { EventKind, EventRecord, KeyRecord, MemoryRecord } from "./records";
+
+/** A new memory as a feature builds it; its times come from the event clock inside the transaction. */
+export interface NewMemory {
+  id: string;
+  namespace: string;
+  entity: string;
+  content: string;
+  category: string;
+  importance: number;
+  tags?: string[];
+  metadata?: Record<string, unknown>;
+  source?: string;
+  /** Seconds from creation until the memory expires. */
+  ttlSeconds?: number;
+}
+
+/** Fields changed in place; `null` removes tags or metadata. */
+export interface MemoryPatch {
+  content?: string;
+  category?: string;
+  importance?: number;
+  tags?: string[] | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+/**
+ * One change of memory state and the audit event that records it. An op with a `target` acts on
+ * an existing memory and is skipped (its result is null) unless that memory is current when the
+ * transaction runs, and, when `expiresAt` is given, still expires at that time. So a change
+ * decided on a snapshot can never act on a memory that was deleted or replaced meanwhile.
+ */
+export type MemoryOp =
+  | { event: "ADD"; create: NewMemory }
+  | { event: "REPLACE"; create: NewMemory; target: string; reason: string }
+  | { event: "MERGE" | "UPDATE"; target: string; patch: MemoryPatch; reason?: string | null }
+  | { event: "DELETE"; target: string; reason: string; expiresAt?: number }
+  | { event: "SKIP_DUPLICATE" | "KEEP_EXISTING"; target: string; newContent: string; reason?: string | null };
+
+/** What an op did: its event, and the memory it created or acted on, as it is after the op. */
+export interface Applied {
+  event: EventRecord;
+  memory: MemoryRecord;
+}
+
+export interface EventScope {
+  namespace: string;
+  entity?: string;
+  /** Events of this memory, including a REPLACE that superseded it. */
+  memoryId?: string;
+}
+
+export interface MemoryScope {
+  namespace: string;
+  entity?: string;
+}
+
+/** Figures for /metrics, read at scrape time. */
+export interface StorageStats {
+  currentMemories: number;
+  memoryRecords: number;
+  events: number;
+  /** Backend-specific gauges: name -> [help, value]. */
+  gauges: Record<string, [string, number]>;
+}
+
+export interface Storage {
+  readonly backend: "lmdb" | "postgres";
+
+  /**
+   * Applies `ops` in order, in one transaction, each with its audit event (times strictly
+   * increasing per namespace); resolves once the transaction is durable. Either every op that is
+   * not skipped lands, or none does.
+   */
+  apply(ops: readonly MemoryOp[], actorKeyId: string | null, now?: number): Promise<(Applied | null)[]>;
+  /** Any memory record by id, current or not. */
+  getMemory(id: string): Promise<MemoryRecord | undefined>;
+  /** Current memories of a namespace or entity, in id order (creation order), at most `limit`. */
+  currentMemories(scope: MemoryScope, limit: number): Promise<MemoryRecord[]>;
+  /** Events of a scope, newest first; cost follows `limit`, not the history. */
+  newestEvents(scope: EventScope, limit: number): Promise<EventRecord[]>;
+  /** Up to `limit` events of a scope strictly after `afterMs`, oldest first. */
+  eventsAfter(scope: EventScope, afterMs: number, limit: number): Promise<EventRecord[]>;
+  /** Current memories whose expiry is at or before `now`, soonest first. */
+  dueExpiries(now: number, limit: number): Promise<{ id: string; expiresAt: number }[]>;
+
+  insertKey(key: KeyRecord): Promise<void>;
+  getKey(id: string): Promise<KeyRecord | undefined>;
+  keyByHash(hash: string): Promise<KeyRecord | undefined>;
+  /** Every key, revoked ones included. */
+  listKeys(): Promise<KeyRecord[]>;
+  /** Marks a key revoked; false when it is unknown or already revoked. */
+  revokeKey(id: string, at: number): Promise<boolean>;
+  /** Records a use of the key; not durable on return (a lost update only makes lastUsedAt older). */
+  touchKey(id: string, at: number): Promise<void>;
+  hasKeys(): Promise<boolean>;
+
+  /**
+   * Runs `fn` after every earlier call for the same (namespace, entity) has settled, across every
+   * process that shares this storage: smart stores of one entity never overlap.
+   */
+  serialize<T>(namespace: string, entity: string, fn: () => Promise<T>): Promise<T>;
+  /** Why the storage cannot take writes now, or undefined when it can. */
+  notReadyReason(): Promise<string | undefined>;
+  stats(): Promise<StorageStats>;
+  close(): Promise<void>;
+}
+
+/** Conditions of the database itself, mapped by the HTTP layer to their own error codes. */
+export class StorageError extends Error {
+  constructor(
+    readonly code: "storage_full" | "storage_unavailable",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type { EventKind };
