@@ -2,6 +2,7 @@
 import { commit, version } from "./build-info";
 import { ConfigError, loadConfig, settingsHelp } from "./config/config";
 import { runKeysCommand } from "./keys/cli";
+import { runMcpCommand } from "./mcp/cli";
 import { backupStore } from "./ops/backup";
 import { startServer } from "./server";
 
@@ -13,6 +14,8 @@ Usage:
                            copy the store to a new directory, safe while serving
   memd keys create|list|revoke ...
                            manage API keys on the data dir; memd keys --help
+  memd mcp [--url <url> | --data-dir <dir>] [--namespace <ns>] [--entity <e>]
+                           an MCP server on stdio for agents; memd mcp --help
   memd version             print the version and commit
   memd --help              this text; memd serve --help lists every setting
 `;
@@ -84,6 +87,9 @@ switch (command) {
     break;
   case "keys":
     process.exitCode = await runKeysCommand(rest);
+    break;
+  case "mcp":
+    process.exitCode = await runMcpCommand(rest);
     break;
   case "version":
   case "--version":
