@@ -2,7 +2,6 @@
 import { commit, version } from "./build-info";
 import { ConfigError, loadConfig, settingsHelp } from "./config/config";
 import { runKeysCommand } from "./keys/cli";
-import { runMcpCommand } from "./mcp/cli";
 import { backupStore } from "./ops/backup";
 import { startServer } from "./server";
 
@@ -88,9 +87,12 @@ switch (command) {
   case "keys":
     process.exitCode = await runKeysCommand(rest);
     break;
-  case "mcp":
+  case "mcp": {
+    // Loaded only here: the MCP SDK would add to every other command's start-up.
+    const { runMcpCommand } = await import("./mcp/cli");
     process.exitCode = await runMcpCommand(rest);
     break;
+  }
   case "version":
   case "--version":
     process.stdout.write(`memd ${version} (${commit})\n`);

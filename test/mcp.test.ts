@@ -195,14 +195,14 @@ describe("over HTTP: POST /mcp", () => {
   test("the endpoint needs a key and answers only POST", async () => {
     const noKey = await s.api("POST", "/mcp", { jsonrpc: "2.0", id: 1, method: "tools/list" }, { key: null });
     expect(noKey.status).toBe(401);
-    expect((await noKey.json()).error.code).toBe("unauthorized");
+    expect(((await noKey.json()) as any).error.code).toBe("unauthorized");
     const bad = await s.api("POST", "/mcp", {}, { key: "memd_not_a_key" });
     expect(bad.status).toBe(401);
     for (const method of ["GET", "DELETE"]) {
       const r = await s.api(method, "/mcp");
       expect(r.status).toBe(405);
       expect(r.headers.get("allow")).toBe("POST");
-      expect((await r.json()).error.code).toBe("method_not_allowed");
+      expect(((await r.json()) as any).error.code).toBe("method_not_allowed");
     }
   });
 });

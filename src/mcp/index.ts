@@ -1,10 +1,15 @@
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { Elysia } from "elysia";
 import { ApiError } from "../http/errors";
 import { requestInfo } from "../http/request-log";
 import type { auth } from "../keys/auth";
-import { createMcpServer } from "./server";
 import type { Fetch } from "./tools";
+
+// The MCP SDK (with its schema validators) adds ~25 ms to every start; load it on first use.
+let sdk:
+  | Promise<[typeof import("./server"), typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js")]>
+  | undefined;
+const loadSdk = () =>
+  (sdk ??= Promise.all([import("./server"), import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js")]));
 
 const notAllowed = () =>
   new ApiError("method_not_allowed", "this MCP endpoint is stateless: send JSON-RPC messages with POST", undefined, {
@@ -24,6 +29,7 @@ export const mcpRoutes = (authPlugin: ReturnType<typeof auth>, handle: Fetch) =>
     .post(
       "/mcp",
       async ({ request, body }) => {
+        const [{ createMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await loadSdk();
         const url = new URL(request.url);
         const requestId = requestInfo(request)?.id;
         const server = createMcpServer({
