@@ -50,6 +50,18 @@ const overHttp = (key: string, query = "") =>
     }),
   );
 
+const spawned: (() => string)[] = [];
+/** Runs a test body; if it fails, the error carries the stderr of the processes it spawned. */
+const explained = (body: () => Promise<void>) => async () => {
+  spawned.length = 0;
+  try {
+    await body();
+  } catch (e) {
+    (e as Error).message += `\n--- stderr of memd mcp ---\n${spawned.map((f) => f()).join("\n")}`;
+    throw e;
+  }
+};
+
 /** An MCP client over stdio to a spawned `memd mcp ...args`; stderr is kept for failure messages. */
 async function overStdio(command: string, args: string[], env: Record<string, string> = {}) {
   const transport = new StdioClientTransport({
@@ -61,6 +73,7 @@ async function overStdio(command: string, args: string[], env: Record<string, st
   });
   let stderr = "";
   transport.stderr?.on("data", (c) => (stderr += String(c)));
+  spawned.push(() => `$ ${command} ${args.join(" ")}\n${stderr}`);
   // A line on stdout that is not an MCP message would surface here.
   const errors: Error[] = [];
   const client = await connect(transport).catch((e) => {
@@ -110,6 +123,11 @@ describe("over HTTP: POST /mcp", () => {
     const r = await call(c, "remember", { content: "Uses the HTTP transport", infer: false });
     expect(r.isError).toBe(false);
     expect(r.data.memories[0]).toMatchObject({ namespace: "acme", entity: "http-u", event: "ADD" });
+    // An argument wins over the default; a memory's history by id ignores the entity default.
+    const other = await call(c, "remember", { entity: "http-v", content: "Another entity", infer: false });
+    expect(other.data.memories[0].entity).toBe("http-v");
+    const history = await call(c, "history", { memoryId: other.data.memories[0].id });
+    expect(history.data.events.map((e: any) => [e.entity, e.event])).toEqual([["http-v", "ADD"]]);
   });
 
   test("every tool's happy path, in the order an agent would use them", async () => {
@@ -214,53 +232,72 @@ const stdioCases = [
 ] as const;
 
 describe.each(stdioCases)("over stdio: %s", (_label, command) => {
-  test("--url with defaults: tools, a remember without namespace or entity, and the key's scope", async () => {
-    const [cmd, ...args] = command();
-    const entity = `stdio-${cmd === bin ? "bin" : "src"}`;
-    const p = await overStdio(cmd, [...args, "--url", s.url, "--namespace", "acme", "--entity", entity], {
-      MEMD_API_KEY: acmeKey,
-    });
-    const { tools } = await p.client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(names);
-    expect(tools.find((t) => t.name === "remember")!.inputSchema.required).toEqual(["content"]);
+  test(
+    "--url with defaults: tools, a remember without namespace or entity, and the key's scope",
+    explained(async () => {
+      const [cmd, ...args] = command();
+      const entity = `stdio-${cmd === bin ? "bin" : "src"}`;
+      const p = await overStdio(cmd, [...args, "--url", s.url, "--namespace", "acme", "--entity", entity], {
+        MEMD_API_KEY: acmeKey,
+      });
+      const { tools } = await p.client.listTools();
+      expect(tools.map((t) => t.name)).toEqual(names);
+      expect(tools.find((t) => t.name === "remember")!.inputSchema.required).toEqual(["content"]);
 
-    const r = await call(p.client, "remember", { content: "Speaks Portuguese", infer: false });
-    expect(r.isError).toBe(false);
-    expect(r.data.memories[0]).toMatchObject({ namespace: "acme", entity, content: "Speaks Portuguese" });
-    const recall = await call(p.client, "recall", { query: "which language does she speak? Portuguese" });
-    expect(recall.data.results[0].content).toBe("Speaks Portuguese");
-    const foreign = await call(p.client, "list_memories", { namespace: "other" });
-    expect(foreign).toMatchObject({ isError: true, text: expect.stringMatching(/^forbidden: /) });
-    // The memory is in the server's store, where REST sees it.
-    const listed = await s.json("GET", `/v1/memory?namespace=acme&entity=${entity}`);
-    expect(listed.body.map((m: any) => m.content)).toEqual(["Speaks Portuguese"]);
-    expect(p.errors).toEqual([]);
-  });
+      const r = await call(p.client, "remember", { content: "Speaks Portuguese", infer: false });
+      expect(r.isError).toBe(false);
+      expect(r.data.memories[0]).toMatchObject({ namespace: "acme", entity, content: "Speaks Portuguese" });
+      const recall = await call(p.client, "recall", { query: "which language does she speak? Portuguese" });
+      expect(recall.data.results[0].content).toBe("Speaks Portuguese");
+      const foreign = await call(p.client, "list_memories", { namespace: "other" });
+      expect(foreign).toMatchObject({ isError: true, text: expect.stringMatching(/^forbidden: /) });
+      // The memory is in the server's store, where REST sees it.
+      const listed = await s.json("GET", `/v1/memory?namespace=acme&entity=${entity}`);
+      expect(listed.body.map((m: any) => m.content)).toEqual(["Speaks Portuguese"]);
+      expect(p.errors).toEqual([]);
+    }),
+  );
 
-  test("--url with a read key: remember is refused with the permission error", async () => {
-    const [cmd, ...args] = command();
-    const p = await overStdio(cmd, [...args, "--url", s.url, "--key", readKey]);
-    const r = await call(p.client, "remember", { namespace: "acme", entity: "u1", content: "x" });
-    expect(r).toMatchObject({ isError: true, text: "forbidden: this key lacks the read_write permission" });
-  });
+  test(
+    "--url with a read key: remember is refused with the permission error",
+    explained(async () => {
+      const [cmd, ...args] = command();
+      const p = await overStdio(cmd, [...args, "--url", s.url, "--key", readKey]);
+      const r = await call(p.client, "remember", { namespace: "acme", entity: "u1", content: "x" });
+      expect(r).toMatchObject({ isError: true, text: "forbidden: this key lacks the read_write permission" });
+    }),
+  );
 
-  test("--data-dir: opens the store itself, with no key given", async () => {
-    const [cmd, ...args] = command();
-    const dir = join(tmp.dir, `data-${cmd === bin ? "bin" : "src"}`);
-    const p = await overStdio(cmd, [...args, "--data-dir", dir, "--namespace", "local"]);
-    const r = await call(p.client, "remember", { entity: "u1", content: "Has a cat named Miso. Walks to work." });
-    expect(r.isError).toBe(false);
-    expect(r.data.memories).toHaveLength(2);
-    const changes = await call(p.client, "changes", { entity: "u1" });
-    expect(changes.data.changeCount).toBe(2);
-    expect(p.errors).toEqual([]);
-    // Closing stdin stops it cleanly: the store is closed and its memories are there on the next open.
-    await p.client.close();
-    const again = await overStdio(cmd, [...args, "--data-dir", dir]);
-    const list = await call(again.client, "list_memories", { namespace: "local", entity: "u1" });
-    expect(list.data.memories.map((m: any) => m.content)).toEqual(["Has a cat named Miso.", "Walks to work."]);
-  });
+  test(
+    "--data-dir: opens the store itself, with no key given",
+    explained(async () => {
+      const [cmd, ...args] = command();
+      const dir = join(tmp.dir, `data-${cmd === bin ? "bin" : "src"}`);
+      const p = await overStdio(cmd, [...args, "--data-dir", dir, "--namespace", "local"]);
+      const r = await call(p.client, "remember", { entity: "u1", content: "Has a cat named Miso. Walks to work." });
+      expect(r.isError).toBe(false);
+      expect(r.data.memories).toHaveLength(2);
+      const changes = await call(p.client, "changes", { entity: "u1" });
+      expect(changes.data.changeCount).toBe(2);
+      expect(p.errors).toEqual([]);
+      // Closing stdin stops it cleanly: the store is closed and its memories are there on the next open.
+      await p.client.close();
+      const again = await overStdio(cmd, [...args, "--data-dir", dir]);
+      const list = await call(again.client, "list_memories", { namespace: "local", entity: "u1" });
+      expect(list.data.memories.map((m: any) => m.content)).toEqual(["Has a cat named Miso.", "Walks to work."]);
+    }),
+  );
 });
+
+test(
+  "a memd that cannot be reached is a tool error, and the process stays up",
+  explained(async () => {
+    const p = await overStdio(bin, ["mcp", "--url", "http://127.0.0.1:1", "--key", "memd_x"]);
+    const r = await call(p.client, "list_memories", { namespace: "acme" });
+    expect(r).toMatchObject({ isError: true, text: expect.stringMatching(/^unreachable: could not reach memd at /) });
+    expect((await p.client.listTools()).tools).toHaveLength(6);
+  }),
+);
 
 describe("memd mcp command line", () => {
   const run = (args: string[], env: Record<string, string> = {}) => {
