@@ -225,6 +225,38 @@ describe("over HTTP: POST /mcp", () => {
   });
 });
 
+test("the log shows the transport's own status, and a tool's REST calls under the MCP request's id", async () => {
+  const post = (accept: string, requestId: string) =>
+    s.api(
+      "POST",
+      "/mcp",
+      { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "list_memories", arguments: { namespace: "a" } } },
+      {
+        headers: {
+          "content-type": "application/json",
+          accept,
+          "mcp-protocol-version": "2025-06-18",
+          "x-request-id": requestId,
+        },
+      },
+    );
+  expect((await post("application/json", "mcp-406")).status).toBe(406);
+  const ok = await post("application/json, text/event-stream", "mcp-ok");
+  expect(ok.status).toBe(200);
+  expect(((await ok.json()) as any).result.structuredContent).toEqual({ memories: [] });
+  // Request lines are written after the answer is sent: wait for them, within a bound.
+  const linesOf = (id: string) =>
+    s.logs
+      .filter((l) => l.includes('"msg":"request"'))
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.requestId === id)
+      .map((l) => `${l.method} ${l.path} ${l.status}`)
+      .sort();
+  for (let deadline = Date.now() + 5000; linesOf("mcp-ok").length < 2 && Date.now() < deadline; ) await Bun.sleep(10);
+  expect(linesOf("mcp-406")).toEqual(["POST /mcp 406"]);
+  expect(linesOf("mcp-ok")).toEqual(["GET /v1/memory 200", "POST /mcp 200"]);
+});
+
 // Each kind of process once: against the running server (--url) and on its own store (--data-dir).
 const stdioCases = [
   ["bun run src/main.ts mcp", () => [process.execPath, "run", "src/main.ts", "mcp"]],

@@ -28,7 +28,7 @@ export const mcpRoutes = (authPlugin: ReturnType<typeof auth>, handle: Fetch) =>
     .use(authPlugin)
     .post(
       "/mcp",
-      async ({ request, body }) => {
+      async ({ request, body, set }) => {
         const [{ createMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await loadSdk();
         const url = new URL(request.url);
         const requestId = requestInfo(request)?.id;
@@ -50,7 +50,9 @@ export const mcpRoutes = (authPlugin: ReturnType<typeof auth>, handle: Fetch) =>
         await server.connect(transport);
         try {
           // The body was already read and checked by the JSON body parser: hand it over parsed.
-          return await transport.handleRequest(request, { parsedBody: body });
+          const response = await transport.handleRequest(request, { parsedBody: body });
+          set.status = response.status; // for the request log and metrics, which read set.status
+          return response;
         } finally {
           await server.close();
         }
