@@ -8,6 +8,7 @@ import { requestLog } from "./http/request-log";
 import { auth, keyOf } from "./keys/auth";
 import { keyRoutes } from "./keys/index";
 import type { KeyRecord } from "./keys/model";
+import { mcpRoutes } from "./mcp/index";
 import { memoryRoutes, type SmartStore } from "./memory/index";
 import { healthRoutes } from "./ops/health";
 import { type ModelStats, metricsRoutes } from "./ops/metrics";
@@ -24,22 +25,29 @@ export interface AppOptions {
 export function buildApp(core: Core, options: AppOptions = {}) {
   const isPublic = core.config.metricsPublic;
   const limits = core.config.rateLimit;
-  const authPlugin = auth({ storage: core.storage, root: options.root, protectedPaths: isPublic ? [] : ["/metrics"] });
-  return (
-    new Elysia({ normalize: false, aot: true })
-      .use(requestLog(core.logger, (r) => keyOf(r)?.id))
-      .use(errorHandler(core.logger))
-      .use(jsonBody({ maxBytes: 1024 * 1024 }))
-      .use(authPlugin)
-      // After auth, whose onRequest identifies the key; before any body is read.
-      .use(limits ? rateLimit({ ...limits, bucketOf: (r) => keyOf(r)?.id }) : new Elysia())
-      .use(healthRoutes(core))
-      .use(metricsRoutes({ core, authPlugin, public: isPublic, modelStats: options.modelStats }))
-      .use(openapiRoutes())
-      .use(memoryRoutes(core, authPlugin, options.smartStore))
-      .use(auditRoutes(core, authPlugin))
-      .use(keyRoutes(core, authPlugin))
-  );
+  const authPlugin = auth({
+    storage: core.storage,
+    root: options.root,
+    protectedPaths: isPublic ? ["/mcp"] : ["/metrics", "/mcp"],
+  });
+  // POST /mcp runs its tools through the app's own REST routes; the app exists by the time it is called.
+  let self: { handle(request: Request): Promise<Response> } | undefined;
+  const app = new Elysia({ normalize: false, aot: true })
+    .use(requestLog(core.logger, (r) => keyOf(r)?.id))
+    .use(errorHandler(core.logger))
+    .use(jsonBody({ maxBytes: 1024 * 1024 }))
+    .use(authPlugin)
+    // After auth, whose onRequest identifies the key; before any body is read.
+    .use(limits ? rateLimit({ ...limits, bucketOf: (r) => keyOf(r)?.id }) : new Elysia())
+    .use(healthRoutes(core))
+    .use(metricsRoutes({ core, authPlugin, public: isPublic, modelStats: options.modelStats }))
+    .use(openapiRoutes())
+    .use(memoryRoutes(core, authPlugin, options.smartStore))
+    .use(auditRoutes(core, authPlugin))
+    .use(keyRoutes(core, authPlugin))
+    .use(mcpRoutes(authPlugin, (request) => self!.handle(request)));
+  self = app;
+  return app;
 }
 
 export type App = ReturnType<typeof buildApp>;

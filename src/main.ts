@@ -13,6 +13,8 @@ Usage:
                            copy the store to a new directory, safe while serving
   memd keys create|list|revoke ...
                            manage API keys on the data dir; memd keys --help
+  memd mcp [--url <url> | --data-dir <dir>] [--namespace <ns>] [--entity <e>]
+                           an MCP server on stdio for agents; memd mcp --help
   memd version             print the version and commit
   memd --help              this text; memd serve --help lists every setting
 `;
@@ -85,6 +87,12 @@ switch (command) {
   case "keys":
     process.exitCode = await runKeysCommand(rest);
     break;
+  case "mcp": {
+    // Loaded only here: the MCP SDK would add to every other command's start-up.
+    const { runMcpCommand } = await import("./mcp/cli");
+    process.exitCode = await runMcpCommand(rest);
+    break;
+  }
   case "version":
   case "--version":
     process.stdout.write(`memd ${version} (${commit})\n`);
