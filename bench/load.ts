@@ -2,6 +2,7 @@
 // the same service functions as a raw store (insertMemory: record, indexes, ADD event), 10,000
 // per transaction instead of one per HTTP request, so 1,000,000 load in well under a minute.
 // Adds two "hot" memories with 10 and 200 MERGE events, for events-by-memoryId answers.
+import { CommitNotifier } from "../src/audit/notify";
 import { appendEvent, EventClock, eventOf } from "../src/audit/service";
 import { loadConfig } from "../src/config/config";
 import type { Core } from "../src/core";
@@ -15,6 +16,7 @@ const store = openStore(dataDir);
 const core: Core = {
   store,
   clock: new EventClock(store),
+  notifier: new CommitNotifier(),
   config: loadConfig(["--data-dir", dataDir], {}),
   logger: createLogger("warn"),
 };

@@ -1,5 +1,7 @@
 import { buildApp } from "./app";
+import { CommitNotifier } from "./audit/notify";
 import { EventClock } from "./audit/service";
+import { StreamHub } from "./audit/stream-service";
 import { commit, version } from "./build-info";
 import type { Config } from "./config/config";
 import type { Core } from "./core";
@@ -14,6 +16,8 @@ export interface Running {
   url: string;
   port: number;
   core: Core;
+  /** Open live event streams; `stop()` ends them. */
+  streams: StreamHub;
   stop(): Promise<void>;
 }
 
@@ -28,7 +32,7 @@ export async function startServer(
 ): Promise<Running> {
   const logger = createLogger(config.logLevel, writeLog);
   const store = openStore(config.dataDir, { mapSizeMb: config.mapSizeMb });
-  const core: Core = { store, clock: new EventClock(store), config, logger };
+  const core: Core = { store, clock: new EventClock(store), notifier: new CommitNotifier(), config, logger };
 
   let root: KeyRecord | undefined;
   if (config.apiKey) root = rootKeyFromSecret(config.apiKey);
@@ -40,7 +44,8 @@ export async function startServer(
     );
   }
 
-  const app = buildApp(core, { root, smartStore: createSmartStore(core), modelStats });
+  const streams = new StreamHub();
+  const app = buildApp(core, { root, smartStore: createSmartStore(core), modelStats, streams });
   const stopSweeper = startTtlSweeper(core);
   app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 2 * 1024 * 1024 });
   const port = app.server!.port!;
@@ -50,13 +55,16 @@ export async function startServer(
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      // Stop accepting, let requests in flight finish, then close LMDB.
-      await app.server?.stop(false);
+      // Stop accepting, end live event streams (they would never finish by themselves), let
+      // requests in flight finish, then close LMDB.
+      const stopping = app.server?.stop(false);
+      streams.closeAll();
+      await stopping;
       await stopSweeper();
       await store.flushed();
       await store.close();
       logger.info("memd stopped", { version, dataDir: config.dataDir });
       logger.flush();
     })());
-  return { url, port, core, stop };
+  return { url, port, core, streams, stop };
 }

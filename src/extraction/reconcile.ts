@@ -128,7 +128,7 @@ export async function applyChanges(
   changes: readonly Change[],
   extraSkipped = 0,
 ): Promise<StoreResponse> {
-  return writeDurably(core.store, (w) => {
+  const answer = await writeDurably(core.store, (w) => {
     const res: StoreResponse = { memories: [], skipped: extraSkipped, conflicts: 0 };
     const now = Date.now();
     for (const c of changes) {
@@ -193,4 +193,6 @@ export async function applyChanges(
     }
     return res;
   });
+  core.notifier.ping(req.namespace);
+  return answer;
 }

@@ -108,6 +108,7 @@ export async function storeRaw(core: Core, req: StoreRequest, actorKeyId: string
   await writeDurably(core.store, (w) => {
     insertMemory(core, w, record, eventOf("ADD", record, actorKeyId, { newContent: record.content }));
   });
+  core.notifier.ping(req.namespace);
   return { memories: [toMemory(record, "ADD")], skipped: 0, conflicts: 0 };
 }
 
@@ -160,5 +161,6 @@ export async function deleteMemory(core: Core, id: string, actorKeyId: string | 
     retireMemory(core, w, r, "deleted", e.atMs);
     return true;
   });
+  if (removed) core.notifier.ping(existing.namespace);
   if (!removed) throw new ApiError("not_found", "no memory with that id");
 }

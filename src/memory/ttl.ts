@@ -15,7 +15,7 @@ export async function sweepExpired(core: Core, now = Date.now()): Promise<number
   const { dbs } = core.store;
   const due = [...dbs.expiries.getKeys({ start: [0], end: [now + 1], limit: batchSize })] as [number, string][];
   if (due.length === 0) return 0;
-  return writeDurably(core.store, (w) => {
+  const expired = await writeDurably(core.store, (w) => {
     let n = 0;
     for (const [expiresAt, id] of due) {
       const r = dbs.memories.get(id) as MemoryRecord | undefined;
@@ -34,6 +34,8 @@ export async function sweepExpired(core: Core, now = Date.now()): Promise<number
     }
     return n;
   });
+  if (expired > 0) core.notifier.ping();
+  return expired;
 }
 
 /** Runs the sweeper every `intervalMs` until stopped; well inside the 2 s promise of the contract. */
