@@ -30,7 +30,7 @@ export const defaultStreamOptions: StreamOptions = {
   pollMs: 500,
   pageSize: 500,
   maxBufferedEvents: 10_000,
-  maxBufferedBytes: 16 * 1024 * 1024,
+  maxBufferedBytes: 8 * 1024 * 1024,
 };
 
 /** Why a stream ended, for the route (to cut a consumer that never drains) and the log. */
@@ -98,9 +98,10 @@ const encoder = new TextEncoder();
  * A ReadableStream of SSE messages for `scope`, starting strictly after `afterMs`.
  *
  * Memory is bounded by pull: events are read from storage only while the stream's queue has room
- * (the HTTP server stops pulling when the socket does not drain). When the queue is full and more
- * events are waiting, the consumer is too slow: the stream ends with `event: overflow` carrying the
- * cursor of the last event queued, which the consumer receives after everything before it.
+ * (the HTTP server stops pulling when the socket does not drain), so a replay of any length runs at
+ * the consumer's pace. Once the stream has caught up, a full queue with more events waiting means the
+ * consumer cannot keep up with the writers: the stream ends with `event: overflow` carrying the cursor
+ * of the last event queued, which the consumer receives after everything before it.
  */
 export function eventStream(
   core: Core,
@@ -117,6 +118,8 @@ export function eventStream(
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let cursor = afterMs;
   let closed = false;
+  /** Caught up with the trail at least once: from then on a full buffer is a consumer that cannot keep up. */
+  let live = false;
   let dirty = true;
   let wakeUp: (() => void) | undefined;
   const cleanups: (() => void)[] = [];
@@ -162,9 +165,10 @@ export function eventStream(
   async function run() {
     while (!closed) {
       if (room() <= 0) {
-        // Full: if anything more is waiting, this consumer cannot keep up.
+        // Full. While replaying, the backlog waits in storage and is read at the consumer's pace.
+        // Once live, more events waiting behind a full buffer mean the consumer cannot keep up.
         dirty = false;
-        const more = await eventsAfter(core.store, scope, cursor, 1);
+        const more = live ? await eventsAfter(core.store, scope, cursor, 1) : [];
         if (closed) return;
         if (more.length > 0) {
           const c = codec.encode(cursor);
@@ -186,6 +190,7 @@ export function eventStream(
         cursor = page[page.length - 1].atMs;
         continue;
       }
+      live = true;
       if (!dirty) await idle();
     }
   }
