@@ -21,8 +21,10 @@ run: deps ## start the server on ./memd-data (prints a root key on first start)
 test: deps ## the whole suite
 	$(BUN) test --timeout 120000 $(TESTS)
 
-build: deps ## one self-contained binary: dist/memd
+build: deps ## one self-contained binary: dist/memd; the client package: client/dist (ESM + .d.ts)
 	$(BUN) run scripts/build.ts
+	$(BUN) run scripts/client-types.ts --check
+	$(BUN) run client/build.ts
 
 bench: build bench-deps ## benchmarks (about 10 min); writes bench/results.md
 	$(BUN) run bench/run.ts
@@ -32,10 +34,10 @@ bench-deps: ## the load generator (wrk, from Debian's packages) and taskset
 	  { apt-get update -qq && apt-get install -y -qq wrk util-linux; }
 
 fmt: deps
-	$(BUN) x biome format --write src test scripts bench
+	$(BUN) x biome format --write src test scripts bench client
 
 lint: deps
-	$(BUN) x biome check src test scripts bench
+	$(BUN) x biome check src test scripts bench client
 
 clean:
 	rm -rf dist .tools node_modules memd-data

@@ -207,8 +207,10 @@ export function eventStream(
           if (!closed && room() > 0) send(": keepalive\n\n", 0);
         }, keepaliveMs);
         cleanups.push(() => clearInterval(keepalive));
-        // A first comment sends the headers at once, so a client knows it is subscribed.
-        send(": memd event stream\n\n", 0);
+        // A first message sends the headers at once, so a client knows it is subscribed. Its `id:`
+        // (no data, so no event is dispatched) is the starting cursor: an EventSource that drops
+        // before the first event still resumes from exactly here, not from "now".
+        send(`: memd event stream\nid: ${codec.encode(afterMs)}\n\n`, 0);
         run().catch((e) => {
           core.logger.error("event stream failed", { error: String((e as Error)?.stack ?? e) });
           end("error");
