@@ -186,6 +186,11 @@ export function eventStream(
       const page = await eventsAfter(core.store, scope, cursor, limit);
       if (closed) return;
       if (page.length > 0) {
+        // Committed is not yet durable (LMDB commits are visible before their group fsync): deliver
+        // only what a crash cannot take back, or a subscriber's cursor could point past events that a
+        // restarted server then hands out again under the same times.
+        await core.store.flushed();
+        if (closed) return;
         send(page.map(format).join(""), page.length);
         cursor = page[page.length - 1].atMs;
         continue;
