@@ -15,7 +15,7 @@ import {
 } from "./stream-service";
 
 /** Seconds a stream that was ended (overflow, shutdown) may take to drain before the socket is cut. */
-const drainSeconds = 10;
+const drainSeconds = 60;
 
 /**
  * `GET /v1/memory/events/stream`: the audit trail of a namespace (or entity) as Server-Sent
