@@ -25,8 +25,10 @@ pg-deps: ## PostgreSQL's server binaries (Debian's postgresql package), for the 
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	  { apt-get update -qq && apt-get install -y -qq postgresql; }
 
-build: deps ## one self-contained binary: dist/memd
+build: deps ## one self-contained binary: dist/memd; the client package: client/dist (ESM + .d.ts)
 	$(BUN) run scripts/build.ts
+	$(BUN) run scripts/client-types.ts --check
+	$(BUN) run client/build.ts
 
 bench: build bench-deps ## benchmarks (about 10 min); writes bench/results.md
 	$(BUN) run bench/run.ts
@@ -36,10 +38,10 @@ bench-deps: ## the load generator (wrk, from Debian's packages) and taskset
 	  { apt-get update -qq && apt-get install -y -qq wrk util-linux; }
 
 fmt: deps
-	$(BUN) x biome format --write src test scripts bench
+	$(BUN) x biome format --write src test scripts bench client
 
 lint: deps
-	$(BUN) x biome check src test scripts bench
+	$(BUN) x biome check src test scripts bench client
 
 clean:
 	rm -rf dist .tools node_modules memd-data

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { crashRound } from "../test/crash-run";
 import { startFakeModel } from "../test/fake-model";
+import { streamBench, streamTable } from "./stream";
 
 const root = join(import.meta.dir, "..");
 const bin = join(root, "dist/memd");
@@ -252,6 +253,13 @@ const rawSeq = await sequential(false);
 await stop(s);
 await fake.stop();
 
+// Live change stream: 1 and 10 subscribers while raw stores run at full speed (bench/stream.ts).
+log("live change stream, 1 and 10 subscribers");
+const streamDir = join(work, "stream");
+const ss = await startMemd(streamDir);
+const streamRows = [await streamBench(ss.url, key, 1, { seconds }), await streamBench(ss.url, key, 10, { seconds })];
+await stop(ss);
+
 // 4. Crash soak: 20 rounds of SIGKILL under 32 writers on one data dir.
 log(`crash soak, ${soakRounds} rounds`);
 const soak = { passed: 0, acked: 0, found: 0, problems: [] as string[] };
@@ -340,6 +348,12 @@ lines.push(
   `| raw store, same client, for comparison | ${ms(rawSeq.p50)} | ${ms(rawSeq.p99)} |`,
   "",
   `Model calls per store: ${smart.calls.toFixed(2)}.`,
+  "",
+  "## Live change stream",
+  "",
+  `Raw stores from 32 connections at full speed for ${seconds} s while 1, then 10 subscribers follow the namespace's stream (writers and subscribers in the bench process; bench/stream.ts). Delay: from a store's answer at the writer to its event at a subscriber.`,
+  "",
+  ...streamTable(streamRows),
   "",
   "## Process",
   "",

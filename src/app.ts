@@ -1,5 +1,7 @@
 import { Elysia } from "elysia";
 import { auditRoutes } from "./audit/index";
+import { streamRoutes } from "./audit/stream";
+import { StreamHub } from "./audit/stream-service";
 import type { Core } from "./core";
 import { errorHandler } from "./http/error-handler";
 import { jsonBody } from "./http/json-body";
@@ -19,6 +21,8 @@ export interface AppOptions {
   smartStore?: SmartStore;
   /** Running totals of model calls for /metrics (from the extraction feature). */
   modelStats?: () => ModelStats | undefined;
+  /** Registry of open event streams, so the server can end them on stop. */
+  streams?: StreamHub;
 }
 
 /** Assembles the HTTP app from the feature plugins. No listening, no signals: see server.ts. */
@@ -44,6 +48,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(openapiRoutes())
     .use(memoryRoutes(core, authPlugin, options.smartStore))
     .use(auditRoutes(core, authPlugin))
+    .use(streamRoutes(core, authPlugin, options.streams ?? new StreamHub()))
     .use(keyRoutes(core, authPlugin))
     .use(mcpRoutes(authPlugin, (request) => self!.handle(request)));
   self = app;

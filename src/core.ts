@@ -1,10 +1,13 @@
+import type { CommitNotifier } from "./audit/notify";
 import type { Config } from "./config/config";
 import type { Logger } from "./log";
 import type { Storage } from "./storage/storage";
 
-/** What every feature service needs: the open storage, settings and the log. */
+/** What every feature service needs: the open storage, the commit notifier, settings and the log. */
 export interface Core {
   storage: Storage;
+  /** Pinged after events are committed, to wake live streams (see audit/notify.ts). */
+  notifier: CommitNotifier;
   config: Config;
   logger: Logger;
 }

@@ -1,4 +1,6 @@
 import { buildApp } from "./app";
+import { CommitNotifier, notifyingStorage } from "./audit/notify";
+import { StreamHub } from "./audit/stream-service";
 import { commit, version } from "./build-info";
 import type { Config } from "./config/config";
 import type { Core } from "./core";
@@ -20,6 +22,8 @@ export interface Running {
   url: string;
   port: number;
   core: Core;
+  /** Open live event streams; `stop()` ends them. */
+  streams: StreamHub;
   stop(): Promise<void>;
 }
 
@@ -34,7 +38,8 @@ export async function startServer(
 ): Promise<Running> {
   const logger = createLogger(config.logLevel, writeLog);
   const storage = await openStorage(config);
-  const core: Core = { storage, config, logger };
+  const notifier = new CommitNotifier();
+  const core: Core = { storage: notifyingStorage(storage, notifier), notifier, config, logger };
 
   let root: KeyRecord | undefined;
   if (config.apiKey) root = rootKeyFromSecret(config.apiKey);
@@ -46,7 +51,8 @@ export async function startServer(
     );
   }
 
-  const app = buildApp(core, { root, smartStore: createSmartStore(core), modelStats });
+  const streams = new StreamHub();
+  const app = buildApp(core, { root, smartStore: createSmartStore(core), modelStats, streams });
   const stopSweeper = startTtlSweeper(core);
   app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 2 * 1024 * 1024 });
   const port = app.server!.port!;
@@ -56,12 +62,15 @@ export async function startServer(
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      // Stop accepting, let requests in flight finish, then close LMDB.
-      await app.server?.stop(false);
+      // Stop accepting, end live event streams (they would never finish by themselves), let
+      // requests in flight finish, then close the storage.
+      const stopping = app.server?.stop(false);
+      streams.closeAll();
+      await stopping;
       await stopSweeper();
       await storage.close();
       logger.info("memd stopped", { version, ...storageName(config) });
       logger.flush();
     })());
-  return { url, port, core, stop };
+  return { url, port, core, streams, stop };
 }

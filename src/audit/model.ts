@@ -93,3 +93,14 @@ export const DiffResponse = t.Object({
   nextSince: t.Nullable(t.String()),
 });
 export type DiffResponse = typeof DiffResponse.static;
+
+export const StreamQuery = t.Object(
+  {
+    namespace: Name,
+    entity: t.Optional(Name),
+    after: t.Optional(t.String({ maxLength: 128, description: "a cursor (an event's `id:`); events after it" })),
+    since: t.Optional(t.String({ maxLength: 64, description: "ISO 8601; events strictly after it" })),
+  },
+  { additionalProperties: false },
+);
+export type StreamQuery = typeof StreamQuery.static;

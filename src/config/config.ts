@@ -31,6 +31,7 @@ export interface Config {
   rateLimit: RateLimit | undefined;
   maxModelCallsPerKey: number;
   metricsPublic: boolean;
+  streamKeepaliveMs: number;
 }
 
 interface Setting {
@@ -216,6 +217,14 @@ export const settings: Setting[] = [
     default: false,
     parse: bool,
     help: "serve /metrics without a key (default: needs an admin key)",
+  },
+  {
+    key: "streamKeepaliveMs",
+    flag: "--stream-keepalive-ms",
+    env: "MEMD_STREAM_KEEPALIVE_MS",
+    default: 15000,
+    parse: int(10, 3_600_000),
+    help: "a keepalive comment on idle event streams this often, in ms",
   },
 ];
 

@@ -105,6 +105,8 @@ export interface Storage {
    * process that shares this storage: smart stores of one entity never overlap.
    */
   serialize<T>(namespace: string, entity: string, fn: () => Promise<T>): Promise<T>;
+  /** Resolves once everything that reads can see is durable (LMDB flushes after commit; PostgreSQL commits durably). */
+  durable(): Promise<void>;
   /** Why the storage cannot take writes now, or undefined when it can. */
   notReadyReason(): Promise<string | undefined>;
   stats(): Promise<StorageStats>;

@@ -164,6 +164,9 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       return dbs.apiKeys.get(id) as KeyRecord | undefined;
     },
     async keyByHash(hash) {
+      // `memd keys` writes from another process, which this process's cached read snapshot may
+      // not show yet: renew it, so a key made or revoked there counts at the next request.
+      env.resetReadTxn();
       const id = dbs.apiKeyHashes.get(hash) as string | undefined;
       return id === undefined ? undefined : (dbs.apiKeys.get(id) as KeyRecord | undefined);
     },
@@ -189,6 +192,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     async hasKeys() {
       return [...dbs.apiKeys.getKeys({ limit: 1 })].length > 0;
     },
+
+    durable: flushed,
 
     serialize: (namespace, entity, fn) => serialize(JSON.stringify([namespace, entity]), fn),
 

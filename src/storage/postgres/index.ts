@@ -313,6 +313,8 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       return (await db(() => sql`SELECT 1 FROM api_keys LIMIT 1`)).length > 0;
     },
 
+    durable: () => Promise.resolve(),
+
     serialize(namespace, entity, fn) {
       // One waiter per entity per process holds a connection; the row lock orders the processes.
       return local(JSON.stringify([namespace, entity]), async () => {

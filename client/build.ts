@@ -1,0 +1,23 @@
+// Builds the client package into dist/: ESM JavaScript (bun build) and type declarations (tsc).
+// `bun run client/build.ts` from anywhere; `make build` runs it.
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+
+const dir = import.meta.dir;
+rmSync(join(dir, "dist"), { recursive: true, force: true });
+const result = await Bun.build({
+  entrypoints: [join(dir, "src/index.ts"), join(dir, "src/testkit.ts")],
+  outdir: join(dir, "dist"),
+  format: "esm",
+  target: "node", // the client needs only fetch; the test kit uses Bun's globals at run time, not at import
+  splitting: true, // index.js and testkit.js share one copy of the client (one MemdError class)
+  sourcemap: "linked",
+});
+if (!result.success) {
+  for (const log of result.logs) console.error(log);
+  process.exit(1);
+}
+const tsc = join(dir, "..", "node_modules", ".bin", "tsc");
+const p = Bun.spawnSync([tsc, "-p", join(dir, "tsconfig.json")], { stdout: "inherit", stderr: "inherit" });
+if (p.exitCode !== 0) process.exit(p.exitCode ?? 1);
+console.log(`built ${join(dir, "dist")}: ${result.outputs.map((o) => o.path.split("/").pop()).join(", ")} + .d.ts`);

@@ -1,0 +1,311 @@
+// @memd/client: a typed client for memd's HTTP API. Needs only `fetch` (Bun, Node 18+, browsers).
+// Request and answer types are generated from the server's own schemas (src/types.gen.ts).
+import type {
+  ApiKey,
+  AuditEvent,
+  CreatedKey,
+  CreateKeyRequest,
+  DiffRequest,
+  DiffResponse,
+  Memory,
+  StoreRequest,
+  StoreResponse,
+} from "./types.gen.js";
+
+export type * from "./types.gen.js";
+
+/** One field-level problem of a 400 answer. */
+export interface ErrorDetail {
+  field: string;
+  message: string;
+}
+
+/** An error answer of memd (`{"error": {code, message, details?}}`), or a transport failure (status 0). */
+export class MemdError extends Error {
+  constructor(
+    /** HTTP status; 0 when no answer arrived (network error, aborted). */
+    readonly status: number,
+    /** memd's error code, e.g. `invalid_request`, `forbidden`, `not_found` (see the README's catalogue). */
+    readonly code: string,
+    message: string,
+    readonly details: ErrorDetail[] = [],
+  ) {
+    super(message);
+    this.name = "MemdError";
+  }
+}
+
+export interface ClientOptions {
+  /** Base URL of the server, e.g. http://127.0.0.1:8420 */
+  url: string;
+  /** An API key (sent as Authorization: Bearer). */
+  key: string;
+  /** A fetch to use instead of the global one. */
+  fetch?: typeof fetch;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+}
+
+/** Query of `list`: current memories of a namespace or entity. */
+export interface ListOptions {
+  namespace: string;
+  entity?: string;
+  /** 1 to 1000; default 100. */
+  limit?: number;
+}
+
+/** Query of `events`: audit events, newest first. */
+export interface EventsOptions {
+  namespace?: string;
+  entity?: string;
+  memoryId?: string;
+  /** 1 to 1000; default 100. */
+  limit?: number;
+}
+
+/** `search` (POST /v1/memory/search, issue 10): on servers that have it. */
+export interface SearchRequest {
+  namespace: string;
+  entity?: string;
+  /** 1 to 1000 characters, not blank. */
+  query: string;
+  /** 1 to 100; default 10. */
+  limit?: number;
+  /** Default `hybrid` when the server has an embedding model, else `keyword`. */
+  mode?: "keyword" | "semantic" | "hybrid";
+  category?: string;
+  /** Only memories carrying all of them. */
+  tags?: string[];
+}
+export interface SearchResponse {
+  results: (Omit<Memory, "event"> & { score: number })[];
+  mode: "keyword" | "semantic" | "hybrid";
+}
+
+/** `update` (PATCH /v1/memory/:id, issue 11): `null` removes tags or metadata. On servers that have it. */
+export interface UpdateRequest {
+  content?: string;
+  category?: string;
+  importance?: number;
+  tags?: string[] | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+/** `erase` (POST /v1/memory/erase, issue 11; admin): forgets an entity for real. On servers that have it. */
+export interface EraseRequest {
+  namespace: string;
+  entity: string;
+}
+
+/** Options of `stream()`. */
+export interface StreamOptions {
+  namespace: string;
+  entity?: string;
+  /** Start after this cursor (an event's `cursor`). */
+  after?: string;
+  /** Start after this time (ISO 8601). Without `after` or `since`, only new events. */
+  since?: string;
+  /** Stops the stream (the iterator then ends). */
+  signal?: AbortSignal;
+  /** Wait before reconnecting after a dropped connection, in ms; doubles up to 10 s while failing. Default 500. */
+  retryMs?: number;
+}
+
+/** One message of the live change stream. */
+export interface StreamEvent {
+  /** Resume from here: pass as `after`, or it is sent as Last-Event-ID on reconnection. */
+  cursor: string;
+  event: AuditEvent;
+}
+
+const query = (q: object) => {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== null) p.set(k, String(v));
+  const s = p.toString();
+  return s ? `?${s}` : "";
+};
+
+/** Creates a client. Every method throws `MemdError` on an error answer. */
+export function createClient(options: ClientOptions) {
+  const base = options.url.replace(/\/+$/, "");
+  const doFetch = options.fetch ?? fetch;
+  const auth = { ...options.headers, authorization: `Bearer ${options.key}` };
+
+  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    let res: Response;
+    try {
+      res = await doFetch(base + path, {
+        method,
+        headers: body === undefined ? auth : { ...auth, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (e) {
+      throw new MemdError(0, "network_error", `memd unreachable at ${base}: ${(e as Error).message}`);
+    }
+    return answer<T>(res);
+  }
+
+  const id = (value: string) => encodeURIComponent(value);
+
+  return {
+    /** Stores a memory: `infer: false` verbatim, otherwise (the default) extracted by the server's model. */
+    store: (req: StoreRequest) => call<StoreResponse>("POST", "/v1/memory", req),
+    /** What changed since a time, folded per memory. */
+    diff: (req: DiffRequest) => call<DiffResponse>("POST", "/v1/memory/diff", req),
+    /** Audit events, newest first. */
+    events: (q: EventsOptions) => call<AuditEvent[]>("GET", `/v1/memory/events${query(q)}`),
+    /** Current memories of a namespace or entity. */
+    list: (q: ListOptions) => call<Memory[]>("GET", `/v1/memory${query(q)}`),
+    /** One current memory; `MemdError` 404 when unknown, gone or outside the key's namespaces. */
+    get: (memoryId: string) => call<Memory>("GET", `/v1/memory/${id(memoryId)}`),
+    /** Deletes one memory (event DELETE). */
+    delete: (memoryId: string) => call<{ deleted: true }>("DELETE", `/v1/memory/${id(memoryId)}`),
+    /** Ranked search (issue 10); a server without it answers 404. */
+    search: (req: SearchRequest) => call<SearchResponse>("POST", "/v1/memory/search", req),
+    /** Corrects a memory in place (issue 11); a server without it answers 404 or 405. */
+    update: (memoryId: string, patch: UpdateRequest) => call<Memory>("PATCH", `/v1/memory/${id(memoryId)}`, patch),
+    /** Erases every memory of an entity and their content in the audit trail (issue 11). */
+    erase: (req: EraseRequest) => call<Record<string, unknown>>("POST", "/v1/memory/erase", req),
+    /** API keys (admin). */
+    keys: {
+      /** The secret is in this answer only. */
+      create: (req: CreateKeyRequest) => call<CreatedKey>("POST", "/v1/keys", req),
+      list: () => call<ApiKey[]>("GET", "/v1/keys"),
+      get: (keyId: string) => call<ApiKey>("GET", `/v1/keys/${id(keyId)}`),
+      revoke: (keyId: string) => call<{ id: string; revoked: true }>("DELETE", `/v1/keys/${id(keyId)}`),
+    },
+    /**
+     * The live change stream as an async iterator, oldest first: a replay from `after`/`since`, then
+     * every new event. A dropped connection, a server restart or an `overflow` (this consumer fell too
+     * far behind) is resumed by itself from the last cursor, so nothing is lost or repeated. Errors
+     * that a retry cannot fix (400, 401, 403) are thrown. End it with `break` or `signal`.
+     */
+    stream: (opts: StreamOptions) => streamEvents(base, doFetch, auth, opts),
+  };
+}
+
+export type MemdClient = ReturnType<typeof createClient>;
+
+async function answer<T>(res: Response): Promise<T> {
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  if (res.ok) return body as T;
+  throw errorOf(res.status, body, text);
+}
+
+function errorOf(status: number, body: unknown, text: string): MemdError {
+  const e = (body as { error?: { code?: string; message?: string; details?: ErrorDetail[] } } | undefined)?.error;
+  if (e && typeof e.code === "string")
+    return new MemdError(status, e.code, e.message ?? e.code, Array.isArray(e.details) ? e.details : []);
+  return new MemdError(status, `http_${status}`, text.slice(0, 200) || `HTTP ${status}`);
+}
+
+const permanent = (status: number) => status >= 400 && status < 500 && status !== 408 && status !== 429;
+
+async function* streamEvents(
+  base: string,
+  doFetch: typeof fetch,
+  auth: Record<string, string>,
+  opts: StreamOptions,
+): AsyncGenerator<StreamEvent, void, undefined> {
+  const firstRetry = opts.retryMs ?? 500;
+  let retry = firstRetry;
+  let cursor: string | undefined = opts.after;
+  const q = { namespace: opts.namespace, entity: opts.entity };
+  while (!opts.signal?.aborted) {
+    const abort = new AbortController();
+    const onAbort = () => abort.abort();
+    opts.signal?.addEventListener("abort", onAbort);
+    try {
+      // The URL stays the caller's; where to resume goes in Last-Event-ID, which the server prefers.
+      const url = `${base}/v1/memory/events/stream${query({ ...q, after: opts.after, since: opts.since })}`;
+      const headers: Record<string, string> = { ...auth, accept: "text/event-stream" };
+      if (cursor !== undefined) headers["last-event-id"] = cursor;
+      const res = await doFetch(url, { headers, signal: abort.signal }).catch(() => undefined);
+      if (res && !res.ok) {
+        const text = await res.text();
+        let body: unknown;
+        try {
+          body = JSON.parse(text);
+        } catch {}
+        if (permanent(res.status)) throw errorOf(res.status, body, text);
+      } else if (res?.body) {
+        for await (const m of parseSse(res.body)) {
+          // The first message (and overflow) carry a cursor without an event: remember it all the same.
+          if (m.id !== undefined) cursor = m.id;
+          if (m.event === "memory" && m.data !== undefined) {
+            retry = firstRetry;
+            yield { cursor: m.id!, event: JSON.parse(m.data) as AuditEvent };
+          } else if (m.event === "overflow" && m.data !== undefined) {
+            cursor = (JSON.parse(m.data) as { cursor: string }).cursor;
+            retry = 0; // fell behind: resume at once
+          }
+        }
+      }
+    } catch (e) {
+      if (e instanceof MemdError) throw e;
+      // A dropped connection: resume below.
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+      abort.abort();
+    }
+    if (opts.signal?.aborted) return;
+    await sleep(retry, opts.signal);
+    retry = Math.min(10_000, Math.max(firstRetry, retry * 2));
+  }
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (ms <= 0) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done);
+  });
+
+interface SseMessage {
+  id?: string;
+  event?: string;
+  data?: string;
+}
+
+/** Server-Sent Events as memd writes them (LF line ends): fields per line, a blank line ends a message; comments skipped. */
+async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
+  const reader = body.getReader();
+  const dec = new TextDecoder();
+  let buf = "";
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      buf += dec.decode(value, { stream: true });
+      let end = buf.indexOf("\n\n");
+      while (end !== -1) {
+        const m: SseMessage = {};
+        for (const line of buf.slice(0, end).split("\n")) {
+          if (line === "" || line.startsWith(":")) continue;
+          const i = line.indexOf(":");
+          const field = i === -1 ? line : line.slice(0, i);
+          const value = i === -1 ? "" : line.slice(i + 1).replace(/^ /, "");
+          if (field === "id") m.id = value;
+          else if (field === "event") m.event = value;
+          else if (field === "data") m.data = m.data === undefined ? value : `${m.data}\n${value}`;
+        }
+        buf = buf.slice(end + 2);
+        yield m;
+        end = buf.indexOf("\n\n");
+      }
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}

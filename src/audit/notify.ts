@@ -1,0 +1,51 @@
+import type { Storage } from "../storage/storage";
+
+/**
+ * Wakes live event streams when this process commits events. Write paths call `ping` once their
+ * events are committed; a stream's reader then reads the trail again (through eventsAfter, like any
+ * reader). A ping carries no event: it only says "look now", so a missed or extra ping costs a
+ * read or a poll interval, never an event. Events written by other replicas are found by polling.
+ */
+export class CommitNotifier {
+  private readonly byNamespace = new Map<string, Set<() => void>>();
+
+  /** Calls `wake` after every ping of `namespace` (or of all namespaces); returns the unsubscribe. */
+  subscribe(namespace: string, wake: () => void): () => void {
+    let set = this.byNamespace.get(namespace);
+    if (!set) {
+      set = new Set();
+      this.byNamespace.set(namespace, set);
+    }
+    set.add(wake);
+    return () => {
+      set.delete(wake);
+      if (set.size === 0 && this.byNamespace.get(namespace) === set) this.byNamespace.delete(namespace);
+    };
+  }
+
+  /** Events of `namespace` were committed; without a namespace (e.g. a sweep over many), wakes every stream. */
+  ping(namespace?: string) {
+    if (this.byNamespace.size === 0) return;
+    if (namespace === undefined) {
+      for (const set of this.byNamespace.values()) for (const wake of set) wake();
+      return;
+    }
+    const set = this.byNamespace.get(namespace);
+    if (set) for (const wake of set) wake();
+  }
+}
+
+/**
+ * The storage with every `apply` followed by a ping of the namespaces it wrote events in, so
+ * every write path, present or future, wakes the streams without remembering to.
+ */
+export function notifyingStorage(storage: Storage, notifier: CommitNotifier): Storage {
+  const apply: Storage["apply"] = async (ops, actorKeyId, now) => {
+    const done = await storage.apply(ops, actorKeyId, now);
+    const namespaces = new Set<string>();
+    for (const d of done) if (d) namespaces.add(d.event.namespace);
+    for (const ns of namespaces) notifier.ping(ns);
+    return done;
+  };
+  return Object.assign(Object.create(storage), { apply });
+}
