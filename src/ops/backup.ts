@@ -9,7 +9,9 @@ import { open } from "lmdb";
 export async function backupStore(dataDir: string, dest: string): Promise<void> {
   if (!existsSync(`${dataDir}/data.mdb`)) throw new Error(`no store in ${dataDir}`);
   if (existsSync(dest)) throw new Error(`${dest} already exists; give a new path`);
-  const env = open({ path: dataDir, maxDbs: 16 });
+  // noSubdir: lmdb-js guesses "a file, not a directory" from a dot in the name (memd-data.v2)
+  // and would then look for the wrong file and leave a stray "<dir>-lock" beside it.
+  const env = open({ path: dataDir, maxDbs: 16, noSubdir: false });
   try {
     // LMDB writes data.mdb into an existing directory.
     mkdirSync(dest, { recursive: true });
