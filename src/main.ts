@@ -1,4 +1,5 @@
 #!/usr/bin/env bun
+import "./native-addon";
 import { commit, version } from "./build-info";
 import { ConfigError, loadConfig, parseFlags, settingsHelp } from "./config/config";
 
@@ -45,7 +46,7 @@ async function load<T>(importer: () => Promise<T>): Promise<T> {
     return await importer();
   } catch (e) {
     const message = String((e as Error)?.message ?? e).split("\n")[0];
-    die(`cannot load the embedded LMDB addon (${message})`);
+    die(message);
   }
 }
 
