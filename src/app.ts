@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { auditRoutes } from "./audit/index";
 import type { Core } from "./core";
 import { errorHandler } from "./http/error-handler";
-import { jsonBody } from "./http/json-body";
+import { jsonBody, maxBodyBytes } from "./http/json-body";
 import { rateLimit } from "./http/rate-limit";
 import { requestLog } from "./http/request-log";
 import { auth, keyOf } from "./keys/auth";
@@ -29,7 +29,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     new Elysia({ normalize: false, aot: true })
       .use(requestLog(core.logger, (r) => keyOf(r)?.id))
       .use(errorHandler(core.logger))
-      .use(jsonBody({ maxBytes: 1024 * 1024 }))
+      .use(jsonBody({ maxBytes: maxBodyBytes }))
       .use(authPlugin)
       // After auth, whose onRequest identifies the key; before any body is read.
       .use(limits ? rateLimit({ ...limits, bucketOf: (r) => keyOf(r)?.id }) : new Elysia())

@@ -5,6 +5,7 @@ import { commit, version } from "./build-info";
 import type { Config } from "./config/config";
 import type { Core } from "./core";
 import { createSmartStore, describeExtractor, modelStats } from "./extraction/service";
+import { socketBodyLimit } from "./http/json-body";
 import type { KeyRecord } from "./keys/model";
 import { createKey, hasStoredKeys, rootKeyFromSecret } from "./keys/service";
 import { createLogger } from "./log";
@@ -26,9 +27,6 @@ export interface Running {
 
 /** A start that cannot go on; `message` is one line for the operator (exit 1). */
 export class StartError extends Error {}
-
-/** The largest request body, in bytes: the socket limit and the JSON parser's check agree on it. */
-export const maxBodyBytes = 1024 * 1024;
 
 /** Creates the data dir if needed and checks it is a writable directory; one-line StartError otherwise. */
 export function prepareDataDir(dataDir: string) {
@@ -104,7 +102,7 @@ export async function startServer(
     try {
       // Elysia's Bun adapter defaults to SO_REUSEPORT: a second server on the port would start and
       // share the traffic. Without it the bind fails, as it should.
-      app.listen({ hostname: config.host, port: config.port, reusePort: false, maxRequestBodySize: maxBodyBytes });
+      app.listen({ hostname: config.host, port: config.port, reusePort: false, maxRequestBodySize: socketBodyLimit });
     } catch (e) {
       throw listenError(e, config.host, config.port);
     }

@@ -324,6 +324,7 @@ describe("every error has its status, code and body shape", () => {
 
 describe("request log", () => {
   test("one line per request with method, path, status, ms; never content or keys", async () => {
+    await s.settleLogs();
     const before = s.logs.length;
     await s.api(
       "POST",
@@ -331,7 +332,7 @@ describe("request log", () => {
       { ...ok, namespace: "logged", content: "secret-content-xyz" },
       { headers: { "x-request-id": "req-123", ...json } },
     );
-    await Bun.sleep(20);
+    await s.settleLogs();
     const lines = s.logs.slice(before).map((l) => JSON.parse(l));
     const line = lines.find((l) => l.requestId === "req-123");
     expect(line).toMatchObject({ msg: "request", method: "POST", path: "/v1/memory", status: 200, keyId: "root" });

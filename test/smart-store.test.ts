@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { extractionStats } from "../src/extraction/service";
 import { type ChatRequest, type FakeModel, startFakeModel } from "./fake-model";
-import { startTestServer, type TestServer } from "./helpers";
+import { startTestServer, type TestServer, testBinary } from "./helpers";
 
 const LLM_KEY = "sk-model-secret-abc123";
 const fake: FakeModel = startFakeModel();
@@ -280,6 +280,7 @@ describe("validation: untrusted answers never touch what was not offered", () =>
         { fact: "User plays go", decision: "ADD", category: "x".repeat(65) },
       ),
     );
+    await s.settleLogs();
     const logsBefore = s.logs.length;
     const r = await smart(s, { namespace: "inj", entity: "u", content });
     expect(r.status).toBe(200);
@@ -294,6 +295,7 @@ describe("validation: untrusted answers never touch what was not offered", () =>
       "User plays go",
     ]);
     expect((await s.json("GET", `/v1/memory/events?memoryId=${victim}`)).body).toEqual(victimEvents);
+    await s.settleLogs();
     const logs = s.logs.slice(logsBefore).join("");
     expect(logs.match(/dropped model operation/g)).toHaveLength(6);
     expect(logs).not.toContain("SECRET-INJECTION");
@@ -333,6 +335,7 @@ describe("failures leave the store and the audit trail byte-identical", () => {
     expectCost(r.headers, "llm", calls);
     expect(JSON.stringify(r.body)).not.toContain(LLM_KEY);
     expect(await snapshot(ns)).toBe(before);
+    await s.settleLogs();
     expect(s.logs.join("")).not.toContain(LLM_KEY);
   });
 
@@ -341,6 +344,7 @@ describe("failures leave the store and the audit trail byte-identical", () => {
     try {
       const r = await smart(t, { namespace: "n", entity: "u", content: "I like tea" });
       expect([r.status, r.body.error.code]).toEqual([502, "llm_upstream_error"]);
+      await t.settleLogs();
       expect(JSON.stringify(r.body) + t.logs.join("")).not.toContain(LLM_KEY);
       expect(await events(t, "n")).toEqual([]);
     } finally {
@@ -459,7 +463,12 @@ describe("built-in extractor (no MEMD_LLM_BASE_URL)", () => {
 
 test("running totals are exported for the metrics, and /metrics shows them", async () => {
   const m = await s.api("GET", "/metrics");
-  expect(await m.text()).toMatch(/^memd_model_calls_total [1-9]/m);
+  const text = await m.text();
+  expect(text).toMatch(/^memd_model_calls_total [1-9]/m);
+  expect(text).toMatch(/^memd_model_call_errors_total [1-9]/m);
+  expect(text).toMatch(/^memd_model_tokens_total\{kind="prompt"\} [1-9]/m);
+  // The module's own counters live in the server's process: only visible from source.
+  if (testBinary) return;
   expect(extractionStats.llmCalls).toBeGreaterThan(0);
   expect(extractionStats.llmTokens).toBeGreaterThan(0);
   expect(extractionStats.llmErrors).toBeGreaterThan(0);

@@ -10,11 +10,21 @@ export interface JsonBodyOptions {
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
+/** The largest request body memd accepts, in bytes: the one limit (413 payload_too_large above it). */
+export const maxBodyBytes = 1024 * 1024;
+
+/**
+ * Where the socket layer (Bun's maxRequestBodySize) cuts a body off. It is derived from
+ * maxBodyBytes and sits above it only so that bodies just over the limit reach our parser and
+ * get the error body; Bun's own 413 has none.
+ */
+export const socketBodyLimit = 2 * maxBodyBytes;
+
 /**
  * Parses request bodies as strict JSON: `application/json` only (415 otherwise), at most
  * `maxBytes` (413), valid UTF-8 and valid JSON nested at most `maxDepth` deep (400).
  */
-export function jsonBody({ maxBytes = 1024 * 1024, maxDepth = 64 }: JsonBodyOptions = {}) {
+export function jsonBody({ maxBytes = maxBodyBytes, maxDepth = 64 }: JsonBodyOptions = {}) {
   return new Elysia({ name: "json-body" }).onParse(
     { as: "global" },
     async function parseJson({ request, contentType }) {
