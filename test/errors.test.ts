@@ -216,12 +216,18 @@ const scenarios: Scenario[] = [
     code: "not_found",
   },
   {
-    name: "bad memory id",
+    name: "an id that is not a UUID does not exist",
     method: "GET",
     path: "/v1/memory/not-a-uuid",
-    status: 400,
-    code: "invalid_request",
-    field: "id",
+    status: 404,
+    code: "not_found",
+  },
+  {
+    name: "DELETE of an id that is not a UUID",
+    method: "DELETE",
+    path: "/v1/memory/not-a-uuid",
+    status: 404,
+    code: "not_found",
   },
   {
     name: "events: unknown memoryId",

@@ -66,16 +66,25 @@ export async function startTestServer(
   const logs: string[] = [];
   const args = ["--port", "0", "--data-dir", dataDir, ...(options.args ?? [])];
   const env = { MEMD_API_KEY: rootSecret, MEMD_LOG_LEVEL: "info", ...options.env };
-  const { server, settle } = testBinary
+  const server = testBinary
     ? await startBinaryServer(args, env, dataDir, logs)
-    : {
-        server: await startServer(
-          loadConfig(args, env),
-          (l) => logs.push(l),
-          (line) => logs.push(line),
-        ),
-        settle: async () => {},
-      };
+    : await startServer(
+        loadConfig(args, env),
+        (l) => logs.push(l),
+        (line) => logs.push(line),
+      );
+  let settles = 0;
+  // Request lines are written after the answer is sent: a marked request, once its own line is
+  // in, tells that the lines of every request answered before it are in too.
+  const settle = async (url: string) => {
+    const id = `settle-${process.pid}-${++settles}`;
+    await (await fetch(`${url}/healthz`, { headers: { "x-request-id": id } })).text();
+    const deadline = Date.now() + 5000;
+    while (!logs.some((l) => l.includes(`"requestId":"${id}"`))) {
+      if (Date.now() > deadline) throw new Error("the server did not log a request within 5 s");
+      await Bun.sleep(5);
+    }
+  };
   const api: TestServer["api"] = (method, path, body, init = {}) => {
     const headers: Record<string, string> = { ...init.headers };
     const key = init.key === undefined ? rootSecret : init.key;
@@ -129,7 +138,6 @@ async function startBinaryServer(args: string[], env: Record<string, string>, da
       return store;
     },
   } as unknown as Core;
-  let settles = 0;
   const server: Running = {
     url: p.url,
     port,
@@ -143,16 +151,7 @@ async function startBinaryServer(args: string[], env: Record<string, string>, da
       store = undefined;
     },
   };
-  const settle = async (url: string) => {
-    const id = `settle-${process.pid}-${++settles}`;
-    await fetch(`${url}/healthz`, { headers: { "x-request-id": id } });
-    const deadline = Date.now() + 5000;
-    while (!logs.some((l) => l.includes(`"requestId":"${id}"`))) {
-      if (Date.now() > deadline) throw new Error("the server did not log a request within 5 s");
-      await Bun.sleep(5);
-    }
-  };
-  return { server, settle };
+  return server;
 }
 
 export interface ServerProcess {

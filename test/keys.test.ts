@@ -159,7 +159,7 @@ describe("secrets stay secret", () => {
     ).toBe(200);
     expect(await send("POST", "/v1/memory", { namespace: "other", entity: "u", content: "x", infer: false })).toBe(403);
     expect(await send("POST", "/v1/memory", { namespace: "own", entity: "u", content: 5, infer: false })).toBe(400);
-    expect(await send("GET", "/v1/memory/not-a-uuid")).toBe(400);
+    expect(await send("GET", "/v1/memory/not-a-uuid")).toBe(404);
     expect(await send("GET", "/v1/keys")).toBe(403);
     expect(await send("GET", "/v1/nowhere")).toBe(404);
     // The secret sent where it does not belong, or slightly wrong: never echoed.

@@ -1,7 +1,8 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
+import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { Timestamp, Uuid } from "../http/schemas";
+import { Name, Timestamp, Uuid } from "../http/schemas";
 
 /** Audit event kinds (spec part 6). Persisted as these strings, never as numbers. */
 export const EventKind = t.Union([
@@ -30,7 +31,6 @@ export interface EventRecord {
   actorKeyId: string | null;
 }
 
-const Name = t.String({ minLength: 1, maxLength: 128, pattern: "^[^\\u0000-\\u001f\\u007f]+$" });
 /** In a JSON body a limit must be a number (Elysia's t.Integer would also take "10"). */
 const BodyLimit = (max: number, def: number) => Type.Integer({ minimum: 1, maximum: max, default: def });
 
@@ -55,7 +55,7 @@ export const EventsQuery = t.Object(
     namespace: t.Optional(Name),
     entity: t.Optional(Name),
     memoryId: t.Optional(Uuid),
-    limit: t.Optional(LimitParam(1000, 100)),
+    limit: t.Optional(LimitParam(limits.pageMax, limits.eventsDefault)),
   },
   { additionalProperties: false },
 );
@@ -66,7 +66,7 @@ export const DiffRequest = t.Object(
     namespace: Name,
     entity: t.Optional(Name),
     since: t.Optional(t.String({ maxLength: 64, description: "ISO 8601; changes strictly after it" })),
-    limit: t.Optional(BodyLimit(1000, 200)),
+    limit: t.Optional(BodyLimit(limits.pageMax, limits.diffDefault)),
   },
   { additionalProperties: false },
 );

@@ -1,3 +1,4 @@
+import { isoTime } from "../http/time";
 import { END, type Store, type Writes } from "../storage/store";
 import type { AuditEvent, EventKind, EventRecord } from "./model";
 
@@ -114,7 +115,7 @@ export function toAuditEvent(e: EventRecord): AuditEvent {
     newContent: e.newContent,
     mergedFromId: e.mergedFromId,
     reason: e.reason,
-    createdAt: new Date(e.atMs).toISOString(),
+    createdAt: isoTime(e.atMs),
     actorKeyId: e.actorKeyId,
   };
 }

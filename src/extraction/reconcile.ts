@@ -3,7 +3,9 @@
 // is untrusted (the content it read may be an attack), so an operation can
 // only act on a memory through a handle that this request offered.
 import { appendEvent, eventOf } from "../audit/service";
+import { limits } from "../config/limits";
 import type { Core } from "../core";
+import { hasControl } from "../http/schemas";
 import type { Logger } from "../log";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
 import { findMemory, insertMemory, newRecord, retireMemory, rewriteMemory, toMemory } from "../memory/service";
@@ -20,14 +22,13 @@ export type Change =
   | { kind: "KEEP_EXISTING"; fact: string; target: MemoryRecord; reason: string }
   | { kind: "DELETE"; fact: string; target: MemoryRecord; reason: string };
 
-const controlChars = /\p{Cc}/u;
-const MAX_REASON = 256;
+const MAX_REASON = limits.reasonChars;
 /** A smart-store memory's category when the extractor gives none (or one of a bad shape); the answer schema's default too. */
 export const FACT_CATEGORY = "fact";
 
 function cleanCategory(c: string | undefined): string | undefined {
   const s = c?.trim();
-  return s && s.length <= 64 && !controlChars.test(s) ? s : undefined;
+  return s && s.length <= limits.categoryChars && !hasControl(s) ? s : undefined;
 }
 
 function cleanImportance(n: number | undefined): number | undefined {

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { limits } from "../config/limits";
 import { ApiError } from "./errors";
 
 export interface JsonBodyOptions {
@@ -11,7 +12,7 @@ export interface JsonBodyOptions {
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** The largest request body memd accepts, in bytes: the one limit (413 payload_too_large above it). */
-export const maxBodyBytes = 1024 * 1024;
+export const maxBodyBytes = limits.bodyBytes;
 
 /**
  * Where the socket layer (Bun's maxRequestBodySize) cuts a body off. It is derived from
@@ -24,7 +25,7 @@ export const socketBodyLimit = 2 * maxBodyBytes;
  * Parses request bodies as strict JSON: `application/json` only (415 otherwise), at most
  * `maxBytes` (413), valid UTF-8 and valid JSON nested at most `maxDepth` deep (400).
  */
-export function jsonBody({ maxBytes = maxBodyBytes, maxDepth = 64 }: JsonBodyOptions = {}) {
+export function jsonBody({ maxBytes = maxBodyBytes, maxDepth = limits.jsonDepth }: JsonBodyOptions = {}) {
   return new Elysia({ name: "json-body" }).onParse(
     { as: "global" },
     async function parseJson({ request, contentType }) {

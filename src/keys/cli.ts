@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { ConfigError, loadConfig } from "../config/config";
 import { ApiError } from "../http/errors";
+import { isoTime } from "../http/time";
 import { openStore, type Store } from "../storage/store";
 import { type Permission, permissions } from "./model";
 import { createKey, listKeys, revokeKey } from "./service";
@@ -95,7 +96,7 @@ async function create(args: string[], io: Output) {
       namespaces,
       expiresAt,
     });
-    const expiry = expiresAt === null ? "never expires" : `expires ${new Date(expiresAt).toISOString()}`;
+    const expiry = expiresAt === null ? "never expires" : `expires ${isoTime(expiresAt)}`;
     io.out(
       `Created key ${key.id} "${key.name}": ${key.permission} on ${key.namespaces.join(", ")}; ${expiry}. (data dir ${dir})\n` +
         `The secret is shown only this once; memd keeps only its hash:\n\n  ${secret}\n\n` +
@@ -111,7 +112,7 @@ async function list(args: string[], io: Output) {
   if (positional.length > 0) throw new UsageError(`unexpected argument "${positional[0]}"`);
   const { store } = openDataDir(one("--data-dir"), true);
   try {
-    const when = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());
+    const when = (ms: number | null) => (ms === null ? "-" : isoTime(ms));
     const rows = listKeys(store).map((k) => [
       k.id,
       k.name,

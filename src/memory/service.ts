@@ -1,6 +1,7 @@
 import { appendEvent, eventOf } from "../audit/service";
 import type { Core } from "../core";
 import { ApiError, invalidField } from "../http/errors";
+import { isoTime } from "../http/time";
 import { END, type Writes, writeDurably } from "../storage/store";
 import {
   defaultCategory,
@@ -12,7 +13,7 @@ import {
   type StoreResponse,
 } from "./model";
 
-const iso = (ms: number) => new Date(ms).toISOString();
+const iso = isoTime;
 
 /** The public shape of a memory: fields that were never given are absent, not null. */
 export function toMemory(r: MemoryRecord, event?: Memory["event"]): Memory {
