@@ -2,7 +2,9 @@ import { Elysia } from "elysia";
 import { auditRoutes } from "./audit/index";
 import type { Core } from "./core";
 import { errorHandler } from "./http/error-handler";
-import { jsonBody, maxBodyBytes } from "./http/json-body";
+import { jsonBody, maxBodyBytes, refuseBodies } from "./http/json-body";
+import { methodGuard, type RouteInfo } from "./http/methods";
+import { strictQuery } from "./http/query";
 import { rateLimit } from "./http/rate-limit";
 import { requestLog } from "./http/request-log";
 import { auth, keyOf } from "./keys/auth";
@@ -25,21 +27,25 @@ export function buildApp(core: Core, options: AppOptions = {}) {
   const isPublic = core.config.metricsPublic;
   const limits = core.config.rateLimit;
   const authPlugin = auth({ store: core.store, root: options.root, protectedPaths: isPublic ? [] : ["/metrics"] });
-  return (
-    new Elysia({ normalize: false, aot: true })
-      .use(requestLog(core.logger, (r) => keyOf(r)?.id))
-      .use(errorHandler(core.logger))
-      .use(jsonBody({ maxBytes: maxBodyBytes }))
-      .use(authPlugin)
-      // After auth, whose onRequest identifies the key; before any body is read.
-      .use(limits ? rateLimit({ ...limits, bucketOf: (r) => keyOf(r)?.id }) : new Elysia())
-      .use(healthRoutes(core))
-      .use(metricsRoutes({ core, authPlugin, public: isPublic, modelStats: options.modelStats }))
-      .use(openapiRoutes())
-      .use(memoryRoutes(core, authPlugin, options.smartStore))
-      .use(auditRoutes(core, authPlugin))
-      .use(keyRoutes(core, authPlugin))
-  );
+  let routes: () => RouteInfo[] = () => [];
+  const app = new Elysia({ normalize: false, aot: true })
+    .use(requestLog(core.logger, (r) => keyOf(r)?.id))
+    .use(errorHandler(core.logger))
+    .use(jsonBody({ maxBytes: maxBodyBytes, freeForm: ["metadata"] }))
+    .use(authPlugin)
+    // After auth, whose onRequest identifies the key (401 first); before any body is read.
+    .use(limits ? rateLimit({ ...limits, bucketOf: (r) => keyOf(r)?.id }) : new Elysia())
+    .use(methodGuard(() => routes()))
+    .use(strictQuery())
+    .use(refuseBodies())
+    .use(healthRoutes(core))
+    .use(metricsRoutes({ core, authPlugin, public: isPublic, modelStats: options.modelStats }))
+    .use(openapiRoutes())
+    .use(memoryRoutes(core, authPlugin, options.smartStore))
+    .use(auditRoutes(core, authPlugin))
+    .use(keyRoutes(core, authPlugin));
+  routes = () => app.routes;
+  return app;
 }
 
 export type App = ReturnType<typeof buildApp>;
