@@ -474,3 +474,28 @@ test("running totals are exported for the metrics, and /metrics shows them", asy
   expect(extractionStats.llmErrors).toBeGreaterThan(0);
   expect(extractionStats.builtinStores).toBeGreaterThan(0);
 });
+
+test("a memory decided once in a request is decided: an exact-duplicate SKIP is not followed by a model REPLACE or DELETE", async () => {
+  for (const decision of ["REPLACE", "DELETE", "MERGE"]) {
+    const ns = `decided-${decision}`;
+    const tea = await raw(s, ns, "u", "User likes tea");
+    fake.reply((r) => {
+      const handle = handleOf(r, "User likes tea");
+      return answer({
+        fact: "User likes tea with milk",
+        decision,
+        target: handle,
+        mergedContent: "User likes tea with milk",
+      });
+    });
+    const r = await smart(s, { namespace: ns, entity: "u", content: "User likes tea. User likes tea with milk." });
+    expect(r.status).toBe(200);
+    expect(fake.calls).toBeGreaterThan(0);
+    expect(handleOf(fake.requests.at(-1)!, "User likes tea")).toBeDefined(); // the model was offered it
+    expect(r.body.skipped).toBe(1);
+    expect(r.body.memories).toEqual([]);
+    expect((await list(s, ns, "u")).map((m) => [m.id, m.content])).toEqual([[tea, "User likes tea"]]);
+    expect((await events(s, ns)).map((e: { event: string }) => e.event)).toEqual(["SKIP_DUPLICATE", "ADD"]);
+    fake.reset();
+  }
+});

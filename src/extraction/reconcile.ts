@@ -56,6 +56,8 @@ export function validateOperations(
   current: readonly MemoryRecord[],
   logger: Logger,
   maxFactBytes: number,
+  /** Memories this request already decided (exact duplicates settled before the model): not changed again. */
+  decided: ReadonlySet<string> = new Set(),
 ): Change[] {
   const byNorm = new Map(current.map((m) => [normalizeFact(m.content), m]));
   const added = new Set<string>();
@@ -82,6 +84,8 @@ export function validateOperations(
     if (retired.has(target.id)) return "target already retired by this answer";
     const changes = op.decision === "MERGE" || op.decision === "REPLACE" || op.decision === "DELETE";
     if (changes && changed.has(target.id)) return "second change to one memory";
+    // A memory decided once in a request is decided: a SKIP_DUPLICATE on it stays the answer.
+    if (changes && decided.has(target.id)) return "memory already decided in this request";
     switch (op.decision) {
       case "SKIP_DUPLICATE":
         return { kind: "SKIP_DUPLICATE", fact, target };

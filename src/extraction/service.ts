@@ -209,7 +209,14 @@ async function storeWithModel(
     extractionStats.llmPromptTokens += cost.promptTokens;
   }
 
-  const checked = validateOperations(operations, handles, current, core.logger, core.config.maxContentBytes);
+  const checked = validateOperations(
+    operations,
+    handles,
+    current,
+    core.logger,
+    core.config.maxContentBytes,
+    new Set(changes.map((c) => (c.kind === "ADD" ? "" : c.target.id))),
+  );
   extractionStats.droppedOperations += operations.length - checked.length;
   return applyChanges(core, req, actorKeyId, [...changes, ...checked]);
 }

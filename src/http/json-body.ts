@@ -99,7 +99,9 @@ const dangerousKeys = new Set(["__proto__", "constructor", "prototype"]);
 export function refuseDangerousKeys(value: unknown, freeForm: readonly string[] = [], path = "", free = false) {
   if (value === null || typeof value !== "object") return;
   if (Array.isArray(value)) {
-    value.forEach((v, i) => refuseDangerousKeys(v, freeForm, `${path}[${i}]`, free));
+    value.forEach((v, i) => {
+      refuseDangerousKeys(v, freeForm, `${path}[${i}]`, free);
+    });
     return;
   }
   for (const key of Object.keys(value)) {
