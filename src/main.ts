@@ -2,6 +2,9 @@
 import "./native-addon";
 import { commit, version } from "./build-info";
 import { ConfigError, loadConfig, parseFlags, settingsHelp } from "./config/config";
+import { runKeysCommand } from "./keys/cli";
+import { backupStore } from "./ops/backup";
+import { StartError, startServer } from "./server";
 
 const usage = `memd ${version}: a memory service for AI agents
 
@@ -36,20 +39,6 @@ function configFrom(args: string[]) {
   }
 }
 
-/**
- * The modules that load LMDB's native addon are imported only by the commands that need it, so
- * `memd --version` and `--help` work anywhere, and a failing addon load is one line, not a
- * screen of bundled source.
- */
-async function load<T>(importer: () => Promise<T>): Promise<T> {
-  try {
-    return await importer();
-  } catch (e) {
-    const message = String((e as Error)?.message ?? e).split("\n")[0];
-    die(message);
-  }
-}
-
 async function serve(args: string[]) {
   if (args.includes("--help") || args.includes("-h")) {
     process.stdout.write(
@@ -58,7 +47,6 @@ async function serve(args: string[]) {
     return;
   }
   const config = configFrom(args);
-  const { startServer, StartError } = await load(() => import("./server"));
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer(config);
@@ -92,7 +80,6 @@ async function backup(args: string[]) {
   if (!dest) fail("backup needs a destination directory: memd backup <dest> [--data-dir <dir>]");
   if (extra.length > 0) fail(`unexpected argument "${extra[0]}"`);
   const config = configFrom(flags.flat());
-  const { backupStore } = await load(() => import("./ops/backup"));
   try {
     await backupStore(config.dataDir, dest);
   } catch (e) {
@@ -112,11 +99,9 @@ switch (command) {
   case "backup":
     await backup(rest);
     break;
-  case "keys": {
-    const { runKeysCommand } = await load(() => import("./keys/cli"));
+  case "keys":
     process.exitCode = await runKeysCommand(rest);
     break;
-  }
   case "version":
   case "--version":
     process.stdout.write(`memd ${version} (${commit})\n`);

@@ -6,7 +6,8 @@ import { basename, join } from "node:path";
  * The compiled binary embeds LMDB's native addon, and Bun unpacks it into $TMPDIR before
  * loading it (see scripts/build.ts). Where $TMPDIR is missing, unwritable or mounted noexec,
  * that load fails: then we unpack the embedded file ourselves into another directory that
- * works, and if none does, say in one line which directory to fix. From source, the addon loads
+ * works, and if none does, say in one line which directory to fix and exit 1. Import this
+ * module first in main.ts: it must be evaluated before lmdb is. From source, the addon loads
  * from node_modules and this is never called.
  */
 function loadAddon<T>(load: () => T): T {
@@ -33,10 +34,12 @@ function loadAddon<T>(load: () => T): T {
         } catch {}
       }
     }
-    throw new Error(
-      `cannot unpack LMDB's native addon into ${first} (missing, not writable or mounted noexec): ` +
-        `set TMPDIR to a writable directory that allows executables (${firstLine})`,
+    // This runs while the modules load, before main: one line and out, not a screen of source.
+    process.stderr.write(
+      `memd: cannot unpack LMDB's native addon into ${first} (missing, not writable or mounted noexec): ` +
+        `set TMPDIR to a writable directory that allows executables (${firstLine})\n`,
     );
+    process.exit(1);
   }
 }
 

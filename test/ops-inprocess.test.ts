@@ -15,3 +15,10 @@ test("/readyz answers 503 with an error body once the store is closed", async ()
     await p.server.stop().catch(() => {});
   }
 });
+
+test("bin/memd runs memd from the source checkout without Bun on PATH", () => {
+  const root = `${import.meta.dir}/..`;
+  const p = Bun.spawnSync([`${root}/bin/memd`, "--version"], { cwd: "/", env: { PATH: "/usr/bin:/bin" } });
+  expect(p.exitCode).toBe(0);
+  expect(p.stdout.toString()).toMatch(/^memd \d+\.\d+\.\d+ /);
+});
