@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 import "./native-addon";
 import { commit, version } from "./build-info";
-import { ConfigError, loadConfig, parseFlags, settingsHelp } from "./config/config";
+import { type Config, ConfigError, checkServeConfig, loadConfig, parseFlags, settingsHelp } from "./config/config";
 import { runKeysCommand } from "./keys/cli";
 import { backupStore } from "./ops/backup";
 import { StartError, startServer } from "./server";
@@ -30,9 +30,9 @@ function die(message: string): never {
 }
 
 /** The config from flags and environment, or exit 2 with the reason. */
-function configFrom(args: string[]) {
+function configFrom(args: string[], check: (c: Config) => Config = (c) => c) {
   try {
-    return loadConfig(args);
+    return check(loadConfig(args));
   } catch (e) {
     if (e instanceof ConfigError) fail(e.message);
     throw e;
@@ -46,7 +46,7 @@ async function serve(args: string[]) {
     );
     return;
   }
-  const config = configFrom(args);
+  const config = configFrom(args, checkServeConfig);
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer(config);

@@ -209,7 +209,11 @@ export function loadConfig(args: string[], env: Record<string, string | undefine
     const s = settings.find((x) => x.flag === flag)!;
     values[s.key] = parseSetting(s, raw, flag);
   }
-  const config = values as unknown as Config;
+  return values as unknown as Config;
+}
+
+/** Checks what concerns settings together, for `serve` (keys and backup read only the data dir). */
+export function checkServeConfig(config: Config): Config {
   if (config.llmModel && !config.llmBaseUrl)
     throw new ConfigError("--llm-model (MEMD_LLM_MODEL) needs --llm-base-url (MEMD_LLM_BASE_URL) as well");
   return config;

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { ConfigError, loadConfig } from "../config/config";
+import { ConfigError, loadConfig, parseFlags } from "../config/config";
 import { ApiError } from "../http/errors";
 import { isoTime } from "../http/time";
 import { openStore, type Store } from "../storage/store";
@@ -37,21 +37,17 @@ export function parseDuration(raw: string): number {
   return Number(m[1]) * units[m[2]];
 }
 
-/** Splits `--flag value` / `--flag=value` pairs and positionals, allowing only `allowed` flags. */
+/** `--flag value` / `--flag=value` pairs (node:util parseArgs) and positionals, allowing only `allowed` flags. */
 function parseArgs(args: string[], allowed: string[]) {
-  const flags = new Map<string, string[]>();
   const positional: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    if (!args[i].startsWith("--")) {
-      positional.push(args[i]);
-      continue;
-    }
-    const [flag, inline] = args[i].split(/=(.*)/s, 2);
-    if (!allowed.includes(flag)) throw new UsageError(`unknown flag ${flag}`);
-    const value = inline ?? args[++i];
-    if (value === undefined) throw new UsageError(`${flag} needs a value`);
-    flags.set(flag, [...(flags.get(flag) ?? []), value]);
+  let pairs: [string, string][];
+  try {
+    pairs = parseFlags(args, allowed, positional);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
   }
+  const flags = new Map<string, string[]>();
+  for (const [flag, value] of pairs) flags.set(flag, [...(flags.get(flag) ?? []), value]);
   const one = (flag: string) => {
     const v = flags.get(flag);
     if (v && v.length > 1) throw new UsageError(`${flag} given more than once`);

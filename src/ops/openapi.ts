@@ -84,7 +84,7 @@ export const openapiRoutes = () => {
     .get(
       scriptPath,
       () =>
-        new Response(scalarScript as unknown as string, {
+        new Response(scalarScript, {
           headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=86400" },
         }),
       { detail: { hide: true } },
