@@ -22,3 +22,17 @@ test("bin/memd runs memd from the source checkout without Bun on PATH", () => {
   expect(p.exitCode).toBe(0);
   expect(p.stdout.toString()).toMatch(/^memd \d+\.\d+\.\d+ /);
 });
+
+test("every relative link in the README resolves inside the repository", () => {
+  const root = `${import.meta.dir}/..`;
+  const text = require("node:fs").readFileSync(`${root}/README.md`, "utf8") as string;
+  const links = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]).filter((l) => !/^[a-z]+:/i.test(l));
+  expect(links.length).toBeGreaterThan(0);
+  const { existsSync } = require("node:fs");
+  const { resolve, relative } = require("node:path");
+  for (const link of links) {
+    const path = resolve(root, link.split("#")[0]);
+    expect(relative(resolve(root), path).startsWith("..")).toBe(false);
+    expect(existsSync(path)).toBe(true);
+  }
+});

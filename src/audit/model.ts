@@ -4,16 +4,16 @@ import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
 import { Name, Timestamp, Uuid } from "../http/schemas";
 
-/** Audit event kinds (spec part 6). Persisted as these strings, never as numbers. */
-export const EventKind = t.Union([
-  t.Literal("ADD"),
-  t.Literal("MERGE"),
-  t.Literal("REPLACE"),
-  t.Literal("DELETE"),
-  t.Literal("SKIP_DUPLICATE"),
-  t.Literal("KEEP_EXISTING"),
-]);
-export type EventKind = typeof EventKind.static;
+/**
+ * Audit event kinds, the one list: persisted as these strings, never as numbers. The model's
+ * decisions (extraction/model.ts) are the same six words, and a stored memory's `event` is one
+ * of `storedKinds`.
+ */
+export const eventKinds = ["ADD", "SKIP_DUPLICATE", "MERGE", "REPLACE", "KEEP_EXISTING", "DELETE"] as const;
+export type EventKind = (typeof eventKinds)[number];
+export const EventKind = t.Union(eventKinds.map((k) => t.Literal(k)));
+/** The kinds a store answer can report for a memory it wrote. */
+export const storedKinds = ["ADD", "MERGE", "REPLACE"] as const satisfies readonly EventKind[];
 
 /** What is stored per event. `category` is kept for diff items; `atMs` is unique per namespace. */
 export interface EventRecord {

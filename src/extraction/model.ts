@@ -3,8 +3,10 @@
 // because small local models drop keys and struggle with nested unions; the
 // reconcile step checks what the decision needs (a target for MERGE, ...).
 import { Type } from "@sinclair/typebox";
+import { eventKinds } from "../audit/model";
 
-export const Decisions = ["ADD", "SKIP_DUPLICATE", "MERGE", "REPLACE", "KEEP_EXISTING", "DELETE"] as const;
+/** The model decides with the audit event kinds themselves: one list (audit/model.ts). */
+export const Decisions = eventKinds;
 
 export const Decision = Type.Union(
   Decisions.map((d) => Type.Literal(d)),

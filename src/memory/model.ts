@@ -1,4 +1,5 @@
 import { t } from "elysia";
+import { storedKinds } from "../audit/model";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
 import { Name, NoControlText, Timestamp, Uuid } from "../http/schemas";
@@ -32,7 +33,7 @@ export const StoreRequest = t.Object(
 );
 export type StoreRequest = typeof StoreRequest.static;
 
-export const StoredEvent = t.Union([t.Literal("ADD"), t.Literal("MERGE"), t.Literal("REPLACE")]);
+export const StoredEvent = t.Union(storedKinds.map((k) => t.Literal(k)));
 
 export const Memory = t.Object({
   id: Uuid,
