@@ -38,6 +38,7 @@ export function prepareDataDir(dataDir: string) {
     if (code === "EEXIST" || code === "ENOTDIR") throw fail("is a file, not a directory");
     if (code === "EACCES" || code === "EPERM") throw fail("cannot be created: permission denied");
     if (code === "EROFS") throw fail("cannot be created: read-only file system");
+    if (code === "ENOENT") throw fail("cannot be created: its parent cannot be made");
     throw fail(`cannot be created: ${(e as Error).message}`);
   }
   if (!statSync(dataDir).isDirectory()) throw fail("is a file, not a directory");

@@ -117,6 +117,14 @@ test.each([
   expect(r.out).toBe("");
 });
 
+test("a data dir that cannot be created (under read-only /sys): one line naming the path and the cause, exit 1", async () => {
+  const path = `/sys/memd-test-${process.pid}`;
+  const r = await memd(["serve", "--port", "0", "--data-dir", path]);
+  expect(r.code).toBe(1);
+  expect(r.err).toMatch(new RegExp(`^memd: data dir ${path}: cannot be created: [a-z -]+\n$`));
+  expect(r.out).toBe("");
+});
+
 test("--llm-model without --llm-base-url exits 2 with a message", async () => {
   const r = await memd(["serve", "--port", "0", "--data-dir", fresh(), "--llm-model", "qwen"]);
   expect(r.code).toBe(2);
