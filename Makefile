@@ -18,7 +18,7 @@ node_modules/.installed: package.json bun.lock | $(BUN)
 run: deps ## start the server on ./memd-data (prints a root key on first start)
 	$(BUN) run src/main.ts serve $(ARGS)
 
-test: deps pg-deps ## the whole suite, on LMDB and on a throwaway PostgreSQL
+test: deps pg-deps build ## the whole suite: on LMDB, again on a throwaway PostgreSQL, and against dist/memd
 	BUN=$(BUN) scripts/with-postgres scripts/test $(TESTS)
 
 pg-deps: ## PostgreSQL's server binaries (Debian's postgresql package), for the tests

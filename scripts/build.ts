@@ -10,7 +10,7 @@
 // loader, per importing package, with a module holding a *static* require of the right prebuilt
 // .node file; Bun embeds statically required .node files and dlopens them (via a content-hashed
 // copy in $TMPDIR) at run time.
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import type { BunPlugin } from "bun";
@@ -49,9 +49,31 @@ const embedNativeAddons: BunPlugin = {
     });
     build.onLoad({ filter: /.*/, namespace: "native-addon" }, ({ path }) => ({
       // CJS so both `import x from` (lmdb) and `require()` (msgpackr-extract) get the function.
-      contents: `module.exports = () => require(${JSON.stringify(embedded.get(path))});`,
+      contents: `module.exports = () => globalThis.__memdLoadAddon(() => require(${JSON.stringify(embedded.get(path))}));`,
       loader: "js",
     }));
+  },
+};
+
+// ordered-binary (lmdb's key codec) compiles its string reader with `new Function`, pasting in
+// `finishUtf8.toString()`. The bundler renames the module-level `position` it refers to (to
+// `position4`, say), so the pasted text names a variable that does not exist there and every
+// non-ASCII key read throws "position4 is not defined". We paste the function's original source
+// text instead, which is what running from node_modules does. The build fails if the library
+// changes shape, rather than shipping a binary that breaks on "café".
+const keepOrderedBinarySource: BunPlugin = {
+  name: "ordered-binary-function-source",
+  setup(build) {
+    build.onLoad({ filter: /[\\/]ordered-binary[\\/]index\.js$/ }, ({ path }) => {
+      const code = readFileSync(path, "utf8");
+      const start = code.indexOf("function finishUtf8(");
+      const end = code.indexOf("\n}\n", start);
+      const use = "finishUtf8.toString()";
+      if (start < 0 || end < 0 || code.split(use).length !== 2)
+        throw new Error(`ordered-binary changed shape (${path}); revisit keepOrderedBinarySource in scripts/build.ts`);
+      const source = code.slice(start, end + 2);
+      return { contents: code.replace(use, JSON.stringify(source)), loader: "js" };
+    });
   },
 };
 
@@ -77,7 +99,7 @@ const result = await Bun.build({
   bytecode: true, // precompiled JSC bytecode: ~10 ms faster start for a couple of MB
   format: "esm", // bytecode defaults to cjs, which rejects top-level await
   sourcemap: "linked", // embedded (zstd) in the binary; the sidecar .map is removed below
-  plugins: [embedNativeAddons],
+  plugins: [embedNativeAddons, keepOrderedBinarySource],
   define: {
     MEMD_VERSION: JSON.stringify(pkg.version),
     MEMD_COMMIT: JSON.stringify(commit),

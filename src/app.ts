@@ -4,7 +4,9 @@ import { streamRoutes } from "./audit/stream";
 import { StreamHub } from "./audit/stream-service";
 import type { Core } from "./core";
 import { errorHandler } from "./http/error-handler";
-import { jsonBody } from "./http/json-body";
+import { jsonBody, maxBodyBytes, refuseBodies } from "./http/json-body";
+import { methodGuard, type RouteInfo } from "./http/methods";
+import { strictQuery } from "./http/query";
 import { rateLimit } from "./http/rate-limit";
 import { requestLog } from "./http/request-log";
 import { auth, keyOf } from "./keys/auth";
@@ -36,13 +38,17 @@ export function buildApp(core: Core, options: AppOptions = {}) {
   });
   // POST /mcp runs its tools through the app's own REST routes; the app exists by the time it is called.
   let self: { handle(request: Request): Promise<Response> } | undefined;
+  let routes: () => RouteInfo[] = () => [];
   const app = new Elysia({ normalize: false, aot: true })
     .use(requestLog(core.logger, (r) => keyOf(r)?.id))
     .use(errorHandler(core.logger))
-    .use(jsonBody({ maxBytes: 1024 * 1024 }))
+    .use(jsonBody({ maxBytes: maxBodyBytes, freeForm: ["metadata"] }))
     .use(authPlugin)
-    // After auth, whose onRequest identifies the key; before any body is read.
+    // After auth, whose onRequest identifies the key (401 first); before any body is read.
     .use(limits ? rateLimit({ ...limits, bucketOf: (r) => keyOf(r)?.id }) : new Elysia())
+    .use(methodGuard(() => routes()))
+    .use(strictQuery())
+    .use(refuseBodies())
     .use(healthRoutes(core))
     .use(metricsRoutes({ core, authPlugin, public: isPublic, modelStats: options.modelStats }))
     .use(openapiRoutes())
@@ -52,6 +58,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(keyRoutes(core, authPlugin))
     .use(mcpRoutes(authPlugin, (request) => self!.handle(request)));
   self = app;
+  routes = () => app.routes;
   return app;
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bun
+import "./native-addon";
 import { commit, version } from "./build-info";
-import { ConfigError, loadConfig, settingsHelp } from "./config/config";
+import { type Config, ConfigError, checkServeConfig, loadConfig, parseFlags, settingsHelp } from "./config/config";
 import { runKeysCommand } from "./keys/cli";
 import { backupStore } from "./ops/backup";
-import { startServer } from "./server";
+import { StartError, startServer } from "./server";
 
 const usage = `memd ${version}: a memory service for AI agents
 
@@ -24,10 +25,16 @@ function fail(message: string): never {
   process.exit(2);
 }
 
+/** One line on stderr and exit 1: a start or a command that could not run. */
+function die(message: string): never {
+  process.stderr.write(`memd: ${message}\n`);
+  process.exit(1);
+}
+
 /** The config from flags and environment, or exit 2 with the reason. */
-function configFrom(args: string[]) {
+function configFrom(args: string[], check: (c: Config) => Config = (c) => c) {
   try {
-    return loadConfig(args);
+    return check(loadConfig(args));
   } catch (e) {
     if (e instanceof ConfigError) fail(e.message);
     throw e;
@@ -41,34 +48,44 @@ async function serve(args: string[]) {
     );
     return;
   }
-  const config = configFrom(args);
+  const config = configFrom(args, checkServeConfig);
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer(config);
   } catch (e) {
-    process.stderr.write(
-      `memd: could not start on ${config.host}:${config.port} with data dir ${config.dataDir}: ${(e as Error).message}\n`,
-    );
-    process.exit(1);
+    if (e instanceof StartError) die(e.message);
+    die(`could not start: ${String((e as Error)?.message ?? e).split("\n")[0]}`);
   }
-  const shutdown = async () => {
+  let signals = 0;
+  const onSignal = async (signal: string) => {
+    // A second signal exits at once: LMDB commits are atomic, so the store stays whole.
+    if (++signals > 1) {
+      process.stderr.write(`memd: ${signal} again, exiting now\n`);
+      process.exit(1);
+    }
     await server.stop();
     process.exit(0);
   };
-  process.once("SIGTERM", shutdown);
-  process.once("SIGINT", shutdown);
+  process.on("SIGTERM", () => void onSignal("SIGTERM"));
+  process.on("SIGINT", () => void onSignal("SIGINT"));
 }
 
 async function backup(args: string[]) {
-  const [dest, ...flags] = args;
-  if (!dest || dest.startsWith("-"))
-    fail("backup needs a destination directory: memd backup <dest> [--data-dir <dir>]");
-  const config = configFrom(flags);
+  const positionals: string[] = [];
+  let flags: [string, string][];
+  try {
+    flags = parseFlags(args, ["--data-dir"], positionals);
+  } catch (e) {
+    fail((e as Error).message);
+  }
+  const [dest, ...extra] = positionals;
+  if (!dest) fail("backup needs a destination directory: memd backup <dest> [--data-dir <dir>]");
+  if (extra.length > 0) fail(`unexpected argument "${extra[0]}"`);
+  const config = configFrom(flags.flat());
   try {
     await backupStore(config.dataDir, dest);
   } catch (e) {
-    process.stderr.write(`memd: backup failed: ${(e as Error).message}\n`);
-    process.exit(1);
+    die(`backup failed: ${(e as Error).message}`);
   }
   process.stdout.write(`memd: copied ${config.dataDir} to ${dest}\n`);
 }

@@ -1,15 +1,19 @@
+import { accessSync, constants, mkdirSync, statSync } from "node:fs";
 import { buildApp } from "./app";
 import { CommitNotifier, notifyingStorage } from "./audit/notify";
 import { StreamHub } from "./audit/stream-service";
 import { commit, version } from "./build-info";
 import type { Config } from "./config/config";
 import type { Core } from "./core";
-import { createSmartStore, modelStats } from "./extraction/service";
+import { createSmartStore, describeExtractor, modelStats } from "./extraction/service";
+import { socketBodyLimit } from "./http/json-body";
 import type { KeyRecord } from "./keys/model";
 import { createKey, hasStoredKeys, rootKeyFromSecret } from "./keys/service";
 import { createLogger } from "./log";
 import { startTtlSweeper } from "./memory/ttl";
 import { openStorage } from "./storage/index";
+import { type DataDirLock, lockDataDir } from "./storage/lock";
+import type { Storage } from "./storage/storage";
 
 /** Where the data lives, for logs: the data dir, or the database host (never the password). */
 export function storageName(config: Config): { dataDir: string } | { database: string } {
@@ -24,12 +28,61 @@ export interface Running {
   core: Core;
   /** Open live event streams; `stop()` ends them. */
   streams: StreamHub;
-  stop(): Promise<void>;
+  /**
+   * Stops accepting at once, lets requests in flight finish for at most `graceMs` (default:
+   * config.shutdownGraceMs), then aborts model calls (their requests answer 503 shutting_down),
+   * ends live streams, closes every connection, flushes and closes the storage and releases the data dir.
+   */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** A start that cannot go on; `message` is one line for the operator (exit 1). */
+export class StartError extends Error {}
+
+/** Creates the data dir if needed and checks it is a writable directory; one-line StartError otherwise. */
+export function prepareDataDir(dataDir: string) {
+  const fail = (cause: string) => new StartError(`data dir ${dataDir}: ${cause}`);
+  try {
+    mkdirSync(dataDir, { recursive: true });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "EEXIST" || code === "ENOTDIR") throw fail("is a file, not a directory");
+    if (code === "EACCES" || code === "EPERM") throw fail("cannot be created: permission denied");
+    if (code === "EROFS") throw fail("cannot be created: read-only file system");
+    if (code === "ENOENT") throw fail("cannot be created: its parent cannot be made");
+    throw fail(`cannot be created: ${(e as Error).message}`);
+  }
+  if (!statSync(dataDir).isDirectory()) throw fail("is a file, not a directory");
+  try {
+    accessSync(dataDir, constants.W_OK | constants.X_OK);
+  } catch {
+    throw fail("is not writable: permission denied");
+  }
+}
+
+function listenError(e: unknown, host: string, port: number): StartError {
+  const code = (e as NodeJS.ErrnoException)?.code;
+  if (code === "EADDRINUSE") return new StartError(`port ${port} on ${host} is already in use`);
+  if (code === "EACCES" || code === "EPERM") return new StartError(`port ${port} on ${host}: permission denied`);
+  if (code === "EADDRNOTAVAIL") return new StartError(`cannot listen on ${host}: no such local address`);
+  return new StartError(`cannot listen on port ${port} on ${host}: ${(e as Error)?.message ?? e}`);
+}
+
+/** Fails early, before the data dir is touched, when a fixed port is already taken. */
+function probePort(host: string, port: number) {
+  if (port === 0) return;
+  try {
+    Bun.listen({ hostname: host, port, socket: { data() {} } }).stop(true);
+  } catch (e) {
+    throw listenError(e, host, port);
+  }
 }
 
 /**
- * Opens the store, makes sure a root key exists, and starts listening. On first start with no
- * MEMD_API_KEY and no stored key, a root key is created and printed once on stderr.
+ * Starts memd, in this order: check the port is free, create and lock the data dir, open the
+ * store, bind the port, and only then create (and print once on stderr) a root key when there
+ * is no MEMD_API_KEY and no stored key. A start that fails throws StartError having printed and
+ * created no key, and releases whatever it took.
  */
 export async function startServer(
   config: Config,
@@ -37,40 +90,105 @@ export async function startServer(
   writeLog?: (line: string) => void,
 ): Promise<Running> {
   const logger = createLogger(config.logLevel, writeLog);
-  const storage = await openStorage(config);
-  const notifier = new CommitNotifier();
-  const core: Core = { storage: notifyingStorage(storage, notifier), notifier, config, logger };
+  probePort(config.host, config.port);
+  // The data dir lock is LMDB's: on PostgreSQL, any number of replicas share the database.
+  const lmdb = !config.databaseUrl;
+  if (lmdb) prepareDataDir(config.dataDir);
+  let lock: DataDirLock | undefined;
+  let storage: Storage | undefined;
+  let stopSweeper: (() => Promise<void>) | undefined;
+  try {
+    if (lmdb)
+      try {
+        lock = await lockDataDir(config.dataDir, (msg) => logger.warn(msg, { dataDir: config.dataDir }));
+      } catch (e) {
+        throw new StartError((e as Error).message);
+      }
+    try {
+      storage = await openStorage(config);
+    } catch (e) {
+      const where = lmdb ? `data dir ${config.dataDir}: cannot open the store` : "database";
+      throw new StartError(`${where}: ${(e as Error).message}`);
+    }
+    const notifier = new CommitNotifier();
+    const core: Core = { storage: notifyingStorage(storage, notifier), notifier, config, logger };
+    const root: KeyRecord | undefined = config.apiKey ? rootKeyFromSecret(config.apiKey) : undefined;
+    // Aborted when the grace period ends: model calls in flight stop and answer 503 shutting_down.
+    const shutdown = new AbortController();
+    const streams = new StreamHub();
+    const app = buildApp(core, { root, smartStore: createSmartStore(core, shutdown.signal), modelStats, streams });
+    try {
+      // Elysia's Bun adapter defaults to SO_REUSEPORT: a second server on the port would start and
+      // share the traffic. Without it the bind fails, as it should.
+      app.listen({ hostname: config.host, port: config.port, reusePort: false, maxRequestBodySize: socketBodyLimit });
+    } catch (e) {
+      throw listenError(e, config.host, config.port);
+    }
+    const server = app.server!;
+    const port = server.port!;
+    const url = `http://${config.host}:${port}`;
 
-  let root: KeyRecord | undefined;
-  if (config.apiKey) root = rootKeyFromSecret(config.apiKey);
-  else if (!(await hasStoredKeys(storage))) {
-    const { key, secret } = await createKey(storage, { name: "root", permission: "admin", namespaces: ["*"] });
-    printSecret(
-      `\nmemd: created a root key (${key.id}); it is shown only this once:\n\n  ${secret}\n\n` +
-        `Use it as: curl -H "Authorization: Bearer ${secret}" http://${config.host}:${config.port}/v1/...\n\n`,
-    );
+    if (!root && !(await hasStoredKeys(storage))) {
+      const { key, secret } = await createKey(storage, { name: "root", permission: "admin", namespaces: ["*"] });
+      printSecret(
+        `\nmemd: created a root key (${key.id}); it is shown only this once:\n\n  ${secret}\n\n` +
+          `Use it as: curl -H "Authorization: Bearer ${secret}" ${url}/v1/...\n\n`,
+      );
+    }
+    stopSweeper = startTtlSweeper(core);
+    logger.info("memd started", {
+      version,
+      commit,
+      ...storageName(config),
+      address: url,
+      extractor: describeExtractor(config),
+    });
+
+    const openStorageNow = storage;
+    const heldLock = lock;
+    const sweeper = stopSweeper;
+    let stopping: Promise<void> | undefined;
+    const stop = (graceMs = config.shutdownGraceMs) =>
+      (stopping ??= (async () => {
+        const started = performance.now();
+        // Stop accepting at once; resolves when every connection is done. Live streams never
+        // finish by themselves: end them.
+        const drained = server.stop(false).then(() => true);
+        streams.closeAll();
+        if (!(await within(drained, graceMs))) {
+          shutdown.abort();
+          // The aborted smart stores answer 503 shutting_down; give them a moment to be sent.
+          await within(drained, Math.min(500, Math.max(50, graceMs / 10)));
+          await server.stop(true);
+        }
+        await sweeper();
+        await openStorageNow.close();
+        heldLock?.release();
+        logger.info("memd stopped", {
+          version,
+          ...storageName(config),
+          ms: Math.round(performance.now() - started),
+        });
+        logger.flush();
+      })());
+    return { url, port, core, streams, stop };
+  } catch (e) {
+    await stopSweeper?.();
+    await storage?.close().catch(() => {});
+    lock?.release();
+    throw e;
   }
+}
 
-  const streams = new StreamHub();
-  const app = buildApp(core, { root, smartStore: createSmartStore(core), modelStats, streams });
-  const stopSweeper = startTtlSweeper(core);
-  app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 2 * 1024 * 1024 });
-  const port = app.server!.port!;
-  const url = `http://${config.host}:${port}`;
-  logger.info("memd started", { version, commit, ...storageName(config), address: url });
-
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      // Stop accepting, end live event streams (they would never finish by themselves), let
-      // requests in flight finish, then close the storage.
-      const stopping = app.server?.stop(false);
-      streams.closeAll();
-      await stopping;
-      await stopSweeper();
-      await storage.close();
-      logger.info("memd stopped", { version, ...storageName(config) });
-      logger.flush();
-    })());
-  return { url, port, core, streams, stop };
+/** Whether `p` settles within `ms`. */
+async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([p.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

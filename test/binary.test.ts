@@ -112,3 +112,29 @@ test("alone in an empty directory: store, diff, events, restart, everything is t
     await s.proc.exited;
   }
 }, 60_000);
+
+test("a missing or unwritable TMPDIR: the embedded addon loads from elsewhere; --version always works", () => {
+  const env = { PATH: "/usr/bin:/bin", TMPDIR: join(tmp.dir, "no-such-dir") };
+  const version = Bun.spawnSync([bin, "--version"], { cwd: runDir, env });
+  expect([version.exitCode, version.stderr.toString()]).toEqual([0, ""]);
+  const keys = Bun.spawnSync([bin, "keys", "list", "--data-dir", join(tmp.dir, "tmpdir-check")], { cwd: runDir, env });
+  expect(keys.stderr.toString()).not.toContain("bunfs");
+  expect(keys.stderr.toString().split("\n").filter(Boolean).length).toBeLessThanOrEqual(2);
+  const create = Bun.spawnSync(
+    [
+      bin,
+      "keys",
+      "create",
+      "--name",
+      "t",
+      "--permission",
+      "read",
+      "--namespace",
+      "*",
+      "--data-dir",
+      join(tmp.dir, "tmpdir-check"),
+    ],
+    { cwd: runDir, env },
+  );
+  expect([create.exitCode, create.stderr.toString()]).toEqual([0, ""]);
+});

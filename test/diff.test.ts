@@ -121,3 +121,35 @@ describe("POST /v1/memory/diff", () => {
     expect(new Set(perEntity).size).toBe(5000);
   }, 60_000);
 });
+
+// The compiled binary once answered 500 here (a bundling defect in the key reader): this runs
+// against dist/memd too, in make test.
+test.each([
+  ["Latin with an accent", "café"],
+  ["CJK", "東京の友達"],
+  ["combining characters", "cafe\u0301 noe\u0308l"],
+  ["Cyrillic and Greek", "Москва Ελλάδα"],
+])("names outside ASCII (%s): store, list, events and diff answer 200 with the name intact", async (_, name) => {
+  const ns = `intl-${name}`;
+  const stored = await s.json("POST", "/v1/memory", {
+    namespace: ns,
+    entity: name,
+    content: `about ${name}`,
+    infer: false,
+  });
+  expect(stored.status).toBe(200);
+  const id = stored.body.memories[0].id;
+  const q = `namespace=${encodeURIComponent(ns)}&entity=${encodeURIComponent(name)}`;
+  const list = await s.json("GET", `/v1/memory?${q}`);
+  expect([list.status, list.body.map((m: { id: string }) => m.id)]).toEqual([200, [id]]);
+  const nsList = await s.json("GET", `/v1/memory?namespace=${encodeURIComponent(ns)}`);
+  expect(nsList.body.map((m: { entity: string }) => m.entity)).toEqual([name]);
+  const events = await s.json("GET", `/v1/memory/events?${q}`);
+  expect([events.status, events.body.map((e: { entity: string }) => e.entity)]).toEqual([200, [name]]);
+  const byNs = await s.json("GET", `/v1/memory/events?namespace=${encodeURIComponent(ns)}`);
+  expect(byNs.body.map((e: { namespace: string }) => e.namespace)).toEqual([ns]);
+  const diff = await s.json("POST", "/v1/memory/diff", { namespace: ns, entity: name });
+  expect([diff.status, diff.body.created.map((c: { id: string }) => c.id)]).toEqual([200, [id]]);
+  const whole = await s.json("POST", "/v1/memory/diff", { namespace: ns });
+  expect(whole.body.created.map((c: { id: string }) => c.id)).toEqual([id]);
+});

@@ -216,12 +216,18 @@ const scenarios: Scenario[] = [
     code: "not_found",
   },
   {
-    name: "bad memory id",
+    name: "an id that is not a UUID does not exist",
     method: "GET",
     path: "/v1/memory/not-a-uuid",
-    status: 400,
-    code: "invalid_request",
-    field: "id",
+    status: 404,
+    code: "not_found",
+  },
+  {
+    name: "DELETE of an id that is not a UUID",
+    method: "DELETE",
+    path: "/v1/memory/not-a-uuid",
+    status: 404,
+    code: "not_found",
   },
   {
     name: "events: unknown memoryId",
@@ -324,6 +330,7 @@ describe("every error has its status, code and body shape", () => {
 
 describe("request log", () => {
   test("one line per request with method, path, status, ms; never content or keys", async () => {
+    await s.settleLogs();
     const before = s.logs.length;
     await s.api(
       "POST",
@@ -331,7 +338,7 @@ describe("request log", () => {
       { ...ok, namespace: "logged", content: "secret-content-xyz" },
       { headers: { "x-request-id": "req-123", ...json } },
     );
-    await Bun.sleep(20);
+    await s.settleLogs();
     const lines = s.logs.slice(before).map((l) => JSON.parse(l));
     const line = lines.find((l) => l.requestId === "req-123");
     expect(line).toMatchObject({ msg: "request", method: "POST", path: "/v1/memory", status: 200, keyId: "root" });

@@ -96,3 +96,31 @@ describe("selectCandidates", () => {
     expect(selectCandidates("I like tea", many, 0)).toEqual([]);
   });
 });
+
+describe("splitFacts on chat text", () => {
+  test.each([
+    ["lowercase sentences", "i like cats. i hate dogs.", ["i like cats.", "i hate dogs."]],
+    ["lowercase after ! and ?", "wow! is it? yes it is.", ["wow! is it?", "yes it is."]],
+    [
+      "an abbreviation before a lowercase name",
+      "dr. smith is my doctor. i see him often.",
+      ["dr. smith is my doctor.", "i see him often."],
+    ],
+    ["Dr. Smith", "I saw Dr. Smith today. he was kind.", ["I saw Dr. Smith today.", "he was kind."]],
+    ["a decimal", "the trail is 3.5 km long. we walk it often.", ["the trail is 3.5 km long.", "we walk it often."]],
+    [
+      "e.g.",
+      "i like hot drinks, e.g. tea and cocoa. nothing cold.",
+      ["i like hot drinks, e.g. tea and cocoa.", "nothing cold."],
+    ],
+    ["an initial", "my friend j. doe lives here. he is nice.", ["my friend j. doe lives here.", "he is nice."]],
+  ])("%s", (_name, content, facts) => {
+    expect(splitFacts(content)).toEqual(facts);
+  });
+
+  test("a lowercase duplicate inside chat text is caught", () => {
+    const r = extractBuiltin("i like cats. i hate dogs.", [{ id: "a", content: "I like cats" }]);
+    expect(r.facts).toEqual(["i hate dogs."]);
+    expect(r.skipped).toEqual([{ fact: "i like cats.", duplicateOf: { id: "a", content: "I like cats" } }]);
+  });
+});

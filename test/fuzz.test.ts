@@ -379,6 +379,7 @@ test(`${count} bad requests (seed ${seed}): all 4xx with the error shape, server
   expect((await s.json("GET", "/healthz", undefined, { key: null })).status).toBe(200);
   expect(await exportApi()).toBe(beforeApi);
   expect(await exportStore()).toBe(beforeStore);
+  await s.settleLogs();
   expect(s.logs.filter((l) => l.includes('"level":"error"'))).toEqual([]);
   // And it still works.
   expect((await s.json("GET", "/v1/memory?namespace=fz")).body).toHaveLength(5);

@@ -2,12 +2,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { parseDuration } from "../src/keys/cli";
-import { spawnServer, startTestServer, type TestServer, tempDir } from "./helpers";
+import { memdCommand, spawnServer, startTestServer, type TestServer, tempDir } from "./helpers";
 
 const root = join(import.meta.dir, "..");
 
 async function memd(args: string[], env: Record<string, string> = {}) {
-  const proc = Bun.spawn([process.execPath, "run", "src/main.ts", ...args], {
+  const proc = Bun.spawn(memdCommand(...args), {
     cwd: root,
     env: { ...process.env, MEMD_DATA_DIR: "", MEMD_DATABASE_URL: s?.databaseUrl ?? "", ...env },
     stdout: "pipe",

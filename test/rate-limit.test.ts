@@ -83,7 +83,7 @@ describe("over HTTP, per key", () => {
     expect((await s.json("GET", "/healthz", undefined, { key: null })).status).toBe(200);
     await Bun.sleep(1000 * Number(over.headers.get("retry-after")));
     expect((await s.json("GET", "/v1/memory?namespace=a")).status).toBe(200);
-    await Bun.sleep(20);
+    await s.settleLogs();
     expect(s.logs.some((l) => l.includes('"status":429'))).toBe(true);
   });
 });

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { extractionStats } from "../src/extraction/service";
 import { type ChatRequest, type FakeModel, startFakeModel } from "./fake-model";
-import { startTestServer, type TestServer } from "./helpers";
+import { startTestServer, type TestServer, testBinary } from "./helpers";
 
 const LLM_KEY = "sk-model-secret-abc123";
 const fake: FakeModel = startFakeModel();
@@ -280,6 +280,7 @@ describe("validation: untrusted answers never touch what was not offered", () =>
         { fact: "User plays go", decision: "ADD", category: "x".repeat(65) },
       ),
     );
+    await s.settleLogs();
     const logsBefore = s.logs.length;
     const r = await smart(s, { namespace: "inj", entity: "u", content });
     expect(r.status).toBe(200);
@@ -294,6 +295,7 @@ describe("validation: untrusted answers never touch what was not offered", () =>
       "User plays go",
     ]);
     expect((await s.json("GET", `/v1/memory/events?memoryId=${victim}`)).body).toEqual(victimEvents);
+    await s.settleLogs();
     const logs = s.logs.slice(logsBefore).join("");
     expect(logs.match(/dropped model operation/g)).toHaveLength(6);
     expect(logs).not.toContain("SECRET-INJECTION");
@@ -333,6 +335,7 @@ describe("failures leave the store and the audit trail byte-identical", () => {
     expectCost(r.headers, "llm", calls);
     expect(JSON.stringify(r.body)).not.toContain(LLM_KEY);
     expect(await snapshot(ns)).toBe(before);
+    await s.settleLogs();
     expect(s.logs.join("")).not.toContain(LLM_KEY);
   });
 
@@ -341,6 +344,7 @@ describe("failures leave the store and the audit trail byte-identical", () => {
     try {
       const r = await smart(t, { namespace: "n", entity: "u", content: "I like tea" });
       expect([r.status, r.body.error.code]).toEqual([502, "llm_upstream_error"]);
+      await t.settleLogs();
       expect(JSON.stringify(r.body) + t.logs.join("")).not.toContain(LLM_KEY);
       expect(await events(t, "n")).toEqual([]);
     } finally {
@@ -459,9 +463,39 @@ describe("built-in extractor (no MEMD_LLM_BASE_URL)", () => {
 
 test("running totals are exported for the metrics, and /metrics shows them", async () => {
   const m = await s.api("GET", "/metrics");
-  expect(await m.text()).toMatch(/^memd_model_calls_total [1-9]/m);
+  const text = await m.text();
+  expect(text).toMatch(/^memd_model_calls_total [1-9]/m);
+  expect(text).toMatch(/^memd_model_call_errors_total [1-9]/m);
+  expect(text).toMatch(/^memd_model_tokens_total\{kind="prompt"\} [1-9]/m);
+  // The module's own counters live in the server's process: only visible from source.
+  if (testBinary) return;
   expect(extractionStats.llmCalls).toBeGreaterThan(0);
   expect(extractionStats.llmTokens).toBeGreaterThan(0);
   expect(extractionStats.llmErrors).toBeGreaterThan(0);
   expect(extractionStats.builtinStores).toBeGreaterThan(0);
+});
+
+test("a memory decided once in a request is decided: an exact-duplicate SKIP is not followed by a model REPLACE or DELETE", async () => {
+  for (const decision of ["REPLACE", "DELETE", "MERGE"]) {
+    const ns = `decided-${decision}`;
+    const tea = await raw(s, ns, "u", "User likes tea");
+    fake.reply((r) => {
+      const handle = handleOf(r, "User likes tea");
+      return answer({
+        fact: "User likes tea with milk",
+        decision,
+        target: handle,
+        mergedContent: "User likes tea with milk",
+      });
+    });
+    const r = await smart(s, { namespace: ns, entity: "u", content: "User likes tea. User likes tea with milk." });
+    expect(r.status).toBe(200);
+    expect(fake.calls).toBeGreaterThan(0);
+    expect(handleOf(fake.requests.at(-1)!, "User likes tea")).toBeDefined(); // the model was offered it
+    expect(r.body.skipped).toBe(1);
+    expect(r.body.memories).toEqual([]);
+    expect((await list(s, ns, "u")).map((m) => [m.id, m.content])).toEqual([[tea, "User likes tea"]]);
+    expect((await events(s, ns)).map((e: { event: string }) => e.event)).toEqual(["SKIP_DUPLICATE", "ADD"]);
+    fake.reset();
+  }
 });

@@ -143,6 +143,7 @@ export interface CreateKeyRequest {
   name: string;
   permission: Permission;
   namespaces: string[];
+  /** ISO 8601, in the future */
   expiresAt?: string;
 }
 

@@ -1,3 +1,4 @@
+import { isoTime } from "../http/time";
 import type { DiffResponse, EventRecord } from "./model";
 
 type Created = DiffResponse["created"][number];
@@ -5,7 +6,7 @@ type Updated = DiffResponse["updated"][number];
 type Deleted = DiffResponse["deleted"][number];
 type Replaced = DiffResponse["replaced"][number];
 
-const iso = (ms: number) => new Date(ms).toISOString();
+const iso = isoTime;
 
 /**
  * Folds events (oldest first) into the net change per memory between the first and last event:

@@ -1,26 +1,20 @@
 import { Elysia, t } from "elysia";
+import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { ApiError, invalidField } from "../http/errors";
 import { queryLimit } from "../http/query";
 import { jsonAnswer } from "../http/schemas";
+import { isoTime, parseIsoTime } from "../http/time";
 import type { auth } from "../keys/auth";
 import { covers, requireNamespace } from "../keys/service";
 import { summarizeDiff } from "./diff";
 import { AuditEvent, DiffRequest, DiffResponse, EventsQuery } from "./model";
 import { toAuditEvent } from "./service";
 
-const isoShape = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?$/i;
-
-/** Parses an ISO 8601 date or date-time (no zone means UTC) to milliseconds, or throws 400. */
+/** Parses `since` (strict ISO 8601, see http/time.ts) to milliseconds, or throws 400. */
 export function parseSince(since: string): number {
-  if (!isoShape.test(since))
-    throw invalidField("since", "must be an ISO 8601 timestamp, e.g. 2026-01-31T12:00:00.000Z");
-  let s = since.replace(",", ".").replace(" ", "T");
-  if (/T/i.test(s) && !/(Z|[+-]\d{2}(:?\d{2})?)$/i.test(s)) s += "Z";
-  // Keep milliseconds only: Date.parse would reject or round longer fractions.
-  s = s.replace(/(\.\d{3})\d+/, "$1");
-  const ms = Date.parse(s);
-  if (Number.isNaN(ms)) throw invalidField("since", "is not a valid date");
+  const ms = parseIsoTime(since);
+  if (ms === undefined) throw invalidField("since", "must be an ISO 8601 timestamp, e.g. 2026-01-31T12:00:00.000Z");
   return ms;
 }
 
@@ -33,7 +27,7 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
       async ({ body, apiKey }) => {
         requireNamespace(apiKey, body.namespace);
         const afterMs = body.since === undefined ? -1 : parseSince(body.since);
-        const limit = body.limit ?? 200;
+        const limit = body.limit ?? limits.diffDefault;
         const scope = { namespace: body.namespace, entity: body.entity };
         // One extra event tells whether there is more after this page.
         const events = await core.storage.eventsAfter(scope, afterMs, limit + 1);
@@ -44,7 +38,7 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
           ...summarizeDiff(events),
           since: body.since ?? null,
           hasMore,
-          nextSince: last ? new Date(last.atMs).toISOString() : (body.since ?? null),
+          nextSince: last ? isoTime(last.atMs) : (body.since ?? null),
         };
       },
       {
@@ -60,7 +54,7 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
     .get(
       "/v1/memory/events",
       async ({ query, apiKey }) => {
-        const limit = queryLimit(query.limit, 1000, 100);
+        const limit = queryLimit(query.limit, limits.pageMax, limits.eventsDefault);
         if (query.namespace !== undefined) requireNamespace(apiKey, query.namespace);
         if (query.memoryId !== undefined) {
           const m = await core.storage.getMemory(query.memoryId);

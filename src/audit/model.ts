@@ -1,15 +1,17 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
+import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { Timestamp, Uuid } from "../http/schemas";
+import { Name, Timestamp, Uuid } from "../http/schemas";
 import { eventKinds, type EventKind as StoredKind } from "../storage/records";
 
-/** Audit event kinds (spec part 6, plus UPDATE). Persisted as these strings, never as numbers. */
+/** Audit event kinds (spec part 6, plus UPDATE): the list lives in storage/records.ts. */
 export const EventKind = t.Union(eventKinds.map((k) => t.Literal(k)));
 export type EventKind = StoredKind;
 export type { EventRecord } from "../storage/records";
+/** The kinds a store answer can report for a memory it wrote. */
+export const storedKinds = ["ADD", "MERGE", "REPLACE"] as const satisfies readonly EventKind[];
 
-const Name = t.String({ minLength: 1, maxLength: 128, pattern: "^[^\\u0000-\\u001f\\u007f]+$" });
 /** In a JSON body a limit must be a number (Elysia's t.Integer would also take "10"). */
 const BodyLimit = (max: number, def: number) => Type.Integer({ minimum: 1, maximum: max, default: def });
 
@@ -34,7 +36,7 @@ export const EventsQuery = t.Object(
     namespace: t.Optional(Name),
     entity: t.Optional(Name),
     memoryId: t.Optional(Uuid),
-    limit: t.Optional(LimitParam(1000, 100)),
+    limit: t.Optional(LimitParam(limits.pageMax, limits.eventsDefault)),
   },
   { additionalProperties: false },
 );
@@ -45,7 +47,7 @@ export const DiffRequest = t.Object(
     namespace: Name,
     entity: t.Optional(Name),
     since: t.Optional(t.String({ maxLength: 64, description: "ISO 8601; changes strictly after it" })),
-    limit: t.Optional(BodyLimit(1000, 200)),
+    limit: t.Optional(BodyLimit(limits.pageMax, limits.diffDefault)),
   },
   { additionalProperties: false },
 );

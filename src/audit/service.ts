@@ -1,3 +1,4 @@
+import { isoTime } from "../http/time";
 import type { AuditEvent, EventRecord } from "./model";
 
 /** The public shape of an event (spec 2.6): every field present, null where empty. */
@@ -12,7 +13,7 @@ export function toAuditEvent(e: EventRecord): AuditEvent {
     newContent: e.newContent,
     mergedFromId: e.mergedFromId,
     reason: e.reason,
-    createdAt: new Date(e.atMs).toISOString(),
+    createdAt: isoTime(e.atMs),
     actorKeyId: e.actorKeyId,
   };
 }

@@ -1,9 +1,13 @@
+import { parseArgs } from "node:util";
+
 /**
  * Settings come from flags, then environment variables, then defaults; flags win.
  * One table drives parsing, validation and `memd serve --help`, so they cannot drift apart.
  */
 
-export type StructuredMode = "json_schema" | "json_object" | "prompt";
+/** How the model is asked for the answer's shape; the one list of modes (see extraction/llm.ts). */
+export const structuredModes = ["json_schema", "json_object", "prompt"] as const;
+export type StructuredMode = (typeof structuredModes)[number];
 export type LogLevel = "debug" | "info" | "warn" | "error";
 /** Per-key token bucket: `rps` tokens a second, at most `burst` saved up. */
 export interface RateLimit {
@@ -32,6 +36,7 @@ export interface Config {
   maxModelCallsPerKey: number;
   metricsPublic: boolean;
   streamKeepaliveMs: number;
+  shutdownGraceMs: number;
 }
 
 interface Setting {
@@ -191,7 +196,7 @@ export const settings: Setting[] = [
     flag: "--llm-structured",
     env: "MEMD_LLM_STRUCTURED",
     default: "json_schema",
-    parse: oneOf("json_schema", "json_object", "prompt"),
+    parse: oneOf(...structuredModes),
     help: "how the answer schema reaches the model: json_schema, json_object or prompt",
   },
   {
@@ -216,7 +221,15 @@ export const settings: Setting[] = [
     env: "MEMD_METRICS_PUBLIC",
     default: false,
     parse: bool,
-    help: "serve /metrics without a key (default: needs an admin key)",
+    help: "serve /metrics without a key (default: needs an admin key scoped to *)",
+  },
+  {
+    key: "shutdownGraceMs",
+    flag: "--shutdown-grace-ms",
+    env: "MEMD_SHUTDOWN_GRACE_MS",
+    default: 10000,
+    parse: int(0, 3600000),
+    help: "on SIGTERM/SIGINT, how long requests in flight may finish before they are cut off",
   },
   {
     key: "streamKeepaliveMs",
@@ -237,15 +250,48 @@ export function loadConfig(args: string[], env: Record<string, string | undefine
     const raw = env[s.env];
     values[s.key] = raw === undefined || raw === "" ? s.default : parseSetting(s, raw, s.env);
   }
-  for (let i = 0; i < args.length; i++) {
-    const [flag, inline] = args[i].split(/=(.*)/s, 2);
-    const s = settings.find((x) => x.flag === flag);
-    if (!s) throw new ConfigError(`unknown flag ${flag}`);
-    const raw = inline ?? args[++i];
-    if (raw === undefined) throw new ConfigError(`${flag} needs a value`);
+  for (const [flag, raw] of parseFlags(
+    args,
+    settings.map((s) => s.flag),
+  )) {
+    const s = settings.find((x) => x.flag === flag)!;
     values[s.key] = parseSetting(s, raw, flag);
   }
   return values as unknown as Config;
+}
+
+/** Checks what concerns settings together, for `serve` (keys and backup read only the data dir). */
+export function checkServeConfig(config: Config): Config {
+  if (config.llmModel && !config.llmBaseUrl)
+    throw new ConfigError("--llm-model (MEMD_LLM_MODEL) needs --llm-base-url (MEMD_LLM_BASE_URL) as well");
+  return config;
+}
+
+/**
+ * `--flag value` and `--flag=value` pairs through node:util parseArgs, for the given string
+ * flags; the last of a repeated flag wins. Positionals are refused unless `positionals` is set,
+ * which collects them. Errors are ConfigErrors in our words ("unknown flag --x").
+ */
+export function parseFlags(args: string[], flags: string[], positionals?: string[]): [string, string][] {
+  const options = Object.fromEntries(flags.map((f) => [f.slice(2), { type: "string" as const, multiple: true }]));
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args, options, strict: true, allowPositionals: positionals !== undefined, tokens: true });
+  } catch (e) {
+    const m = /'(-[^' ]+)/.exec((e as Error).message);
+    const code = (e as { code?: string }).code;
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new ConfigError(`unknown flag ${m?.[1] ?? ""}`.trim());
+    if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL")
+      throw new ConfigError(`unexpected argument "${/'([^']*)'/.exec((e as Error).message)?.[1] ?? ""}"`);
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") throw new ConfigError(`${m?.[1] ?? "a flag"} needs a value`);
+    throw new ConfigError((e as Error).message);
+  }
+  const out: [string, string][] = [];
+  for (const t of parsed.tokens ?? []) {
+    if (t.kind === "option" && t.value !== undefined) out.push([`--${t.name}`, t.value]);
+    else if (t.kind === "positional") positionals?.push(t.value);
+  }
+  return out;
 }
 
 function parseSetting(s: Setting, raw: string, source: string) {

@@ -32,7 +32,18 @@ const segmenter = new Intl.Segmenter("en", { granularity: "sentence" });
 export function splitFacts(content: string): string[] {
   const facts: string[] = [];
   let pending = "";
+  // The segmenter ends a sentence after "Dr." before a capital: join such a piece to the next.
+  const joined: string[] = [];
+  let carry = "";
   for (const { segment } of segmenter.segment(content)) {
+    const text = carry + segment;
+    carry = "";
+    if (endsInAbbreviation(text)) carry = text;
+    else joined.push(text);
+  }
+  if (carry) joined.push(carry);
+  const segments = joined.flatMap(splitLowercase);
+  for (const segment of segments) {
     const text = (pending + segment.trim().replace(/^(?:[-*•]|\d+[.)])\s+/u, "")).trim();
     pending = "";
     if (!/\p{L}/u.test(text)) continue;
@@ -41,6 +52,40 @@ export function splitFacts(content: string): string[] {
   }
   if (pending) facts.push(pending.trim());
   return facts;
+}
+
+// Words that end in a period without ending the sentence ("Dr. smith", "e.g. tea").
+const ABBREVIATIONS = new Set(
+  "dr mr mrs ms prof st jr sr vs etc e.g i.e no nr approx dept inc ltd co mt ft fig cf al ca".split(" "),
+);
+
+const isAbbreviation = (word: string) =>
+  ABBREVIATIONS.has(word.toLowerCase().replace(/^\p{P}+/u, "")) || /^\p{L}$/u.test(word);
+
+/** Whether `text` ends in an abbreviation's period ("I saw Dr. "), which ends no sentence. */
+function endsInAbbreviation(text: string): boolean {
+  const m = /(\S+)\.\s*$/.exec(text);
+  return m !== null && isAbbreviation(m[1]);
+}
+
+/**
+ * Splits a segment further where a sentence ends before a lowercase letter ("i like cats. i hate
+ * dogs."), which the segmenter leaves whole because it expects a capital. A period after an
+ * abbreviation or a single letter (an initial) is not an end; "3.5 km" has no space after its
+ * period and is never split.
+ */
+function splitLowercase(segment: string): string[] {
+  const out: string[] = [];
+  let start = 0;
+  for (const m of segment.matchAll(/[.!?]+\s+(?=\p{Ll})/gu)) {
+    const word = /(\S+)$/.exec(segment.slice(start, m.index))?.[1] ?? "";
+    if (m[0][0] === "." && isAbbreviation(word)) continue;
+    const end = m.index + m[0].trimEnd().length;
+    out.push(segment.slice(start, end));
+    start = m.index + m[0].length;
+  }
+  out.push(segment.slice(start));
+  return out;
 }
 
 function wordSet(text: string): Set<string> {

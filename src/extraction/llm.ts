@@ -1,10 +1,11 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { Value } from "@sinclair/typebox/value";
 import { generateText, type Output } from "ai";
+import type { StructuredMode } from "../config/config";
 import { type Candidate, ModelAnswer, type Operation } from "./model";
 import { buildPrompt } from "./prompt";
 
-export type StructuredMode = "json_schema" | "json_object" | "prompt";
+export type { StructuredMode };
 
 export type LlmSettings = {
   baseUrl: string;
@@ -16,9 +17,14 @@ export type LlmSettings = {
   structured?: StructuredMode;
 };
 
-export type LlmErrorCode = "llm_upstream_error" | "llm_timeout" | "llm_bad_output";
+export type LlmErrorCode = "llm_upstream_error" | "llm_timeout" | "llm_bad_output" | "shutting_down";
 
-const STATUS: Record<LlmErrorCode, number> = { llm_upstream_error: 502, llm_timeout: 504, llm_bad_output: 502 };
+const STATUS: Record<LlmErrorCode, number> = {
+  llm_upstream_error: 502,
+  llm_timeout: 504,
+  llm_bad_output: 502,
+  shutting_down: 503,
+};
 
 /**
  * A failed extraction. Messages never hold the API key or the upstream body.
@@ -33,6 +39,8 @@ export class LlmError extends Error {
     readonly calls = 0,
     readonly tokens = 0,
     readonly promptTokens = 0,
+    /** For the log only: what went wrong on the way to the model (host and cause, never a key). */
+    readonly detail?: string,
   ) {
     super(message);
     this.name = "LlmError";
@@ -52,6 +60,8 @@ export async function extractOperations(
   settings: LlmSettings,
   content: string,
   memories: readonly Candidate[],
+  /** Aborted at shutdown: the call stops and throws LlmError("shutting_down"). */
+  stop?: AbortSignal,
 ): Promise<Extraction> {
   const mode = settings.structured ?? "json_schema";
   const provider = createOpenAICompatible({
@@ -66,7 +76,9 @@ export async function extractOperations(
   let promptTokens = 0;
   let note = "";
   for (let attempt = 0; attempt < 2; attempt++) {
-    const signal = AbortSignal.timeout(settings.timeoutMs ?? 30_000);
+    if (stop?.aborted) throw new LlmError("shutting_down", "the server is shutting down", calls, tokens, promptTokens);
+    const timeout = AbortSignal.timeout(settings.timeoutMs ?? 30_000);
+    const signal = stop ? AbortSignal.any([timeout, stop]) : timeout;
     calls++;
     let text: string;
     try {
@@ -85,9 +97,18 @@ export async function extractOperations(
       promptTokens += result.totalUsage.inputTokens ?? 0;
       tokens += (result.totalUsage.inputTokens ?? 0) + (result.totalUsage.outputTokens ?? 0);
     } catch (error) {
-      if (signal.aborted)
+      if (stop?.aborted)
+        throw new LlmError("shutting_down", "the server is shutting down", calls, tokens, promptTokens);
+      if (timeout.aborted)
         throw new LlmError("llm_timeout", "the model did not answer in time", calls, tokens, promptTokens);
-      throw new LlmError("llm_upstream_error", upstreamMessage(error), calls, tokens, promptTokens);
+      throw new LlmError(
+        "llm_upstream_error",
+        upstreamMessage(error),
+        calls,
+        tokens,
+        promptTokens,
+        upstreamCause(error, settings.baseUrl),
+      );
     }
     const parsed = parseAnswer(text);
     if (parsed.ok) return { operations: parsed.answer.operations, calls, tokens, promptTokens };
@@ -120,6 +141,34 @@ function upstreamMessage(error: unknown): string {
   return typeof status === "number" && status !== 200
     ? `the model server answered HTTP ${status}`
     : "the model server could not be reached or answered in an unknown format";
+}
+
+/**
+ * Why a model call failed, naming the endpoint's host: "connection refused", "DNS lookup failed",
+ * "TLS handshake failed", "HTTP 503". Never the key, never the upstream body.
+ */
+export function upstreamCause(error: unknown, baseUrl: string): string {
+  let host = baseUrl;
+  try {
+    host = new URL(baseUrl).host;
+  } catch {}
+  const status = (error as { statusCode?: unknown })?.statusCode;
+  if (typeof status === "number") return `${host}: HTTP ${status}`;
+  // The SDK wraps the fetch failure; walk the cause chain for a system error code.
+  const seen: string[] = [];
+  for (let e: unknown = error, i = 0; e && i < 6; e = (e as { cause?: unknown }).cause, i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") seen.push(code);
+    const msg = String((e as Error).message ?? "");
+    if (/certificate|ssl|tls/i.test(msg)) seen.push("TLS");
+  }
+  const has = (...codes: string[]) => seen.some((c) => codes.includes(c));
+  if (has("ECONNREFUSED", "ConnectionRefused")) return `${host}: connection refused`;
+  if (has("ENOTFOUND", "EAI_AGAIN", "DNSException")) return `${host}: DNS lookup failed`;
+  if (has("TLS") || seen.some((c) => /CERT|TLS|SSL/.test(c))) return `${host}: TLS handshake failed`;
+  if (has("ECONNRESET", "ConnectionClosed")) return `${host}: connection reset`;
+  if (has("ETIMEDOUT")) return `${host}: connection timed out`;
+  return `${host}: ${seen[0] ?? "no answer in the expected format"}`;
 }
 
 export type ParsedAnswer = { ok: true; answer: ModelAnswer } | { ok: false; errors: string[] };

@@ -3,8 +3,20 @@
 // because small local models drop keys and struggle with nested unions; the
 // reconcile step checks what the decision needs (a target for MERGE, ...).
 import { Type } from "@sinclair/typebox";
+import type { EventKind } from "../audit/model";
 
-export const Decisions = ["ADD", "SKIP_DUPLICATE", "MERGE", "REPLACE", "KEEP_EXISTING", "DELETE"] as const;
+/**
+ * The model decides with the interface's six audit event kinds (UPDATE, an edit by a person,
+ * is not a model decision).
+ */
+export const Decisions = [
+  "ADD",
+  "SKIP_DUPLICATE",
+  "MERGE",
+  "REPLACE",
+  "KEEP_EXISTING",
+  "DELETE",
+] as const satisfies readonly EventKind[];
 
 export const Decision = Type.Union(
   Decisions.map((d) => Type.Literal(d)),

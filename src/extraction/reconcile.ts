@@ -2,7 +2,9 @@
 // writes them with their audit events in one transaction. The model's answer
 // is untrusted (the content it read may be an attack), so an operation can
 // only act on a memory through a handle that this request offered.
+import { limits } from "../config/limits";
 import type { Core } from "../core";
+import { hasControl } from "../http/schemas";
 import type { Logger } from "../log";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
 import { newMemory, toMemory } from "../memory/service";
@@ -19,14 +21,13 @@ export type Change =
   | { kind: "KEEP_EXISTING"; fact: string; target: MemoryRecord; reason: string }
   | { kind: "DELETE"; fact: string; target: MemoryRecord; reason: string };
 
-const controlChars = /\p{Cc}/u;
-const MAX_REASON = 256;
+const MAX_REASON = limits.reasonChars;
 /** A smart-store memory's category when the extractor gives none (or one of a bad shape); the answer schema's default too. */
 export const FACT_CATEGORY = "fact";
 
 function cleanCategory(c: string | undefined): string | undefined {
   const s = c?.trim();
-  return s && s.length <= 64 && !controlChars.test(s) ? s : undefined;
+  return s && s.length <= limits.categoryChars && !hasControl(s) ? s : undefined;
 }
 
 function cleanImportance(n: number | undefined): number | undefined {
@@ -54,6 +55,8 @@ export function validateOperations(
   current: readonly MemoryRecord[],
   logger: Logger,
   maxFactBytes: number,
+  /** Memories this request already decided (exact duplicates settled before the model): not changed again. */
+  decided: ReadonlySet<string> = new Set(),
 ): Change[] {
   const byNorm = new Map(current.map((m) => [normalizeFact(m.content), m]));
   const added = new Set<string>();
@@ -80,6 +83,8 @@ export function validateOperations(
     if (retired.has(target.id)) return "target already retired by this answer";
     const changes = op.decision === "MERGE" || op.decision === "REPLACE" || op.decision === "DELETE";
     if (changes && changed.has(target.id)) return "second change to one memory";
+    // A memory decided once in a request is decided: a SKIP_DUPLICATE on it stays the answer.
+    if (changes && decided.has(target.id)) return "memory already decided in this request";
     switch (op.decision) {
       case "SKIP_DUPLICATE":
         return { kind: "SKIP_DUPLICATE", fact, target };

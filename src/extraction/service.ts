@@ -1,6 +1,7 @@
 // The smart store (infer: true): exact duplicates first, then one model call
 // that extracts and reconciles together, then one write. Without a configured
 // model, the built-in extractor takes the model's place.
+import type { Config } from "../config/config";
 import type { Core } from "../core";
 import { ApiError } from "../http/errors";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
@@ -65,12 +66,22 @@ export function llmSettings(core: Core): LlmSettings | undefined {
   };
 }
 
+/** The extractor in use, for the start-up log: "built-in", or "<model> at <host>". */
+export function describeExtractor(config: Config): string {
+  if (!config.llmBaseUrl) return "built-in";
+  let host = config.llmBaseUrl;
+  try {
+    host = new URL(config.llmBaseUrl).host;
+  } catch {}
+  return `${config.llmModel ?? "default"} at ${host}`;
+}
+
 /**
  * Builds the smart store handler for `memoryRoutes`. It holds the per-(namespace, entity) mutex
  * and the per-key count of smart stores in flight, so build it once per running server.
  * Every answer, success or error, carries the x-memd-extractor and x-memd-llm-* headers.
  */
-export function createSmartStore(core: Core) {
+export function createSmartStore(core: Core, shutdown?: AbortSignal) {
   const inFlight = new Map<string, number>();
   const settings = llmSettings(core);
 
@@ -93,7 +104,7 @@ export function createSmartStore(core: Core) {
       }
       inFlight.set(actorKeyId, running + 1);
       try {
-        const res = await serialized(() => storeWithModel(core, settings, req, actorKeyId, cost));
+        const res = await serialized(() => storeWithModel(core, settings, req, actorKeyId, cost, shutdown));
         extractionStats.llmStores++;
         Object.assign(set.headers, costHeaders(cost));
         return res;
@@ -105,7 +116,11 @@ export function createSmartStore(core: Core) {
     } catch (e) {
       if (e instanceof LlmError) {
         extractionStats.llmErrors++;
-        core.logger.warn("model call failed", { code: e.code, calls: e.calls });
+        core.logger.warn("model call failed", {
+          code: e.code,
+          calls: e.calls,
+          ...(e.detail ? { cause: e.detail } : {}),
+        });
         throw new ApiError(e.code, e.message, undefined, costHeaders(cost));
       }
       if (e instanceof ApiError)
@@ -134,6 +149,7 @@ async function storeWithModel(
   req: StoreRequest,
   actorKeyId: string,
   cost: Cost,
+  shutdown?: AbortSignal,
 ): Promise<StoreResponse> {
   const current = await core.storage.currentMemories(req, MAX_ENTITY_SCAN);
   const byNorm = new Map(current.map((m) => [normalizeFact(m.content), m]));
@@ -158,7 +174,7 @@ async function storeWithModel(
   const started = performance.now();
   let operations: Operation[];
   try {
-    const extraction = await extractOperations(settings, content, offered);
+    const extraction = await extractOperations(settings, content, offered, shutdown);
     operations = extraction.operations;
     cost.calls = extraction.calls;
     cost.tokens = extraction.tokens;
@@ -177,7 +193,14 @@ async function storeWithModel(
     extractionStats.llmPromptTokens += cost.promptTokens;
   }
 
-  const checked = validateOperations(operations, handles, current, core.logger, core.config.maxContentBytes);
+  const checked = validateOperations(
+    operations,
+    handles,
+    current,
+    core.logger,
+    core.config.maxContentBytes,
+    new Set(changes.map((c) => (c.kind === "ADD" ? "" : c.target.id))),
+  );
   extractionStats.droppedOperations += operations.length - checked.length;
   return applyChanges(core, req, actorKeyId, [...changes, ...checked]);
 }

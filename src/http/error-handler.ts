@@ -1,29 +1,8 @@
 import { Elysia, ValidationError } from "elysia";
 import type { Logger } from "../log";
 import { StorageError } from "../storage/storage";
-import { ApiError, type ErrorDetail } from "./errors";
-
-/** Field-level details of a TypeBox validation failure, e.g. {field: "tags[2]", message: "..."}. */
-function validationDetails(error: ValidationError): ErrorDetail[] {
-  const seen = new Set<string>();
-  const details: ErrorDetail[] = [];
-  for (const e of error.all) {
-    const path = "path" in e && typeof e.path === "string" ? e.path : "";
-    const field =
-      path
-        .split("/")
-        .filter(Boolean)
-        .map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`))
-        .join("")
-        .replace(/^\./, "") || "(body)";
-    const message = ("summary" in e && e.summary) || e.message;
-    const key = `${field}\0${message}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    details.push({ field, message: String(message) });
-  }
-  return details.slice(0, 20);
-}
+import { ApiError } from "./errors";
+import { detailsInWords, type FailedCheck } from "./validation-words";
 
 /** Maps anything thrown to an ApiError; unknown errors become a bare 500 and go to the log. */
 export function toApiError(code: string | number, error: unknown, logger: Logger): ApiError {
@@ -32,7 +11,7 @@ export function toApiError(code: string | number, error: unknown, logger: Logger
   if (cause instanceof ApiError) return cause;
   if (error instanceof StorageError) return new ApiError(error.code, error.message);
   if (error instanceof ValidationError || code === "VALIDATION") {
-    const details = validationDetails(error as ValidationError);
+    const details = detailsInWords((error as ValidationError).all as FailedCheck[]);
     const where = error instanceof ValidationError && error.type !== "body" ? ` ${error.type}` : "";
     return new ApiError(
       "invalid_request",

@@ -17,6 +17,7 @@ export const errorCatalogue = {
   llm_bad_output: 502,
   extraction_unavailable: 503,
   not_ready: 503,
+  shutting_down: 503,
   llm_timeout: 504,
   storage_unavailable: 503,
   storage_full: 507,

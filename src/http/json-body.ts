@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { limits } from "../config/limits";
 import { ApiError } from "./errors";
 
 export interface JsonBodyOptions {
@@ -6,19 +7,38 @@ export interface JsonBodyOptions {
   maxBytes?: number;
   /** Deepest nesting of arrays and objects accepted. */
   maxDepth?: number;
+  /** Top-level fields holding free-form objects (see refuseDangerousKeys). */
+  freeForm?: readonly string[];
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The largest request body memd accepts, in bytes: the one limit (413 payload_too_large above it). */
+export const maxBodyBytes = limits.bodyBytes;
+
+/**
+ * Where the socket layer (Bun's maxRequestBodySize) cuts a body off. It is derived from
+ * maxBodyBytes and sits above it only so that bodies just over the limit reach our parser and
+ * get the error body; Bun's own 413 has none.
+ */
+export const socketBodyLimit = 2 * maxBodyBytes;
 
 /**
  * Parses request bodies as strict JSON: `application/json` only (415 otherwise), at most
  * `maxBytes` (413), valid UTF-8 and valid JSON nested at most `maxDepth` deep (400).
  */
-export function jsonBody({ maxBytes = 1024 * 1024, maxDepth = 64 }: JsonBodyOptions = {}) {
+export function jsonBody({
+  maxBytes = maxBodyBytes,
+  maxDepth = limits.jsonDepth,
+  freeForm = [],
+}: JsonBodyOptions = {}) {
   return new Elysia({ name: "json-body" }).onParse(
     { as: "global" },
     async function parseJson({ request, contentType }) {
-      if (request.method === "GET" || request.method === "HEAD" || request.method === "DELETE") return;
+      if (takesNoBody(request.method)) {
+        if (hasBody(request)) throw noBodyError(request.method);
+        return;
+      }
       const type = (contentType ?? "").split(";")[0].trim().toLowerCase();
       if (type !== "application/json")
         throw new ApiError("unsupported_media_type", "send the body as JSON with Content-Type: application/json");
@@ -35,13 +55,68 @@ export function jsonBody({ maxBytes = 1024 * 1024, maxDepth = 64 }: JsonBodyOpti
       // Deep nesting overflows the stack in the validator and costs seconds of CPU: refuse it first.
       if (nestingExceeds(text, maxDepth))
         throw new ApiError("invalid_request", `the body is nested deeper than ${maxDepth} levels`);
+      let value: unknown;
       try {
-        return JSON.parse(text);
+        value = JSON.parse(text);
       } catch {
         throw new ApiError("invalid_request", "the body is not valid JSON");
       }
+      refuseDangerousKeys(value, freeForm);
+      return value;
     },
   );
+}
+
+const takesNoBody = (method: string) => method === "GET" || method === "HEAD" || method === "DELETE";
+const hasBody = (r: Request) =>
+  Number(r.headers.get("content-length") ?? 0) > 0 || r.headers.get("transfer-encoding") !== null;
+const noBodyError = (method: string) =>
+  new ApiError("invalid_request", `${method} takes no body; send the request without one`);
+
+/**
+ * Refuses a body on GET, HEAD and DELETE: no route of those methods reads one, and Elysia's
+ * default parser would otherwise take anything (a nested 200 KB body, text/plain). Register
+ * after authentication (401 comes first).
+ */
+export const refuseBodies = () =>
+  new Elysia({ name: "refuse-bodies" }).onRequest(function refuseBody({ request }) {
+    if (takesNoBody(request.method) && hasBody(request)) throw noBodyError(request.method);
+  });
+
+/**
+ * Keys that become an object's prototype or shadow its machinery when a parsed body is merged
+ * into another object (Elysia applies schema defaults with Object.assign): a "__proto__" key
+ * would turn into the prototype of the request, smuggling fields past the unknown-field check.
+ */
+const dangerousKeys = new Set(["__proto__", "constructor", "prototype"]);
+
+/**
+ * Throws a 400 naming the path of the first dangerous key in `value`. Inside the top-level
+ * fields listed in `freeForm` (for memd: metadata) "constructor" and "prototype" are plain keys
+ * and round-trip; "__proto__" is refused everywhere, because it cannot round-trip through the
+ * store's encoding.
+ */
+export function refuseDangerousKeys(value: unknown, freeForm: readonly string[] = [], path = "", free = false) {
+  if (value === null || typeof value !== "object") return;
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => {
+      refuseDangerousKeys(v, freeForm, `${path}[${i}]`, free);
+    });
+    return;
+  }
+  for (const key of Object.keys(value)) {
+    const at = path ? `${path}.${key}` : key;
+    if (key === "__proto__" || (!free && dangerousKeys.has(key)))
+      throw new ApiError("invalid_request", `${at}: "${key}" is not allowed as a key`, [
+        { field: at, message: `"${key}" is not allowed as a key` },
+      ]);
+    refuseDangerousKeys(
+      (value as Record<string, unknown>)[key],
+      freeForm,
+      at,
+      free || (path === "" && freeForm.includes(key)),
+    );
+  }
 }
 
 const tooLarge = (max: number) => new ApiError("payload_too_large", `the body is larger than ${max} bytes`);

@@ -1,14 +1,33 @@
 import type { TSchema } from "@sinclair/typebox";
 import { t } from "elysia";
+import { limits } from "../config/limits";
+
+/**
+ * The name rule, in one place: names (namespaces, entities, categories, key names) hold no
+ * control characters, that is Unicode's Cc class: U+0000 to U+001F and U+007F to U+009F.
+ * The schema pattern and `hasControl` are the same rule (TypeBox compiles patterns without the
+ * `u` flag, so the pattern spells the class out).
+ */
+export const noControlPattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$";
+export const hasControl = (s: string) => /\p{Cc}/u.test(s);
+
+/** A string of `min` to `max` characters without control characters. */
+export const NoControlText = (min: number, max: number, options: { description?: string } = {}) =>
+  t.String({ minLength: min, maxLength: max, pattern: noControlPattern, ...options });
+
+/** A namespace or entity name. */
+export const Name = NoControlText(1, limits.nameChars);
 
 /**
  * Shapes shared by several features. UUIDs are checked with a pattern, not `format: "uuid"`:
  * the format registry is global and a dependency (@elysiajs/openapi) replaces the uuid check
  * with one that builds a validator on every call.
  */
-export const Uuid = t.String({
-  pattern: "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
-});
+const uuidPattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+export const Uuid = t.String({ pattern: uuidPattern });
+const uuidShape = new RegExp(uuidPattern);
+/** Whether `s` is a UUID; an id that is not one cannot exist (404, not 400). */
+export const isUuid = (s: string) => uuidShape.test(s);
 
 /** An ISO 8601 UTC timestamp as memd writes them; documented, not checked (answers only). */
 export const Timestamp = t.String({ description: "ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z" });

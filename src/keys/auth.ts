@@ -4,7 +4,8 @@ import type { Storage } from "../storage/storage";
 import type { KeyRecord, Permission } from "./model";
 import { authenticate, permits } from "./service";
 
-const bearer = /^Bearer ([\x21-\x7e]{1,512})$/;
+// The scheme is case-insensitive in HTTP (RFC 9110 11.1): "bearer" and "BEARER" work too.
+const bearer = /^Bearer +([\x21-\x7e]{1,512})$/i;
 const keyOfRequest = new WeakMap<Request, KeyRecord>();
 
 /** The key that authenticated a request, if any (for logs and limits). */

@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { ConfigError, loadConfig } from "../config/config";
+import { ConfigError, loadConfig, parseFlags } from "../config/config";
 import { ApiError } from "../http/errors";
+import { isoTime } from "../http/time";
 import { openStorage } from "../storage/index";
 import type { Storage } from "../storage/storage";
 import { type Permission, permissions } from "./model";
@@ -38,21 +39,17 @@ export function parseDuration(raw: string): number {
   return Number(m[1]) * units[m[2]];
 }
 
-/** Splits `--flag value` / `--flag=value` pairs and positionals, allowing only `allowed` flags. */
+/** `--flag value` / `--flag=value` pairs (node:util parseArgs) and positionals, allowing only `allowed` flags. */
 function parseArgs(args: string[], allowed: string[]) {
-  const flags = new Map<string, string[]>();
   const positional: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    if (!args[i].startsWith("--")) {
-      positional.push(args[i]);
-      continue;
-    }
-    const [flag, inline] = args[i].split(/=(.*)/s, 2);
-    if (!allowed.includes(flag)) throw new UsageError(`unknown flag ${flag}`);
-    const value = inline ?? args[++i];
-    if (value === undefined) throw new UsageError(`${flag} needs a value`);
-    flags.set(flag, [...(flags.get(flag) ?? []), value]);
+  let pairs: [string, string][];
+  try {
+    pairs = parseFlags(args, allowed, positional);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
   }
+  const flags = new Map<string, string[]>();
+  for (const [flag, value] of pairs) flags.set(flag, [...(flags.get(flag) ?? []), value]);
   const one = (flag: string) => {
     const v = flags.get(flag);
     if (v && v.length > 1) throw new UsageError(`${flag} given more than once`);
@@ -106,7 +103,7 @@ async function create(args: string[], io: Output) {
       namespaces,
       expiresAt,
     });
-    const expiry = expiresAt === null ? "never expires" : `expires ${new Date(expiresAt).toISOString()}`;
+    const expiry = expiresAt === null ? "never expires" : `expires ${isoTime(expiresAt)}`;
     io.out(
       `Created key ${key.id} "${key.name}": ${key.permission} on ${key.namespaces.join(", ")}; ${expiry}. (data dir ${dir})\n` +
         `The secret is shown only this once; memd keeps only its hash:\n\n  ${secret}\n\n` +
@@ -122,7 +119,7 @@ async function list(args: string[], io: Output) {
   if (positional.length > 0) throw new UsageError(`unexpected argument "${positional[0]}"`);
   const { store } = await openDataDir(one("--data-dir"), true, one("--database-url"));
   try {
-    const when = (ms: number | null) => (ms === null ? "-" : new Date(ms).toISOString());
+    const when = (ms: number | null) => (ms === null ? "-" : isoTime(ms));
     const rows = (await listKeys(store)).map((k) => [
       k.id,
       k.name,

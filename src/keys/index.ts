@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { Core } from "../core";
 import { ApiError, invalidField } from "../http/errors";
+import { isoTime, parseIsoTime } from "../http/time";
 import type { auth } from "./auth";
 import { ApiKey, CreatedKey, CreateKeyRequest, KeyParams, type KeyRecord } from "./model";
 import { coversKey, coversPattern, createKey, getKey, listKeys, revokeKey, toApiKey } from "./service";
@@ -25,8 +26,15 @@ export const keyRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
     .post(
       "/v1/keys",
       async ({ body, apiKey, set }) => {
-        const expiresAt = body.expiresAt === undefined ? null : Date.parse(body.expiresAt);
-        if (Number.isNaN(expiresAt)) throw invalidField("expiresAt", "is not a valid date-time");
+        const expiresAt = body.expiresAt === undefined ? null : parseIsoTime(body.expiresAt);
+        if (expiresAt === undefined)
+          throw invalidField("expiresAt", "must be an ISO 8601 timestamp, e.g. 2027-01-31T00:00:00Z");
+        // A scoped admin key cannot hand out more time than it has itself.
+        if (apiKey.expiresAt !== null && (expiresAt === null || expiresAt > apiKey.expiresAt))
+          throw new ApiError(
+            "forbidden",
+            `this key expires at ${isoTime(apiKey.expiresAt)}; a key it creates must expire by then`,
+          );
         const outside = body.namespaces.find((p) => !coversPattern(apiKey, p));
         if (outside !== undefined)
           throw new ApiError("forbidden", `this key does not cover namespace pattern "${outside}"`);

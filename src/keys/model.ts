@@ -1,4 +1,6 @@
 import { t } from "elysia";
+import { limits } from "../config/limits";
+import { NoControlText } from "../http/schemas";
 import { permissions, type Permission as StoredPermission } from "../storage/records";
 
 /** Each permission includes the ones before it. Persisted as these strings. */
@@ -8,7 +10,7 @@ export type { KeyRecord } from "../storage/records";
 export { permissions };
 
 /** `*` (all), an exact namespace, or a prefix pattern ending in `/*` such as `team-a/*` (see service.patternProblem). */
-export const NamespacePattern = t.String({ minLength: 1, maxLength: 130, pattern: "^[^\\u0000-\\u001f\\u007f]+$" });
+export const NamespacePattern = NoControlText(1, limits.nameChars + 2);
 
 export const ApiKey = t.Object({
   id: t.String(),
@@ -23,10 +25,10 @@ export type ApiKey = typeof ApiKey.static;
 
 export const CreateKeyRequest = t.Object(
   {
-    name: t.String({ minLength: 1, maxLength: 128, pattern: "^[^\\u0000-\\u001f\\u007f]+$" }),
+    name: NoControlText(1, limits.nameChars),
     permission: Permission,
     namespaces: t.Array(NamespacePattern, { minItems: 1, maxItems: 256 }),
-    expiresAt: t.Optional(t.String({ format: "date-time" })),
+    expiresAt: t.Optional(t.String({ maxLength: 64, description: "ISO 8601, in the future" })),
   },
   { additionalProperties: false },
 );

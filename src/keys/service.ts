@@ -1,5 +1,8 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { limits } from "../config/limits";
 import { ApiError, invalidField } from "../http/errors";
+import { hasControl } from "../http/schemas";
+import { isoTime } from "../http/time";
 import type { Storage } from "../storage/storage";
 import { type ApiKey, type KeyRecord, type Permission, permissions } from "./model";
 
@@ -8,7 +11,7 @@ export const secretPrefix = "memd_";
 export const rootKeyId = "root";
 
 const hashOf = (secret: string) => Bun.SHA256.hash(secret, "hex");
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const iso = (ms: number | null) => (ms === null ? null : isoTime(ms));
 
 /** The public shape of a key: never the hash, never the secret. */
 export function toApiKey(k: KeyRecord): ApiKey {
@@ -32,8 +35,8 @@ export interface NewKey {
 
 /** Checks what a schema cannot: namespace patterns and an expiry in the future. Throws a 400. */
 export function checkNewKey(input: NewKey, now = Date.now()) {
-  if (input.name.trim() === "" || input.name.length > 128 || hasControl(input.name))
-    throw invalidField("name", "needs 1 to 128 characters, not all blank, no control characters");
+  if (input.name.trim() === "" || input.name.length > limits.nameChars || hasControl(input.name))
+    throw invalidField("name", `must be a string of 1 to ${limits.nameChars} characters without control characters`);
   if (input.namespaces.length === 0) throw invalidField("namespaces", "needs at least one namespace pattern");
   input.namespaces.forEach((p, i) => {
     const problem = patternProblem(p);
@@ -127,10 +130,9 @@ export async function authenticate(
 
 /** Constant-time comparison of two hex digests: the time does not depend on where they differ. */
 function sameHash(a: string, b: string) {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
+  const x = Buffer.from(a, "utf8");
+  const y = Buffer.from(b, "utf8");
+  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 /** Whether a key's permission includes `needed`. */
@@ -163,16 +165,13 @@ export function coversPattern(key: KeyRecord, pattern: string): boolean {
 /** Whether every namespace of `target` lies within the key's own. */
 export const coversKey = (key: KeyRecord, target: KeyRecord) => target.namespaces.every((p) => coversPattern(key, p));
 
-/** The characters that namespaces and key names may not hold: U+0000 to U+001F and U+007F. */
-const hasControl = (s: string) => [...s].some((c) => c.charCodeAt(0) < 0x20 || c === "\x7f");
-
 /** Why a namespace pattern is invalid, or undefined: `*`, an exact name, or `prefix/*`; no other `*`. */
 export function patternProblem(pattern: string): string | undefined {
   if (pattern === "*") return undefined;
   const body = pattern.endsWith("/*") ? pattern.slice(0, -2) : pattern;
   if (body === "") return "needs a name before /*";
   if (body.includes("*")) return "may hold * only as the whole pattern or as a final /*";
-  if (body.length > 128) return "is longer than 128 characters";
+  if (body.length > limits.nameChars) return `is longer than ${limits.nameChars} characters`;
   if (hasControl(pattern)) return "may not hold control characters";
   return undefined;
 }

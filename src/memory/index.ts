@@ -1,8 +1,9 @@
 import { Elysia, t } from "elysia";
+import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { ApiError } from "../http/errors";
 import { queryLimit } from "../http/query";
-import { jsonAnswer } from "../http/schemas";
+import { isUuid, jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
 import { covers, requireNamespace } from "../keys/service";
 import { ListQuery, Memory, MemoryParams, StoreRequest, StoreResponse } from "./model";
@@ -42,7 +43,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       "/v1/memory",
       async ({ query, apiKey }) => {
         requireNamespace(apiKey, query.namespace);
-        const limit = queryLimit(query.limit, 1000, 100);
+        const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
         const found = await core.storage.currentMemories({ namespace: query.namespace, entity: query.entity }, limit);
         return found.map((r) => toMemory(r));
       },
@@ -55,7 +56,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .get(
       "/v1/memory/:id",
       async ({ params, apiKey }) => {
-        const r = await findMemory(core, params.id);
+        const r = isUuid(params.id) ? await findMemory(core, params.id) : undefined;
         // A memory outside the key's namespaces answers as if it did not exist, so ids cannot be probed.
         if (!r || !covers(apiKey, r.namespace)) throw new ApiError("not_found", "no memory with that id");
         return toMemory(r);
@@ -69,6 +70,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .delete(
       "/v1/memory/:id",
       async ({ params, apiKey }) => {
+        if (!isUuid(params.id)) throw new ApiError("not_found", "no memory with that id");
         await deleteMemory(core, params.id, apiKey.id, (ns) => {
           if (!covers(apiKey, ns)) throw new ApiError("not_found", "no memory with that id");
         });

@@ -1,18 +1,20 @@
 import { t } from "elysia";
+import { storedKinds } from "../audit/model";
+import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { Timestamp, Uuid } from "../http/schemas";
+import { Name, NoControlText, Timestamp, Uuid } from "../http/schemas";
 
-const noControl = "^[^\\u0000-\\u001f\\u007f]+$";
-export const Name = t.String({ minLength: 1, maxLength: 128, pattern: noControl });
-const Category = t.String({ minLength: 1, maxLength: 64, pattern: noControl });
+export { Name };
+
+const Category = NoControlText(1, limits.categoryChars);
 const Importance = t.Number({ minimum: 0, maximum: 1 });
-const Tags = t.Array(t.String({ minLength: 1, maxLength: 64 }), { maxItems: 32 });
+const Tags = t.Array(t.String({ minLength: 1, maxLength: limits.tagChars }), { maxItems: limits.tags });
 const Metadata = t.Record(t.String(), t.Unknown(), { description: "a JSON object, at most 16 KiB serialized" });
-const Source = t.String({ minLength: 1, maxLength: 256 });
+const Source = t.String({ minLength: 1, maxLength: limits.sourceChars });
 
 export const defaultCategory = "general";
 export const defaultImportance = 0.5;
-export const maxMetadataBytes = 16 * 1024;
+export const maxMetadataBytes = limits.metadataBytes;
 
 export const StoreRequest = t.Object(
   {
@@ -31,7 +33,7 @@ export const StoreRequest = t.Object(
 );
 export type StoreRequest = typeof StoreRequest.static;
 
-export const StoredEvent = t.Union([t.Literal("ADD"), t.Literal("MERGE"), t.Literal("REPLACE")]);
+export const StoredEvent = t.Union(storedKinds.map((k) => t.Literal(k)));
 
 export const Memory = t.Object({
   id: Uuid,
@@ -61,12 +63,13 @@ export const ListQuery = t.Object(
   {
     namespace: Name,
     entity: t.Optional(Name),
-    limit: t.Optional(LimitParam(1000, 100)),
+    limit: t.Optional(LimitParam(limits.pageMax, limits.listDefault)),
   },
   { additionalProperties: false },
 );
 export type ListQuery = typeof ListQuery.static;
 
-export const MemoryParams = t.Object({ id: Uuid });
+/** Any string: an id that is not a UUID answers 404 (see isUuid), not a validation error. */
+export const MemoryParams = t.Object({ id: t.String() });
 
 export type { MemoryRecord } from "../storage/records";

@@ -1,5 +1,6 @@
 import type { Core } from "../core";
 import { ApiError, invalidField } from "../http/errors";
+import { isoTime } from "../http/time";
 import { isCurrent } from "../storage/records";
 import type { NewMemory } from "../storage/storage";
 import {
@@ -12,7 +13,7 @@ import {
   type StoreResponse,
 } from "./model";
 
-const iso = (ms: number) => new Date(ms).toISOString();
+const iso = isoTime;
 
 /** The public shape of a memory: fields that were never given are absent, not null. */
 export function toMemory(r: MemoryRecord, event?: Memory["event"]): Memory {

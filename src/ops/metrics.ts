@@ -1,5 +1,6 @@
 import { Elysia } from "elysia";
 import type { Core } from "../core";
+import { ApiError } from "../http/errors";
 import { requestInfo } from "../http/request-log";
 import type { auth } from "../keys/auth";
 
@@ -148,12 +149,18 @@ export function metricsRoutes({ core, authPlugin, public: isPublic, modelStats }
     summary: "Prometheus metrics",
     description: isPublic
       ? "Public (MEMD_METRICS_PUBLIC=true)."
-      : "Needs an admin key unless MEMD_METRICS_PUBLIC=true.",
+      : "Needs an admin key scoped to * unless MEMD_METRICS_PUBLIC=true.",
   };
   return isPublic
     ? base.get("/metrics", async () => new Response(await render(), { headers: text }), { detail })
-    : base.get("/metrics", async () => new Response(await render(), { headers: text }), {
-        permission: "admin",
-        detail,
-      });
+    : base.get(
+        "/metrics",
+        async ({ apiKey }) => {
+          // The figures count every namespace, so a key scoped to some of them may not read them.
+          if (!apiKey.namespaces.includes("*"))
+            throw new ApiError("forbidden", "/metrics needs an admin key scoped to all namespaces (*)");
+          return new Response(await render(), { headers: text });
+        },
+        { permission: "admin", detail },
+      );
 }

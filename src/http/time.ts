@@ -1,0 +1,48 @@
+/**
+ * Time on the wire, in one place: memd writes ISO 8601 UTC with milliseconds, and reads one
+ * strict ISO 8601 form everywhere (`since`, `expiresAt`).
+ */
+
+/** Milliseconds since the epoch as memd writes times: `2026-01-31T12:00:00.000Z`. */
+export const isoTime = (ms: number): string => new Date(ms).toISOString();
+
+const shape =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(Z|z|[+-]\d{2}(?::?\d{2})?)?)?$/;
+
+const daysIn = (year: number, month: number) =>
+  month === 2
+    ? year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+      ? 29
+      : 28
+    : [4, 6, 9, 11].includes(month)
+      ? 30
+      : 31;
+
+/**
+ * Parses an ISO 8601 date (`2026-01-31`) or date-time (`2026-01-31T12:00`, `…:00Z`,
+ * `…:00.123+02:00`; no zone means UTC) to milliseconds. Returns undefined for anything else,
+ * including dates that do not exist (`2026-02-30`, `25:00`): nothing rolls over. Fractions
+ * beyond milliseconds are cut, never rounded up into the next millisecond.
+ */
+export function parseIsoTime(text: string): number | undefined {
+  const m = shape.exec(text);
+  if (!m) return undefined;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const [hour, minute, second] = [Number(m[4] ?? 0), Number(m[5] ?? 0), Number(m[6] ?? 0)];
+  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return undefined;
+  if (hour > 23 || minute > 59 || second > 59) return undefined;
+  const ms = m[7] ? Number(m[7].slice(0, 3).padEnd(3, "0")) : 0;
+  let offsetMin = 0;
+  const zone = m[8];
+  if (zone && zone !== "Z" && zone !== "z") {
+    const h = Number(zone.slice(1, 3));
+    const mm = Number(zone.slice(3).replace(":", "") || 0);
+    if (h > 23 || mm > 59) return undefined;
+    offsetMin = (zone[0] === "-" ? -1 : 1) * (h * 60 + mm);
+  }
+  const utc = Date.UTC(year, month - 1, day, hour, minute, second, ms);
+  // Date.UTC maps years 0-99 to 1900-1999; set the year explicitly.
+  const d = new Date(utc);
+  d.setUTCFullYear(year);
+  return d.getTime() - offsetMin * 60_000;
+}
