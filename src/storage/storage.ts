@@ -129,12 +129,24 @@ export interface Storage {
    * ties newer first. The index behind it is written in the same transaction as every change
    * made by apply, so it is never stale.
    */
-  keywordSearch(scope: MemoryScope, terms: string[], filter: SearchFilter, limit: number, now?: number): Promise<Scored[]>;
+  keywordSearch(
+    scope: MemoryScope,
+    terms: string[],
+    filter: SearchFilter,
+    limit: number,
+    now?: number,
+  ): Promise<Scored[]>;
   /**
    * The `limit` current memories of a scope whose stored vectors are closest to `vector` by cosine
    * similarity, exactly (every vector of the scope is scored), best first, ties newer first.
    */
-  semanticSearch(scope: MemoryScope, vector: Float32Array, filter: SearchFilter, limit: number, now?: number): Promise<Scored[]>;
+  semanticSearch(
+    scope: MemoryScope,
+    vector: Float32Array,
+    filter: SearchFilter,
+    limit: number,
+    now?: number,
+  ): Promise<Scored[]>;
   /** Up to `limit` current memories waiting for an embedding, oldest first. */
   pendingEmbeddings(limit: number): Promise<PendingEmbedding[]>;
   /**

@@ -37,7 +37,10 @@ export function openEnv(dataDir: string, options: LmdbOptions = {}): { env: Root
     overlappingSync: true,
   });
   const dbs = Object.fromEntries(
-    Object.entries(dbNames).map(([k, name]) => [k, env.openDB(name, binaryDbs.has(name) ? { encoding: "binary" } : {})]),
+    Object.entries(dbNames).map(([k, name]) => [
+      k,
+      env.openDB(name, binaryDbs.has(name) ? { encoding: "binary" } : {}),
+    ]),
   ) as Dbs;
   return { env, dbs };
 }
@@ -195,7 +198,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
         let n = 0;
         for (const it of items) {
           const r = getRecord(it.id);
-          if (r?.state !== "current" || r.updatedAt !== it.updatedAt || dbs.embedPending.get(it.id) === undefined) continue;
+          if (r?.state !== "current" || r.updatedAt !== it.updatedAt || dbs.embedPending.get(it.id) === undefined)
+            continue;
           ix.setVector(r, it.vector);
           n++;
         }
