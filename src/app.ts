@@ -11,14 +11,17 @@ import type { KeyRecord } from "./keys/model";
 import { mcpRoutes } from "./mcp/index";
 import { memoryRoutes, type SmartStore } from "./memory/index";
 import { healthRoutes } from "./ops/health";
-import { type ModelStats, metricsRoutes } from "./ops/metrics";
+import { type EmbedStats, type ModelStats, metricsRoutes } from "./ops/metrics";
 import { openapiRoutes } from "./ops/openapi";
+import { searchRoutes } from "./search/index";
 
 export interface AppOptions {
   root?: KeyRecord;
   smartStore?: SmartStore;
   /** Running totals of model calls for /metrics (from the extraction feature). */
   modelStats?: () => ModelStats | undefined;
+  /** Running totals of embedding calls for /metrics (from the embedding feature). */
+  embedStats?: () => EmbedStats | undefined;
 }
 
 /** Assembles the HTTP app from the feature plugins. No listening, no signals: see server.ts. */
@@ -40,9 +43,18 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     // After auth, whose onRequest identifies the key; before any body is read.
     .use(limits ? rateLimit({ ...limits, bucketOf: (r) => keyOf(r)?.id }) : new Elysia())
     .use(healthRoutes(core))
-    .use(metricsRoutes({ core, authPlugin, public: isPublic, modelStats: options.modelStats }))
+    .use(
+      metricsRoutes({
+        core,
+        authPlugin,
+        public: isPublic,
+        modelStats: options.modelStats,
+        embedStats: options.embedStats,
+      }),
+    )
     .use(openapiRoutes())
     .use(memoryRoutes(core, authPlugin, options.smartStore))
+    .use(searchRoutes(core, authPlugin))
     .use(auditRoutes(core, authPlugin))
     .use(keyRoutes(core, authPlugin))
     .use(mcpRoutes(authPlugin, (request) => self!.handle(request)));

@@ -13,6 +13,8 @@ Usage:
                            copy the store to a new directory, safe while serving
   memd keys create|list|revoke ...
                            manage API keys on the data dir; memd keys --help
+  memd reindex [flags]     rebuild the search index (and embeddings, with an embedding model)
+                           from the memories; for upgrades and repairs, with the server stopped
   memd mcp [--url <url> | --data-dir <dir>] [--namespace <ns>] [--entity <e>]
                            an MCP server on stdio for agents; memd mcp --help
   memd version             print the version and commit
@@ -87,6 +89,11 @@ switch (command) {
   case "keys":
     process.exitCode = await runKeysCommand(rest);
     break;
+  case "reindex": {
+    const { reindex } = await import("./search/reindex");
+    process.exitCode = await reindex(configFrom(rest), (line) => process.stdout.write(`${line}\n`));
+    break;
+  }
   case "mcp": {
     // Loaded only here: the MCP SDK would add to every other command's start-up.
     const { runMcpCommand } = await import("./mcp/cli");

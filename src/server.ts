@@ -2,6 +2,8 @@ import { buildApp } from "./app";
 import { commit, version } from "./build-info";
 import type { Config } from "./config/config";
 import type { Core } from "./core";
+import { embedStats } from "./embedding/client";
+import { startEmbedWorker } from "./embedding/worker";
 import { createSmartStore, modelStats } from "./extraction/service";
 import type { KeyRecord } from "./keys/model";
 import { createKey, hasStoredKeys, rootKeyFromSecret } from "./keys/service";
@@ -46,8 +48,9 @@ export async function startServer(
     );
   }
 
-  const app = buildApp(core, { root, smartStore: createSmartStore(core), modelStats });
+  const app = buildApp(core, { root, smartStore: createSmartStore(core), modelStats, embedStats });
   const stopSweeper = startTtlSweeper(core);
+  const stopEmbedder = startEmbedWorker(core);
   app.listen({ hostname: config.host, port: config.port, maxRequestBodySize: 2 * 1024 * 1024 });
   const port = app.server!.port!;
   const url = `http://${config.host}:${port}`;
@@ -59,6 +62,7 @@ export async function startServer(
       // Stop accepting, let requests in flight finish, then close LMDB.
       await app.server?.stop(false);
       await stopSweeper();
+      await stopEmbedder();
       await storage.close();
       logger.info("memd stopped", { version, ...storageName(config) });
       logger.flush();

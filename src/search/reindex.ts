@@ -1,0 +1,38 @@
+import type { Config } from "../config/config";
+import { embedSettings } from "../embedding/client";
+import { embedPendingBatch } from "../embedding/worker";
+import { createLogger } from "../log";
+import { openStorage } from "../storage/index";
+
+/**
+ * `memd reindex`: rebuilds the keyword index from the current memories and, with an embedding
+ * model configured, embeds every current memory again. For upgrades and repairs; no server may
+ * run on an LMDB data dir meanwhile. Returns the exit code.
+ */
+export async function reindex(config: Config, out: (line: string) => void): Promise<number> {
+  const logger = createLogger("warn");
+  const storage = await openStorage(config);
+  try {
+    const core = { storage, config, logger };
+    const embed = embedSettings(config) !== undefined;
+    const n = await storage.rebuildSearchIndex({ embeddings: embed });
+    out(`memd: keyword index rebuilt from ${n} current memories`);
+    if (!embed) {
+      out("memd: no embedding model configured (MEMD_EMBED_BASE_URL); vectors left as they are");
+      return 0;
+    }
+    let embedded = 0;
+    for (;;) {
+      const done = await embedPendingBatch(core);
+      if (done === 0) break;
+      embedded += done;
+    }
+    out(`memd: embedded ${embedded} memories`);
+    return 0;
+  } catch (e) {
+    out(`memd: reindex failed: ${(e as Error).message}`);
+    return 1;
+  } finally {
+    await storage.close();
+  }
+}
