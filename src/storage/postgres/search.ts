@@ -96,8 +96,10 @@ function filterSql(filter: SearchFilter, now: number, params: unknown[]): string
     where += ` AND m.category = $${params.length}`;
   }
   if (filter.tags?.length) {
+    // Tags are stored as a JSON string holding the array (see memoryRow), hence #>> to unwrap it;
+    // the parameter goes as text, or the driver would wrap it in a JSON string too.
     params.push(JSON.stringify(filter.tags));
-    where += ` AND m.tags IS NOT NULL AND m.tags::jsonb @> $${params.length}::jsonb`;
+    where += ` AND m.tags IS NOT NULL AND (m.tags #>> '{}')::jsonb @> $${params.length}::text::jsonb`;
   }
   return where;
 }
