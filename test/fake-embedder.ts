@@ -42,7 +42,7 @@ export interface FakeVectorOptions {
 /** The fake embedding of one text (not normalised). */
 export function fakeVector(text: string, o: FakeVectorOptions = {}, canon = canonicalizer(o.similar)): number[] {
   const dims = o.dimensions ?? 64;
-  const v = new Array<number>(dims).fill(0);
+  const v: number[] = Array.from({ length: dims }, () => 0);
   const words = text
     .normalize("NFKD")
     .replace(/\p{M}/gu, "")

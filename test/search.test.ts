@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startFakeEmbedder } from "./fake-embedder";
 import { startFakeModel } from "./fake-model";
-import { type TestServer, startTestServer } from "./helpers";
+import { startTestServer, type TestServer } from "./helpers";
 
 const embedder = startFakeEmbedder({ similar: [["vegetarian", "meat", "vegan"]] });
 const model = startFakeModel();
