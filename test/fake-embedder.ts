@@ -57,7 +57,7 @@ export function fakeVector(text: string, o: FakeVectorOptions = {}, canon = cano
       for (let i = 0; i + 3 <= padded.length; i++) v[hash(`#${padded.slice(i, i + 3)}`) % dims] += 0.35;
     }
   }
-  if (v.every((x) => x === 0)) v[0] = 1;
+  if (!v.some((x) => x !== 0)) v[0] = 1;
   return v;
 }
 
