@@ -15,6 +15,8 @@ export type Dbs = Record<keyof typeof dbNames, Database>;
 
 export interface LmdbOptions {
   mapSizeMb?: number;
+  /** false: apply skips the search index (only for bench/search.ts's index-off baseline). */
+  searchIndex?: boolean;
 }
 
 export interface LmdbStorage extends Storage {
@@ -61,6 +63,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   const flushed = () => Promise.resolve(env.flushed).then(() => undefined);
   const write = <T>(plan: (w: Writes) => T) => writeDurably(env, flushed, plan);
   const serialize = keyedMutex();
+  const indexOn = options.searchIndex !== false;
 
   /** Stages the writes of one planned op and returns what it did. */
   function stage(
@@ -87,7 +90,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       w.put(dbs.namespaceMemories, keys.namespaceMemory(r.namespace, r.id), null);
       if (r.expiresAt !== undefined) w.put(dbs.expiries, keys.expiry(r.expiresAt, r.id), null);
       overlay.set(r.id, r);
-      indexChange(ix, undefined, r, vectorOf(op));
+      if (indexOn) indexChange(ix, undefined, r, vectorOf(op));
     }
     if (p.target && p.target !== overlay.get(p.target.id)) {
       const r = p.target;
@@ -100,7 +103,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
         if (before?.expiresAt !== undefined) w.remove(dbs.expiries, keys.expiry(before.expiresAt, r.id));
       }
       // The keyword index and vectors follow the memory in this same transaction.
-      indexChange(ix, before, r, p.created ? undefined : vectorOf(op));
+      if (indexOn) indexChange(ix, before, r, p.created ? undefined : vectorOf(op));
     }
     return { event, memory: p.created ?? p.target! };
   }

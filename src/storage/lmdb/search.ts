@@ -212,10 +212,15 @@ function topAccepted(
   return out.sort(byScoreThenNewer).slice(0, limit);
 }
 
-/** A stored vector as float32 (copied when the bytes are not 4-aligned). */
-function floats(b: Buffer | Uint8Array): Float32Array {
+/** A stored vector as float32: a view when the bytes are 4-aligned, else copied into `scratch`. */
+function floats(b: Uint8Array, scratch: { bytes: Uint8Array; floats: Float32Array }): Float32Array {
   if (b.byteOffset % 4 === 0) return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
-  return new Float32Array(new Uint8Array(b).buffer);
+  if (scratch.bytes.byteLength < b.byteLength) {
+    scratch.bytes = new Uint8Array(b.byteLength);
+    scratch.floats = new Float32Array(scratch.bytes.buffer);
+  }
+  scratch.bytes.set(b);
+  return scratch.floats.subarray(0, b.byteLength / 4);
 }
 
 /** Exact cosine top-k over every vector of a scope. */
@@ -231,8 +236,9 @@ export function semanticSearch(
   const prefix = scope.entity === undefined ? [scope.namespace] : [scope.namespace, scope.entity];
   const ids: string[] = [];
   const sims: number[] = [];
+  const scratch = { bytes: new Uint8Array(0), floats: new Float32Array(0) };
   for (const { key, value } of dbs.vectors.getRange({ start: prefix, end: [...prefix, END] })) {
-    const v = floats(value as Buffer);
+    const v = floats(value as Uint8Array, scratch);
     if (v.length !== q.length) continue; // written by another model; reindex re-embeds
     let dot = 0;
     for (let j = 0; j < v.length; j++) dot += v[j] * q[j];
