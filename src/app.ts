@@ -15,8 +15,9 @@ import type { KeyRecord } from "./keys/model";
 import { mcpRoutes } from "./mcp/index";
 import { memoryRoutes, type SmartStore } from "./memory/index";
 import { healthRoutes } from "./ops/health";
-import { type ModelStats, metricsRoutes } from "./ops/metrics";
+import { type EmbedStats, type ModelStats, metricsRoutes } from "./ops/metrics";
 import { openapiRoutes } from "./ops/openapi";
+import { searchRoutes } from "./search/index";
 
 export interface AppOptions {
   root?: KeyRecord;
@@ -25,6 +26,8 @@ export interface AppOptions {
   modelStats?: () => ModelStats | undefined;
   /** Registry of open event streams, so the server can end them on stop. */
   streams?: StreamHub;
+  /** Running totals of embedding calls for /metrics (from the embedding feature). */
+  embedStats?: () => EmbedStats | undefined;
 }
 
 /** Assembles the HTTP app from the feature plugins. No listening, no signals: see server.ts. */
@@ -50,9 +53,18 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(strictQuery())
     .use(refuseBodies())
     .use(healthRoutes(core))
-    .use(metricsRoutes({ core, authPlugin, public: isPublic, modelStats: options.modelStats }))
+    .use(
+      metricsRoutes({
+        core,
+        authPlugin,
+        public: isPublic,
+        modelStats: options.modelStats,
+        embedStats: options.embedStats,
+      }),
+    )
     .use(openapiRoutes())
     .use(memoryRoutes(core, authPlugin, options.smartStore))
+    .use(searchRoutes(core, authPlugin))
     .use(auditRoutes(core, authPlugin))
     .use(streamRoutes(core, authPlugin, options.streams ?? new StreamHub()))
     .use(keyRoutes(core, authPlugin))
