@@ -8,6 +8,7 @@ import { type EventRecord, isCurrent, type KeyRecord, type MemoryRecord } from "
 import { type Applied, type Storage, StorageError } from "../storage";
 import { EventClock } from "./clock";
 import { dbNames, END, FORMAT_VERSION, keys } from "./layout";
+import { lmdbLifecycle } from "./lifecycle";
 import { migrate } from "./migrate";
 
 export type Dbs = Record<keyof typeof dbNames, Database>;
@@ -191,6 +192,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     },
 
     serialize: (namespace, entity, fn) => serialize(JSON.stringify([namespace, entity]), fn),
+
+    ...lmdbLifecycle({ env, dbs, clock, write, stage, getRecord }),
 
     async notReadyReason() {
       // isOperational() is in lmdb-js (status "open") but missing from its type declarations.

@@ -15,6 +15,14 @@
  *   events_by_memory   [namespace, memoryId, atMs, seq]    -> null  (a REPLACE is listed under both memories)
  *   api_keys           [keyId]                             -> KeyRecord (hash of the secret, never the secret)
  *   api_key_hashes     [sha256 hex]                        -> keyId
+ *   erasures           [namespace, entity, atMs]           -> ErasureRecord (format 4; no content)
+ *   idempotency        [keyId, idempotencyKey]             -> IdempotencyEntry (format 4; pending or the answer)
+ *   idempotency_expiries [expiresAtMs, keyId, idempotencyKey] -> null (format 4; what the sweeper drops next)
+ *
+ * meta also holds "clockEpoch", a counter that `memd import` bumps: a running server's event clock
+ * sees it change and re-reads the last seq and event times, so imported events never collide with
+ * new ones. Idempotency keys are printable ASCII (no 0x00), keyed per API key so that two keys
+ * never see each other's answers.
  *
  * Namespaces and entities may not hold control characters, so no string part contains the 0x00
  * separator and two different (namespace, entity) pairs can never share a range. Memory ids are
@@ -34,6 +42,9 @@ export const dbNames = {
   eventsByMemory: "events_by_memory",
   apiKeys: "api_keys",
   apiKeyHashes: "api_key_hashes",
+  erasures: "erasures",
+  idempotency: "idempotency",
+  idempotencyExpiries: "idempotency_expiries",
 } as const;
 
 /**
@@ -52,6 +63,9 @@ export const keys = {
   eventByNs: (ns: string, atMs: number, seq: number) => [ns, atMs, seq],
   eventByEntity: (ns: string, entity: string, atMs: number, seq: number) => [ns, entity, atMs, seq],
   eventByMemory: (ns: string, memoryId: string, atMs: number, seq: number) => [ns, memoryId, atMs, seq],
+  erasure: (ns: string, entity: string, atMs: number) => [ns, entity, atMs],
+  idempotency: (keyId: string, key: string) => [keyId, key],
+  idempotencyExpiry: (expiresAt: number, keyId: string, key: string) => [expiresAt, keyId, key],
   /** Which event index serves a scope, and the prefix of its keys. */
   eventIndex(scope: Scope): { db: "eventsByMemory" | "eventsByEntity" | "eventsByNs"; prefix: (string | number)[] } {
     if (scope.memoryId) return { db: "eventsByMemory", prefix: [scope.namespace, scope.memoryId] };
@@ -60,5 +74,8 @@ export const keys = {
   },
 };
 
-/** The format this release writes. 1: the first release (no meta); 2: namespace_memories. */
-export const FORMAT_VERSION = 2;
+/**
+ * The format this release writes. 1: the first release (no meta); 2: namespace_memories;
+ * 4: erasures, idempotency, idempotency_expiries (3 is the search index's).
+ */
+export const FORMAT_VERSION = 4;
