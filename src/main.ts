@@ -11,6 +11,11 @@ Usage:
   memd [serve] [flags]     start the server (the default)
   memd backup <dest> [--data-dir <dir>]
                            copy the store to a new directory, safe while serving
+  memd export [--namespace NS]... [--out FILE] [--keys]
+                           every memory, event and erasure as JSON Lines; memd export --help
+  memd import FILE [--skip-existing]
+                           load an export (checked first); memd import --help
+  memd compact             rewrite a stopped server's LMDB store without free pages
   memd keys create|list|revoke ...
                            manage API keys on the data dir; memd keys --help
   memd mcp [--url <url> | --data-dir <dir>] [--namespace <ns>] [--entity <e>]
@@ -87,6 +92,13 @@ switch (command) {
   case "keys":
     process.exitCode = await runKeysCommand(rest);
     break;
+  case "export":
+  case "import":
+  case "compact": {
+    const { runTransferCommand } = await import("./transfer/cli");
+    process.exitCode = await runTransferCommand(command, rest);
+    break;
+  }
   case "mcp": {
     // Loaded only here: the MCP SDK would add to every other command's start-up.
     const { runMcpCommand } = await import("./mcp/cli");

@@ -95,6 +95,11 @@ export interface ImportOptions {
   skipExisting: boolean;
   /** Also skip existing records that are identical to the line (resuming an interrupted import). */
   skipIdentical: boolean;
+  /**
+   * The largest event seq of the whole import: new events (of a running server too) take seqs
+   * above it from now on, so they never collide with events still to be imported.
+   */
+  seqFloor?: number;
 }
 
 /** What claiming an Idempotency-Key found. */

@@ -26,7 +26,9 @@ export class EventClock {
   private reload() {
     this.epoch = this.dbs.meta.get("clockEpoch");
     const last = [...this.dbs.events.getKeys({ reverse: true, limit: 1 })][0];
-    this.seq = typeof last === "number" ? last : 0;
+    // An import reserves the seqs of its events before writing them (meta "seqFloor").
+    const floor = (this.dbs.meta.get("seqFloor") as number | undefined) ?? 0;
+    this.seq = Math.max(typeof last === "number" ? last : 0, floor);
     this.lastMs.clear();
   }
 

@@ -21,7 +21,8 @@
  *
  * meta also holds "clockEpoch", a counter that `memd import` bumps: a running server's event clock
  * sees it change and re-reads the last seq and event times, so imported events never collide with
- * new ones. Idempotency keys are printable ASCII (no 0x00), keyed per API key so that two keys
+ * new ones; "seqFloor", the largest seq of an import under way, which new events stay above.
+ * Idempotency keys are printable ASCII (no 0x00), keyed per API key so that two keys
  * never see each other's answers.
  *
  * Namespaces and entities may not hold control characters, so no string part contains the 0x00

@@ -263,7 +263,14 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
           } else w.put(dbs.erasures, key, rec);
         }
         // Every clock (this process's and a running server's) re-reads the last seq and times.
-        if (written > 0) w.put(dbs.meta, "clockEpoch", ((dbs.meta.get("clockEpoch") as number | undefined) ?? 0) + 1);
+        if (options.seqFloor !== undefined)
+          w.put(
+            dbs.meta,
+            "seqFloor",
+            Math.max(options.seqFloor, (dbs.meta.get("seqFloor") as number | undefined) ?? 0),
+          );
+        if (written > 0 || options.seqFloor !== undefined)
+          w.put(dbs.meta, "clockEpoch", ((dbs.meta.get("clockEpoch") as number | undefined) ?? 0) + 1);
         return { written, skipped };
       });
     },

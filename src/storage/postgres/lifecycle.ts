@@ -260,6 +260,8 @@ export function pgLifecycle({ sql, db, applyIn }: PgLifecycleContext): Methods {
               )}::bigint[])
               ON CONFLICT (namespace) DO UPDATE SET last_ms = GREATEST(c.last_ms, EXCLUDED.last_ms)`;
           }
+          if (options.seqFloor !== undefined)
+            await tx`SELECT setval('event_seq', GREATEST(${options.seqFloor}::bigint, (SELECT last_value FROM event_seq)))`;
           return { written: keep.length, skipped };
         }),
       );
