@@ -13,6 +13,7 @@ import { memoryRoutes, type SmartStore } from "./memory/index";
 import { healthRoutes } from "./ops/health";
 import { type ModelStats, metricsRoutes } from "./ops/metrics";
 import { openapiRoutes } from "./ops/openapi";
+import { transferRoutes } from "./transfer/index";
 
 export interface AppOptions {
   root?: KeyRecord;
@@ -45,6 +46,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(memoryRoutes(core, authPlugin, options.smartStore))
     .use(auditRoutes(core, authPlugin))
     .use(keyRoutes(core, authPlugin))
+    .use(transferRoutes(core, authPlugin))
     .use(mcpRoutes(authPlugin, (request) => self!.handle(request)));
   self = app;
   return app;

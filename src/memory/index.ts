@@ -1,12 +1,47 @@
 import { Elysia, t } from "elysia";
 import type { Core } from "../core";
 import { ApiError } from "../http/errors";
+import { idempotent } from "../http/idempotency";
 import { queryLimit } from "../http/query";
 import { jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
 import { covers, requireNamespace } from "../keys/service";
-import { ListQuery, Memory, MemoryParams, StoreRequest, StoreResponse } from "./model";
-import { deleteMemory, findMemory, storeRaw, toMemory } from "./service";
+import {
+  EntityQuery,
+  EraseRequest,
+  Erasure,
+  ErasuresQuery,
+  ListQuery,
+  ListResponse,
+  Memory,
+  MemoryParams,
+  PatchRequest,
+  StoreRequest,
+  StoreResponse,
+} from "./model";
+import {
+  deleteEntity,
+  deleteMemory,
+  eraseEntity,
+  findMemory,
+  listMemories,
+  patchMemory,
+  storeRaw,
+  toErasure,
+  toMemory,
+} from "./service";
+
+const idempotencyHeader = {
+  parameters: [
+    {
+      name: "Idempotency-Key",
+      in: "header" as const,
+      required: false,
+      schema: { type: "string" as const, minLength: 1, maxLength: 255 },
+      description: "a repeat within 24 h with the same body gets the first answer (header idempotent-replayed: true)",
+    },
+  ],
+};
 
 export type SmartStore = (
   req: StoreRequest,
@@ -24,9 +59,11 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .use(authPlugin)
     .post(
       "/v1/memory",
-      async ({ body, apiKey, set }) => {
+      async ({ body, apiKey, set, request }) => {
         requireNamespace(apiKey, body.namespace);
-        return body.infer === false ? storeRaw(core, body, apiKey.id) : smartStore(body, apiKey.id, set);
+        return idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, () =>
+          body.infer === false ? storeRaw(core, body, apiKey.id) : smartStore(body, apiKey.id, set),
+        );
       },
       {
         permission: "read_write",
@@ -35,6 +72,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
           summary: "Store a memory",
           description: "infer: false stores content verbatim; infer: true (default) extracts facts.",
           responses: jsonAnswer(StoreResponse),
+          ...idempotencyHeader,
         },
       },
     )
@@ -43,13 +81,80 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       async ({ query, apiKey }) => {
         requireNamespace(apiKey, query.namespace);
         const limit = queryLimit(query.limit, 1000, 100);
-        const found = await core.storage.currentMemories({ namespace: query.namespace, entity: query.entity }, limit);
-        return found.map((r) => toMemory(r));
+        const { namespace, entity, category, tag } = query;
+        return listMemories(core, { namespace, entity, category, tags: tag, limit }, query.cursor);
       },
       {
         permission: "read",
         query: ListQuery,
-        detail: { summary: "List current memories of a namespace or entity", responses: jsonAnswer(t.Array(Memory)) },
+        detail: {
+          summary: "List current memories, newest first, a page at a time",
+          description: "Follow nextCursor until it is null; paging never loses or repeats a memory.",
+          responses: jsonAnswer(ListResponse),
+        },
+      },
+    )
+    .get(
+      "/v1/memory/erasures",
+      async ({ query, apiKey }) => {
+        requireNamespace(apiKey, query.namespace);
+        return (await core.storage.erasures(query.namespace, query.entity)).map(toErasure);
+      },
+      {
+        permission: "admin",
+        query: ErasuresQuery,
+        detail: { summary: "Erasures of a namespace or entity, oldest first", responses: jsonAnswer(t.Array(Erasure)) },
+      },
+    )
+    .post(
+      "/v1/memory/erase",
+      async ({ body, apiKey }) => {
+        requireNamespace(apiKey, body.namespace);
+        return eraseEntity(core, body.namespace, body.entity, apiKey.id);
+      },
+      {
+        permission: "admin",
+        body: EraseRequest,
+        detail: {
+          summary: "Erase an entity: every memory, current or not, loses its content; events lose theirs",
+          responses: jsonAnswer(Erasure),
+        },
+      },
+    )
+    .patch(
+      "/v1/memory/:id",
+      async ({ params, body, apiKey, set, request }) =>
+        idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, () =>
+          patchMemory(core, params.id, body, apiKey.id, (ns) => covers(apiKey, ns)),
+        ),
+      {
+        permission: "read_write",
+        params: MemoryParams,
+        body: PatchRequest,
+        detail: {
+          summary: "Edit a memory in place (event UPDATE, reason edited)",
+          description: "tags or metadata given as null are removed. An empty body or one that changes nothing: 400.",
+          responses: jsonAnswer(Memory),
+          ...idempotencyHeader,
+        },
+      },
+    )
+    .delete(
+      "/v1/memory",
+      async ({ query, apiKey, set, request }) => {
+        requireNamespace(apiKey, query.namespace);
+        return idempotent({ storage: core.storage, request, keyId: apiKey.id, body: undefined, set }, () =>
+          deleteEntity(core, query.namespace, query.entity, apiKey.id),
+        );
+      },
+      {
+        permission: "read_write",
+        query: EntityQuery,
+        detail: {
+          summary: "Delete every current memory of an entity (one DELETE event each, reason deleted)",
+          responses: jsonAnswer(t.Object({ deleted: t.Integer() })),
+          ...idempotencyHeader,
+        },
       },
     )
     .get(
@@ -68,15 +173,16 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     )
     .delete(
       "/v1/memory/:id",
-      async ({ params, apiKey }) => {
-        await deleteMemory(core, params.id, apiKey.id, (ns) => {
-          if (!covers(apiKey, ns)) throw new ApiError("not_found", "no memory with that id");
-        });
-        return { deleted: true };
-      },
+      async ({ params, apiKey, set, request }) =>
+        idempotent({ storage: core.storage, request, keyId: apiKey.id, body: undefined, set }, async () => {
+          await deleteMemory(core, params.id, apiKey.id, (ns) => {
+            if (!covers(apiKey, ns)) throw new ApiError("not_found", "no memory with that id");
+          });
+          return { deleted: true };
+        }),
       {
         permission: "read_write",
         params: MemoryParams,
-        detail: { summary: "Delete a memory (event DELETE, reason deleted)" },
+        detail: { summary: "Delete a memory (event DELETE, reason deleted)", ...idempotencyHeader },
       },
     );

@@ -102,12 +102,14 @@ export function pgLifecycle({ sql, db, applyIn }: PgLifecycleContext): Methods {
     async listMemories(q) {
       const now = Date.now();
       const before = q.before ?? "ffffffff-ffff-ffff-ffff-ffffffffffff";
-      const tags = q.tags?.length ? JSON.stringify(q.tags) : null;
+      // Tags are written as JSON text into a json column (a JSON string holding the array); read either form.
+      const tags = q.tags?.length ? sql.array(q.tags, "text") : null;
       const rows = await db(
         () => sql`SELECT * FROM memories WHERE state = 'current' AND namespace = ${q.namespace}
           AND (${q.entity ?? null}::text IS NULL OR entity = ${q.entity ?? null})
           AND (${q.category ?? null}::text IS NULL OR category = ${q.category ?? null})
-          AND (${tags}::jsonb IS NULL OR tags::jsonb @> ${tags}::jsonb)
+          AND (${tags}::text[] IS NULL OR (tags IS NOT NULL AND (CASE WHEN json_typeof(tags) = 'string'
+            THEN (tags #>> '{}')::jsonb ELSE tags::jsonb END) ?& ${tags}::text[]))
           AND (expires_at IS NULL OR expires_at > ${now})
           AND id < ${before}::uuid
           ORDER BY id DESC LIMIT ${q.limit + 1}`,
