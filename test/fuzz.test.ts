@@ -381,7 +381,7 @@ test(`${count} bad requests (seed ${seed}): all 4xx with the error shape, server
   expect(await exportStore()).toBe(beforeStore);
   expect(s.logs.filter((l) => l.includes('"level":"error"'))).toEqual([]);
   // And it still works.
-  expect((await s.json("GET", "/v1/memory?namespace=fz")).body).toHaveLength(5);
+  expect((await s.json("GET", "/v1/memory?namespace=fz")).body.memories).toHaveLength(5);
 }, 60_000);
 
 test("nesting: 64 levels are stored, 65 are refused with 400 before parsing", async () => {

@@ -211,9 +211,9 @@ const HistoryInput = Type.Object(
  * and delete this function.
  */
 async function recallByListing(args: Record<string, unknown>, rest: Rest) {
-  const memories = (await rest("GET", "/v1/memory", {
+  const { memories } = (await rest("GET", "/v1/memory", {
     query: { namespace: args.namespace as string, entity: args.entity as string | undefined, limit: 1000 },
-  })) as { content: string; category: string; tags?: string[] }[];
+  })) as { memories: { content: string; category: string; tags?: string[] }[] };
   const wanted = words(args.query as string);
   const tags = (args.tags as string[] | undefined) ?? [];
   const results = memories
@@ -264,7 +264,7 @@ export const tools: ToolDef[] = [
     name: "list_memories",
     title: "List memories",
     description:
-      "List the current memories of an entity (or of a whole namespace when entity is left out), oldest first, " +
+      "List the current memories of an entity (or of a whole namespace when entity is left out), newest first, " +
       "each with its id, content, category, importance, tags and creation time. Expired, deleted and replaced memories are not shown. " +
       "Use it to review everything known about an entity; use recall to find what is relevant to a question.",
     readOnly: true,
@@ -273,7 +273,7 @@ export const tools: ToolDef[] = [
     run: (args, rest) =>
       rest("GET", "/v1/memory", {
         query: args as Record<string, string | number | undefined>,
-      }).then((memories) => ({ memories })),
+      }).then((page) => ({ memories: (page as { memories: unknown[] }).memories })),
   },
   {
     name: "forget",
