@@ -120,12 +120,18 @@ describe("bad keys and failed requests", () => {
   });
 
   test("a request that fails keeps no answer: the retry runs (and may succeed)", async () => {
-    const before = await dumpStorage(s.server.core.storage);
+    // On PostgreSQL a smart store's first run for an entity creates its lock row (not data): left out.
+    const records = async () =>
+      (await dumpStorage(s.server.core.storage))
+        .split("\n")
+        .filter((l) => !l.startsWith("entity_locks "))
+        .join("\n");
+    const before = await records();
     fake.reply({ status: 500 });
     const body = { namespace: "idem5", entity: "u", content: "I like jazz" };
     const failed = await send("POST", "/v1/memory", body, "retry-me");
     expect(failed.status).toBe(502);
-    expect(await dumpStorage(s.server.core.storage)).toBe(before);
+    expect(await records()).toBe(before);
     fake.reply(addAnswer("Likes jazz"));
     const calls = fake.calls;
     const ok = await send("POST", "/v1/memory", body, "retry-me");
