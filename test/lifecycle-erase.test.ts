@@ -69,7 +69,7 @@ describe("erase", () => {
       { namespace: "gdpr", entity: "alice", content: `Remember ${marker}-5`, infer: false },
       { headers: { "content-type": "application/json", "idempotency-key": "alice-1" } },
     );
-    const d = (await kept.json()).memories[0];
+    const d = ((await kept.json()) as any).memories[0];
     erasedIds = [a.id, b.id, c.id, d.id];
 
     const r = await s.json("POST", "/v1/memory/erase", { namespace: "gdpr", entity: "alice" });
@@ -105,7 +105,7 @@ describe("erase", () => {
       { headers: { "content-type": "application/json", "idempotency-key": "alice-1" } },
     );
     expect(retry.headers.get("idempotent-replayed")).toBeNull();
-    const again = (await retry.json()).memories[0];
+    const again = ((await retry.json()) as any).memories[0];
     expect((await s.json("DELETE", `/v1/memory/${again.id}`)).status).toBe(200);
     erasedIds.push(again.id);
 

@@ -56,7 +56,7 @@ describe("replays", () => {
     expect((await send("POST", "/v1/memory", body, "k")).status).toBe(200);
     const other = await send("POST", "/v1/memory", { ...body, content: "two" }, "k");
     expect(other.status).toBe(422);
-    expect((await other.json()).error.code).toBe("idempotency_key_reused");
+    expect(((await other.json()) as any).error.code).toBe("idempotency_key_reused");
     // The same key string under another API key is a different key.
     const mine = await send("POST", "/v1/memory", { ...body, content: "two" }, "k", otherKey);
     expect(mine.status).toBe(200);

@@ -98,3 +98,11 @@ export const lineCheckers = {
   key: TypeCompiler.Compile(KeyLine),
   erasure: TypeCompiler.Compile(ErasureLine),
 };
+
+/** Field order per record type: every export writes its lines in this order, whatever the backend. */
+export const fieldOrder: Record<keyof typeof lineCheckers, string[]> = {
+  memory: Object.keys(MemoryLine.properties),
+  event: Object.keys(EventLine.properties),
+  key: Object.keys(KeyLine.properties),
+  erasure: Object.keys(ErasureLine.properties),
+};

@@ -3,7 +3,7 @@
 import { version } from "../build-info";
 import type { ExportRecord } from "../storage/records";
 import type { Storage } from "../storage/storage";
-import { checkHeader, EXPORT_FORMAT, type Header, lineCheckers } from "./model";
+import { checkHeader, EXPORT_FORMAT, fieldOrder, type Header, lineCheckers } from "./model";
 
 /** Lines per import transaction and per existence check. */
 const BATCH = 1000;
@@ -29,8 +29,16 @@ export async function* exportLines(
   yield `${JSON.stringify(exportHeader(options.namespaces, options.keys))}\n`;
   for await (const r of storage.exportAll(options)) {
     progress?.tick();
-    yield `${JSON.stringify(r)}\n`;
+    yield `${canonical(r)}\n`;
   }
+}
+
+/** A record as one JSON line, its fields in the format's order (so both backends write the same bytes). */
+export function canonical(r: ExportRecord): string {
+  const rec = r as unknown as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const f of fieldOrder[r.type]) if (rec[f] !== undefined) out[f] = rec[f];
+  return JSON.stringify(out);
 }
 
 /** Lines of a file, streamed (the file is never held whole), with their 1-based numbers. */

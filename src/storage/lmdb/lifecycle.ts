@@ -192,16 +192,10 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
           const m = value as MemoryRecord;
           if (!wanted || wanted.has(m.namespace)) yield { type: "memory", ...m };
         }
-        if (!namespaces) {
-          for (const { value } of dbs.events.getRange({ transaction }))
-            yield { type: "event", ...(value as EventRecord) };
-        } else {
-          for (const ns of [...wanted!].sort())
-            for (const k of dbs.eventsByNs.getKeys({ start: [ns], end: [ns, END], transaction }))
-              yield {
-                type: "event",
-                ...(dbs.events.get((k as unknown[]).at(-1) as number, { transaction }) as EventRecord),
-              };
+        // In seq order, as PostgreSQL exports them, so both write the same file.
+        for (const { value } of dbs.events.getRange({ transaction })) {
+          const e = value as EventRecord;
+          if (!wanted || wanted.has(e.namespace)) yield { type: "event", ...e };
         }
         for (const { value } of dbs.erasures.getRange({ transaction })) {
           const e = value as ErasureRecord;

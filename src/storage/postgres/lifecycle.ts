@@ -195,10 +195,11 @@ export function pgLifecycle({ sql, db, applyIn }: PgLifecycleContext): Methods {
           afterSeq = Number(rows.at(-1).seq);
         }
         for (const r of await conn`SELECT * FROM erasures WHERE (${nss}::text[] IS NULL OR namespace = ANY(${nss}::text[]))
-            ORDER BY namespace, entity, at_ms`)
+            ORDER BY namespace COLLATE "C", entity COLLATE "C", at_ms`)
           yield { type: "erasure", ...erasureOf(r) };
         if (withKeys)
-          for (const r of await conn`SELECT * FROM api_keys ORDER BY id`) yield { type: "key", ...keyOf(r) };
+          for (const r of await conn`SELECT * FROM api_keys ORDER BY id COLLATE "C"`)
+            yield { type: "key", ...keyOf(r) };
         await conn`COMMIT`;
         open = false;
       } finally {
