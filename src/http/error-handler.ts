@@ -7,7 +7,8 @@ import { ApiError, type ErrorDetail } from "./errors";
 function validationDetails(error: ValidationError): ErrorDetail[] {
   const seen = new Set<string>();
   const details: ErrorDetail[] = [];
-  for (const e of error.all) {
+  // Elysia leaves `all` undefined for some query shapes (a repeated parameter that fails).
+  for (const e of error.all ?? []) {
     const path = "path" in e && typeof e.path === "string" ? e.path : "";
     const field =
       path
@@ -32,7 +33,8 @@ export function toApiError(code: string | number, error: unknown, logger: Logger
   if (cause instanceof ApiError) return cause;
   if (error instanceof StorageError) return new ApiError(error.code, error.message);
   if (error instanceof ValidationError || code === "VALIDATION") {
-    const details = validationDetails(error as ValidationError);
+    const found = validationDetails(error as ValidationError);
+    const details = found.length ? found : [{ field: "(request)", message: "does not match the schema" }];
     const where = error instanceof ValidationError && error.type !== "body" ? ` ${error.type}` : "";
     return new ApiError(
       "invalid_request",
