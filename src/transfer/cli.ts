@@ -1,6 +1,6 @@
 // memd export / memd import / memd compact: on the data dir (or PostgreSQL) directly, with a
 // server running or not.
-import { createWriteStream, existsSync } from "node:fs";
+import { createWriteStream, existsSync, mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { ConfigError, loadConfig } from "../config/config";
 import { compactStore, postgresCompactAdvice } from "../ops/compact";
@@ -61,7 +61,8 @@ function parseArgs(args: string[], valued: string[], bare: string[]) {
   return { flags, positional };
 }
 
-async function open(flags: Map<string, string[]>): Promise<{ storage: Storage; dataDir?: string }> {
+/** Opens the store; `create` makes a new LMDB data dir (an import into a fresh store). */
+async function open(flags: Map<string, string[]>, create = false): Promise<{ storage: Storage; dataDir?: string }> {
   const dataDir = flags.get("--data-dir")?.[0];
   const url = flags.get("--database-url")?.[0];
   const config = loadConfig([
@@ -70,7 +71,8 @@ async function open(flags: Map<string, string[]>): Promise<{ storage: Storage; d
   ]);
   if (config.databaseUrl) return { storage: await openStorage(config) };
   const dir = resolve(config.dataDir);
-  if (!existsSync(dir)) throw new UsageError(`no data dir at ${dir}; pass --data-dir or set MEMD_DATA_DIR`);
+  if (create) mkdirSync(dir, { recursive: true });
+  else if (!existsSync(dir)) throw new UsageError(`no data dir at ${dir}; pass --data-dir or set MEMD_DATA_DIR`);
   return { storage: await openStorage({ ...config, dataDir: dir }), dataDir: dir };
 }
 
@@ -108,7 +110,7 @@ export async function runTransferCommand(
       const file = positional[0];
       if (!existsSync(file)) throw new UsageError(`no file at ${file}`);
       const skipExisting = flags.has("--skip-existing");
-      ({ storage } = await open(flags));
+      ({ storage } = await open(flags, true));
       const checking = new Progress("import: checking", undefined, io.err);
       const plan = await planImport(storage, file, { skipExisting }, checking);
       checking.finish();
