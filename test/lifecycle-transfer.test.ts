@@ -234,7 +234,7 @@ describe("memd import", () => {
           headers: { authorization: `Bearer ${rootSecret}`, "content-type": "application/json" },
           body: body === undefined ? undefined : JSON.stringify(body),
         });
-        return { status: res.status, body: await res.json() };
+        return { status: res.status, body: (await res.json()) as any };
       };
       for (const ns of ["team", "solo"]) {
         for (const [method, path, body] of [
