@@ -11,7 +11,7 @@ export type FakeAnswer =
   | { status: number; body?: unknown } // a raw HTTP answer (an object body is sent as JSON)
   | { hang: true } // never answers; the request stays open until the client gives up
   | { garbage: true } // 200 with a body that is not JSON
-  | { delayMs: number; then: FakeAnswer } // answers `then` after a pause
+  | { delayMs: number; answer: FakeAnswer } // answers `answer` after a pause
   | ((request: ChatRequest) => FakeAnswer);
 
 /** The parsed body of a chat-completions request, as the client sent it. */
@@ -80,7 +80,7 @@ export function startFakeModel(): FakeModel {
     }
     if ("delayMs" in a) {
       const later = a;
-      return Bun.sleep(later.delayMs).then(() => answer(request, signal, later.then));
+      return Bun.sleep(later.delayMs).then(() => answer(request, signal, later.answer));
     }
     if ("garbage" in a) return new Response("<html>{not json", { headers: { "content-type": "application/json" } });
     return new Promise((resolve) => {

@@ -86,7 +86,7 @@ describe("replays", () => {
 
   test("two identical requests at the same moment: one runs, the other waits and replays", async () => {
     // The model answers slowly, so the second request arrives while the first is running.
-    fake.reply({ delayMs: 300, then: addAnswer("Owns a bicycle") });
+    fake.reply({ delayMs: 300, answer: addAnswer("Owns a bicycle") });
     const body = { namespace: "idem4", entity: "u", content: "I own a bicycle" };
     const [a, b] = await Promise.all([
       send("POST", "/v1/memory", body, "same"),

@@ -235,7 +235,8 @@ export class Progress {
   private line(): string {
     const secs = (performance.now() - this.started) / 1000;
     const rate = secs > 0 ? Math.round(this.done / secs) : 0;
-    const count = this.total ? `${fmt(this.done)}/${fmt(this.total)}` : fmt(this.done);
+    // An export's total is an estimate (taken before its snapshot; erasures not counted).
+    const count = this.total ? `${fmt(this.done)}/${fmt(Math.max(this.total, this.done))}` : fmt(this.done);
     return `${this.label}: ${count} records, ${fmt(rate)}/s, ${secs.toFixed(1)} s`;
   }
 
