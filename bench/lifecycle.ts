@@ -54,9 +54,10 @@ function percentile(xs: number[], p: number) {
 async function loadStore(settings: { dataDir: string; databaseUrl?: string }, count: number, entity?: string) {
   const storage = await openStorage(settings);
   const t0 = performance.now();
-  for (let done = 0; done < count; done += 10_000) {
+  const batch = settings.databaseUrl ? 2000 : 10_000;
+  for (let done = 0; done < count; done += batch) {
     const ops: MemoryOp[] = [];
-    for (let i = done; i < Math.min(count, done + 10_000); i++)
+    for (let i = done; i < Math.min(count, done + batch); i++)
       ops.push({
         event: "ADD",
         create: {
@@ -133,9 +134,11 @@ export async function lifecycleBench(count = 1_000_000, log: (s: string) => void
     log("lifecycle: export");
     const file = join(work, "export.jsonl");
     const exp = await measured(["export", "--data-dir", src, "--out", file]);
+    log(`lifecycle: export ${exp.seconds.toFixed(1)} s, VmHWM ${f0(exp.hwmMiB)} MiB, anon ${f0(exp.anonMiB)} MiB`);
     const fileMiB = Bun.file(file).size / 1024 / 1024;
     log("lifecycle: import");
     const imp = await measured(["import", file, "--data-dir", join(work, "dst")]);
+    log(`lifecycle: import ${imp.seconds.toFixed(1)} s, VmHWM ${f0(imp.hwmMiB)} MiB, anon ${f0(imp.anonMiB)} MiB`);
 
     log("lifecycle: erase of 10,000 memories");
     const erase = async (settings: { dataDir: string; databaseUrl?: string }) => {

@@ -22,6 +22,8 @@ export interface PostgresStorage extends Storage {
 }
 
 export type Row = Record<string, unknown>;
+/** Rows per multi-row INSERT: under the protocol's 65,535 parameters at 13 columns. */
+const ROWS_PER_INSERT = 2000;
 /** `json` columns come back as their text. */
 export const json = <T>(v: unknown): T => (typeof v === "string" ? JSON.parse(v) : v) as T;
 const num = (v: unknown) => (v === null || v === undefined ? undefined : Number(v));
@@ -168,7 +170,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     const ids = [...new Set(ops.map(targetOf).filter((id): id is string => id !== undefined))].sort();
     const targets = new Map<string, MemoryRecord>();
     if (ids.length > 0)
-      for (const r of await tx`SELECT * FROM memories WHERE id IN ${tx(ids)} ORDER BY id FOR UPDATE`)
+      for (const r of await tx`SELECT * FROM memories WHERE id = ANY(${sql.array(ids, "text")}::uuid[]) ORDER BY id FOR UPDATE`)
         targets.set(r.id as string, memoryOf(r));
 
     const live = ops.map((op) => {
@@ -218,17 +220,19 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       results.push({ planned });
     }
 
-    if (writes.size > 0)
+    // In chunks: the wire protocol takes at most 65,535 parameters per statement (13 per memory row).
+    const rows = [...writes.values()].map(memoryRow);
+    for (let i = 0; i < rows.length; i += ROWS_PER_INSERT)
       await tx`
-          INSERT INTO memories ${tx([...writes.values()].map(memoryRow))}
+          INSERT INTO memories ${tx(rows.slice(i, i + ROWS_PER_INSERT))}
           ON CONFLICT (id) DO UPDATE SET
             content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
             tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
             updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state`;
     const planned = results.filter((r) => r !== null).map((r) => r.planned.event);
     const seqs = new Map<string, number>();
-    if (planned.length > 0)
-      for (const r of await tx`INSERT INTO events ${tx(planned.map(eventRow))} RETURNING seq, namespace, at_ms`)
+    for (let i = 0; i < planned.length; i += ROWS_PER_INSERT)
+      for (const r of await tx`INSERT INTO events ${tx(planned.slice(i, i + ROWS_PER_INSERT).map(eventRow))} RETURNING seq, namespace, at_ms`)
         seqs.set(`${r.namespace}\0${r.at_ms}`, Number(r.seq));
     return results.map((r): Applied | null => {
       if (!r) return null;
