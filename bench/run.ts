@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { crashRound } from "../test/crash-run";
 import { startFakeModel } from "../test/fake-model";
+import { lifecycleBench } from "./lifecycle";
 import { streamBench, streamTable } from "./stream";
 
 const root = join(import.meta.dir, "..");
@@ -377,6 +378,8 @@ lines.push(
   `Total bench time: ${((performance.now() - started) / 1000).toFixed(0)} s.`,
   "",
 );
+// Lifecycle figures (export, import, erase, list paging): bench/lifecycle.ts, also runnable alone.
+lines.push(await lifecycleBench(1_000_000, log));
 const notes = Bun.file(join(import.meta.dir, "notes.md"));
 if (await notes.exists()) lines.push(await notes.text());
 writeFileSync(join(import.meta.dir, "results.md"), lines.join("\n"));

@@ -7,13 +7,29 @@ import { Kind, OptionalKind, type TSchema } from "@sinclair/typebox";
 import { AuditEvent, DiffRequest, DiffResponse, EventKind, EventsQuery, StreamQuery } from "../src/audit/model";
 import { ModelAnswer } from "../src/extraction/model";
 import { ApiKey, CreatedKey, CreateKeyRequest, Permission } from "../src/keys/model";
-import { ListQuery, Memory, StoreRequest, StoreResponse } from "../src/memory/model";
+import {
+  EraseRequest,
+  Erasure,
+  ListQuery,
+  ListResponse,
+  Memory,
+  PatchRequest,
+  StoreRequest,
+  StoreResponse,
+} from "../src/memory/model";
+import { SearchRequest, SearchResponse } from "../src/search/model";
 
 const exported: Record<string, TSchema> = {
   StoreRequest,
   StoreResponse,
   Memory,
   ListQuery,
+  ListResponse,
+  PatchRequest,
+  EraseRequest,
+  Erasure,
+  SearchRequest,
+  SearchResponse,
   EventKind,
   AuditEvent,
   EventsQuery,

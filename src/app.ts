@@ -18,6 +18,7 @@ import { healthRoutes } from "./ops/health";
 import { type EmbedStats, type ModelStats, metricsRoutes } from "./ops/metrics";
 import { openapiRoutes } from "./ops/openapi";
 import { searchRoutes } from "./search/index";
+import { transferRoutes } from "./transfer/index";
 
 export interface AppOptions {
   root?: KeyRecord;
@@ -50,7 +51,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     // After auth, whose onRequest identifies the key (401 first); before any body is read.
     .use(limits ? rateLimit({ ...limits, bucketOf: (r) => keyOf(r)?.id }) : new Elysia())
     .use(methodGuard(() => routes()))
-    .use(strictQuery())
+    .use(strictQuery({ repeatable: ["tag"] }))
     .use(refuseBodies())
     .use(healthRoutes(core))
     .use(
@@ -68,6 +69,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(auditRoutes(core, authPlugin))
     .use(streamRoutes(core, authPlugin, options.streams ?? new StreamHub()))
     .use(keyRoutes(core, authPlugin))
+    .use(transferRoutes(core, authPlugin))
     .use(mcpRoutes(authPlugin, (request) => self!.handle(request)));
   self = app;
   routes = () => app.routes;

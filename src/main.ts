@@ -6,6 +6,7 @@ import { runKeysCommand } from "./keys/cli";
 import { backupStore } from "./ops/backup";
 import { reindex } from "./search/reindex";
 import { StartError, startServer } from "./server";
+import { runTransferCommand } from "./transfer/cli";
 
 const usage = `memd ${version}: a memory service for AI agents
 
@@ -13,6 +14,11 @@ Usage:
   memd [serve] [flags]     start the server (the default)
   memd backup <dest> [--data-dir <dir>]
                            copy the store to a new directory, safe while serving
+  memd export [--namespace NS]... [--out FILE] [--keys]
+                           every memory, event and erasure as JSON Lines; memd export --help
+  memd import FILE [--skip-existing]
+                           load an export (checked first); memd import --help
+  memd compact             rewrite a stopped server's LMDB store without free pages
   memd keys create|list|revoke ...
                            manage API keys on the data dir; memd keys --help
   memd reindex [flags]     rebuild the search index (and embeddings, with an embedding model)
@@ -109,6 +115,12 @@ switch (command) {
     break;
   case "reindex": {
     process.exitCode = await reindex(configFrom(rest), (line) => process.stdout.write(`${line}\n`));
+    break;
+  }
+  case "export":
+  case "import":
+  case "compact": {
+    process.exitCode = await runTransferCommand(command, rest);
     break;
   }
   case "mcp": {

@@ -45,9 +45,16 @@ describe("built client against a server started by the built test kit", () => {
     const raw = await c.store({ namespace: "ns", entity: "u", content: "raw fact", infer: false, tags: ["t"] });
     const id = raw.memories[0].id;
     expect((await c.get(id)).tags).toEqual(["t"]);
-    expect((await c.list({ namespace: "ns", entity: "u", limit: 10 })).length).toBe(2);
+    const page = await c.list({ namespace: "ns", entity: "u", limit: 1 });
+    expect(page.memories.map((m) => m.id)).toEqual([id]);
+    const rest = await c.list({ namespace: "ns", entity: "u", limit: 1, cursor: page.nextCursor! });
+    expect(rest.memories.map((m) => m.content)).toEqual(["User likes green tea"]);
+    expect((await c.list({ namespace: "ns", tags: ["t"] })).memories.map((m) => m.id)).toEqual([id]);
+    const edited = await c.update(id, { content: "raw fact, edited", tags: null });
+    expect([edited.content, edited.tags]).toEqual(["raw fact, edited", undefined]);
+    expect((await c.events({ memoryId: id, limit: 1 }))[0]).toMatchObject({ event: "UPDATE", reason: "edited" });
     expect((await c.events({ namespace: "ns", limit: 1 }))[0].memoryId).toBe(id);
-    expect((await c.events({ memoryId: id })).map((e) => e.event)).toEqual(["ADD"]);
+    expect((await c.events({ memoryId: id })).map((e) => e.event)).toEqual(["UPDATE", "ADD"]);
     expect((await c.diff({ namespace: "ns" })).created.length).toBe(2);
     expect(await c.delete(id)).toEqual({ deleted: true });
 
@@ -62,13 +69,19 @@ describe("built client against a server started by the built test kit", () => {
     expect((await c.keys.get(key.id)).name).toBe("reader");
     expect((await c.keys.list()).map((k) => k.id)).toContain(key.id);
     const reader = client.createClient({ url: memd.url, key: key.secret });
-    expect((await reader.list({ namespace: "ns" })).length).toBe(1);
+    expect((await reader.list({ namespace: "ns" })).memories.length).toBe(1);
     const forbidden = await reader.list({ namespace: "other" }).catch((e) => e);
     expect([forbidden.status, forbidden.code]).toEqual([403, "forbidden"]);
     const cannot = await reader.store({ namespace: "ns", entity: "u", content: "x", infer: false }).catch((e) => e);
     expect(cannot.code).toBe("forbidden");
     expect(await c.keys.revoke(key.id)).toEqual({ id: key.id, revoked: true });
     expect((await reader.list({ namespace: "ns" }).catch((e) => e)).status).toBe(401);
+
+    await c.store({ namespace: "ns", entity: "gone", content: "one", infer: false });
+    await c.store({ namespace: "ns", entity: "gone", content: "two", infer: false });
+    expect(await c.deleteEntity({ namespace: "ns", entity: "gone" })).toEqual({ deleted: 2 });
+    await c.store({ namespace: "ns", entity: "forget-me", content: "secret", infer: false });
+    expect(await c.erase({ namespace: "ns", entity: "forget-me" })).toMatchObject({ entity: "forget-me", memories: 1 });
 
     const invalid = await c.diff({ namespace: "ns", since: "yesterday" }).catch((e) => e);
     expect(invalid.details).toEqual([{ field: "since", message: expect.any(String) }]);

@@ -69,7 +69,7 @@ export async function crashRound(
       if (events.length >= 1000)
         problems.push(`${entity}: 1000+ events, too many to check in one page; shorten the round`);
       const current = (await call(s.url, key, "GET", `/v1/memory?namespace=${namespace}&entity=${entity}&limit=1000`))
-        .body as { id: string }[];
+        .body.memories as { id: string }[];
       const currentIds = new Set(current.map((m) => m.id));
       const added = new Set(events.filter((e) => e.event === "ADD").map((e) => e.memoryId));
       found += currentIds.size;

@@ -129,6 +129,9 @@ test.each([
   ["CJK", "東京の友達"],
   ["combining characters", "cafe\u0301 noe\u0308l"],
   ["Cyrillic and Greek", "Москва Ελλάδα"],
+  // Above U+FFFF: its UTF-8 sorts after "\uffff", which once closed namespace-wide ranges.
+  ["emoji first", "😀 friend"],
+  ["the last code point first", "\u{10FFFF}x"],
 ])("names outside ASCII (%s): store, list, events and diff answer 200 with the name intact", async (_, name) => {
   const ns = `intl-${name}`;
   const stored = await s.json("POST", "/v1/memory", {
@@ -141,9 +144,9 @@ test.each([
   const id = stored.body.memories[0].id;
   const q = `namespace=${encodeURIComponent(ns)}&entity=${encodeURIComponent(name)}`;
   const list = await s.json("GET", `/v1/memory?${q}`);
-  expect([list.status, list.body.map((m: { id: string }) => m.id)]).toEqual([200, [id]]);
+  expect([list.status, list.body.memories.map((m: { id: string }) => m.id)]).toEqual([200, [id]]);
   const nsList = await s.json("GET", `/v1/memory?namespace=${encodeURIComponent(ns)}`);
-  expect(nsList.body.map((m: { entity: string }) => m.entity)).toEqual([name]);
+  expect(nsList.body.memories.map((m: { entity: string }) => m.entity)).toEqual([name]);
   const events = await s.json("GET", `/v1/memory/events?${q}`);
   expect([events.status, events.body.map((e: { entity: string }) => e.entity)]).toEqual([200, [name]]);
   const byNs = await s.json("GET", `/v1/memory/events?namespace=${encodeURIComponent(ns)}`);

@@ -11,6 +11,7 @@ export type FakeAnswer =
   | { status: number; body?: unknown } // a raw HTTP answer (an object body is sent as JSON)
   | { hang: true } // never answers; the request stays open until the client gives up
   | { garbage: true } // 200 with a body that is not JSON
+  | { delayMs: number; answer: FakeAnswer } // answers `answer` after a pause
   | ((request: ChatRequest) => FakeAnswer);
 
 /** The parsed body of a chat-completions request, as the client sent it. */
@@ -76,6 +77,10 @@ export function startFakeModel(): FakeModel {
       return typeof body === "string"
         ? new Response(body, { status: a.status })
         : Response.json(body, { status: a.status });
+    }
+    if ("delayMs" in a) {
+      const later = a;
+      return Bun.sleep(later.delayMs).then(() => answer(request, signal, later.answer));
     }
     if ("garbage" in a) return new Response("<html>{not json", { headers: { "content-type": "application/json" } });
     return new Promise((resolve) => {

@@ -33,13 +33,24 @@ const valid = {
   store: { namespace: "fz", entity: "e", content: "c", infer: false },
   diff: { namespace: "fz" },
   keys: { name: "n", permission: "read", namespaces: ["fz"] },
+  patch: { content: "x" },
+  erase: { namespace: "fz", entity: "nobody" },
 } as const;
 type JsonEndpoint = keyof typeof valid;
-const jsonPaths: Record<JsonEndpoint, string> = { store: "/v1/memory", diff: "/v1/memory/diff", keys: "/v1/keys" };
+// PATCH goes to a random id: even a valid body would only find nothing (404).
+const jsonPaths: Record<JsonEndpoint, () => [string, string]> = {
+  store: () => ["POST", "/v1/memory"],
+  diff: () => ["POST", "/v1/memory/diff"],
+  keys: () => ["POST", "/v1/keys"],
+  patch: () => ["PATCH", `/v1/memory/${crypto.randomUUID()}`],
+  erase: () => ["POST", "/v1/memory/erase"],
+};
 const required: Record<JsonEndpoint, string[]> = {
   store: ["namespace", "entity", "content"],
   diff: ["namespace"],
   keys: ["name", "permission", "namespaces"],
+  patch: ["content"],
+  erase: ["namespace", "entity"],
 };
 
 function generator(rand: () => number) {
@@ -202,8 +213,8 @@ function generator(rand: () => number) {
     }
   }
 
-  function badQuery(path: "/v1/memory/events" | "/v1/memory"): [string, string] {
-    switch (int(6)) {
+  function badQuery(path: "/v1/memory/events" | "/v1/memory" | "/v1/export"): [string, string] {
+    switch (int(path === "/v1/memory" ? 7 : 6)) {
       case 0:
         return ["absurd limit", `namespace=fz&limit=${absurdLimitQuery()}`];
       case 1:
@@ -223,6 +234,14 @@ function generator(rand: () => number) {
         return path === "/v1/memory"
           ? ["missing namespace", pick(["", "entity=e", "limit=5"])]
           : ["bad memoryId", `memoryId=${badId()}`];
+      case 6:
+        // Lists only: a cursor that is not one of ours, or too many tags.
+        return rand() < 0.7
+          ? [
+              "bad cursor",
+              `namespace=fz&cursor=${pick(["x", "eyJiIjoxfQ", encodeURIComponent(junk(20)), Buffer.from(JSON.stringify({ b: crypto.randomUUID(), q: "0" })).toString("base64url"), "%00"])}`,
+            ]
+          : ["too many tags", `namespace=fz&${Array.from({ length: 33 }, (_, i) => `tag=t${i}`).join("&")}`];
       default:
         return [
           "bad entity or namespace",
@@ -252,9 +271,9 @@ function generator(rand: () => number) {
 
   /** The next bad request, for a uniformly chosen endpoint. */
   return function next(): BadRequest {
-    const endpoint = int(10);
+    const endpoint = int(14);
     // One request in ten, on any endpoint, is bad only in its Authorization header.
-    if (endpoint === 9 || rand() < 0.1) {
+    if (endpoint === 13 || rand() < 0.1) {
       const target = pick([
         ["POST", "/v1/memory", JSON.stringify(valid.store)],
         ["POST", "/v1/memory/diff", JSON.stringify(valid.diff)],
@@ -262,6 +281,11 @@ function generator(rand: () => number) {
         ["GET", "/v1/memory?namespace=fz"],
         ["GET", `/v1/memory/${crypto.randomUUID()}`],
         ["DELETE", `/v1/memory/${crypto.randomUUID()}`],
+        ["PATCH", `/v1/memory/${crypto.randomUUID()}`, JSON.stringify(valid.patch)],
+        ["DELETE", "/v1/memory?namespace=fz&entity=e"],
+        ["POST", "/v1/memory/erase", JSON.stringify({ namespace: "fz", entity: "e" })],
+        ["GET", "/v1/export"],
+        ["GET", "/v1/memory/erasures?namespace=fz"],
         ["POST", "/v1/keys", JSON.stringify(valid.keys)],
         ["GET", "/v1/keys"],
         ["GET", "/v1/keys/key_0"],
@@ -270,28 +294,40 @@ function generator(rand: () => number) {
       const headers = { ...badAuth(), ...(target[2] ? { "content-type": "application/json" } : {}) };
       return { kind: "bad Authorization", method: target[0], path: target[1], headers, body: target[2] };
     }
-    if (endpoint < 3) {
-      const ep = (["store", "diff", "keys"] as const)[endpoint];
-      const [kind, body, type] = badBody(ep);
-      return {
-        kind,
-        method: "POST",
-        path: jsonPaths[ep],
-        headers: { ...root, ...(type ? { "content-type": type } : {}) },
-        body,
-      };
-    }
     if (endpoint < 5) {
-      const path = endpoint === 3 ? "/v1/memory/events" : "/v1/memory";
-      const [kind, q] = badQuery(path);
-      return { kind, method: "GET", path: `${path}?${q}`, headers: root };
+      const ep = (["store", "diff", "keys", "patch", "erase"] as const)[endpoint];
+      const [kind, body, type] = badBody(ep);
+      const [method, path] = jsonPaths[ep]();
+      return { kind, method, path, headers: { ...root, ...(type ? { "content-type": type } : {}) }, body };
     }
-    if (endpoint < 8) {
+    if (endpoint === 5) {
+      // A valid change with a malformed Idempotency-Key: refused before anything runs.
+      const [method, path, body] = pick([
+        ["POST", "/v1/memory", JSON.stringify(valid.store)],
+        ["DELETE", "/v1/memory?namespace=fz&entity=e", undefined],
+        ["DELETE", `/v1/memory/${crypto.randomUUID()}`, undefined],
+      ] as const);
+      const key = pick(["", "x".repeat(256), "x".repeat(1000), "\u00e9t\u00e9", "a\tb"]);
+      const headers = { ...root, "idempotency-key": key, ...(body ? { "content-type": "application/json" } : {}) };
+      return { kind: "bad Idempotency-Key", method, path, headers, body };
+    }
+    if (endpoint < 10) {
+      const [method, path] = pick([
+        ["GET", "/v1/memory/events"],
+        ["GET", "/v1/memory"],
+        ["DELETE", "/v1/memory"],
+        ["GET", "/v1/export"],
+      ] as const);
+      const [kind, q] = badQuery(path === "/v1/memory" && method === "DELETE" ? "/v1/memory/events" : path);
+      return { kind: `${kind} (${method} ${path})`, method, path: `${path}?${q}`, headers: root };
+    }
+    if (endpoint < 12) {
       const [method, base] = pick([
         ["GET", "/v1/memory/"],
         ["DELETE", "/v1/memory/"],
         ["GET", "/v1/keys/"],
         ["DELETE", "/v1/keys/"],
+        ["PATCH", "/v1/memory/"],
       ] as const);
       return { kind: `bad :id (${method} ${base})`, method, path: base + badId(), headers: root };
     }
@@ -306,7 +342,10 @@ function generator(rand: () => number) {
       ["GET", "/v1/memories"],
       ["GET", "/v1/memory/events/x"],
       ["GET", "/v2/memory"],
-      ["DELETE", "/v1/memory"],
+      ["PUT", "/v1/memory/erase"],
+      ["GET", "/v1/memory/erase"],
+      ["POST", "/v1/export"],
+      ["PATCH", "/v1/memory"],
     ] as const);
     return { kind: "wrong method or path", method, path, headers: root };
   };
@@ -382,7 +421,7 @@ test(`${count} bad requests (seed ${seed}): all 4xx with the error shape, server
   await s.settleLogs();
   expect(s.logs.filter((l) => l.includes('"level":"error"'))).toEqual([]);
   // And it still works.
-  expect((await s.json("GET", "/v1/memory?namespace=fz")).body).toHaveLength(5);
+  expect((await s.json("GET", "/v1/memory?namespace=fz")).body.memories).toHaveLength(5);
 }, 60_000);
 
 test("nesting: 64 levels are stored, 65 are refused with 400 before parsing", async () => {

@@ -288,7 +288,7 @@ describe.each(stdioCases)("over stdio: %s", (_label, command) => {
       expect(foreign).toMatchObject({ isError: true, text: expect.stringMatching(/^forbidden: /) });
       // The memory is in the server's store, where REST sees it.
       const listed = await s.json("GET", `/v1/memory?namespace=acme&entity=${entity}`);
-      expect(listed.body.map((m: any) => m.content)).toEqual(["Speaks Portuguese"]);
+      expect(listed.body.memories.map((m: any) => m.content)).toEqual(["Speaks Portuguese"]);
       expect(p.errors).toEqual([]);
     }),
   );
@@ -319,7 +319,7 @@ describe.each(stdioCases)("over stdio: %s", (_label, command) => {
       await p.client.close();
       const again = await overStdio(cmd, [...args, "--data-dir", dir]);
       const list = await call(again.client, "list_memories", { namespace: "local", entity: "u1" });
-      expect(list.data.memories.map((m: any) => m.content)).toEqual(["Has a cat named Miso.", "Walks to work."]);
+      expect(list.data.memories.map((m: any) => m.content)).toEqual(["Walks to work.", "Has a cat named Miso."]);
     }),
   );
 });

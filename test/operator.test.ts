@@ -165,7 +165,8 @@ test("memd backup works on a data dir with a dot in its name and leaves no stray
     const list = await fetch(`${restored.url}/v1/memory?namespace=b`, {
       headers: { authorization: `Bearer ${rootSecret}` },
     });
-    expect(((await list.json()) as { content: string }[]).map((m) => m.content)).toEqual(["kept"]);
+    const { memories } = (await list.json()) as { memories: { content: string }[] };
+    expect(memories.map((m) => m.content)).toEqual(["kept"]);
   } finally {
     await stop(restored);
   }
@@ -252,7 +253,7 @@ describe("bad input and answers a client can act on", () => {
   test("a valid escape is read as the name it encodes", async () => {
     expect((await s.json("POST", "/v1/memory", { ...store, namespace: "café" })).status).toBe(200);
     const r = await s.json("GET", "/v1/memory?namespace=caf%C3%A9");
-    expect(r.body.map((m: { namespace: string }) => m.namespace)).toEqual(["café"]);
+    expect(r.body.memories.map((m: { namespace: string }) => m.namespace)).toEqual(["café"]);
   });
 
   test.each([
@@ -303,8 +304,8 @@ describe("bad input and answers a client can act on", () => {
   test.each([
     ["GET", "/v1/memory/diff", "POST"],
     ["POST", "/v1/memory/events", "GET"],
-    ["DELETE", "/v1/memory", "GET, POST"],
-    ["PUT", "/v1/memory/0190a4c6-8e6f-7b1c-9a2d-3f4e5d6c7b8a", "DELETE, GET"],
+    ["PUT", "/v1/memory", "DELETE, GET, POST"],
+    ["PUT", "/v1/memory/0190a4c6-8e6f-7b1c-9a2d-3f4e5d6c7b8a", "DELETE, GET, PATCH"],
     ["PATCH", "/v1/keys", "GET, POST"],
     ["POST", "/healthz", "GET"],
   ])("%s %s: 405 method_not_allowed, Allow: %s", async (method, path, allow) => {

@@ -46,7 +46,7 @@ const smart = (t: TestServer, body: Record<string, unknown>) => t.json("POST", "
 const events = async (t: TestServer, namespace: string) =>
   (await t.json("GET", `/v1/memory/events?namespace=${namespace}&limit=1000`)).body as any[];
 const list = async (t: TestServer, namespace: string, entity: string) =>
-  (await t.json("GET", `/v1/memory?namespace=${namespace}&entity=${entity}`)).body as any[];
+  (await t.json("GET", `/v1/memory?namespace=${namespace}&entity=${entity}`)).body.memories.reverse() as any[];
 const diff = async (t: TestServer, namespace: string, since: string) =>
   (await t.json("POST", "/v1/memory/diff", { namespace, since })).body;
 

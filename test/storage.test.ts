@@ -49,3 +49,15 @@ test("tuple keys of different (namespace, entity) pairs never share a range", as
   const keys = [...dbs.eventsByEntity.getKeys({ start: ["team-a", "x"], end: ["team-a", "x", "\uffff"] })];
   expect(keys).toEqual([["team-a", "x", 5, 1]]);
 });
+
+test("END closes a prefix range after names that start above U+FFFF (emoji), which '\\uffff' did not", async () => {
+  const { END } = await import("../src/storage/lmdb/layout");
+  await storage.write((w) => {
+    for (const entity of ["a", "\uffff", "😀 friend", "\u{10FFFF}\u{10FFFF}"])
+      w.put(dbs.entityMemories, ["ns-end", entity, "id"], null);
+  });
+  const all = [...dbs.entityMemories.getKeys({ start: ["ns-end"], end: ["ns-end", END] })];
+  expect(all.map((k) => (k as string[])[1])).toEqual(["a", "\uffff", "😀 friend", "\u{10FFFF}\u{10FFFF}"]);
+  const old = [...dbs.entityMemories.getKeys({ start: ["ns-end"], end: ["ns-end", "\uffff"] })];
+  expect(old.length).toBe(1);
+});

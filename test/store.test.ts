@@ -122,9 +122,9 @@ describe("raw store (infer: false)", () => {
     await s.json("POST", "/v1/memory", { namespace: "list", entity: "a", content: "two", infer: false });
     await s.json("POST", "/v1/memory", { namespace: "list", entity: "b", content: "three", infer: false });
     const a = await s.json("GET", "/v1/memory?namespace=list&entity=a");
-    expect(a.body.map((m: any) => m.content)).toEqual(["one", "two"]);
+    expect(a.body.memories.map((m: any) => m.content)).toEqual(["two", "one"]);
     const all = await s.json("GET", "/v1/memory?namespace=list");
-    expect(all.body).toHaveLength(3);
+    expect(all.body.memories).toHaveLength(3);
   });
 
   test("DELETE removes a memory from reads and records DELETE with reason deleted", async () => {

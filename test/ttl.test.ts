@@ -21,7 +21,9 @@ test("a memory with ttl is gone from reads at expiry and recorded as DELETE (exp
 
   await Bun.sleep(Date.parse(m.expiresAt) - Date.now() + 5);
   expect((await s.json("GET", `/v1/memory/${m.id}`)).status).toBe(404);
-  expect((await s.json("GET", "/v1/memory?namespace=ttl&entity=u")).body.map((x: any) => x.content)).toEqual(["stays"]);
+  expect((await s.json("GET", "/v1/memory?namespace=ttl&entity=u")).body.memories.map((x: any) => x.content)).toEqual([
+    "stays",
+  ]);
 
   const deadline = Date.parse(m.expiresAt) + 2000;
   let events: any[] = [];

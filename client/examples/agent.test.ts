@@ -40,7 +40,7 @@ test("the agent remembers what the user says, and sees the change", async () => 
   ]);
 
   const current = await client.list({ namespace: "demo", entity: "user-1" });
-  expect(current.map((m) => m.content)).toEqual(["User eats fish now"]);
+  expect(current.memories.map((m) => m.content)).toEqual(["User eats fish now"]);
   // The model was asked twice; what it was shown is there to assert on.
   expect(memd.modelRequests.length).toBe(2);
 });

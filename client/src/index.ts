@@ -7,7 +7,13 @@ import type {
   CreateKeyRequest,
   DiffRequest,
   DiffResponse,
+  EraseRequest,
+  Erasure,
+  ListResponse,
   Memory,
+  PatchRequest,
+  SearchRequest,
+  SearchResponse,
   StoreRequest,
   StoreResponse,
 } from "./types.gen.js";
@@ -46,12 +52,17 @@ export interface ClientOptions {
   headers?: Record<string, string>;
 }
 
-/** Query of `list`: current memories of a namespace or entity. */
+/** Query of `list`: current memories of a namespace or entity, newest first, a page at a time. */
 export interface ListOptions {
   namespace: string;
   entity?: string;
+  category?: string;
+  /** Only memories carrying every one of these tags. */
+  tags?: string[];
   /** 1 to 1000; default 100. */
   limit?: number;
+  /** The previous page's `nextCursor`. */
+  cursor?: string;
 }
 
 /** Query of `events`: audit events, newest first. */
@@ -61,40 +72,6 @@ export interface EventsOptions {
   memoryId?: string;
   /** 1 to 1000; default 100. */
   limit?: number;
-}
-
-/** `search` (POST /v1/memory/search). */
-export interface SearchRequest {
-  namespace: string;
-  entity?: string;
-  /** 1 to 1000 characters, not blank. */
-  query: string;
-  /** 1 to 100; default 10. */
-  limit?: number;
-  /** Default `hybrid` when the server has an embedding model, else `keyword`. */
-  mode?: "keyword" | "semantic" | "hybrid";
-  category?: string;
-  /** Only memories carrying all of them. */
-  tags?: string[];
-}
-export interface SearchResponse {
-  results: (Omit<Memory, "event"> & { score: number })[];
-  mode: "keyword" | "semantic" | "hybrid";
-}
-
-/** `update` (PATCH /v1/memory/:id, issue 11): `null` removes tags or metadata. On servers that have it. */
-export interface UpdateRequest {
-  content?: string;
-  category?: string;
-  importance?: number;
-  tags?: string[] | null;
-  metadata?: Record<string, unknown> | null;
-}
-
-/** `erase` (POST /v1/memory/erase, issue 11; admin): forgets an entity for real. On servers that have it. */
-export interface EraseRequest {
-  namespace: string;
-  entity: string;
 }
 
 /** Options of `stream()`. */
@@ -120,7 +97,9 @@ export interface StreamEvent {
 
 const query = (q: object) => {
   const p = new URLSearchParams();
-  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== null) p.set(k, String(v));
+  for (const [k, v] of Object.entries(q))
+    if (Array.isArray(v)) for (const item of v) p.append(k, String(item));
+    else if (v !== undefined && v !== null) p.set(k, String(v));
   const s = p.toString();
   return s ? `?${s}` : "";
 };
@@ -154,18 +133,21 @@ export function createClient(options: ClientOptions) {
     diff: (req: DiffRequest) => call<DiffResponse>("POST", "/v1/memory/diff", req),
     /** Audit events, newest first. */
     events: (q: EventsOptions) => call<AuditEvent[]>("GET", `/v1/memory/events${query(q)}`),
-    /** Current memories of a namespace or entity. */
-    list: (q: ListOptions) => call<Memory[]>("GET", `/v1/memory${query(q)}`),
+    /** Current memories of a namespace or entity, newest first; page on with `nextCursor`. */
+    list: ({ tags, ...q }: ListOptions) => call<ListResponse>("GET", `/v1/memory${query({ ...q, tag: tags })}`),
     /** One current memory; `MemdError` 404 when unknown, gone or outside the key's namespaces. */
     get: (memoryId: string) => call<Memory>("GET", `/v1/memory/${id(memoryId)}`),
     /** Deletes one memory (event DELETE). */
     delete: (memoryId: string) => call<{ deleted: true }>("DELETE", `/v1/memory/${id(memoryId)}`),
+    /** Deletes every current memory of an entity (one DELETE event each). */
+    deleteEntity: (q: { namespace: string; entity: string }) =>
+      call<{ deleted: number }>("DELETE", `/v1/memory${query(q)}`),
     /** Ranked search over current memories: by words, by meaning, or both. */
     search: (req: SearchRequest) => call<SearchResponse>("POST", "/v1/memory/search", req),
-    /** Corrects a memory in place (issue 11); a server without it answers 404 or 405. */
-    update: (memoryId: string, patch: UpdateRequest) => call<Memory>("PATCH", `/v1/memory/${id(memoryId)}`, patch),
-    /** Erases every memory of an entity and their content in the audit trail (issue 11). */
-    erase: (req: EraseRequest) => call<Record<string, unknown>>("POST", "/v1/memory/erase", req),
+    /** Corrects a memory in place (event UPDATE); `null` removes tags or metadata. */
+    update: (memoryId: string, patch: PatchRequest) => call<Memory>("PATCH", `/v1/memory/${id(memoryId)}`, patch),
+    /** Erases every memory of an entity and their content in the audit trail (admin). */
+    erase: (req: EraseRequest) => call<Erasure>("POST", "/v1/memory/erase", req),
     /** API keys (admin). */
     keys: {
       /** The secret is in this answer only. */

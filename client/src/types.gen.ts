@@ -44,8 +44,81 @@ export interface Memory {
 export interface ListQuery {
   namespace: string;
   entity?: string;
+  category?: string;
+  /** repeat: all must match */
+  tag?: string[];
   /** 1 to 1000; default 100 */
   limit?: string;
+  /** nextCursor of the previous page */
+  cursor?: string;
+}
+
+export interface ListResponse {
+  memories: Memory[];
+  nextCursor: string | null;
+}
+
+export interface PatchRequest {
+  /** non-empty after trimming */
+  content?: string;
+  category?: string;
+  importance?: number;
+  /** null removes the tags */
+  tags?: string[] | null;
+  /** null removes the metadata */
+  metadata?: Record<string, unknown> | null;
+}
+
+export interface EraseRequest {
+  namespace: string;
+  entity: string;
+}
+
+export interface Erasure {
+  namespace: string;
+  entity: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  erasedAt: string;
+  actorKeyId: string | null;
+  /** memory records scrubbed, current or not */
+  memories: number;
+  /** audit events scrubbed, the erasure's own DELETE events included */
+  events: number;
+}
+
+export interface SearchRequest {
+  namespace: string;
+  entity?: string;
+  /** 1 to 1000 characters, not blank */
+  query: string;
+  limit?: number;
+  /** default: hybrid when an embedding model is configured, else keyword */
+  mode?: "keyword" | "semantic" | "hybrid";
+  category?: string;
+  tags?: string[];
+}
+
+export interface SearchResponse {
+  results: Array<{
+    id: string;
+    namespace?: string;
+    entity?: string;
+    content: string;
+    category: string;
+    importance: number;
+    tags?: string[];
+    metadata?: Record<string, unknown>;
+    source?: string;
+    /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+    createdAt?: string;
+    /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+    updatedAt?: string;
+    /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+    expiresAt?: string;
+    /** higher is better */
+    score: number;
+  }>;
+  mode: "keyword" | "semantic" | "hybrid";
 }
 
 export type EventKind = "ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE";
@@ -106,7 +179,8 @@ export interface DiffResponse {
   }>;
   deleted: Array<{
     id: string;
-    content: string;
+    /** null when the memory was erased (reason erased) */
+    content: string | null;
     category: string;
     deletedAt: string;
     reason: string | null;

@@ -12,7 +12,9 @@ const iso = isoTime;
  * Folds events (oldest first) into the net change per memory between the first and last event:
  * each memory id appears at most once across created, updated and deleted; a memory created and
  * deleted inside the window is left out; a replacement shows only in `replaced`, even when the memory it
- * replaced was added inside the window (a chain A→B→C inside the window shows as one A→C item). Pure: no storage, no model.
+ * replaced was added inside the window (a chain A→B→C inside the window shows as one A→C item).
+ * UPDATE (an edit) counts like MERGE when it changed the content and is left out otherwise; a
+ * memory deleted by an erasure shows in `deleted` with content null. Pure: no storage, no model.
  */
 export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since" | "hasMore" | "nextSince"> {
   const created = new Map<string, Created>();
@@ -25,7 +27,9 @@ export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since"
   /** Chain starts that were themselves added inside the window. */
   const bornInWindow = new Set<string>();
 
-  const gone = (id: string, content: string, e: EventRecord) => {
+  const gone = (id: string, content: string | null, e: EventRecord) => {
+    // An erased memory is reported gone without any content: the client forgets its copy.
+    const erased = e.reason === "erased";
     if (created.delete(id)) return; // born and gone inside the window: no net change
     const prev = updated.get(id);
     updated.delete(id);
@@ -38,7 +42,7 @@ export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since"
       if (bornInWindow.has(chain)) return;
       deleted.set(chain, {
         id: chain,
-        content: item.oldContent,
+        content: erased ? null : item.oldContent,
         category: e.category,
         deletedAt: iso(e.atMs),
         reason: e.reason,
@@ -47,7 +51,7 @@ export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since"
     }
     deleted.set(id, {
       id,
-      content: prev?.previousContent ?? content,
+      content: erased ? null : (prev?.previousContent ?? content),
       category: e.category,
       deletedAt: iso(e.atMs),
       reason: e.reason,
@@ -60,7 +64,11 @@ export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since"
       case "ADD":
         created.set(id, { id, content: e.newContent ?? "", category: e.category, createdAt: iso(e.atMs) });
         break;
+      case "UPDATE":
+      // An edit shows as a content change only when the content changed; other fields only in events.
+      // falls through
       case "MERGE": {
+        if (e.event === "UPDATE" && e.oldContent === e.newContent) break;
         const content = e.newContent ?? "";
         const c = created.get(id);
         const chain = replacementOf.get(id);
@@ -117,7 +125,7 @@ export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since"
         break;
       }
       case "DELETE":
-        gone(id, e.oldContent ?? "", e);
+        gone(id, e.oldContent, e);
         break;
       // SKIP_DUPLICATE and KEEP_EXISTING change nothing; they only count toward `limit`.
     }

@@ -68,7 +68,7 @@ export const DiffUpdated = t.Object({
 });
 export const DiffDeleted = t.Object({
   id: t.String(),
-  content: t.String(),
+  content: t.Nullable(t.String(), { description: "null when the memory was erased (reason erased)" }),
   category: t.String(),
   deletedAt: t.String(),
   reason: t.Nullable(t.String()),

@@ -11,7 +11,9 @@ export function toApiError(code: string | number, error: unknown, logger: Logger
   if (cause instanceof ApiError) return cause;
   if (error instanceof StorageError) return new ApiError(error.code, error.message);
   if (error instanceof ValidationError || code === "VALIDATION") {
-    const details = detailsInWords((error as ValidationError).all as FailedCheck[]);
+    const found = detailsInWords(((error as ValidationError).all ?? []) as FailedCheck[]);
+    // Elysia leaves `all` undefined for some query shapes (a repeated parameter that fails).
+    const details = found.length ? found : [{ field: "(request)", message: "does not match the schema" }];
     const where = error instanceof ValidationError && error.type !== "body" ? ` ${error.type}` : "";
     return new ApiError(
       "invalid_request",

@@ -11,6 +11,7 @@ export const errorCatalogue = {
   method_not_allowed: 405,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  idempotency_key_reused: 422,
   rate_limited: 429,
   internal: 500,
   llm_upstream_error: 502,

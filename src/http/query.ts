@@ -13,10 +13,10 @@ export const LimitParam = (max: number, def: number) =>
  * Refuses query strings that would otherwise be read loosely: an invalid percent escape
  * (`%FF%FE`, `a%80`, `%C3%28`) is a 400 naming the parameter instead of being taken literally;
  * a decoded value obeys the rule of body fields (no control characters); and a parameter given
- * twice is a 400, not "the last one wins" (memd has no parameter that takes several values).
- * Register after authentication (401 comes first).
+ * twice is a 400, not "the last one wins", unless it is one of `repeatable` (a list such as
+ * `tag`). Register after authentication (401 comes first).
  */
-export function strictQuery() {
+export function strictQuery({ repeatable = [] }: { repeatable?: string[] } = {}) {
   return new Elysia({ name: "strict-query" }).onRequest(function checkQuery({ request }) {
     const url = request.url;
     const q = url.indexOf("?");
@@ -36,7 +36,7 @@ export function strictQuery() {
       if (value === undefined)
         throw invalidField(name, "has an invalid percent escape (it must encode UTF-8, e.g. %C3%A9 for é)");
       if (hasControl(name) || hasControl(value)) throw invalidField(name, "must not hold control characters");
-      if (seen.has(name)) throw invalidField(name, "may be given only once");
+      if (seen.has(name) && !repeatable.includes(name)) throw invalidField(name, "may be given only once");
       seen.add(name);
     }
   });

@@ -142,7 +142,10 @@ const keyCaches = new WeakMap<Storage, Map<string, { key: KeyRecord; at: number 
 
 async function cachedKeyByHash(storage: Storage, hash: string, now: number): Promise<KeyRecord | undefined> {
   let cache = keyCaches.get(storage);
-  if (!cache) keyCaches.set(storage, (cache = new Map()));
+  if (!cache) {
+    cache = new Map();
+    keyCaches.set(storage, cache);
+  }
   const hit = cache.get(hash);
   if (hit && now - hit.at < KEY_CACHE_MS && now >= hit.at) return hit.key;
   const key = await storage.keyByHash(hash);

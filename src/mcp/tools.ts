@@ -228,7 +228,7 @@ export const tools: ToolDef[] = [
     name: "list_memories",
     title: "List memories",
     description:
-      "List the current memories of an entity (or of a whole namespace when entity is left out), oldest first, " +
+      "List the current memories of an entity (or of a whole namespace when entity is left out), newest first, " +
       "each with its id, content, category, importance, tags and creation time. Expired, deleted and replaced memories are not shown. " +
       "Use it to review everything known about an entity; use recall to find what is relevant to a question.",
     readOnly: true,
@@ -237,7 +237,7 @@ export const tools: ToolDef[] = [
     run: (args, rest) =>
       rest("GET", "/v1/memory", {
         query: args as Record<string, string | number | undefined>,
-      }).then((memories) => ({ memories })),
+      }).then((page) => ({ memories: (page as { memories: unknown[] }).memories })),
   },
   {
     name: "forget",

@@ -3,12 +3,47 @@ import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { embedHeaders, newCost } from "../embedding/client";
 import { ApiError } from "../http/errors";
+import { idempotent } from "../http/idempotency";
 import { queryLimit } from "../http/query";
 import { isUuid, jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
 import { covers, requireNamespace } from "../keys/service";
-import { ListQuery, Memory, MemoryParams, StoreRequest, StoreResponse } from "./model";
-import { deleteMemory, findMemory, storeRaw, toMemory } from "./service";
+import {
+  EntityQuery,
+  EraseRequest,
+  Erasure,
+  ErasuresQuery,
+  ListQuery,
+  ListResponse,
+  Memory,
+  MemoryParams,
+  PatchRequest,
+  StoreRequest,
+  StoreResponse,
+} from "./model";
+import {
+  deleteEntity,
+  deleteMemory,
+  eraseEntity,
+  findMemory,
+  listMemories,
+  patchMemory,
+  storeRaw,
+  toErasure,
+  toMemory,
+} from "./service";
+
+const idempotencyHeader = {
+  parameters: [
+    {
+      name: "Idempotency-Key",
+      in: "header" as const,
+      required: false,
+      schema: { type: "string" as const, minLength: 1, maxLength: 255 },
+      description: "a repeat within 24 h with the same body gets the first answer (header idempotent-replayed: true)",
+    },
+  ],
+};
 
 export type SmartStore = (
   req: StoreRequest,
@@ -26,13 +61,15 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .use(authPlugin)
     .post(
       "/v1/memory",
-      async ({ body, apiKey, set }) => {
+      async ({ body, apiKey, set, request }) => {
         requireNamespace(apiKey, body.namespace);
-        if (body.infer !== false) return smartStore(body, apiKey.id, set);
-        const cost = newCost();
-        const res = await storeRaw(core, body, apiKey.id, cost);
-        Object.assign(set.headers, embedHeaders(cost));
-        return res;
+        return idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, async () => {
+          if (body.infer !== false) return smartStore(body, apiKey.id, set);
+          const cost = newCost();
+          const res = await storeRaw(core, body, apiKey.id, cost);
+          Object.assign(set.headers, embedHeaders(cost));
+          return res;
+        });
       },
       {
         permission: "read_write",
@@ -41,6 +78,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
           summary: "Store a memory",
           description: "infer: false stores content verbatim; infer: true (default) extracts facts.",
           responses: jsonAnswer(StoreResponse),
+          ...idempotencyHeader,
         },
       },
     )
@@ -49,13 +87,80 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       async ({ query, apiKey }) => {
         requireNamespace(apiKey, query.namespace);
         const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
-        const found = await core.storage.currentMemories({ namespace: query.namespace, entity: query.entity }, limit);
-        return found.map((r) => toMemory(r));
+        const { namespace, entity, category, tag } = query;
+        return listMemories(core, { namespace, entity, category, tags: tag, limit }, query.cursor);
       },
       {
         permission: "read",
         query: ListQuery,
-        detail: { summary: "List current memories of a namespace or entity", responses: jsonAnswer(t.Array(Memory)) },
+        detail: {
+          summary: "List current memories, newest first, a page at a time",
+          description: "Follow nextCursor until it is null; paging never loses or repeats a memory.",
+          responses: jsonAnswer(ListResponse),
+        },
+      },
+    )
+    .get(
+      "/v1/memory/erasures",
+      async ({ query, apiKey }) => {
+        requireNamespace(apiKey, query.namespace);
+        return (await core.storage.erasures(query.namespace, query.entity)).map(toErasure);
+      },
+      {
+        permission: "admin",
+        query: ErasuresQuery,
+        detail: { summary: "Erasures of a namespace or entity, oldest first", responses: jsonAnswer(t.Array(Erasure)) },
+      },
+    )
+    .post(
+      "/v1/memory/erase",
+      async ({ body, apiKey }) => {
+        requireNamespace(apiKey, body.namespace);
+        return eraseEntity(core, body.namespace, body.entity, apiKey.id);
+      },
+      {
+        permission: "admin",
+        body: EraseRequest,
+        detail: {
+          summary: "Erase an entity: every memory, current or not, loses its content; events lose theirs",
+          responses: jsonAnswer(Erasure),
+        },
+      },
+    )
+    .patch(
+      "/v1/memory/:id",
+      async ({ params, body, apiKey, set, request }) =>
+        idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, () =>
+          patchMemory(core, params.id, body, apiKey.id, (ns) => covers(apiKey, ns)),
+        ),
+      {
+        permission: "read_write",
+        params: MemoryParams,
+        body: PatchRequest,
+        detail: {
+          summary: "Edit a memory in place (event UPDATE, reason edited)",
+          description: "tags or metadata given as null are removed. An empty body or one that changes nothing: 400.",
+          responses: jsonAnswer(Memory),
+          ...idempotencyHeader,
+        },
+      },
+    )
+    .delete(
+      "/v1/memory",
+      async ({ query, apiKey, set, request }) => {
+        requireNamespace(apiKey, query.namespace);
+        return idempotent({ storage: core.storage, request, keyId: apiKey.id, body: undefined, set }, () =>
+          deleteEntity(core, query.namespace, query.entity, apiKey.id),
+        );
+      },
+      {
+        permission: "read_write",
+        query: EntityQuery,
+        detail: {
+          summary: "Delete every current memory of an entity (one DELETE event each, reason deleted)",
+          responses: jsonAnswer(t.Object({ deleted: t.Integer() })),
+          ...idempotencyHeader,
+        },
       },
     )
     .get(
@@ -74,16 +179,17 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     )
     .delete(
       "/v1/memory/:id",
-      async ({ params, apiKey }) => {
-        if (!isUuid(params.id)) throw new ApiError("not_found", "no memory with that id");
-        await deleteMemory(core, params.id, apiKey.id, (ns) => {
-          if (!covers(apiKey, ns)) throw new ApiError("not_found", "no memory with that id");
-        });
-        return { deleted: true };
-      },
+      async ({ params, apiKey, set, request }) =>
+        idempotent({ storage: core.storage, request, keyId: apiKey.id, body: undefined, set }, async () => {
+          if (!isUuid(params.id)) throw new ApiError("not_found", "no memory with that id");
+          await deleteMemory(core, params.id, apiKey.id, (ns) => {
+            if (!covers(apiKey, ns)) throw new ApiError("not_found", "no memory with that id");
+          });
+          return { deleted: true };
+        }),
       {
         permission: "read_write",
         params: MemoryParams,
-        detail: { summary: "Delete a memory (event DELETE, reason deleted)" },
+        detail: { summary: "Delete a memory (event DELETE, reason deleted)", ...idempotencyHeader },
       },
     );

@@ -63,11 +63,52 @@ export const ListQuery = t.Object(
   {
     namespace: Name,
     entity: t.Optional(Name),
+    category: t.Optional(Category),
+    tag: t.Optional(
+      t.Array(t.String({ minLength: 1, maxLength: 64 }), { maxItems: 32, description: "repeat: all must match" }),
+    ),
     limit: t.Optional(LimitParam(limits.pageMax, limits.listDefault)),
+    cursor: t.Optional(t.String({ minLength: 1, maxLength: 512, description: "nextCursor of the previous page" })),
   },
   { additionalProperties: false },
 );
 export type ListQuery = typeof ListQuery.static;
+
+export const ListResponse = t.Object({
+  memories: t.Array(Memory),
+  nextCursor: t.Nullable(t.String({ description: "opaque; pass as cursor for the next page; null at the end" })),
+});
+export type ListResponse = typeof ListResponse.static;
+
+export const PatchRequest = t.Object(
+  {
+    content: t.Optional(t.String({ minLength: 1, pattern: "\\S", description: "non-empty after trimming" })),
+    category: t.Optional(Category),
+    importance: t.Optional(Importance),
+    tags: t.Optional(t.Nullable(Tags, { description: "null removes the tags" })),
+    metadata: t.Optional(t.Nullable(Metadata, { description: "null removes the metadata" })),
+  },
+  { additionalProperties: false },
+);
+export type PatchRequest = typeof PatchRequest.static;
+
+export const EntityQuery = t.Object({ namespace: Name, entity: Name }, { additionalProperties: false });
+export type EntityQuery = typeof EntityQuery.static;
+
+export const EraseRequest = t.Object({ namespace: Name, entity: Name }, { additionalProperties: false });
+export type EraseRequest = typeof EraseRequest.static;
+
+export const Erasure = t.Object({
+  namespace: t.String(),
+  entity: t.String(),
+  erasedAt: Timestamp,
+  actorKeyId: t.Nullable(t.String()),
+  memories: t.Integer({ description: "memory records scrubbed, current or not" }),
+  events: t.Integer({ description: "audit events scrubbed, the erasure's own DELETE events included" }),
+});
+export type Erasure = typeof Erasure.static;
+
+export const ErasuresQuery = t.Object({ namespace: Name, entity: t.Optional(Name) }, { additionalProperties: false });
 
 /** Any string: an id that is not a UUID answers 404 (see isUuid), not a validation error. */
 export const MemoryParams = t.Object({ id: t.String() });

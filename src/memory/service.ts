@@ -2,14 +2,17 @@ import type { Core } from "../core";
 import { type EmbedCost, newCost, withVectors } from "../embedding/client";
 import { ApiError, invalidField } from "../http/errors";
 import { isoTime } from "../http/time";
-import { isCurrent } from "../storage/records";
-import type { NewMemory } from "../storage/storage";
+import { type ErasureRecord, isCurrent } from "../storage/records";
+import type { ListMemoriesQuery, MemoryOp, NewMemory } from "../storage/storage";
 import {
   defaultCategory,
   defaultImportance,
+  type Erasure,
+  type ListResponse,
   type Memory,
   type MemoryRecord,
   maxMetadataBytes,
+  type PatchRequest,
   type StoreRequest,
   type StoreResponse,
 } from "./model";
@@ -93,4 +96,117 @@ export async function deleteMemory(core: Core, id: string, actorKeyId: string | 
   isAllowed(existing.namespace);
   const [done] = await core.storage.apply([{ event: "DELETE", target: id, reason: "deleted" }], actorKeyId);
   if (!done) throw new ApiError("not_found", "no memory with that id");
+}
+
+/** Reads of a cursor made for one query: its filters, hashed, so a cursor of another query is refused. */
+function queryHash(q: ListMemoriesQuery): string {
+  const key = JSON.stringify([q.namespace, q.entity ?? null, q.category ?? null, [...(q.tags ?? [])].sort()]);
+  return new Bun.CryptoHasher("sha256").update(key).digest("hex").slice(0, 16);
+}
+
+const badCursor = () => invalidField("cursor", "is malformed or was made for another query; start again without it");
+
+/** The opaque cursor: the last id shown and the query it belongs to. */
+export const encodeCursor = (q: ListMemoriesQuery, lastId: string) =>
+  Buffer.from(JSON.stringify({ b: lastId, q: queryHash(q) })).toString("base64url");
+
+function decodeCursor(q: ListMemoriesQuery, raw: string): string {
+  let v: { b?: unknown; q?: unknown };
+  try {
+    v = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
+  } catch {
+    throw badCursor();
+  }
+  if (typeof v?.b !== "string" || !/^[0-9a-f-]{36}$/.test(v.b) || v.q !== queryHash(q)) throw badCursor();
+  return v.b;
+}
+
+/**
+ * A page of current memories, newest first. The cursor names the last memory shown, and ids
+ * only grow (UUIDv7), so paging never repeats a memory nor loses one that stays current.
+ */
+export async function listMemories(
+  core: Core,
+  query: Omit<ListMemoriesQuery, "before">,
+  cursor: string | undefined,
+): Promise<ListResponse> {
+  const q: ListMemoriesQuery = { ...query, ...(cursor !== undefined ? { before: decodeCursor(query, cursor) } : {}) };
+  const page = await core.storage.listMemories(q);
+  return {
+    memories: page.memories.map((r) => toMemory(r)),
+    nextCursor: page.next === undefined ? null : encodeCursor(query, page.next),
+  };
+}
+
+/**
+ * Changes a current memory in place (event UPDATE, reason "edited"); 400 when the body changes
+ * nothing, 404 when the memory is not current or `isAllowed` refuses its namespace.
+ */
+export async function patchMemory(
+  core: Core,
+  id: string,
+  patch: PatchRequest,
+  actorKeyId: string,
+  isAllowed: (ns: string) => boolean,
+): Promise<Memory> {
+  if (Object.keys(patch).length === 0)
+    throw new ApiError(
+      "invalid_request",
+      "the body changes nothing: send content, category, importance, tags or metadata",
+    );
+  if (patch.content !== undefined) {
+    const bytes = Buffer.byteLength(patch.content, "utf8");
+    if (bytes > core.config.maxContentBytes)
+      throw invalidField("content", `is ${bytes} bytes of UTF-8; at most ${core.config.maxContentBytes} are accepted`);
+  }
+  if (patch.metadata && Buffer.byteLength(JSON.stringify(patch.metadata), "utf8") > maxMetadataBytes)
+    throw invalidField("metadata", `serializes to more than ${maxMetadataBytes} bytes`);
+  if (patch.tags?.some((tag) => tag.trim() === "")) throw invalidField("tags", "each tag needs a non-blank character");
+  const existing = await findMemory(core, id);
+  if (!existing || !isAllowed(existing.namespace)) throw new ApiError("not_found", "no memory with that id");
+  const same = (a: unknown, b: unknown) => Bun.deepEquals(a ?? null, b ?? null, true);
+  const changes =
+    (patch.content !== undefined && patch.content !== existing.content) ||
+    (patch.category !== undefined && patch.category !== existing.category) ||
+    (patch.importance !== undefined && patch.importance !== existing.importance) ||
+    (patch.tags !== undefined && !same(patch.tags, existing.tags)) ||
+    (patch.metadata !== undefined && !same(patch.metadata, existing.metadata));
+  if (!changes) throw new ApiError("invalid_request", "the body changes nothing: every field already has that value");
+  const op: MemoryOp = { event: "UPDATE", target: id, patch, reason: "edited" };
+  // New content gets its vector before the write, like a store (or is left pending for the worker).
+  const contentChanges = patch.content !== undefined && patch.content !== existing.content;
+  const ops = contentChanges ? await withVectors(core, [op], newCost()) : [op];
+  const [done] = await core.storage.apply(ops, actorKeyId);
+  if (!done) throw new ApiError("not_found", "no memory with that id");
+  return toMemory(done.memory);
+}
+
+/** Deletes every current memory of an entity in one transaction, one DELETE event each (reason "deleted"). */
+export async function deleteEntity(core: Core, namespace: string, entity: string, actorKeyId: string) {
+  const ops: MemoryOp[] = [];
+  for (let page = await core.storage.listMemories({ namespace, entity, limit: 1000 }); ; ) {
+    for (const m of page.memories) ops.push({ event: "DELETE", target: m.id, reason: "deleted" });
+    if (page.next === undefined) break;
+    page = await core.storage.listMemories({ namespace, entity, limit: 1000, before: page.next });
+  }
+  if (ops.length === 0) return { deleted: 0 };
+  const done = await core.storage.apply(ops, actorKeyId);
+  return { deleted: done.filter(Boolean).length };
+}
+
+/** The public shape of an erasure record. */
+export const toErasure = (e: ErasureRecord): Erasure => ({
+  namespace: e.namespace,
+  entity: e.entity,
+  erasedAt: iso(e.atMs),
+  actorKeyId: e.actorKeyId,
+  memories: e.memories,
+  events: e.events,
+});
+
+/** Erases an entity (see Storage.erase); 404 when it never had a memory. */
+export async function eraseEntity(core: Core, namespace: string, entity: string, actorKeyId: string): Promise<Erasure> {
+  const [any] = await core.storage.newestEvents({ namespace, entity }, 1);
+  if (!any) throw new ApiError("not_found", "no memory of that entity, current or past");
+  return toErasure(await core.storage.erase(namespace, entity, actorKeyId));
 }

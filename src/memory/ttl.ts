@@ -23,7 +23,8 @@ export function startTtlSweeper(core: Core, intervalMs = 250): () => Promise<voi
   let stopped = false;
   const tick = () => {
     if (stopped) return;
-    running = sweepExpired(core)
+    running = Promise.all([sweepExpired(core), core.storage.sweepIdempotency(Date.now(), batchSize)])
+      .then(([n]) => n)
       .then((n) => (n > 0 ? setImmediate(tick) : undefined))
       .catch((e) => core.logger.error("ttl sweep failed", { error: String(e) }));
   };

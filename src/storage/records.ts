@@ -59,3 +59,38 @@ export interface KeyRecord {
 /** Whether a memory is visible to reads at `now`: not deleted, replaced or past its expiry. */
 export const isCurrent = (r: MemoryRecord | undefined, now: number): r is MemoryRecord =>
   r !== undefined && r.state === "current" && (r.expiresAt === undefined || r.expiresAt > now);
+
+/**
+ * The record of an erasure (POST /v1/memory/erase): who erased which entity, when, and how many
+ * memory records lost their content. It holds no content, so it stays in the audit trail.
+ */
+export interface ErasureRecord {
+  namespace: string;
+  entity: string;
+  atMs: number;
+  actorKeyId: string | null;
+  /** Memory records scrubbed (current or not). */
+  memories: number;
+  /** Audit events scrubbed (the erasure's own DELETE events included). */
+  events: number;
+}
+
+/** One line of an export (memd export, GET /v1/export), after its header: a record and its kind. */
+export type ExportRecord =
+  | ({ type: "memory" } & MemoryRecord)
+  | ({ type: "event" } & EventRecord)
+  | ({ type: "key" } & KeyRecord)
+  | ({ type: "erasure" } & ErasureRecord);
+
+/** A stored answer for an Idempotency-Key: pending while the first request runs, then its answer. */
+export interface IdempotencyEntry {
+  keyId: string;
+  key: string;
+  /** SHA-256 of method, path and body: the same key with another request is refused. */
+  hash: string;
+  state: "pending" | "done";
+  status?: number;
+  body?: string;
+  createdAt: number;
+  expiresAt: number;
+}

@@ -3,7 +3,15 @@
 // in its own way: LMDB with synchronous reads inside one write transaction and group commit,
 // PostgreSQL with one transaction per call and row locks for order across replicas.
 // Feature code imports this file and records.ts, never lmdb or SQL.
-import type { EventKind, EventRecord, KeyRecord, MemoryRecord } from "./records";
+import type {
+  ErasureRecord,
+  EventKind,
+  EventRecord,
+  ExportRecord,
+  IdempotencyEntry,
+  KeyRecord,
+  MemoryRecord,
+} from "./records";
 
 /** A new memory as a feature builds it; its times come from the event clock inside the transaction. */
 export interface NewMemory {
@@ -90,6 +98,47 @@ export interface PendingEmbedding {
   content: string;
   updatedAt: number;
 }
+
+/** A page of current memories, newest first (GET /v1/memory). */
+export interface ListMemoriesQuery {
+  namespace: string;
+  entity?: string;
+  category?: string;
+  /** Every one of these tags must be on the memory. */
+  tags?: string[];
+  limit: number;
+  /** Continue with memories older than this memory id (the last one of the previous page). */
+  before?: string;
+}
+
+export interface MemoryPage {
+  memories: MemoryRecord[];
+  /**
+   * The id to continue `before`, or undefined at the end. A page may hold fewer than `limit`
+   * memories and still have a next one: a filtered scan stops after a bounded number of records.
+   */
+  next?: string;
+}
+
+/** How an import treats a record whose id already exists. */
+export interface ImportOptions {
+  /** Leave existing records as they are and go on. */
+  skipExisting: boolean;
+  /** Also skip existing records that are identical to the line (resuming an interrupted import). */
+  skipIdentical: boolean;
+  /**
+   * The largest event seq of the whole import: new events (of a running server too) take seqs
+   * above it from now on, so they never collide with events still to be imported.
+   */
+  seqFloor?: number;
+}
+
+/** What claiming an Idempotency-Key found. */
+export type IdempotencyClaim =
+  | { state: "claimed" }
+  | { state: "pending" }
+  | { state: "done"; entry: IdempotencyEntry }
+  | { state: "mismatch" };
 
 /** Figures for /metrics, read at scrape time. */
 export interface StorageStats {
@@ -180,6 +229,53 @@ export interface Storage {
   serialize<T>(namespace: string, entity: string, fn: () => Promise<T>): Promise<T>;
   /** Resolves once everything that reads can see is durable (LMDB flushes after commit; PostgreSQL commits durably). */
   durable(): Promise<void>;
+  /**
+   * Current memories matching `q`, newest first (reverse id order: ids are UUIDv7). Paging with
+   * `before` never loses or repeats a memory while others are added or removed.
+   */
+  listMemories(q: ListMemoriesQuery): Promise<MemoryPage>;
+
+  /**
+   * Erases an entity, in one transaction: every current memory gets a DELETE event (reason
+   * `erased`, no content); every memory record of the entity, current or not, loses its content,
+   * tags, metadata and source; every event of those memories keeps its id, kind, memory, time and
+   * actor but loses its contents, and its reason becomes `erased`; stored idempotent answers that
+   * name those memories are dropped. Records and returns the erasure itself.
+   */
+  erase(namespace: string, entity: string, actorKeyId: string | null, now?: number): Promise<ErasureRecord>;
+  /** Erasures of a namespace (or one entity), oldest first. */
+  erasures(namespace: string, entity?: string): Promise<ErasureRecord[]>;
+
+  /**
+   * Every record of the given namespaces (all when undefined): memories in every state, events,
+   * erasures, and API keys when `keys` is set, read from one consistent snapshot while writers
+   * go on. Streams: memory use does not grow with the store.
+   */
+  exportAll(options: { namespaces?: string[]; keys: boolean }): AsyncIterable<ExportRecord>;
+  /** For each record, whether one with its id (a key id, an event seq) exists, and whether it is identical. */
+  existing(records: readonly ExportRecord[]): Promise<("absent" | "identical" | "different")[]>;
+  /**
+   * Writes a batch of exported records as they are (ids and times kept) in one transaction, and
+   * moves the event clock and sequence past them. Throws without writing if an id exists and
+   * `options` does not allow skipping it. Returns how many were written and skipped.
+   */
+  importRecords(
+    records: readonly ExportRecord[],
+    options: ImportOptions,
+  ): Promise<{ written: number; skipped: number }>;
+
+  /**
+   * Claims an Idempotency-Key for (keyId, key): writes a pending entry unless one that is not
+   * expired exists. A pending entry older than `leaseMs` is taken over (its request died).
+   */
+  claimIdempotency(keyId: string, key: string, hash: string, now: number, leaseMs: number): Promise<IdempotencyClaim>;
+  /** Stores the answer of a claimed key, kept until `expiresAt`. */
+  finishIdempotency(keyId: string, key: string, status: number, body: string, expiresAt: number): Promise<void>;
+  /** Drops a claim whose request failed, so a retry runs again. */
+  releaseIdempotency(keyId: string, key: string): Promise<void>;
+  /** Drops entries that expired at or before `now`; returns how many. */
+  sweepIdempotency(now: number, limit: number): Promise<number>;
+
   /** Why the storage cannot take writes now, or undefined when it can. */
   notReadyReason(): Promise<string | undefined>;
   stats(): Promise<StorageStats>;

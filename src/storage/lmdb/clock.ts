@@ -13,16 +13,27 @@ const MAX_NAMESPACES = 10_000;
  * keeps a second process from handing out the same numbers.
  */
 export class EventClock {
-  private seq: number;
+  private seq = 0;
+  /** meta "clockEpoch" when `seq` and `lastMs` were read; an import bumps it (see layout.ts). */
+  private epoch: unknown;
   /** Most recently used namespaces first out: a bounded cache of the events_by_ns index. */
   private readonly lastMs = new Map<string, number>();
 
   constructor(private readonly dbs: Dbs) {
-    const last = [...dbs.events.getKeys({ reverse: true, limit: 1 })][0];
-    this.seq = typeof last === "number" ? last : 0;
+    this.reload();
+  }
+
+  private reload() {
+    this.epoch = this.dbs.meta.get("clockEpoch");
+    const last = [...this.dbs.events.getKeys({ reverse: true, limit: 1 })][0];
+    // An import reserves the seqs of its events before writing them (meta "seqFloor").
+    const floor = (this.dbs.meta.get("seqFloor") as number | undefined) ?? 0;
+    this.seq = Math.max(typeof last === "number" ? last : 0, floor);
+    this.lastMs.clear();
   }
 
   next(namespace: string, now = Date.now()): { seq: number; atMs: number } {
+    if (this.dbs.meta.get("clockEpoch") !== this.epoch) this.reload();
     let last = this.lastMs.get(namespace);
     if (last === undefined) {
       const [key] = [

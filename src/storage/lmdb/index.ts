@@ -8,6 +8,7 @@ import { type EventRecord, isCurrent, type KeyRecord, type MemoryRecord } from "
 import { type Applied, type MemoryOp, type Storage, StorageError } from "../storage";
 import { EventClock } from "./clock";
 import { binaryDbs, dbNames, END, FORMAT_VERSION, keys } from "./layout";
+import { lmdbLifecycle } from "./lifecycle";
 import { migrate, rebuildIndex } from "./migrate";
 import { IndexWriter, indexChange, keywordSearch, semanticSearch } from "./search";
 
@@ -261,6 +262,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     durable: flushed,
 
     serialize: (namespace, entity, fn) => serialize(JSON.stringify([namespace, entity]), fn),
+
+    ...lmdbLifecycle({ env, dbs, clock, write, stage, getRecord }),
 
     async notReadyReason() {
       // isOperational() is in lmdb-js (status "open") but missing from its type declarations.

@@ -15,6 +15,15 @@
  *   events_by_memory   [namespace, memoryId, atMs, seq]    -> null  (a REPLACE is listed under both memories)
  *   api_keys           [keyId]                             -> KeyRecord (hash of the secret, never the secret)
  *   api_key_hashes     [sha256 hex]                        -> keyId
+ *   erasures           [namespace, entity, atMs]           -> ErasureRecord (format 4; no content)
+ *   idempotency        [keyId, idempotencyKey]             -> IdempotencyEntry (format 4; pending or the answer)
+ *   idempotency_expiries [expiresAtMs, keyId, idempotencyKey] -> null (format 4; what the sweeper drops next)
+ *
+ * meta also holds "clockEpoch", a counter that `memd import` bumps: a running server's event clock
+ * sees it change and re-reads the last seq and event times, so imported events never collide with
+ * new ones; "seqFloor", the largest seq of an import under way, which new events stay above.
+ * Idempotency keys are printable ASCII (no 0x00), keyed per API key so that two keys
+ * never see each other's answers.
  *
  * The search index (format 3), written in the same transaction as the memory it indexes; it
  * holds the memories with state "current" (an expired one until the sweeper deletes it; reads
@@ -56,6 +65,9 @@ export const dbNames = {
   searchStats: "search_stats",
   vectors: "vectors",
   embedPending: "embed_pending",
+  erasures: "erasures",
+  idempotency: "idempotency",
+  idempotencyExpiries: "idempotency_expiries",
 } as const;
 
 /** Sub-databases whose values are raw bytes, not msgpack. */
@@ -90,6 +102,9 @@ export const keys = {
   termStats: (scope: { namespace: string; entity?: string }, term: string) =>
     scope.entity === undefined ? ["n", scope.namespace, term] : ["e", scope.namespace, scope.entity, term],
   vector: (ns: string, entity: string, id: string) => [ns, entity, id],
+  erasure: (ns: string, entity: string, atMs: number) => [ns, entity, atMs],
+  idempotency: (keyId: string, key: string) => [keyId, key],
+  idempotencyExpiry: (expiresAt: number, keyId: string, key: string) => [expiresAt, keyId, key],
   /** Which event index serves a scope, and the prefix of its keys. */
   eventIndex(scope: Scope): { db: "eventsByMemory" | "eventsByEntity" | "eventsByNs"; prefix: (string | number)[] } {
     if (scope.memoryId) return { db: "eventsByMemory", prefix: [scope.namespace, scope.memoryId] };
@@ -98,5 +113,8 @@ export const keys = {
   },
 };
 
-/** The format this release writes. 1: the first release (no meta); 2: namespace_memories; 3: the search index. */
-export const FORMAT_VERSION = 3;
+/**
+ * The format this release writes. 1: the first release (no meta); 2: namespace_memories;
+ * 3: the search index; 4: erasures, idempotency, idempotency_expiries.
+ */
+export const FORMAT_VERSION = 4;

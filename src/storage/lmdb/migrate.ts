@@ -36,6 +36,8 @@ const steps: Record<number, (dbs: Dbs) => void> = {
       dbs.namespaceMemories.putSync(keys.namespaceMemory(ns, id), null);
     }
   },
+  // 4: erasures, idempotency and idempotency_expiries start empty; opening them creates them.
+  3() {},
 };
 
 /** 3: the search index, built from the current memories (no vectors: `memd reindex` embeds). */

@@ -1,11 +1,12 @@
 // The PostgreSQL backend: any number of memd processes share one database. Each call is one
 // transaction; order and exclusion come from row locks taken inside it (the namespace clock row,
 // the target memory rows, an entity's lock row), never from state kept in one process.
-import { SQL } from "bun";
+import { SQL, type TransactionSQL } from "bun";
 import { keyedMutex } from "../mutex";
 import { planOp, targetIsLive, targetOf, vectorOf } from "../ops";
 import type { EventRecord, KeyRecord, MemoryRecord } from "../records";
-import { type Applied, type EventScope, type Storage, StorageError } from "../storage";
+import { type Applied, type EventScope, type MemoryOp, type Storage, StorageError } from "../storage";
+import { pgLifecycle } from "./lifecycle";
 import { migrate } from "./schema";
 import { type IndexTouch, keywordSearch, rebuildIndex, semanticSearch, writeIndex } from "./search";
 
@@ -21,12 +22,14 @@ export interface PostgresStorage extends Storage {
   readonly sql: SQL;
 }
 
-type Row = Record<string, unknown>;
+export type Row = Record<string, unknown>;
+/** Rows per multi-row INSERT: under the protocol's 65,535 parameters at 13 columns. */
+const ROWS_PER_INSERT = 2000;
 /** `json` columns come back as their text. */
-const json = <T>(v: unknown): T => (typeof v === "string" ? JSON.parse(v) : v) as T;
+export const json = <T>(v: unknown): T => (typeof v === "string" ? JSON.parse(v) : v) as T;
 const num = (v: unknown) => (v === null || v === undefined ? undefined : Number(v));
 
-function memoryOf(r: Row): MemoryRecord {
+export function memoryOf(r: Row): MemoryRecord {
   return {
     id: r.id as string,
     namespace: r.namespace as string,
@@ -44,7 +47,7 @@ function memoryOf(r: Row): MemoryRecord {
   };
 }
 
-const memoryRow = (m: MemoryRecord) => ({
+export const memoryRow = (m: MemoryRecord) => ({
   id: m.id,
   namespace: m.namespace,
   entity: m.entity,
@@ -60,7 +63,7 @@ const memoryRow = (m: MemoryRecord) => ({
   state: m.state,
 });
 
-function eventOf(r: Row): EventRecord {
+export function eventOf(r: Row): EventRecord {
   return {
     seq: Number(r.seq),
     namespace: r.namespace as string,
@@ -77,7 +80,7 @@ function eventOf(r: Row): EventRecord {
   };
 }
 
-const eventRow = (e: Omit<EventRecord, "seq">) => ({
+export const eventRow = (e: Omit<EventRecord, "seq">) => ({
   namespace: e.namespace,
   entity: e.entity,
   memory_id: e.memoryId,
@@ -91,7 +94,7 @@ const eventRow = (e: Omit<EventRecord, "seq">) => ({
   actor_key_id: e.actorKeyId,
 });
 
-function keyOf(r: Row): KeyRecord {
+export function keyOf(r: Row): KeyRecord {
   return {
     id: r.id as string,
     name: r.name as string,
@@ -161,105 +164,116 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     }
   }
 
+  /**
+   * The body of `apply`, inside a transaction the caller holds (apply's own, or an erasure's).
+   * Lock order, the same in every writer: target memory rows by id, then clock rows by namespace.
+   */
+  async function applyIn(
+    tx: TransactionSQL,
+    ops: readonly MemoryOp[],
+    actorKeyId: string | null,
+    now: number,
+  ): Promise<(Applied | null)[]> {
+    // Lock order, the same in every writer: target memory rows by id, then clock rows by namespace.
+    const ids = [...new Set(ops.map(targetOf).filter((id): id is string => id !== undefined))].sort();
+    const targets = new Map<string, MemoryRecord>();
+    if (ids.length > 0)
+      for (const r of await tx`SELECT * FROM memories WHERE id = ANY(${sql.array(ids, "text")}::uuid[]) ORDER BY id FOR UPDATE`)
+        targets.set(r.id as string, memoryOf(r));
+
+    const live = ops.map((op) => {
+      const id = targetOf(op);
+      if (id === undefined) return { op, target: undefined };
+      const target = targets.get(id);
+      return targetIsLive(op, target, now) ? { op, target } : undefined;
+    });
+    const perNamespace = new Map<string, number>();
+    for (const l of live) {
+      if (!l) continue;
+      const ns = "create" in l.op ? l.op.create.namespace : l.target!.namespace;
+      perNamespace.set(ns, (perNamespace.get(ns) ?? 0) + 1);
+    }
+    const namespaces = [...perNamespace.keys()].sort();
+    const counts = namespaces.map((ns) => perNamespace.get(ns)!);
+    // Takes each clock row's lock for the rest of the transaction and reserves `count` stamps.
+    const clocks = await tx`
+        INSERT INTO namespace_clock AS c (namespace, last_ms)
+        SELECT ns, ${now}::bigint + n - 1 FROM unnest(${sql.array(namespaces, "text")}::text[], ${sql.array(counts, "int8")}::bigint[]) AS t(ns, n)
+        ORDER BY ns
+        ON CONFLICT (namespace) DO UPDATE
+          SET last_ms = GREATEST(${now}::bigint, c.last_ms + 1) + (EXCLUDED.last_ms - ${now}::bigint)
+        RETURNING namespace, last_ms`;
+    const nextMs = new Map<string, number>();
+    for (const c of clocks)
+      nextMs.set(c.namespace as string, Number(c.last_ms) - perNamespace.get(c.namespace as string)! + 1);
+
+    const results: ({ planned: ReturnType<typeof planOp> } | null)[] = [];
+    const writes = new Map<string, MemoryRecord>();
+    // Per memory: as it was before this transaction, as it ends, and its last vector update.
+    const touched = new Map<string, IndexTouch>();
+    const touch = (before: MemoryRecord | undefined, after: MemoryRecord, vector: IndexTouch["vector"]) => {
+      const t = touched.get(after.id);
+      if (t) {
+        t.after = after;
+        if (t.before?.content !== after.content || vector !== undefined) t.vector = vector;
+      } else touched.set(after.id, { before, after, vector });
+    };
+    for (const l of live) {
+      if (!l) {
+        results.push(null);
+        continue;
+      }
+      const target = l.target && (writes.get(l.target.id) ?? l.target);
+      if (l.target && !targetIsLive(l.op, target, now)) {
+        results.push(null);
+        continue;
+      }
+      const ns = "create" in l.op ? l.op.create.namespace : target!.namespace;
+      const atMs = nextMs.get(ns)!;
+      nextMs.set(ns, atMs + 1);
+      const planned = planOp(l.op, target, atMs, actorKeyId);
+      if (planned.created) {
+        writes.set(planned.created.id, planned.created);
+        touch(undefined, planned.created, vectorOf(l.op));
+      }
+      if (planned.target && planned.target !== target) {
+        writes.set(planned.target.id, planned.target);
+        touch(l.target, planned.target, planned.created ? undefined : vectorOf(l.op));
+      }
+      results.push({ planned });
+    }
+
+    // In chunks: the wire protocol takes at most 65,535 parameters per statement (13 per memory row).
+    const rows = [...writes.values()].map(memoryRow);
+    for (let i = 0; i < rows.length; i += ROWS_PER_INSERT)
+      await tx`
+          INSERT INTO memories ${tx(rows.slice(i, i + ROWS_PER_INSERT))}
+          ON CONFLICT (id) DO UPDATE SET
+            content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
+            tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
+            updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state`;
+    // The search index changes in this same transaction.
+    if (touched.size > 0) await writeIndex(tx, touched.values());
+    const planned = results.filter((r) => r !== null).map((r) => r.planned.event);
+    const seqs = new Map<string, number>();
+    for (let i = 0; i < planned.length; i += ROWS_PER_INSERT)
+      for (const r of await tx`INSERT INTO events ${tx(planned.slice(i, i + ROWS_PER_INSERT).map(eventRow))} RETURNING seq, namespace, at_ms`)
+        seqs.set(`${r.namespace}\0${r.at_ms}`, Number(r.seq));
+    return results.map((r): Applied | null => {
+      if (!r) return null;
+      const e = r.planned.event;
+      const memory = r.planned.created ?? r.planned.target!;
+      return { event: { ...e, seq: seqs.get(`${e.namespace}\0${e.atMs}`)! }, memory };
+    });
+  }
+
   const storage: PostgresStorage = {
     backend: "postgres",
     sql,
 
     apply(ops, actorKeyId, now = Date.now()) {
       if (ops.length === 0) return Promise.resolve([]);
-      return db(() =>
-        sql.begin(async (tx) => {
-          // Lock order, the same in every writer: target memory rows by id, then clock rows by namespace.
-          const ids = [...new Set(ops.map(targetOf).filter((id): id is string => id !== undefined))].sort();
-          const targets = new Map<string, MemoryRecord>();
-          if (ids.length > 0)
-            for (const r of await tx`SELECT * FROM memories WHERE id IN ${tx(ids)} ORDER BY id FOR UPDATE`)
-              targets.set(r.id as string, memoryOf(r));
-
-          const live = ops.map((op) => {
-            const id = targetOf(op);
-            if (id === undefined) return { op, target: undefined };
-            const target = targets.get(id);
-            return targetIsLive(op, target, now) ? { op, target } : undefined;
-          });
-          const perNamespace = new Map<string, number>();
-          for (const l of live) {
-            if (!l) continue;
-            const ns = "create" in l.op ? l.op.create.namespace : l.target!.namespace;
-            perNamespace.set(ns, (perNamespace.get(ns) ?? 0) + 1);
-          }
-          const namespaces = [...perNamespace.keys()].sort();
-          const counts = namespaces.map((ns) => perNamespace.get(ns)!);
-          // Takes each clock row's lock for the rest of the transaction and reserves `count` stamps.
-          const clocks = await tx`
-            INSERT INTO namespace_clock AS c (namespace, last_ms)
-            SELECT ns, ${now}::bigint + n - 1 FROM unnest(${sql.array(namespaces, "text")}::text[], ${sql.array(counts, "int8")}::bigint[]) AS t(ns, n)
-            ORDER BY ns
-            ON CONFLICT (namespace) DO UPDATE
-              SET last_ms = GREATEST(${now}::bigint, c.last_ms + 1) + (EXCLUDED.last_ms - ${now}::bigint)
-            RETURNING namespace, last_ms`;
-          const nextMs = new Map<string, number>();
-          for (const c of clocks)
-            nextMs.set(c.namespace as string, Number(c.last_ms) - perNamespace.get(c.namespace as string)! + 1);
-
-          const results: ({ planned: ReturnType<typeof planOp> } | null)[] = [];
-          const writes = new Map<string, MemoryRecord>();
-          // Per memory: as it was before this transaction, as it ends, and its last vector update.
-          const touched = new Map<string, IndexTouch>();
-          const touch = (before: MemoryRecord | undefined, after: MemoryRecord, vector: IndexTouch["vector"]) => {
-            const t = touched.get(after.id);
-            if (t) {
-              t.after = after;
-              if (t.before?.content !== after.content || vector !== undefined) t.vector = vector;
-            } else touched.set(after.id, { before, after, vector });
-          };
-          for (const l of live) {
-            if (!l) {
-              results.push(null);
-              continue;
-            }
-            const target = l.target && (writes.get(l.target.id) ?? l.target);
-            if (l.target && !targetIsLive(l.op, target, now)) {
-              results.push(null);
-              continue;
-            }
-            const ns = "create" in l.op ? l.op.create.namespace : target!.namespace;
-            const atMs = nextMs.get(ns)!;
-            nextMs.set(ns, atMs + 1);
-            const planned = planOp(l.op, target, atMs, actorKeyId);
-            if (planned.created) {
-              writes.set(planned.created.id, planned.created);
-              touch(undefined, planned.created, vectorOf(l.op));
-            }
-            if (planned.target && planned.target !== target) {
-              writes.set(planned.target.id, planned.target);
-              touch(l.target, planned.target, planned.created ? undefined : vectorOf(l.op));
-            }
-            results.push({ planned });
-          }
-
-          if (writes.size > 0)
-            await tx`
-              INSERT INTO memories ${tx([...writes.values()].map(memoryRow))}
-              ON CONFLICT (id) DO UPDATE SET
-                content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
-                tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
-                updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state`;
-          // The search index changes in this same transaction.
-          if (touched.size > 0) await writeIndex(tx, touched.values());
-          const planned = results.filter((r) => r !== null).map((r) => r.planned.event);
-          const seqs = new Map<string, number>();
-          if (planned.length > 0)
-            for (const r of await tx`INSERT INTO events ${tx(planned.map(eventRow))} RETURNING seq, namespace, at_ms`)
-              seqs.set(`${r.namespace}\0${r.at_ms}`, Number(r.seq));
-          return results.map((r): Applied | null => {
-            if (!r) return null;
-            const e = r.planned.event;
-            const memory = r.planned.created ?? r.planned.target!;
-            return { event: { ...e, seq: seqs.get(`${e.namespace}\0${e.atMs}`)! }, memory };
-          });
-        }),
-      );
+      return db(() => sql.begin((tx) => applyIn(tx, ops, actorKeyId, now)));
     },
 
     async getMemory(id) {
@@ -406,6 +420,8 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
         return outcome!.value;
       });
     },
+
+    ...pgLifecycle({ sql, db, applyIn }),
 
     async notReadyReason() {
       try {

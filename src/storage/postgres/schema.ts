@@ -112,6 +112,33 @@ export const migrations: string[] = [
   INSERT INTO search_state (id, needs_rebuild)
     SELECT 1, EXISTS (SELECT 1 FROM memories WHERE state = 'current');
   `,
+  // Lifecycle (issue 11): every memory of an entity (erasure), erasure records, idempotent answers.
+  `
+  CREATE INDEX memories_by_entity ON memories (namespace, entity);
+
+  CREATE TABLE erasures (
+    namespace     text NOT NULL,
+    entity        text NOT NULL,
+    at_ms         bigint NOT NULL,
+    actor_key_id  text,
+    memories      integer NOT NULL,
+    events        integer NOT NULL,
+    PRIMARY KEY (namespace, entity, at_ms)
+  );
+
+  CREATE TABLE idempotency (
+    key_id      text NOT NULL,
+    idem_key    text NOT NULL,
+    hash        text NOT NULL,
+    state       text NOT NULL CHECK (state IN ('pending', 'done')),
+    status      integer,
+    body        text,
+    created_at  bigint NOT NULL,
+    expires_at  bigint NOT NULL,
+    PRIMARY KEY (key_id, idem_key)
+  );
+  CREATE INDEX idempotency_expiry ON idempotency (expires_at);
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;

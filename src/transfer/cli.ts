@@ -1,0 +1,165 @@
+// memd export / memd import / memd compact: on the data dir (or PostgreSQL) directly, with a
+// server running or not.
+import { createWriteStream, existsSync, mkdirSync } from "node:fs";
+import { resolve } from "node:path";
+import { ConfigError, loadConfig } from "../config/config";
+import { compactStore, postgresCompactAdvice } from "../ops/compact";
+import { openStorage } from "../storage/index";
+import type { Storage } from "../storage/storage";
+import { exportLines, ImportError, Progress, planImport, runImport } from "./service";
+
+export const exportUsage = `Usage:
+  memd export [--namespace NS]... [--out FILE] [--keys] [--data-dir D | --database-url URL]
+
+Writes every memory (all states), every audit event and every erasure record as JSON Lines,
+after a header line; ids and times are kept. Works while the server runs (one consistent snapshot).
+  --namespace    only these namespaces (repeat for several); default: all
+  --out          the file to write (refused if it exists); default: standard output
+  --keys         also the API keys (their hashes, never secrets)
+`;
+
+export const importUsage = `Usage:
+  memd import FILE [--skip-existing] [--data-dir D | --database-url URL]
+
+Checks every line of FILE first and writes nothing if one is bad (it names the line and why).
+Records whose id already exists are refused unless --skip-existing (which leaves them as they
+are). An interrupted import is completed by running the same command again.
+`;
+
+export const compactUsage = `Usage:
+  memd compact [--data-dir D | --database-url URL]
+
+Rewrites the LMDB store without its free pages, which may still hold deleted or erased bytes.
+Stop the server first (refused while the store is open). On PostgreSQL, prints what to run.
+`;
+
+class UsageError extends Error {}
+
+type Out = { out: (s: string) => void; err: { write(s: string): unknown; isTTY?: boolean } };
+const stdio: Out = { out: (s) => process.stdout.write(s), err: process.stderr };
+
+function parseArgs(args: string[], valued: string[], bare: string[]) {
+  const flags = new Map<string, string[]>();
+  const positional: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (!a.startsWith("--")) {
+      positional.push(a);
+      continue;
+    }
+    const [flag, inline] = a.split(/=(.*)/s, 2);
+    if (bare.includes(flag)) {
+      if (inline !== undefined) throw new UsageError(`${flag} takes no value`);
+      flags.set(flag, ["true"]);
+      continue;
+    }
+    if (!valued.includes(flag)) throw new UsageError(`unknown flag ${flag}`);
+    const value = inline ?? args[++i];
+    if (value === undefined) throw new UsageError(`${flag} needs a value`);
+    flags.set(flag, [...(flags.get(flag) ?? []), value]);
+  }
+  return { flags, positional };
+}
+
+/** Opens the store; `create` makes a new LMDB data dir (an import into a fresh store). */
+async function open(flags: Map<string, string[]>, create = false): Promise<{ storage: Storage; dataDir?: string }> {
+  const dataDir = flags.get("--data-dir")?.[0];
+  const url = flags.get("--database-url")?.[0];
+  const config = loadConfig([
+    ...(dataDir !== undefined ? ["--data-dir", dataDir] : []),
+    ...(url ? ["--database-url", url] : []),
+  ]);
+  if (config.databaseUrl) return { storage: await openStorage(config) };
+  const dir = resolve(config.dataDir);
+  if (create) mkdirSync(dir, { recursive: true });
+  else if (!existsSync(dir)) throw new UsageError(`no data dir at ${dir}; pass --data-dir or set MEMD_DATA_DIR`);
+  return { storage: await openStorage({ ...config, dataDir: dir }), dataDir: dir };
+}
+
+const common = ["--data-dir", "--database-url"];
+
+/** Runs a lifecycle command; resolves with the exit code (0 ok, 1 failed, 2 usage). */
+export async function runTransferCommand(
+  command: "export" | "import" | "compact",
+  args: string[],
+  io: Out = stdio,
+): Promise<number> {
+  const usage = { export: exportUsage, import: importUsage, compact: compactUsage }[command];
+  if (args.includes("--help") || args.includes("-h")) {
+    io.out(usage);
+    return 0;
+  }
+  let storage: Storage | undefined;
+  try {
+    if (command === "export") {
+      const { flags, positional } = parseArgs(args, [...common, "--namespace", "--out"], ["--keys"]);
+      if (positional.length) throw new UsageError(`unexpected argument ${positional[0]}`);
+      const out = flags.get("--out")?.[0];
+      if (out && existsSync(out)) throw new UsageError(`${out} already exists; give a new path`);
+      ({ storage } = await open(flags));
+      const stats = await storage.stats();
+      const progress = new Progress("export", stats.memoryRecords + stats.events, io.err);
+      const options = { namespaces: flags.get("--namespace"), keys: flags.has("--keys") };
+      await writeAll(exportLines(storage, options, progress), out);
+      progress.finish();
+      return 0;
+    }
+    if (command === "import") {
+      const { flags, positional } = parseArgs(args, common, ["--skip-existing"]);
+      if (positional.length !== 1) throw new UsageError("import needs one FILE: memd import FILE");
+      const file = positional[0];
+      if (!existsSync(file)) throw new UsageError(`no file at ${file}`);
+      const skipExisting = flags.has("--skip-existing");
+      ({ storage } = await open(flags, true));
+      const checking = new Progress("import: checking", undefined, io.err);
+      const plan = await planImport(storage, file, { skipExisting }, checking);
+      checking.finish();
+      if (plan.present === plan.records && plan.records > 0 && !skipExisting) {
+        io.err.write(`memd: every record of ${file} is already in the store; nothing to write\n`);
+        return 0;
+      }
+      const writing = new Progress("import: writing", plan.records, io.err);
+      const done = await runImport(storage, file, plan, { skipExisting }, writing);
+      writing.finish();
+      io.err.write(
+        `memd: imported ${done.written} records from ${file}; ${done.skipped} already there, left as they were\n`,
+      );
+      return 0;
+    }
+    const { flags, positional } = parseArgs(args, common, []);
+    if (positional.length) throw new UsageError(`unexpected argument ${positional[0]}`);
+    const url = flags.get("--database-url")?.[0] ?? process.env.MEMD_DATABASE_URL;
+    if (url) {
+      io.out(postgresCompactAdvice);
+      return 0;
+    }
+    const dir = resolve(loadConfig(flags.has("--data-dir") ? ["--data-dir", flags.get("--data-dir")![0]] : []).dataDir);
+    const { before, after } = await compactStore(dir);
+    io.out(`memd: compacted ${dir}: ${before} bytes -> ${after} bytes\n`);
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError || e instanceof ConfigError) {
+      io.err.write(`memd ${command}: ${e.message}\n\n${usage}`);
+      return 2;
+    }
+    if (e instanceof ImportError) {
+      io.err.write(`memd import: refused, nothing written: ${e.message}\n`);
+      return 1;
+    }
+    io.err.write(`memd ${command}: failed: ${(e as Error).message}\n`);
+    return 1;
+  } finally {
+    await storage?.close();
+  }
+}
+
+/** Writes lines to `path` (or stdout), waiting whenever the sink is full, so memory stays flat. */
+async function writeAll(lines: AsyncIterable<string>, path: string | undefined) {
+  const stream: NodeJS.WritableStream = path ? createWriteStream(path, { flags: "wx" }) : process.stdout;
+  for await (const l of lines) if (!stream.write(l)) await new Promise<void>((r) => stream.once("drain", () => r()));
+  if (path)
+    await new Promise<void>((resolve, reject) => {
+      stream.once("error", reject);
+      stream.end(() => resolve());
+    });
+}

@@ -1,0 +1,108 @@
+// The export format: JSON Lines, a header line then one record per line. Records are the
+// storage records as they are (times in milliseconds since the epoch, ids kept), each with a
+// `type`. Written by `memd export` and GET /v1/export, read by `memd import`.
+import { Type } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { eventKinds, permissions } from "../storage/records";
+
+/** The version of the export format; an import refuses other versions. */
+export const EXPORT_FORMAT = 1;
+
+const uuid = Type.String({ pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" });
+const name = Type.String({ minLength: 1, maxLength: 128, pattern: "^[^\\u0000-\\u001f\\u007f]+$" });
+const ms = Type.Integer({ minimum: 0, maximum: 8.64e15 });
+const nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
+
+export const Header = Type.Object({
+  type: Type.Literal("header"),
+  format: Type.Integer(),
+  memd: Type.String(),
+  exportedAt: Type.String(),
+  namespaces: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  keys: Type.Boolean(),
+});
+export type Header = typeof Header.static;
+
+const MemoryLine = Type.Object(
+  {
+    type: Type.Literal("memory"),
+    id: uuid,
+    namespace: name,
+    entity: name,
+    content: Type.String(),
+    category: Type.String({ minLength: 1, maxLength: 64 }),
+    importance: Type.Number({ minimum: 0, maximum: 1 }),
+    tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 32 })),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    source: Type.Optional(Type.String({ maxLength: 256 })),
+    createdAt: ms,
+    updatedAt: ms,
+    expiresAt: Type.Optional(ms),
+    state: Type.Union([Type.Literal("current"), Type.Literal("deleted"), Type.Literal("replaced")]),
+  },
+  { additionalProperties: false },
+);
+
+const EventLine = Type.Object(
+  {
+    type: Type.Literal("event"),
+    seq: Type.Integer({ minimum: 1 }),
+    namespace: name,
+    entity: name,
+    memoryId: uuid,
+    event: Type.Union(eventKinds.map((k) => Type.Literal(k))),
+    oldContent: nullable(Type.String()),
+    newContent: nullable(Type.String()),
+    mergedFromId: nullable(uuid),
+    reason: nullable(Type.String()),
+    category: Type.String(),
+    atMs: ms,
+    actorKeyId: nullable(Type.String()),
+  },
+  { additionalProperties: false },
+);
+
+const KeyLine = Type.Object(
+  {
+    type: Type.Literal("key"),
+    id: Type.String({ minLength: 1, maxLength: 64 }),
+    name: Type.String({ minLength: 1, maxLength: 128 }),
+    permission: Type.Union(permissions.map((p) => Type.Literal(p))),
+    namespaces: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+    expiresAt: Type.Union([ms, Type.Null()]),
+    createdAt: ms,
+    lastUsedAt: Type.Union([ms, Type.Null()]),
+    revokedAt: Type.Union([ms, Type.Null()]),
+    hash: Type.String({ pattern: "^[0-9a-f]{64}$" }),
+  },
+  { additionalProperties: false },
+);
+
+const ErasureLine = Type.Object(
+  {
+    type: Type.Literal("erasure"),
+    namespace: name,
+    entity: name,
+    atMs: ms,
+    actorKeyId: nullable(Type.String()),
+    memories: Type.Integer({ minimum: 0 }),
+    events: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+
+export const checkHeader = TypeCompiler.Compile(Header);
+export const lineCheckers = {
+  memory: TypeCompiler.Compile(MemoryLine),
+  event: TypeCompiler.Compile(EventLine),
+  key: TypeCompiler.Compile(KeyLine),
+  erasure: TypeCompiler.Compile(ErasureLine),
+};
+
+/** Field order per record type: every export writes its lines in this order, whatever the backend. */
+export const fieldOrder: Record<keyof typeof lineCheckers, string[]> = {
+  memory: Object.keys(MemoryLine.properties),
+  event: Object.keys(EventLine.properties),
+  key: Object.keys(KeyLine.properties),
+  erasure: Object.keys(ErasureLine.properties),
+};

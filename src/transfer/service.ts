@@ -1,0 +1,257 @@
+// Export and import of a store as JSON Lines, on the storage interface (either backend).
+// Both stream: an export holds one page of records at a time, an import one batch of lines.
+import { version } from "../build-info";
+import type { ExportRecord } from "../storage/records";
+import type { Storage } from "../storage/storage";
+import { checkHeader, EXPORT_FORMAT, fieldOrder, type Header, lineCheckers } from "./model";
+
+/** Lines per import transaction and per existence check. */
+const BATCH = 1000;
+
+/** The header line of an export. */
+export function exportHeader(namespaces: string[] | undefined, keys: boolean): Header {
+  return {
+    type: "header",
+    format: EXPORT_FORMAT,
+    memd: version,
+    exportedAt: new Date().toISOString(),
+    namespaces: namespaces ?? null,
+    keys,
+  };
+}
+
+/** The lines of an export (each ending in "\n"), from one consistent snapshot of the store. */
+export async function* exportLines(
+  storage: Storage,
+  options: { namespaces?: string[]; keys: boolean },
+  progress?: Progress,
+): AsyncGenerator<string> {
+  yield `${JSON.stringify(exportHeader(options.namespaces, options.keys))}\n`;
+  for await (const r of storage.exportAll(options)) {
+    progress?.tick();
+    yield `${canonical(r)}\n`;
+  }
+}
+
+/** A record as one JSON line, its fields in the format's order (so both backends write the same bytes). */
+export function canonical(r: ExportRecord): string {
+  const rec = r as unknown as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const f of fieldOrder[r.type]) if (rec[f] !== undefined) out[f] = rec[f];
+  return JSON.stringify(out);
+}
+
+/** Lines of a file, streamed (the file is never held whole), with their 1-based numbers. */
+export async function* readLines(path: string): AsyncGenerator<[number, string]> {
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  let rest = "";
+  let n = 0;
+  for await (const chunk of Bun.file(path).stream()) {
+    rest += decoder.decode(chunk, { stream: true });
+    let at = rest.indexOf("\n");
+    let from = 0;
+    while (at !== -1) {
+      yield [++n, rest.slice(from, at)];
+      from = at + 1;
+      at = rest.indexOf("\n", from);
+    }
+    rest = rest.slice(from);
+  }
+  rest += decoder.decode();
+  if (rest.length > 0) yield [++n, rest];
+}
+
+/** A bad import file: the line and why; nothing has been written. */
+export class ImportError extends Error {
+  constructor(
+    readonly line: number,
+    readonly reason: string,
+  ) {
+    super(`line ${line}: ${reason}`);
+  }
+}
+
+/** Parses and checks one record line; throws ImportError. */
+export function parseRecord(line: number, text: string): ExportRecord {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new ImportError(line, "not valid JSON");
+  }
+  const type = (v as { type?: unknown })?.type;
+  if (typeof v !== "object" || v === null || Array.isArray(v)) throw new ImportError(line, "not a JSON object");
+  if (type === "header") throw new ImportError(line, "a second header line");
+  const check = lineCheckers[type as keyof typeof lineCheckers];
+  if (!check) throw new ImportError(line, `unknown record type ${JSON.stringify(type)}`);
+  const first = check.Errors(v).First();
+  if (first) throw new ImportError(line, `${type}: ${first.path || "(record)"}: ${first.message}`);
+  return v as ExportRecord;
+}
+
+function parseHeader(text: string | undefined): Header {
+  if (text === undefined) throw new ImportError(1, "the file is empty; expected a header line");
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw new ImportError(1, "the header is not valid JSON");
+  }
+  if (!checkHeader.Check(v)) throw new ImportError(1, 'expected a header line ({"type":"header","format":1,...})');
+  if (v.format !== EXPORT_FORMAT)
+    throw new ImportError(1, `export format ${v.format}; this memd reads format ${EXPORT_FORMAT}`);
+  return v;
+}
+
+export interface ImportPlan {
+  header: Header;
+  records: number;
+  /** Records already in the store, identical to their line (a resumed or repeated import). */
+  present: number;
+  /** Records already in the store that differ (skipped only with --skip-existing). */
+  conflicting: number;
+  maxSeq: number;
+}
+
+/**
+ * Reads the whole file and checks every line before anything is written: its shape, and
+ * whether its id exists. Existing records are refused (with the first one's line) unless
+ * `skipExisting`, except when they are identical to their lines and come first: that is an
+ * import of the same file that was interrupted (or finished), which this run completes.
+ */
+export async function planImport(
+  storage: Storage,
+  path: string,
+  options: { skipExisting: boolean },
+  progress?: Progress,
+): Promise<ImportPlan> {
+  const lines = readLines(path);
+  const first = await lines.next();
+  const header = parseHeader(first.done ? undefined : first.value[1]);
+  const plan: ImportPlan = { header, records: 0, present: 0, conflicting: 0, maxSeq: 0 };
+  let absentSeen = false;
+  let batch: [number, ExportRecord][] = [];
+  const check = async () => {
+    const found = await storage.existing(batch.map(([, r]) => r));
+    found.forEach((f, i) => {
+      const [line, r] = batch[i];
+      if (f === "absent") absentSeen = true;
+      else if (f === "different") {
+        plan.conflicting++;
+        if (!options.skipExisting)
+          throw new ImportError(line, `${describe(r)} already exists with other contents (--skip-existing leaves it)`);
+      } else {
+        plan.present++;
+        if (absentSeen && !options.skipExisting)
+          throw new ImportError(line, `${describe(r)} already exists (--skip-existing leaves it)`);
+      }
+    });
+    batch = [];
+  };
+  for await (const [line, text] of lines) {
+    if (text.trim() === "") continue;
+    const r = parseRecord(line, text);
+    if (r.type === "event") plan.maxSeq = Math.max(plan.maxSeq, r.seq);
+    batch.push([line, r]);
+    plan.records++;
+    progress?.tick();
+    if (batch.length >= BATCH) await check();
+  }
+  if (batch.length) await check();
+  return plan;
+}
+
+const describe = (r: ExportRecord) =>
+  r.type === "event"
+    ? `event ${r.seq}`
+    : r.type === "erasure"
+      ? `erasure of ${r.namespace}/${r.entity}`
+      : `${r.type} ${r.id}`;
+
+/**
+ * Writes the records of a checked file in batches of BATCH lines, one transaction each, in file
+ * order; so an interruption leaves a prefix of the file, which planImport recognises as such.
+ */
+export async function runImport(
+  storage: Storage,
+  path: string,
+  plan: ImportPlan,
+  options: { skipExisting: boolean },
+  progress?: Progress,
+): Promise<{ written: number; skipped: number }> {
+  const opts = { skipExisting: options.skipExisting, skipIdentical: true };
+  // Reserve the seqs of the file's events first, so a running server's new events stay above them.
+  if (plan.maxSeq > 0) await storage.importRecords([], { ...opts, seqFloor: plan.maxSeq });
+  let written = 0;
+  let skipped = 0;
+  let batch: ExportRecord[] = [];
+  const flush = async () => {
+    const r = await storage.importRecords(batch, opts);
+    written += r.written;
+    skipped += r.skipped;
+    progress?.tick(batch.length);
+    batch = [];
+  };
+  let first = true;
+  for await (const [line, text] of readLines(path)) {
+    if (first) {
+      first = false;
+      continue;
+    }
+    if (text.trim() === "") continue;
+    batch.push(parseRecord(line, text));
+    if (batch.length >= BATCH) await flush();
+  }
+  if (batch.length) await flush();
+  return { written, skipped };
+}
+
+/**
+ * Progress on stderr: a bar redrawn in place on a terminal, else a line every `everyMs`; counts
+ * and rate either way.
+ */
+export class Progress {
+  private done = 0;
+  private readonly started = performance.now();
+  private lastDraw = 0;
+
+  constructor(
+    private readonly label: string,
+    private readonly total: number | undefined,
+    private readonly out: { write(s: string): unknown; isTTY?: boolean } = process.stderr,
+    private readonly everyMs = 5000,
+  ) {}
+
+  tick(n = 1) {
+    this.done += n;
+    const now = performance.now();
+    const interval = this.out.isTTY ? 200 : this.everyMs;
+    if (now - this.lastDraw >= interval) {
+      this.lastDraw = now;
+      this.draw(false);
+    }
+  }
+
+  private line(): string {
+    const secs = (performance.now() - this.started) / 1000;
+    const rate = secs > 0 ? Math.round(this.done / secs) : 0;
+    // An export's total is an estimate (taken before its snapshot; erasures not counted).
+    const count = this.total ? `${fmt(this.done)}/${fmt(Math.max(this.total, this.done))}` : fmt(this.done);
+    return `${this.label}: ${count} records, ${fmt(rate)}/s, ${secs.toFixed(1)} s`;
+  }
+
+  private draw(final: boolean) {
+    if (this.out.isTTY) {
+      const share = this.total ? Math.min(1, this.done / this.total) : 0;
+      const bar = this.total ? `[${"#".repeat(Math.round(share * 30)).padEnd(30)}] ${Math.floor(share * 100)}% ` : "";
+      this.out.write(`\r\x1b[2K${bar}${this.line()}${final ? "\n" : ""}`);
+    } else this.out.write(`${this.line()}\n`);
+  }
+
+  /** The last figures, always printed. */
+  finish() {
+    this.draw(true);
+  }
+}
+
+const fmt = (n: number) => n.toLocaleString("en-US");
