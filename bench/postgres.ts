@@ -1,0 +1,240 @@
+// The PostgreSQL rows of the benchmarks, each as a ratio to the LMDB figure of the same run, and
+// the LMDB raw store before and after the storage interface (commit 9842195 against this tree).
+// `make bench-postgres` (or bench/run.ts at its end) runs it inside scripts/with-postgres, which
+// gives it a throwaway PostgreSQL in MEMD_TEST_DATABASE_URL (or set MEMD_BENCH_DATABASE_URL).
+// Writes the "PostgreSQL" section of bench/results.md.
+//
+// Every server runs from source (`bun run src/main.ts serve`) on CPU 0, wrk on CPU 1; PostgreSQL
+// itself is not pinned. The 3-replica row gives its three processes the same CPU 0 as the one
+// replica row: on this 2-core machine it measures the cost of several writers meeting on one
+// namespace's clock row, not scale-out.
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SQL } from "bun";
+import { startWrk, type WrkResult, wrk } from "./wrk";
+
+const root = join(import.meta.dir, "..");
+const key = "memd_bench_root_key_0123456789abcdef";
+const serverCpu = "0";
+const loadCpu = "1";
+const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+const readSecs = Math.max(2, Math.round(seconds * 0.6));
+const events = Number(process.env.BENCH_PG_EVENTS ?? 100_000);
+const beforeCommit = process.env.BENCH_BEFORE_COMMIT ?? "9842195";
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const baseUrl = process.env.MEMD_BENCH_DATABASE_URL ?? process.env.MEMD_TEST_DATABASE_URL;
+if (!baseUrl?.startsWith("postgres")) {
+  console.error(
+    `bench/postgres.ts needs a PostgreSQL: ${baseUrl ?? "run it in scripts/with-postgres (make bench-postgres) or set MEMD_BENCH_DATABASE_URL"}`,
+  );
+  process.exit(1);
+}
+const work = mkdtempSync(join(tmpdir(), "memd-bench-pg-"));
+const started = performance.now();
+const log = (s: string) => console.log(`[bench-pg ${((performance.now() - started) / 1000).toFixed(0)}s] ${s}`);
+const wrkOpts = { key, cpu: loadCpu, secs: seconds };
+const storeBody = {
+  namespace: "bench",
+  entity: "user-1",
+  content: "the user prefers green tea in the morning",
+  infer: false,
+};
+
+type Server = { proc: Bun.Subprocess; url: string };
+let nextPort = 12000 + Math.floor(Math.random() * 8000);
+
+/** Starts `bun run src/main.ts serve` from the tree `cwd`, pinned to the server CPU, and waits for /readyz. */
+async function serve(cwd: string, args: string[]): Promise<Server> {
+  const port = nextPort++;
+  const proc = Bun.spawn(
+    ["taskset", "-c", serverCpu, process.execPath, "run", "src/main.ts", "serve", "--port", String(port), ...args],
+    {
+      cwd,
+      env: { PATH: process.env.PATH!, MEMD_API_KEY: key, MEMD_LOG_LEVEL: "warn" },
+      stdout: "ignore",
+      stderr: "inherit",
+    },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`server in ${cwd} exited with ${proc.exitCode}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) return { proc, url };
+    } catch {}
+    await Bun.sleep(20);
+  }
+  throw new Error(`${url} never became ready`);
+}
+
+async function stop(...servers: Server[]) {
+  for (const s of servers) s.proc.kill("SIGTERM");
+  await Promise.all(servers.map((s) => s.proc.exited));
+}
+
+async function freshDatabase(): Promise<string> {
+  const name = `memd_bench_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const admin = new SQL(baseUrl!);
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.close();
+  return baseUrl!.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
+}
+
+/** Raw store at 64 connections, after a 1 s warm-up; on several servers, the 64 connections split between them. */
+async function rawStore(servers: Server[], script?: string): Promise<WrkResult> {
+  const split = (i: number) => Math.floor(64 / servers.length) + (i < 64 % servers.length ? 1 : 0);
+  await Promise.all(servers.map((s) => wrk(`${s.url}/v1/memory`, 8, { ...wrkOpts, secs: 1, body: storeBody })));
+  const runs = servers.map((s, i) => startWrk(`${s.url}/v1/memory`, split(i), { ...wrkOpts, body: storeBody, script }));
+  const results = await Promise.all(runs.map((r) => r.finish()));
+  return {
+    rps: results.reduce((n, r) => n + r.rps, 0),
+    p50: Math.max(...results.map((r) => r.p50)),
+    p99: Math.max(...results.map((r) => r.p99)),
+    errors: results.reduce((n, r) => n + r.errors, 0),
+  };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+// 1. LMDB raw store before and after the storage interface: the old tree from git, sharing this
+// tree's node_modules (its dependencies are a subset), alternating so that drift hits both.
+log(`LMDB raw store: ${beforeCommit} against this tree, ${rounds} rounds`);
+const beforeTree = join(work, "before");
+const archive = Bun.spawnSync(
+  ["sh", "-c", `mkdir -p "${beforeTree}" && git archive ${beforeCommit} | tar -x -C "${beforeTree}"`],
+  {
+    cwd: root,
+    stderr: "pipe",
+  },
+);
+if (archive.exitCode !== 0) throw new Error(`git archive ${beforeCommit} failed: ${archive.stderr.toString()}`);
+symlinkSync(join(root, "node_modules"), join(beforeTree, "node_modules"));
+const beforeRps: number[] = [];
+const afterRps: number[] = [];
+for (let i = 0; i < rounds; i++)
+  for (const [tree, into] of [
+    [beforeTree, beforeRps],
+    [root, afterRps],
+  ] as const) {
+    const s = await serve(tree, ["--data-dir", join(work, `lmdb-${into === beforeRps ? "before" : "after"}-${i}`)]);
+    into.push((await rawStore([s])).rps);
+    await stop(s);
+  }
+const lmdbBefore = median(beforeRps);
+const lmdbAfter = median(afterRps);
+log("LMDB raw store over 64 namespaces");
+let s1 = await serve(root, ["--data-dir", join(work, "lmdb-spread")]);
+const lmdbSpread = await rawStore([s1], "post-spread.lua");
+await stop(s1);
+
+// 2. Raw store on PostgreSQL, one replica and three, on fresh databases.
+log("PostgreSQL raw store, 1 replica");
+const pgArgs = (url: string) => ["--database-url", url, "--data-dir", join(work, "unused")];
+let db = await freshDatabase();
+s1 = await serve(root, pgArgs(db));
+const pg1 = await rawStore([s1]);
+await stop(s1);
+log("PostgreSQL raw store over 64 namespaces, 1 replica");
+db = await freshDatabase();
+s1 = await serve(root, pgArgs(db));
+const pg1Spread = await rawStore([s1], "post-spread.lua");
+await stop(s1);
+log("PostgreSQL raw store, 3 replicas");
+db = await freshDatabase();
+const three = await Promise.all([0, 1, 2].map(() => serve(root, pgArgs(db))));
+const pg3 = await rawStore(three);
+await stop(...three);
+
+// 3. Diff and events, 200-event answers, 1 connection, at `events` stored events on each backend.
+interface Loaded {
+  hot: Record<string, string>;
+  since: string;
+  seconds: number;
+}
+function load(target: string): Loaded {
+  const p = Bun.spawnSync([process.execPath, "run", join(import.meta.dir, "load.ts"), target, String(events)], {
+    cwd: root,
+    stderr: "inherit",
+  });
+  if (p.exitCode !== 0) throw new Error(`loading ${target} failed`);
+  return JSON.parse(p.stdout.toString().trim().split("\n").at(-1)!);
+}
+const queries = ["diff", "events by namespace", "events by memoryId"] as const;
+async function reads(args: string[], loaded: Loaded): Promise<Record<(typeof queries)[number], WrkResult>> {
+  const s = await serve(root, args);
+  const o = { ...wrkOpts, secs: readSecs };
+  const diffBody = { namespace: "bench", since: loaded.since, limit: 200 };
+  await wrk(`${s.url}/v1/memory/diff`, 1, { ...o, secs: 1, body: diffBody });
+  const r = {
+    diff: await wrk(`${s.url}/v1/memory/diff`, 1, { ...o, body: diffBody }),
+    "events by namespace": await wrk(`${s.url}/v1/memory/events?namespace=bench&limit=200`, 1, o),
+    "events by memoryId": await wrk(`${s.url}/v1/memory/events?memoryId=${loaded.hot[200]}&limit=200`, 1, o),
+  };
+  await stop(s);
+  return r;
+}
+log(`loading ${events.toLocaleString("en-US")} events into LMDB and PostgreSQL`);
+const lmdbDir = join(work, "lmdb-reads");
+const lmdbLoaded = load(lmdbDir);
+db = await freshDatabase();
+const pgLoaded = load(db);
+log("reads");
+const lmdbReads = await reads(["--data-dir", lmdbDir], lmdbLoaded);
+const pgReads = await reads(pgArgs(db), pgLoaded);
+
+// 4. The section of bench/results.md.
+const f0 = (n: number) => Math.round(n).toLocaleString("en-US");
+const ms = (n: number) => `${n.toFixed(2)} ms`;
+const x = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
+const pgVersion = Bun.spawnSync(["sh", "-c", "postgres --version 2>/dev/null || ls /usr/lib/postgresql"])
+  .stdout.toString()
+  .trim()
+  .split("\n")
+  .at(-1);
+const section = [
+  "## PostgreSQL",
+  "",
+  `Written by bench/postgres.ts on ${new Date().toISOString()}; every ratio is to the LMDB figure of this same run. Servers from source on CPU ${serverCpu}, wrk on CPU ${loadCpu}, PostgreSQL ${pgVersion} unpinned on the same 2 cores (a throwaway server of scripts/with-postgres: fsync on, synchronous_commit on). Pool: MEMD_DB_POOL default (10). Runs of ${seconds} s (reads ${readSecs} s) after a 1 s warm-up.`,
+  "",
+  "| what | figure | ratio to LMDB | p50 | p99 | errors |",
+  "|---|---|---|---|---|---|",
+  `| raw store, 64 connections, LMDB (this tree, median of ${rounds}) | ${f0(lmdbAfter)} req/s | 1.00× | | | |`,
+  `| raw store, 64 connections, PostgreSQL, 1 replica | ${f0(pg1.rps)} req/s | ${x(pg1.rps, lmdbAfter)} | ${ms(pg1.p50)} | ${ms(pg1.p99)} | ${pg1.errors} |`,
+  `| raw store, 64 connections, PostgreSQL, 3 replicas (sharing CPU ${serverCpu}; 21/21/22 connections) | ${f0(pg3.rps)} req/s | ${x(pg3.rps, lmdbAfter)} | ${ms(pg3.p50)} | ${ms(pg3.p99)} | ${pg3.errors} |`,
+  `| raw store, 64 connections over 64 namespaces, LMDB | ${f0(lmdbSpread.rps)} req/s | 1.00× | ${ms(lmdbSpread.p50)} | ${ms(lmdbSpread.p99)} | ${lmdbSpread.errors} |`,
+  `| raw store, 64 connections over 64 namespaces, PostgreSQL, 1 replica | ${f0(pg1Spread.rps)} req/s | ${x(pg1Spread.rps, lmdbSpread.rps)} | ${ms(pg1Spread.p50)} | ${ms(pg1Spread.p99)} | ${pg1Spread.errors} |`,
+  ...queries.map(
+    (q) =>
+      `| ${q}, 200-event answer, ${f0(events)} events, p99 (LMDB ${ms(lmdbReads[q].p99)}) | ${ms(pgReads[q].p99)} | ${x(pgReads[q].p99, lmdbReads[q].p99)} | ${ms(pgReads[q].p50)} | ${ms(pgReads[q].p99)} | ${pgReads[q].errors} |`,
+  ),
+  "",
+  `Bulk load of ${f0(events)} memories through the storage interface: LMDB ${lmdbLoaded.seconds.toFixed(1)} s, PostgreSQL ${pgLoaded.seconds.toFixed(1)} s.`,
+  "",
+  "### LMDB raw store before and after the storage interface",
+  "",
+  `| tree | req/s at 64 connections, median of ${rounds} (all rounds) |`,
+  "|---|---|",
+  `| ${beforeCommit} (before the interface) | ${f0(lmdbBefore)} (${beforeRps.map(f0).join(", ")}) |`,
+  `| this tree | ${f0(lmdbAfter)} (${afterRps.map(f0).join(", ")}) |`,
+  "",
+  `After / before: ${x(lmdbAfter, lmdbBefore)} (target: no more than a 10% drop, i.e. ≥ 0.90×): ${lmdbAfter / lmdbBefore >= 0.9 ? "met" : "**missed**"}.`,
+  "",
+].join("\n");
+
+const resultsPath = join(import.meta.dir, "results.md");
+const old = readFileSync(resultsPath, "utf8");
+// Replace an earlier PostgreSQL section, or put it before the notes (## Why…) or at the end.
+const start = old.indexOf("\n## PostgreSQL\n");
+const end = start === -1 ? -1 : old.indexOf("\n## ", start + 1);
+const notesAt = old.indexOf("\n## Why");
+const updated =
+  start !== -1
+    ? `${old.slice(0, start + 1)}${section}${end === -1 ? "" : old.slice(end + 1)}`
+    : notesAt !== -1
+      ? `${old.slice(0, notesAt + 1)}${section}\n${old.slice(notesAt + 1)}`
+      : `${old.trimEnd()}\n\n${section}`;
+writeFileSync(resultsPath, updated);
+rmSync(work, { recursive: true, force: true });
+console.log(section);
+log("wrote the PostgreSQL section of bench/results.md");
