@@ -44,7 +44,7 @@ test("a v1 data dir is migrated at start and reads and diffs as the v1 release a
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     expect(res.status).toBe(200);
-    return res.json();
+    return res.json() as Promise<any>;
   };
   try {
     expect(await get("GET", "/v1/memory/events?namespace=acme")).toEqual(expected.events);
