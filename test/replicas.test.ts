@@ -3,6 +3,7 @@
 // database that goes away and comes back). Needs the throwaway PostgreSQL of scripts/with-postgres;
 // without it every test fails with the reason, none is skipped.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { SQL } from "bun";
 import { openPostgres } from "../src/storage/postgres/index";
 import { SCHEMA_VERSION } from "../src/storage/postgres/schema";
@@ -327,6 +328,18 @@ describe("three replicas on one PostgreSQL", () => {
     expect(new Set(seen.map((s) => s.id)).size).toBe(seen.length);
     expect(acked.filter((id) => !seen.some((s) => s.id === id))).toEqual([]);
   }, 60_000);
+});
+
+test("memd backup on PostgreSQL points to the database's own tools and copies nothing", () => {
+  const dest = `${dir.dir}/backup`;
+  const r = Bun.spawnSync([process.execPath, "run", "src/main.ts", "backup", dest, "--database-url", databaseUrl], {
+    cwd: `${import.meta.dir}/..`,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  expect(r.exitCode).toBe(1);
+  expect(r.stderr.toString()).toContain("back it up with the database's own tools (pg_dump");
+  expect(existsSync(dest)).toBe(false);
 });
 
 describe("PostgreSQL stopped for 5 s in the middle of a run", () => {
