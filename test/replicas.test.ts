@@ -330,6 +330,33 @@ describe("three replicas on one PostgreSQL", () => {
   }, 60_000);
 });
 
+test("raw stores grouped into one transaction: each lands whole, and a failing one fails only itself", async () => {
+  const storage = await openPostgres({ url: databaseUrl, pool: 4, connectTimeoutMs: 5000, statementTimeoutMs: 5000 });
+  try {
+    const add = (content: string) => ({
+      event: "ADD" as const,
+      create: { id: Bun.randomUUIDv7(), namespace: "grouped", entity: "e", content, category: "c", importance: 0.5 },
+    });
+    // PostgreSQL's text cannot hold NUL: the 7th call fails inside whatever transaction it shares.
+    const calls = Array.from({ length: 20 }, (_, i) =>
+      storage.apply(i === 6 ? [add("bad\u0000")] : [add(`one ${i}`), add(`two ${i}`)], null),
+    );
+    const settled = await Promise.allSettled(calls);
+    expect(settled.map((r) => r.status)).toEqual(settled.map((_, i) => (i === 6 ? "rejected" : "fulfilled")));
+    // A call's events are stamped together (consecutive times); calls run in no promised order.
+    for (const r of settled)
+      if (r.status === "fulfilled") expect(r.value[1]!.event.atMs - r.value[0]!.event.atMs).toBe(1);
+    const stored = await storage.eventsAfter({ namespace: "grouped" }, 0, 100);
+    expect(stored.map((e) => e.newContent).sort()).toEqual(
+      Array.from({ length: 20 }, (_, i) => (i === 6 ? [] : [`one ${i}`, `two ${i}`]))
+        .flat()
+        .sort(),
+    );
+  } finally {
+    await storage.close();
+  }
+});
+
 test("memd backup on PostgreSQL points to the database's own tools and copies nothing", () => {
   const dest = `${dir.dir}/backup`;
   const r = Bun.spawnSync([process.execPath, "run", "src/main.ts", "backup", dest, "--database-url", databaseUrl], {

@@ -1,11 +1,11 @@
 // The PostgreSQL backend: any number of memd processes share one database. Each call is one
 // transaction; order and exclusion come from row locks taken inside it (the namespace clock row,
 // the target memory rows, an entity's lock row), never from state kept in one process.
-import { SQL } from "bun";
+import { SQL, type TransactionSQL } from "bun";
 import { keyedMutex } from "../mutex";
 import { planOp, targetIsLive, targetOf } from "../ops";
 import type { EventRecord, KeyRecord, MemoryRecord } from "../records";
-import { type Applied, type EventScope, type Storage, StorageError } from "../storage";
+import { type Applied, type EventScope, type MemoryOp, type Storage, StorageError } from "../storage";
 import { migrate } from "./schema";
 
 export interface PostgresOptions {
@@ -143,6 +143,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     throw new Error(`could not open the PostgreSQL database: ${why}`);
   }
   const local = keyedMutex();
+  const transaction = groupedTransactions(sql);
 
   /** Runs a database call, mapping connection trouble to storage_unavailable. */
   async function db<T>(fn: () => Promise<T>): Promise<T> {
@@ -160,7 +161,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     apply(ops, actorKeyId, now = Date.now()) {
       if (ops.length === 0) return Promise.resolve([]);
       return db(() =>
-        sql.begin(async (tx) => {
+        transaction(addsToOneNamespace(ops), async (tx) => {
           // Lock order, the same in every writer: target memory rows by id, then clock rows by namespace.
           const ids = [...new Set(ops.map(targetOf).filter((id): id is string => id !== undefined))].sort();
           const targets = new Map<string, MemoryRecord>();
@@ -366,6 +367,60 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     },
   };
   return storage;
+}
+
+/** The namespace of ops that only add memories to one namespace (raw stores); else undefined. */
+function addsToOneNamespace(ops: readonly MemoryOp[]): string | undefined {
+  const ns = ops[0]?.event === "ADD" ? ops[0].create.namespace : undefined;
+  return ns !== undefined && ops.every((op) => op.event === "ADD" && op.create.namespace === ns) ? ns : undefined;
+}
+
+/** Most calls one shared transaction takes. */
+const maxGroup = 128;
+
+/**
+ * Runs `fn` in a transaction. Calls with the same `group` key that arrive while one of theirs is
+ * running share the next transaction, one after the other (group commit): a namespace's writes
+ * hold its clock row until their commit, so one transaction per call would put a commit (an
+ * fsync) between every two writes of a namespace. Grouped calls only add to that one namespace,
+ * so they lock that one clock row and nothing else: grouping cannot deadlock. Each call still
+ * lands whole or not at all. If the shared transaction fails for a reason other than the
+ * database's state, nothing committed, and each call runs again alone, so one bad call fails
+ * only itself.
+ */
+function groupedTransactions(sql: SQL) {
+  type Call = { fn: (tx: TransactionSQL) => Promise<unknown>; resolve(v: unknown): void; reject(e: unknown): void };
+  const waiting = new Map<string, Call[]>();
+  const alone = <T>(fn: (tx: TransactionSQL) => Promise<T>) => sql.begin((tx) => fn(tx)) as Promise<T>;
+
+  async function drain(group: string) {
+    for (let calls = waiting.get(group); calls && calls.length > 0; calls = waiting.get(group)) {
+      const batch = calls.splice(0, maxGroup);
+      try {
+        const results = await sql.begin(async (tx) => {
+          const out: unknown[] = [];
+          for (const c of batch) out.push(await c.fn(tx));
+          return out;
+        });
+        for (const [i, c] of batch.entries()) c.resolve(results[i]);
+      } catch (e) {
+        if (batch.length === 1 || storageError(e) instanceof StorageError) for (const c of batch) c.reject(e);
+        else for (const c of batch) alone(c.fn).then(c.resolve, c.reject);
+      }
+    }
+    waiting.delete(group);
+  }
+
+  return <T>(group: string | undefined, fn: (tx: TransactionSQL) => Promise<T>): Promise<T> => {
+    if (group === undefined) return alone(fn);
+    return new Promise<T>((resolve, reject) => {
+      const calls = waiting.get(group);
+      const call = { fn, resolve: resolve as (v: unknown) => void, reject };
+      if (calls) return void calls.push(call);
+      waiting.set(group, [call]);
+      void drain(group);
+    });
+  };
 }
 
 /** Events of a scope: after `afterMs` oldest first, or (afterMs undefined) newest first. */
