@@ -3,7 +3,7 @@
 // database that goes away and comes back). Needs the throwaway PostgreSQL of scripts/with-postgres;
 // without it every test fails with the reason, none is skipped.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { SQL } from "bun";
 import { openPostgres } from "../src/storage/postgres/index";
 import { SCHEMA_VERSION } from "../src/storage/postgres/schema";
@@ -480,5 +480,41 @@ describe("PostgreSQL stopped for 5 s in the middle of a run", () => {
     expectStrictlyIncreasing(seen.map((s) => s.createdAt));
     const seenIds = new Set(seen.map((s) => s.id));
     expect(acked.filter((id) => !seenIds.has(id))).toEqual([]);
+  }, 60_000);
+
+  test("a database that stops answering (every PostgreSQL process frozen for 3 s) gives 503 within the bound, never a hang", async () => {
+    const data = process.env.MEMD_TEST_PG_DATA;
+    if (!data) throw new Error("this test freezes PostgreSQL, so it needs the private server of scripts/with-postgres");
+    const postmaster = readFileSync(`${data}/postmaster.pid`, "utf8").split("\n")[0].trim();
+    const children = Bun.spawnSync(["pgrep", "-P", postmaster]).stdout.toString().trim().split(/\s+/).filter(Boolean);
+    const pids = [postmaster, ...children];
+    const bound = connectTimeoutMs + statementTimeoutMs + 3000;
+    const signal = (sig: string) => Bun.spawnSync(["kill", `-${sig}`, ...pids]);
+    signal("STOP");
+    try {
+      fake.reset();
+      fake.reply(JSON.stringify({ operations: [{ fact: "User likes tea", decision: "ADD" }] }));
+      const post = (r: Replica, body: object) => call(r, "POST", "/v1/memory", body, { timeoutMs: bound });
+      const answers = await Promise.all(
+        replicas.flatMap((r) => [
+          post(r, { namespace: "frozen", entity: "u", content: "x", infer: false }),
+          post(r, { namespace: "frozen", entity: "u", content: "I like tea" }),
+          call(r, "GET", "/v1/memory?namespace=frozen", undefined, { timeoutMs: bound }),
+        ]),
+      );
+      for (const a of answers) expect([a.status, a.body.error?.code]).toEqual([503, "storage_unavailable"]);
+      const ready = await Promise.all(replicas.map((r) => call(r, "GET", "/readyz", undefined, { timeoutMs: bound })));
+      expect(ready.map((r) => r.status)).toEqual([503, 503, 503]);
+    } finally {
+      signal("CONT");
+    }
+    for (const r of replicas)
+      expect(
+        await until(
+          15_000,
+          async () => (await rawStore(r, "frozen", "after").catch(() => ({ status: 0 }))).status === 200,
+          100,
+        ),
+      ).toBe(true);
   }, 60_000);
 });

@@ -107,6 +107,8 @@ function keyOf(r: Row): KeyRecord {
 /** SQLSTATE classes that mean "the database is not there right now", not "the request is wrong". */
 const unavailableStates = /^(08|57P0|57014|53300|55P03|40001|40P01)/;
 
+const unavailableMessage = "the database is unavailable; try again shortly";
+
 /** Maps a driver error to a StorageError when it is about the database, not about the query. */
 export function storageError(e: unknown): unknown {
   const err = e as { code?: string; errno?: string; message?: string };
@@ -117,7 +119,7 @@ export function storageError(e: unknown): unknown {
     /CONNECTION|TIMEOUT|ECONNREFUSED|ECONNRESET|closed/i.test(String(err?.code ?? "")) ||
     /connection|ECONNREFUSED|timeout|terminat/i.test(String(err?.message ?? ""))
   )
-    return new StorageError("storage_unavailable", "the database is unavailable; try again shortly");
+    return new StorageError("storage_unavailable", unavailableMessage);
   return e;
 }
 
@@ -145,12 +147,27 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   const local = keyedMutex();
   const transaction = groupedTransactions(sql);
 
-  /** Runs a database call, mapping connection trouble to storage_unavailable. */
-  async function db<T>(fn: () => Promise<T>): Promise<T> {
+  // A database that stops answering (frozen, or cut off without a reset) cannot cancel the
+  // statement it never sees, and the driver waits for TCP to give up: so each call also has a
+  // deadline of its own, a connect plus a statement, past which it answers storage_unavailable.
+  // The abandoned statement finishes or fails in the background when the database returns.
+  const callLimitMs = o.connectTimeoutMs + o.statementTimeoutMs;
+
+  /** Runs a database call, mapping connection trouble (and no answer within `limitMs`) to storage_unavailable. */
+  async function db<T>(fn: () => Promise<T>, limitMs = callLimitMs): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const call = fn();
+    const deadline = new Promise<never>((_, reject) => {
+      if (limitMs !== Number.POSITIVE_INFINITY)
+        timer = setTimeout(() => reject(new StorageError("storage_unavailable", unavailableMessage)), limitMs);
+    });
     try {
-      return await fn();
+      return await Promise.race([call, deadline]);
     } catch (e) {
+      call.catch(() => {}); // settles later, with nobody waiting
       throw storageError(e);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -319,19 +336,31 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       return local(JSON.stringify([namespace, entity]), async () => {
         // fn's own failure passes through as it is; only the database's is mapped.
         let outcome: { ok: true; value: Awaited<ReturnType<typeof fn>> } | { ok: false; error: unknown } | undefined;
-        await db(() =>
-          lockSql.begin(async (tx) => {
-            // Waiting for another replica's smart store is not a stuck statement.
-            await tx`SET LOCAL statement_timeout = 300000`;
-            await tx`INSERT INTO entity_locks (namespace, entity) VALUES (${namespace}, ${entity}) ON CONFLICT DO NOTHING`;
-            await tx`SELECT 1 FROM entity_locks WHERE namespace = ${namespace} AND entity = ${entity} FOR UPDATE`;
-            try {
-              outcome = { ok: true, value: await fn() };
-            } catch (error) {
-              outcome = { ok: false, error };
-            }
-          }),
-        );
+        let answered!: () => void;
+        const answering = new Promise<void>((resolve) => (answered = resolve));
+        let abandoned = false;
+        const locked = lockSql.begin(async (tx) => {
+          // Waiting for another replica's smart store is not a stuck statement.
+          await tx`SET LOCAL statement_timeout = 300000`;
+          await tx`INSERT INTO entity_locks (namespace, entity) VALUES (${namespace}, ${entity}) ON CONFLICT DO NOTHING`;
+          answered();
+          await tx`SELECT 1 FROM entity_locks WHERE namespace = ${namespace} AND entity = ${entity} FOR UPDATE`;
+          if (abandoned) throw new StorageError("storage_unavailable", unavailableMessage); // rolls back
+          try {
+            outcome = { ok: true, value: await fn() };
+          } catch (error) {
+            outcome = { ok: false, error };
+          }
+        });
+        // The database must answer within the usual deadline; only the wait for the lock row may be long.
+        try {
+          await db(() => Promise.race([answering, locked.then(() => undefined)]));
+        } catch (e) {
+          abandoned = true;
+          locked.catch(() => {});
+          throw e;
+        }
+        await db(() => locked, Number.POSITIVE_INFINITY);
         if (!outcome!.ok) throw outcome!.error;
         return outcome!.value;
       });
@@ -339,7 +368,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
 
     async notReadyReason() {
       try {
-        await sql`SELECT 1`;
+        await db(() => sql`SELECT 1`);
         return undefined;
       } catch (e) {
         const mapped = storageError(e);
