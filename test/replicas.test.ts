@@ -14,7 +14,7 @@ const fake = startFakeModel();
 const dir = tempDir("memd-replicas-");
 /** Short database timeouts, so that an outage is answered quickly and the bounds below stay small. */
 const connectTimeoutMs = 1000;
-const statementTimeoutMs = 2000;
+const statementTimeoutMs = 3000;
 
 interface Replica extends ServerProcess {
   name: string;
