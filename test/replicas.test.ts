@@ -516,5 +516,8 @@ describe("PostgreSQL stopped for 5 s in the middle of a run", () => {
           100,
         ),
       ).toBe(true);
+    // What was answered 503 was never written, not even once the database answered again.
+    const listed = await call(replicas[0], "GET", "/v1/memory?namespace=frozen&limit=1000");
+    expect(new Set(listed.body.map((m: any) => m.content))).toEqual(new Set(["after"]));
   }, 60_000);
 });

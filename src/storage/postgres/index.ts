@@ -153,13 +153,21 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   // The abandoned statement finishes or fails in the background when the database returns.
   const callLimitMs = o.connectTimeoutMs + o.statementTimeoutMs;
 
-  /** Runs a database call, mapping connection trouble (and no answer within `limitMs`) to storage_unavailable. */
-  async function db<T>(fn: () => Promise<T>, limitMs = callLimitMs): Promise<T> {
+  /**
+   * Runs a database call, mapping connection trouble (and no answer within `limitMs`) to
+   * storage_unavailable. `fn` gets `waited()`: false once the caller was answered with that
+   * error, so that a write still queued then is never made after its 503.
+   */
+  async function db<T>(fn: (waited: () => boolean) => Promise<T>, limitMs = callLimitMs): Promise<T> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const call = fn();
+    let gaveUp = false;
+    const call = fn(() => !gaveUp);
     const deadline = new Promise<never>((_, reject) => {
       if (limitMs !== Number.POSITIVE_INFINITY)
-        timer = setTimeout(() => reject(new StorageError("storage_unavailable", unavailableMessage)), limitMs);
+        timer = setTimeout(() => {
+          gaveUp = true;
+          reject(new StorageError("storage_unavailable", unavailableMessage));
+        }, limitMs);
     });
     try {
       return await Promise.race([call, deadline]);
@@ -177,8 +185,8 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
 
     apply(ops, actorKeyId, now = Date.now()) {
       if (ops.length === 0) return Promise.resolve([]);
-      return db(() =>
-        transaction(addsToOneNamespace(ops), async (tx) => {
+      return db((waited) =>
+        transaction(addsToOneNamespace(ops), waited, async (tx) => {
           // Lock order, the same in every writer: target memory rows by id, then clock rows by namespace.
           const ids = [...new Set(ops.map(targetOf).filter((id): id is string => id !== undefined))].sort();
           const targets = new Map<string, MemoryRecord>();
@@ -415,36 +423,49 @@ const maxGroup = 128;
  * so they lock that one clock row and nothing else: grouping cannot deadlock. Each call still
  * lands whole or not at all. If the shared transaction fails for a reason other than the
  * database's state, nothing committed, and each call runs again alone, so one bad call fails
- * only itself.
+ * only itself. A call whose caller stopped waiting (`waited()` false) before it began is not
+ * made at all.
  */
 function groupedTransactions(sql: SQL) {
-  type Call = { fn: (tx: TransactionSQL) => Promise<unknown>; resolve(v: unknown): void; reject(e: unknown): void };
+  type Call = {
+    fn: (tx: TransactionSQL) => Promise<unknown>;
+    waited: () => boolean;
+    resolve(v: unknown): void;
+    reject(e: unknown): void;
+  };
   const waiting = new Map<string, Call[]>();
-  const alone = <T>(fn: (tx: TransactionSQL) => Promise<T>) => sql.begin((tx) => fn(tx)) as Promise<T>;
+  const gaveUp = () => new StorageError("storage_unavailable", unavailableMessage);
+  /** Runs fn in a transaction of its own, unless its caller stopped waiting before it began. */
+  const alone = <T>(fn: (tx: TransactionSQL) => Promise<T>, waited: () => boolean) =>
+    sql.begin((tx) => (waited() ? fn(tx) : Promise.reject(gaveUp()))) as Promise<T>;
 
   async function drain(group: string) {
     for (let calls = waiting.get(group); calls && calls.length > 0; calls = waiting.get(group)) {
       const batch = calls.splice(0, maxGroup);
       try {
         const results = await sql.begin(async (tx) => {
-          const out: unknown[] = [];
-          for (const c of batch) out.push(await c.fn(tx));
+          const out: ({ value: unknown } | undefined)[] = [];
+          for (const c of batch) out.push(c.waited() ? { value: await c.fn(tx) } : undefined);
           return out;
         });
-        for (const [i, c] of batch.entries()) c.resolve(results[i]);
+        for (const [i, c] of batch.entries()) {
+          const r = results[i];
+          if (r) c.resolve(r.value);
+          else c.reject(gaveUp());
+        }
       } catch (e) {
         if (batch.length === 1 || storageError(e) instanceof StorageError) for (const c of batch) c.reject(e);
-        else for (const c of batch) alone(c.fn).then(c.resolve, c.reject);
+        else for (const c of batch) alone(c.fn, c.waited).then(c.resolve, c.reject);
       }
     }
     waiting.delete(group);
   }
 
-  return <T>(group: string | undefined, fn: (tx: TransactionSQL) => Promise<T>): Promise<T> => {
-    if (group === undefined) return alone(fn);
+  return <T>(group: string | undefined, waited: () => boolean, fn: (tx: TransactionSQL) => Promise<T>): Promise<T> => {
+    if (group === undefined) return alone(fn, waited);
     return new Promise<T>((resolve, reject) => {
       const calls = waiting.get(group);
-      const call = { fn, resolve: resolve as (v: unknown) => void, reject };
+      const call = { fn, waited, resolve: resolve as (v: unknown) => void, reject };
       if (calls) return void calls.push(call);
       waiting.set(group, [call]);
       void drain(group);
