@@ -1,6 +1,7 @@
 // The PostgreSQL backend: any number of memd processes share one database. Each call is one
-// transaction; order and exclusion come from row locks taken inside it (the namespace clock row,
-// the target memory rows, an entity's lock row), never from state kept in one process.
+// transaction (concurrent raw stores of one namespace share one: groupedTransactions); order and
+// exclusion come from row locks taken inside it (the namespace clock row, the target memory rows,
+// an entity's lock row), never from state kept in one process.
 import { SQL, type TransactionSQL } from "bun";
 import { keyedMutex } from "../mutex";
 import { planOp, targetIsLive, targetOf } from "../ops";
