@@ -28,10 +28,10 @@ pg-deps: ## PostgreSQL's server binaries (Debian's postgresql package), for the 
 build: deps ## one self-contained binary: dist/memd
 	$(BUN) run scripts/build.ts
 
-bench: build bench-deps pg-deps ## benchmarks (about 13 min), LMDB then PostgreSQL; writes bench/results.md
+bench: build bench-deps pg-deps ## benchmarks (about 17 min), LMDB then PostgreSQL; writes bench/results.md
 	$(BUN) run bench/run.ts
 
-bench-postgres: deps pg-deps bench-deps ## only the PostgreSQL rows (about 3 min), on a throwaway PostgreSQL; updates bench/results.md
+bench-postgres: deps pg-deps bench-deps ## only the PostgreSQL rows (about 7 min), on a throwaway PostgreSQL; updates bench/results.md
 	BUN=$(BUN) scripts/with-postgres $(BUN) run bench/postgres.ts
 
 bench-deps: ## the load generator (wrk, from Debian's packages) and taskset
