@@ -4,7 +4,7 @@ LOCAL_BUN   := $(CURDIR)/.tools/node_modules/.bin/bun
 BUN         ?= $(or $(shell command -v bun 2>/dev/null),$(LOCAL_BUN))
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: deps pg-deps run test build bench bench-deps fmt lint check clean
+.PHONY: deps pg-deps run test build bench bench-postgres bench-deps fmt lint check clean
 
 deps: node_modules/.installed
 
@@ -30,8 +30,11 @@ build: deps ## one self-contained binary: dist/memd; the client package: client/
 	$(BUN) run scripts/client-types.ts --check
 	$(BUN) run client/build.ts
 
-bench: build bench-deps ## benchmarks (about 10 min); writes bench/results.md
+bench: build bench-deps pg-deps ## benchmarks (about 17 min), LMDB then PostgreSQL; writes bench/results.md
 	$(BUN) run bench/run.ts
+
+bench-postgres: deps pg-deps bench-deps ## only the PostgreSQL rows (about 7 min), on a throwaway PostgreSQL; updates bench/results.md
+	BUN=$(BUN) scripts/with-postgres $(BUN) run bench/postgres.ts
 
 bench-deps: ## the load generator (wrk, from Debian's packages) and taskset
 	@command -v wrk >/dev/null && command -v taskset >/dev/null || \

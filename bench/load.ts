@@ -1,16 +1,18 @@
-// Bulk loader for the benchmarks: `bun run bench/load.ts <dataDir> <memories>`. Writes through
-// the storage interface's `apply` (record, indexes, ADD event), 10,000 per transaction instead of
-// one per HTTP request, so 1,000,000 load in well under a minute.
+// Bulk loader for the benchmarks: `bun run bench/load.ts <dataDir | postgres:// URL> <memories>`.
+// Writes through the storage interface's `apply` (record, indexes, ADD event), 10,000 per
+// transaction on LMDB (2,000 on PostgreSQL, whose bind parameters are limited to 65,535 per
+// statement) instead of one per HTTP request, so 1,000,000 load in well under a minute.
 // Adds two "hot" memories with 10 and 200 MERGE events, for events-by-memoryId answers.
-import { openLmdb } from "../src/storage/lmdb/index";
+import { openStorage } from "../src/storage/index";
 import type { MemoryOp } from "../src/storage/storage";
 
 const [dataDir, countArg] = process.argv.slice(2);
 const count = Number(countArg);
-const storage = await openLmdb(dataDir);
+const postgres = /^postgres(ql)?:\/\//.test(dataDir);
+const storage = await openStorage(postgres ? { dataDir: "", databaseUrl: dataDir } : { dataDir });
 const namespace = "bench";
 const started = performance.now();
-const batch = 10_000;
+const batch = postgres ? 2_000 : 10_000;
 const add = (entity: string, content: string): MemoryOp => ({
   event: "ADD",
   create: { id: Bun.randomUUIDv7(), namespace, entity, content, category: "general", importance: 0.5 },

@@ -385,4 +385,12 @@ if (await notes.exists()) lines.push(await notes.text());
 writeFileSync(join(import.meta.dir, "results.md"), lines.join("\n"));
 rmSync(work, { recursive: true, force: true });
 log("wrote bench/results.md");
-if (soak.passed !== soakRounds) process.exit(1);
+
+// 6. The PostgreSQL rows (bench/postgres.ts: its own LMDB figures of the same run, ratios to
+// them), on a throwaway PostgreSQL; it adds its section to bench/results.md.
+log("PostgreSQL rows");
+const pg = Bun.spawnSync(
+  [join(root, "scripts/with-postgres"), process.execPath, "run", join(import.meta.dir, "postgres.ts")],
+  { cwd: root, stdout: "inherit", stderr: "inherit" },
+);
+if (soak.passed !== soakRounds || pg.exitCode !== 0) process.exit(1);

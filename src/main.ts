@@ -91,6 +91,14 @@ async function backup(args: string[]) {
   if (!dest) fail("backup needs a destination directory: memd backup <dest> [--data-dir <dir>]");
   if (extra.length > 0) fail(`unexpected argument "${extra[0]}"`);
   const config = configFrom(flags.flat());
+  if (config.databaseUrl) {
+    // A copy made through one client could not be consistent with the replicas' writes the way
+    // the database's own tools are (one snapshot, or base backup plus WAL): use those.
+    process.stderr.write(
+      "memd: the store is PostgreSQL (MEMD_DATABASE_URL or --database-url): back it up with the database's own tools (pg_dump, or base backups with WAL archiving); see the README\n",
+    );
+    process.exit(1);
+  }
   try {
     await backupStore(config.dataDir, dest);
   } catch (e) {

@@ -1,6 +1,7 @@
 // The PostgreSQL backend: any number of memd processes share one database. Each call is one
-// transaction; order and exclusion come from row locks taken inside it (the namespace clock row,
-// the target memory rows, an entity's lock row), never from state kept in one process.
+// transaction (concurrent raw stores of one namespace share one: groupedTransactions); order and
+// exclusion come from row locks taken inside it (the namespace clock row, the target memory rows,
+// an entity's lock row), never from state kept in one process.
 import { SQL, type TransactionSQL } from "bun";
 import { keyedMutex } from "../mutex";
 import { planOp, targetIsLive, targetOf, vectorOf } from "../ops";
@@ -111,6 +112,8 @@ export function keyOf(r: Row): KeyRecord {
 /** SQLSTATE classes that mean "the database is not there right now", not "the request is wrong". */
 const unavailableStates = /^(08|57P0|57014|53300|55P03|40001|40P01)/;
 
+const unavailableMessage = "the database is unavailable; try again shortly";
+
 /** Maps a driver error to a StorageError when it is about the database, not about the query. */
 export function storageError(e: unknown): unknown {
   const err = e as { code?: string; errno?: string; message?: string };
@@ -121,7 +124,7 @@ export function storageError(e: unknown): unknown {
     /CONNECTION|TIMEOUT|ECONNREFUSED|ECONNRESET|closed/i.test(String(err?.code ?? "")) ||
     /connection|ECONNREFUSED|timeout|terminat/i.test(String(err?.message ?? ""))
   )
-    return new StorageError("storage_unavailable", "the database is unavailable; try again shortly");
+    return new StorageError("storage_unavailable", unavailableMessage);
   return e;
 }
 
@@ -154,13 +157,37 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     await tx`UPDATE search_state SET needs_rebuild = false WHERE id = 1`;
   });
   const local = keyedMutex();
+  const transaction = groupedTransactions(sql);
 
-  /** Runs a database call, mapping connection trouble to storage_unavailable. */
-  async function db<T>(fn: () => Promise<T>): Promise<T> {
+  // A database that stops answering (frozen, or cut off without a reset) cannot cancel the
+  // statement it never sees, and the driver waits for TCP to give up: so each call also has a
+  // deadline of its own, a connect plus a statement, past which it answers storage_unavailable.
+  // The abandoned statement finishes or fails in the background when the database returns.
+  const callLimitMs = o.connectTimeoutMs + o.statementTimeoutMs;
+
+  /**
+   * Runs a database call, mapping connection trouble (and no answer within `limitMs`) to
+   * storage_unavailable. `fn` gets `waited()`: false once the caller was answered with that
+   * error, so that a write still queued then is never made after its 503.
+   */
+  async function db<T>(fn: (waited: () => boolean) => Promise<T>, limitMs = callLimitMs): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let gaveUp = false;
+    const call = fn(() => !gaveUp);
+    const deadline = new Promise<never>((_, reject) => {
+      if (limitMs !== Number.POSITIVE_INFINITY)
+        timer = setTimeout(() => {
+          gaveUp = true;
+          reject(new StorageError("storage_unavailable", unavailableMessage));
+        }, limitMs);
+    });
     try {
-      return await fn();
+      return await Promise.race([call, deadline]);
     } catch (e) {
+      call.catch(() => {}); // settles later, with nobody waiting
       throw storageError(e);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -273,7 +300,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
 
     apply(ops, actorKeyId, now = Date.now()) {
       if (ops.length === 0) return Promise.resolve([]);
-      return db(() => sql.begin((tx) => applyIn(tx, ops, actorKeyId, now)));
+      return db((waited) => transaction(addsToOneNamespace(ops), waited, (tx) => applyIn(tx, ops, actorKeyId, now)));
     },
 
     async getMemory(id) {
@@ -403,19 +430,31 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       return local(JSON.stringify([namespace, entity]), async () => {
         // fn's own failure passes through as it is; only the database's is mapped.
         let outcome: { ok: true; value: Awaited<ReturnType<typeof fn>> } | { ok: false; error: unknown } | undefined;
-        await db(() =>
-          lockSql.begin(async (tx) => {
-            // Waiting for another replica's smart store is not a stuck statement.
-            await tx`SET LOCAL statement_timeout = 300000`;
-            await tx`INSERT INTO entity_locks (namespace, entity) VALUES (${namespace}, ${entity}) ON CONFLICT DO NOTHING`;
-            await tx`SELECT 1 FROM entity_locks WHERE namespace = ${namespace} AND entity = ${entity} FOR UPDATE`;
-            try {
-              outcome = { ok: true, value: await fn() };
-            } catch (error) {
-              outcome = { ok: false, error };
-            }
-          }),
-        );
+        let answered!: () => void;
+        const answering = new Promise<void>((resolve) => (answered = resolve));
+        let abandoned = false;
+        const locked = lockSql.begin(async (tx) => {
+          // Waiting for another replica's smart store is not a stuck statement.
+          await tx`SET LOCAL statement_timeout = 300000`;
+          await tx`INSERT INTO entity_locks (namespace, entity) VALUES (${namespace}, ${entity}) ON CONFLICT DO NOTHING`;
+          answered();
+          await tx`SELECT 1 FROM entity_locks WHERE namespace = ${namespace} AND entity = ${entity} FOR UPDATE`;
+          if (abandoned) throw new StorageError("storage_unavailable", unavailableMessage); // rolls back
+          try {
+            outcome = { ok: true, value: await fn() };
+          } catch (error) {
+            outcome = { ok: false, error };
+          }
+        });
+        // The database must answer within the usual deadline; only the wait for the lock row may be long.
+        try {
+          await db(() => Promise.race([answering, locked.then(() => undefined)]));
+        } catch (e) {
+          abandoned = true;
+          locked.catch(() => {});
+          throw e;
+        }
+        await db(() => locked, Number.POSITIVE_INFINITY);
         if (!outcome!.ok) throw outcome!.error;
         return outcome!.value;
       });
@@ -425,7 +464,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
 
     async notReadyReason() {
       try {
-        await sql`SELECT 1`;
+        await db(() => sql`SELECT 1`);
         return undefined;
       } catch (e) {
         const mapped = storageError(e);
@@ -455,6 +494,73 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     },
   };
   return storage;
+}
+
+/** The namespace of ops that only add memories to one namespace (raw stores); else undefined. */
+function addsToOneNamespace(ops: readonly MemoryOp[]): string | undefined {
+  const ns = ops[0]?.event === "ADD" ? ops[0].create.namespace : undefined;
+  return ns !== undefined && ops.every((op) => op.event === "ADD" && op.create.namespace === ns) ? ns : undefined;
+}
+
+/** Most calls one shared transaction takes. */
+const maxGroup = 128;
+
+/**
+ * Runs `fn` in a transaction. Calls with the same `group` key that arrive while one of theirs is
+ * running share the next transaction, one after the other (group commit): a namespace's writes
+ * hold its clock row until their commit, so one transaction per call would put a commit (an
+ * fsync) between every two writes of a namespace. Grouped calls only add to that one namespace,
+ * so they lock that one clock row and nothing else: grouping cannot deadlock. Each call still
+ * lands whole or not at all. If the shared transaction fails for a reason other than the
+ * database's state, nothing committed, and each call runs again alone, so one bad call fails
+ * only itself. A call whose caller stopped waiting (`waited()` false) before it began is not
+ * made at all.
+ */
+function groupedTransactions(sql: SQL) {
+  type Call = {
+    fn: (tx: TransactionSQL) => Promise<unknown>;
+    waited: () => boolean;
+    resolve(v: unknown): void;
+    reject(e: unknown): void;
+  };
+  const waiting = new Map<string, Call[]>();
+  const gaveUp = () => new StorageError("storage_unavailable", unavailableMessage);
+  /** Runs fn in a transaction of its own, unless its caller stopped waiting before it began. */
+  const alone = <T>(fn: (tx: TransactionSQL) => Promise<T>, waited: () => boolean) =>
+    sql.begin((tx) => (waited() ? fn(tx) : Promise.reject(gaveUp()))) as Promise<T>;
+
+  async function drain(group: string) {
+    for (let calls = waiting.get(group); calls && calls.length > 0; calls = waiting.get(group)) {
+      const batch = calls.splice(0, maxGroup);
+      try {
+        const results = await sql.begin(async (tx) => {
+          const out: ({ value: unknown } | undefined)[] = [];
+          for (const c of batch) out.push(c.waited() ? { value: await c.fn(tx) } : undefined);
+          return out;
+        });
+        for (const [i, c] of batch.entries()) {
+          const r = results[i];
+          if (r) c.resolve(r.value);
+          else c.reject(gaveUp());
+        }
+      } catch (e) {
+        if (batch.length === 1 || storageError(e) instanceof StorageError) for (const c of batch) c.reject(e);
+        else for (const c of batch) alone(c.fn, c.waited).then(c.resolve, c.reject);
+      }
+    }
+    waiting.delete(group);
+  }
+
+  return <T>(group: string | undefined, waited: () => boolean, fn: (tx: TransactionSQL) => Promise<T>): Promise<T> => {
+    if (group === undefined) return alone(fn, waited);
+    return new Promise<T>((resolve, reject) => {
+      const calls = waiting.get(group);
+      const call = { fn, waited, resolve: resolve as (v: unknown) => void, reject };
+      if (calls) return void calls.push(call);
+      waiting.set(group, [call]);
+      void drain(group);
+    });
+  };
 }
 
 /** Events of a scope: after `afterMs` oldest first, or (afterMs undefined) newest first. */
