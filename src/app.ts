@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { auditRoutes } from "./audit/index";
 import { streamRoutes } from "./audit/stream";
 import { StreamHub } from "./audit/stream-service";
+import { browseRoutes } from "./browse/index";
 import type { Core } from "./core";
 import { errorHandler } from "./http/error-handler";
 import { jsonBody, maxBodyBytes, refuseBodies } from "./http/json-body";
@@ -54,6 +55,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(openapiRoutes())
     .use(memoryRoutes(core, authPlugin, options.smartStore))
     .use(auditRoutes(core, authPlugin))
+    .use(browseRoutes(core, authPlugin))
     .use(streamRoutes(core, authPlugin, options.streams ?? new StreamHub()))
     .use(keyRoutes(core, authPlugin))
     .use(mcpRoutes(authPlugin, (request) => self!.handle(request)));
