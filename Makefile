@@ -38,10 +38,11 @@ bench-deps: ## the load generator (wrk, from Debian's packages) and taskset
 	  { apt-get update -qq && apt-get install -y -qq wrk util-linux; }
 
 fmt: deps
-	$(BUN) x biome format --write src test scripts bench client
+	$(BUN) x biome format --write src test scripts bench client ui
 
 lint: deps
-	$(BUN) x biome check src test scripts bench client
+	$(BUN) x biome check src test scripts bench client ui
+	$(BUN) x tsc --noEmit -p ui
 
 clean:
 	rm -rf dist .tools node_modules memd-data

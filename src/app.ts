@@ -18,6 +18,7 @@ import { memoryRoutes, type SmartStore } from "./memory/index";
 import { healthRoutes } from "./ops/health";
 import { type ModelStats, metricsRoutes } from "./ops/metrics";
 import { openapiRoutes } from "./ops/openapi";
+import { uiRoutes } from "./ui/index";
 
 export interface AppOptions {
   root?: KeyRecord;
@@ -53,6 +54,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(healthRoutes(core))
     .use(metricsRoutes({ core, authPlugin, public: isPublic, modelStats: options.modelStats }))
     .use(openapiRoutes())
+    .use(uiRoutes())
     .use(memoryRoutes(core, authPlugin, options.smartStore))
     .use(auditRoutes(core, authPlugin))
     .use(browseRoutes(core, authPlugin))
