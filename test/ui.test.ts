@@ -159,20 +159,23 @@ async function shoot(page: Page, name: string) {
   if (updateReadme) await page.screenshot({ path: join(readme, file), fullPage: false });
 }
 
-const go = (page: Page, hash: string) => page.evaluate((h) => (location.hash = h), hash);
-const enc = encodeURIComponent;
+// Browser globals inside page.evaluate callbacks come from globalThis: this file is type-checked without the DOM library.
+const go = (page: Page, hash: string) =>
+  page.evaluate((h) => {
+    (globalThis as any).location.hash = h;
+  }, hash);
 
 /** Controls in the page that have no label (the page labels every one). */
 const unlabelled = (page: Page) =>
   page.evaluate(() =>
-    [...document.querySelectorAll("input, select, textarea, button")]
-      .filter((el) => {
-        const e = el as HTMLInputElement;
+    [...(globalThis as any).document.querySelectorAll("input, select, textarea, button")]
+      .filter((el: any) => {
+        const e = el;
         const name =
           e.labels?.length || e.getAttribute("aria-label") || (el.tagName === "BUTTON" && el.textContent?.trim());
         return !name;
       })
-      .map((el) => el.outerHTML),
+      .map((el: any) => el.outerHTML as string),
   );
 
 describe("the page in Chromium", () => {
@@ -198,7 +201,7 @@ describe("the page in Chromium", () => {
     let focused = "";
     for (let i = 0; i < 30 && focused !== "acme"; i++) {
       await page.keyboard.press("Tab");
-      focused = await page.evaluate(() => document.activeElement?.textContent ?? "");
+      focused = await page.evaluate(() => (globalThis as any).document.activeElement?.textContent ?? "");
     }
     expect(focused).toBe("acme");
     await page.keyboard.press("Enter");
@@ -455,6 +458,7 @@ describe("the page in Chromium", () => {
       page.evaluate(
         ([h, text]) =>
           new Promise<number>((resolve, reject) => {
+            const { document, location, requestAnimationFrame } = globalThis as any;
             const t0 = performance.now();
             location.hash = h;
             const check = () => {
@@ -518,7 +522,7 @@ describe("the page in Chromium", () => {
         await page.getByRole("button", { name: "Show changes" }).click();
         await page.locator(".summary").waitFor();
       }
-      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      const width = await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth);
       expect({ name, width }).toEqual({ name, width: 375 });
       await shoot(page, `${name}-mobile`);
     }
