@@ -187,7 +187,7 @@ describe("the page in Chromium", () => {
     // A wrong key: the API's message is shown.
     await page.getByLabel("API key").fill("memd_wrong");
     await page.keyboard.press("Enter");
-    await expect(page.locator("#errors").textContent()).resolves.toContain("unknown or revoked API key");
+    await page.locator("#errors").getByText("unknown or revoked API key").waitFor();
     // Keyboard only: type the key, Enter, Tab to a namespace, Enter.
     await page.getByLabel("API key").fill(rootSecret);
     await page.keyboard.press("Enter");

@@ -732,7 +732,7 @@ async function historyView(id: string, token: number) {
           { class: "card hint" },
           `This memory is no longer current (deleted, replaced, erased or expired). Id ${id}.`,
         ),
-    h("p", { class: "hint", role: "status" }, `${events.length} events`),
+    h("p", { class: "hint", role: "status" }, `${events.length} ${events.length === 1 ? "event" : "events"}`),
     list,
     more,
   );
