@@ -76,8 +76,11 @@ export async function getKey(storage: Storage, id: string): Promise<KeyRecord | 
 }
 
 /** Revokes a key; the next request with it gets 401. Returns false for an unknown key. */
-export function revokeKey(storage: Storage, id: string): Promise<boolean> {
-  return storage.revokeKey(id, Date.now());
+export async function revokeKey(storage: Storage, id: string): Promise<boolean> {
+  const done = await storage.revokeKey(id, Date.now());
+  const cache = keyCaches.get(storage);
+  if (cache) for (const [hash, c] of cache) if (c.key.id === id) cache.delete(hash);
+  return done;
 }
 
 /** Whether the store holds any key, revoked ones included. */
@@ -116,7 +119,7 @@ export async function authenticate(
   let key: KeyRecord | undefined;
   if (root && sameHash(root.hash, hash)) key = root;
   else {
-    const found = await storage.keyByHash(hash);
+    const found = await cachedKeyByHash(storage, hash, now);
     if (found && sameHash(found.hash, hash)) key = found;
   }
   if (!key || key.revokedAt !== null) throw new ApiError("unauthorized", "unknown or revoked API key");
@@ -124,6 +127,29 @@ export async function authenticate(
   if (key !== root && now - (lastUsedWrites.get(key.id) ?? 0) > 60_000) {
     lastUsedWrites.set(key.id, now);
     storage.touchKey(key.id, now).catch(() => {});
+  }
+  return key;
+}
+
+/**
+ * How long a key record read from storage is trusted (half the 1 s promise, for margin). A key revoked or expiring in another
+ * process (`memd keys revoke`) or replica is refused within this time; one revoked through this
+ * process at once. Keys not found are never cached, so a key made elsewhere works at once.
+ */
+export const KEY_CACHE_MS = 500;
+const MAX_CACHED_KEYS = 10_000;
+const keyCaches = new WeakMap<Storage, Map<string, { key: KeyRecord; at: number }>>();
+
+async function cachedKeyByHash(storage: Storage, hash: string, now: number): Promise<KeyRecord | undefined> {
+  let cache = keyCaches.get(storage);
+  if (!cache) keyCaches.set(storage, (cache = new Map()));
+  const hit = cache.get(hash);
+  if (hit && now - hit.at < KEY_CACHE_MS && now >= hit.at) return hit.key;
+  const key = await storage.keyByHash(hash);
+  cache.delete(hash);
+  if (key) {
+    if (cache.size >= MAX_CACHED_KEYS) cache.delete(cache.keys().next().value!);
+    cache.set(hash, { key, at: now });
   }
   return key;
 }
