@@ -788,18 +788,22 @@ async function changesView(ns: string, entity?: string) {
       h("p", { class: "summary", role: "status" }, `${d.summary} (${d.changeCount} changes, page ${pages.length})`),
       section(
         "Created",
-        d.created.map((c) => h("li", {}, diffView(null, c.content), meta(c.category, c.createdAt, c.id))),
+        d.created.map((c) =>
+          h("li", { class: "diff-item" }, diffView(null, c.content), meta(c.category, c.createdAt, c.id)),
+        ),
       ),
       section(
         "Updated",
-        d.updated.map((u) => h("li", {}, diffView(u.previousContent, u.content), meta(u.category, u.updatedAt, u.id))),
+        d.updated.map((u) =>
+          h("li", { class: "diff-item" }, diffView(u.previousContent, u.content), meta(u.category, u.updatedAt, u.id)),
+        ),
       ),
       section(
         "Deleted",
         d.deleted.map((x) =>
           h(
             "li",
-            {},
+            { class: "diff-item" },
             diffView(x.content, null),
             meta(x.category, x.deletedAt, x.id, x.reason ? `reason: ${x.reason}` : ""),
           ),
@@ -810,7 +814,7 @@ async function changesView(ns: string, entity?: string) {
         d.replaced.map((r) =>
           h(
             "li",
-            {},
+            { class: "diff-item" },
             diffView(r.oldContent, r.newContent),
             meta(r.category, r.replacedAt, r.newId, `reason: ${r.reason}`),
             h("p", { class: "hint" }, "old: ", link(memoryHref(r.oldId), r.oldId)),
