@@ -16,9 +16,10 @@ import type { KeyRecord } from "./keys/model";
 import { mcpRoutes } from "./mcp/index";
 import { memoryRoutes, type SmartStore } from "./memory/index";
 import { healthRoutes } from "./ops/health";
-import { type ModelStats, metricsRoutes } from "./ops/metrics";
+import { type EmbedStats, type ModelStats, metricsRoutes } from "./ops/metrics";
 import { openapiRoutes } from "./ops/openapi";
 import { uiRoutes } from "./ui/index";
+import { searchRoutes } from "./search/index";
 
 export interface AppOptions {
   root?: KeyRecord;
@@ -27,6 +28,8 @@ export interface AppOptions {
   modelStats?: () => ModelStats | undefined;
   /** Registry of open event streams, so the server can end them on stop. */
   streams?: StreamHub;
+  /** Running totals of embedding calls for /metrics (from the embedding feature). */
+  embedStats?: () => EmbedStats | undefined;
 }
 
 /** Assembles the HTTP app from the feature plugins. No listening, no signals: see server.ts. */
@@ -52,10 +55,19 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(strictQuery())
     .use(refuseBodies())
     .use(healthRoutes(core))
-    .use(metricsRoutes({ core, authPlugin, public: isPublic, modelStats: options.modelStats }))
+    .use(
+      metricsRoutes({
+        core,
+        authPlugin,
+        public: isPublic,
+        modelStats: options.modelStats,
+        embedStats: options.embedStats,
+      }),
+    )
     .use(openapiRoutes())
     .use(uiRoutes())
     .use(memoryRoutes(core, authPlugin, options.smartStore))
+    .use(searchRoutes(core, authPlugin))
     .use(auditRoutes(core, authPlugin))
     .use(browseRoutes(core, authPlugin))
     .use(streamRoutes(core, authPlugin, options.streams ?? new StreamHub()))

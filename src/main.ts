@@ -4,6 +4,7 @@ import { commit, version } from "./build-info";
 import { type Config, ConfigError, checkServeConfig, loadConfig, parseFlags, settingsHelp } from "./config/config";
 import { runKeysCommand } from "./keys/cli";
 import { backupStore } from "./ops/backup";
+import { reindex } from "./search/reindex";
 import { StartError, startServer } from "./server";
 
 const usage = `memd ${version}: a memory service for AI agents
@@ -14,6 +15,8 @@ Usage:
                            copy the store to a new directory, safe while serving
   memd keys create|list|revoke ...
                            manage API keys on the data dir; memd keys --help
+  memd reindex [flags]     rebuild the search index (and embeddings, with an embedding model)
+                           from the memories; for upgrades and repairs, with the server stopped
   memd mcp [--url <url> | --data-dir <dir>] [--namespace <ns>] [--entity <e>]
                            an MCP server on stdio for agents; memd mcp --help
   memd version             print the version and commit
@@ -104,6 +107,10 @@ switch (command) {
   case "keys":
     process.exitCode = await runKeysCommand(rest);
     break;
+  case "reindex": {
+    process.exitCode = await reindex(configFrom(rest), (line) => process.stdout.write(`${line}\n`));
+    break;
+  }
   case "mcp": {
     // Loaded only here: the MCP SDK would add to every other command's start-up.
     const { runMcpCommand } = await import("./mcp/cli");

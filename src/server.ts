@@ -5,6 +5,8 @@ import { StreamHub } from "./audit/stream-service";
 import { commit, version } from "./build-info";
 import type { Config } from "./config/config";
 import type { Core } from "./core";
+import { embedStats } from "./embedding/client";
+import { startEmbedWorker } from "./embedding/worker";
 import { createSmartStore, describeExtractor, modelStats } from "./extraction/service";
 import { socketBodyLimit } from "./http/json-body";
 import type { KeyRecord } from "./keys/model";
@@ -97,6 +99,7 @@ export async function startServer(
   let lock: DataDirLock | undefined;
   let storage: Storage | undefined;
   let stopSweeper: (() => Promise<void>) | undefined;
+  let stopEmbedder: (() => Promise<void>) | undefined;
   try {
     if (lmdb)
       try {
@@ -116,7 +119,13 @@ export async function startServer(
     // Aborted when the grace period ends: model calls in flight stop and answer 503 shutting_down.
     const shutdown = new AbortController();
     const streams = new StreamHub();
-    const app = buildApp(core, { root, smartStore: createSmartStore(core, shutdown.signal), modelStats, streams });
+    const app = buildApp(core, {
+      root,
+      smartStore: createSmartStore(core, shutdown.signal),
+      modelStats,
+      embedStats,
+      streams,
+    });
     try {
       // Elysia's Bun adapter defaults to SO_REUSEPORT: a second server on the port would start and
       // share the traffic. Without it the bind fails, as it should.
@@ -136,6 +145,7 @@ export async function startServer(
       );
     }
     stopSweeper = startTtlSweeper(core);
+    stopEmbedder = startEmbedWorker(core);
     logger.info("memd started", {
       version,
       commit,
@@ -147,6 +157,7 @@ export async function startServer(
     const openStorageNow = storage;
     const heldLock = lock;
     const sweeper = stopSweeper;
+    const embedder = stopEmbedder;
     let stopping: Promise<void> | undefined;
     const stop = (graceMs = config.shutdownGraceMs) =>
       (stopping ??= (async () => {
@@ -162,6 +173,7 @@ export async function startServer(
           await server.stop(true);
         }
         await sweeper();
+        await embedder();
         await openStorageNow.close();
         heldLock?.release();
         logger.info("memd stopped", {
@@ -174,6 +186,7 @@ export async function startServer(
     return { url, port, core, streams, stop };
   } catch (e) {
     await stopSweeper?.();
+    await stopEmbedder?.();
     await storage?.close().catch(() => {});
     lock?.release();
     throw e;

@@ -72,10 +72,12 @@ describe("built client against a server started by the built test kit", () => {
 
     const invalid = await c.diff({ namespace: "ns", since: "yesterday" }).catch((e) => e);
     expect(invalid.details).toEqual([{ field: "since", message: expect.any(String) }]);
-    // search, update and erase arrive with issues 10 and 11; until then this server has no such route.
-    const missing = await c.search({ namespace: "ns", query: "tea" }).catch((e) => e);
-    // (POST on the path of GET /v1/memory/:id: 405 with Allow.)
-    expect([missing.status, missing.code]).toEqual([405, "method_not_allowed"]);
+    const found = await c.search({ namespace: "ns", query: "green tea" });
+    expect(found.mode).toBe("keyword");
+    expect(found.results.map((m) => m.content)).toEqual(["User likes green tea"]);
+    expect(found.results[0].score).toBeGreaterThan(0);
+    const blank = await c.search({ namespace: "ns", query: "  " }).catch((e) => e);
+    expect([blank.status, blank.code]).toEqual([400, "invalid_request"]);
     const down = await client
       .createClient({ url: "http://127.0.0.1:9", key: "k" })
       .list({ namespace: "ns" })

@@ -63,7 +63,7 @@ export interface EventsOptions {
   limit?: number;
 }
 
-/** `search` (POST /v1/memory/search, issue 10): on servers that have it. */
+/** `search` (POST /v1/memory/search). */
 export interface SearchRequest {
   namespace: string;
   entity?: string;
@@ -160,7 +160,7 @@ export function createClient(options: ClientOptions) {
     get: (memoryId: string) => call<Memory>("GET", `/v1/memory/${id(memoryId)}`),
     /** Deletes one memory (event DELETE). */
     delete: (memoryId: string) => call<{ deleted: true }>("DELETE", `/v1/memory/${id(memoryId)}`),
-    /** Ranked search (issue 10); a server without it answers 404. */
+    /** Ranked search over current memories: by words, by meaning, or both. */
     search: (req: SearchRequest) => call<SearchResponse>("POST", "/v1/memory/search", req),
     /** Corrects a memory in place (issue 11); a server without it answers 404 or 405. */
     update: (memoryId: string, patch: UpdateRequest) => call<Memory>("PATCH", `/v1/memory/${id(memoryId)}`, patch),

@@ -32,6 +32,11 @@ export interface Config {
   llmApiKey: string | undefined;
   llmTimeoutMs: number;
   llmStructured: StructuredMode;
+  embedBaseUrl: string | undefined;
+  embedModel: string | undefined;
+  embedApiKey: string | undefined;
+  embedDimensions: number | undefined;
+  embedTimeoutMs: number;
   rateLimit: RateLimit | undefined;
   maxModelCallsPerKey: number;
   metricsPublic: boolean;
@@ -198,6 +203,46 @@ export const settings: Setting[] = [
     default: "json_schema",
     parse: oneOf(...structuredModes),
     help: "how the answer schema reaches the model: json_schema, json_object or prompt",
+  },
+  {
+    key: "embedBaseUrl",
+    flag: "--embed-base-url",
+    env: "MEMD_EMBED_BASE_URL",
+    default: undefined,
+    parse: text,
+    help: "OpenAI-compatible embeddings endpoint, e.g. http://127.0.0.1:11434/v1; unset: keyword search only",
+  },
+  {
+    key: "embedModel",
+    flag: "--embed-model",
+    env: "MEMD_EMBED_MODEL",
+    default: undefined,
+    parse: text,
+    help: "embedding model name sent to the endpoint, e.g. nomic-embed-text",
+  },
+  {
+    key: "embedApiKey",
+    flag: "--embed-api-key",
+    env: "MEMD_EMBED_API_KEY",
+    default: undefined,
+    parse: text,
+    help: "bearer key for the embeddings endpoint (optional)",
+  },
+  {
+    key: "embedDimensions",
+    flag: "--embed-dimensions",
+    env: "MEMD_EMBED_DIMENSIONS",
+    default: undefined,
+    parse: int(1, 65536),
+    help: "vector length to ask the model for (optional; only models that support it)",
+  },
+  {
+    key: "embedTimeoutMs",
+    flag: "--embed-timeout-ms",
+    env: "MEMD_EMBED_TIMEOUT_MS",
+    default: 10000,
+    parse: int(1, 600000),
+    help: "embedding call timeout in milliseconds",
   },
   {
     key: "rateLimit",

@@ -4,6 +4,7 @@
 // only act on a memory through a handle that this request offered.
 import { limits } from "../config/limits";
 import type { Core } from "../core";
+import { type EmbedCost, newCost, withVectors } from "../embedding/client";
 import { hasControl } from "../http/schemas";
 import type { Logger } from "../log";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
@@ -154,11 +155,15 @@ export async function applyChanges(
   actorKeyId: string | null,
   changes: readonly Change[],
   extraSkipped = 0,
+  cost: EmbedCost = newCost(),
 ): Promise<StoreResponse> {
-  const results = await core.storage.apply(
+  // New and changed contents are embedded in one call, before the write transaction.
+  const ops = await withVectors(
+    core,
     changes.map((c) => opOf(req, c)),
-    actorKeyId,
+    cost,
   );
+  const results = await core.storage.apply(ops, actorKeyId);
   const res: StoreResponse = { memories: [], skipped: extraSkipped, conflicts: 0 };
   results.forEach((done, i) => {
     const kind = changes[i].kind;

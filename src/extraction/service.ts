@@ -3,10 +3,12 @@
 // model, the built-in extractor takes the model's place.
 import type { Config } from "../config/config";
 import type { Core } from "../core";
+import { type EmbedCost, embedHeaders, newCost } from "../embedding/client";
 import { ApiError } from "../http/errors";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
 import { checkStoreLimits } from "../memory/service";
-import { extractBuiltin, normalizeFact, selectCandidates, splitFacts } from "./builtin";
+import { relatedMemories } from "../search/service";
+import { extractBuiltin, normalizeFact, splitFacts } from "./builtin";
 import { extractOperations, LlmError, type LlmSettings } from "./llm";
 import type { Operation } from "./model";
 import { applyChanges, type Change, validateOperations } from "./reconcile";
@@ -87,13 +89,15 @@ export function createSmartStore(core: Core, shutdown?: AbortSignal) {
 
   return async function smartStore(req: StoreRequest, actorKeyId: string, set: Headers): Promise<StoreResponse> {
     const cost: Cost = { extractor: settings ? "llm" : "builtin", calls: 0, tokens: 0, promptTokens: 0 };
+    const embedCost = newCost();
+    const headers = () => ({ ...costHeaders(cost), ...embedHeaders(embedCost) });
     try {
       checkStoreLimits(core, req);
       const serialized = <T>(fn: () => Promise<T>) => core.storage.serialize(req.namespace, req.entity, fn);
       if (!settings) {
-        const res = await serialized(() => storeBuiltin(core, req, actorKeyId));
+        const res = await serialized(() => storeBuiltin(core, req, actorKeyId, embedCost));
         extractionStats.builtinStores++;
-        Object.assign(set.headers, costHeaders(cost));
+        Object.assign(set.headers, headers());
         return res;
       }
       const running = inFlight.get(actorKeyId) ?? 0;
@@ -104,9 +108,9 @@ export function createSmartStore(core: Core, shutdown?: AbortSignal) {
       }
       inFlight.set(actorKeyId, running + 1);
       try {
-        const res = await serialized(() => storeWithModel(core, settings, req, actorKeyId, cost, shutdown));
+        const res = await serialized(() => storeWithModel(core, settings, req, actorKeyId, cost, embedCost, shutdown));
         extractionStats.llmStores++;
-        Object.assign(set.headers, costHeaders(cost));
+        Object.assign(set.headers, headers());
         return res;
       } finally {
         const n = (inFlight.get(actorKeyId) ?? 1) - 1;
@@ -121,16 +125,20 @@ export function createSmartStore(core: Core, shutdown?: AbortSignal) {
           calls: e.calls,
           ...(e.detail ? { cause: e.detail } : {}),
         });
-        throw new ApiError(e.code, e.message, undefined, costHeaders(cost));
+        throw new ApiError(e.code, e.message, undefined, headers());
       }
-      if (e instanceof ApiError)
-        throw new ApiError(e.code, e.message, e.details, { ...e.headers, ...costHeaders(cost) });
+      if (e instanceof ApiError) throw new ApiError(e.code, e.message, e.details, { ...e.headers, ...headers() });
       throw e;
     }
   };
 }
 
-async function storeBuiltin(core: Core, req: StoreRequest, actorKeyId: string): Promise<StoreResponse> {
+async function storeBuiltin(
+  core: Core,
+  req: StoreRequest,
+  actorKeyId: string,
+  embedCost: EmbedCost,
+): Promise<StoreResponse> {
   const current = await core.storage.currentMemories(req, MAX_ENTITY_SCAN);
   const { facts, skipped } = extractBuiltin(req.content, current);
   const changes: Change[] = [];
@@ -140,7 +148,7 @@ async function storeBuiltin(core: Core, req: StoreRequest, actorKeyId: string): 
     else orphanSkips++; // a repeat of an earlier fact of the same content: no memory to attach an event to
   }
   for (const fact of facts) changes.push({ kind: "ADD", fact });
-  return applyChanges(core, req, actorKeyId, changes, orphanSkips);
+  return applyChanges(core, req, actorKeyId, changes, orphanSkips, embedCost);
 }
 
 async function storeWithModel(
@@ -149,6 +157,7 @@ async function storeWithModel(
   req: StoreRequest,
   actorKeyId: string,
   cost: Cost,
+  embedCost: EmbedCost,
   shutdown?: AbortSignal,
 ): Promise<StoreResponse> {
   const current = await core.storage.currentMemories(req, MAX_ENTITY_SCAN);
@@ -163,11 +172,21 @@ async function storeWithModel(
     if (dup) changes.push({ kind: "SKIP_DUPLICATE", fact, target: dup });
     else rest.push(fact);
   }
-  if (rest.length === 0 && facts.length > 0) return applyChanges(core, req, actorKeyId, changes);
+  if (rest.length === 0 && facts.length > 0) return applyChanges(core, req, actorKeyId, changes, 0, embedCost);
   // Untouched content keeps its wording and layout; otherwise only the facts left are sent.
   const content = changes.length === 0 ? req.content : rest.join("\n");
 
-  const candidates = selectCandidates(content, current, MAX_CANDIDATES);
+  // From hybrid search in the entity (keyword without an embedding model), so that a paraphrase
+  // without a shared word ("doesn't eat meat" / "is vegetarian") is still offered.
+  const candidates = await relatedMemories(
+    core,
+    req.namespace,
+    req.entity,
+    content,
+    current,
+    MAX_CANDIDATES,
+    embedCost,
+  );
   const handles = new Map<string, MemoryRecord>(candidates.map((m, i) => [`m${i + 1}`, m]));
   const offered = [...handles].map(([handle, m]) => ({ handle, content: m.content, category: m.category }));
 
@@ -202,5 +221,5 @@ async function storeWithModel(
     new Set(changes.map((c) => (c.kind === "ADD" ? "" : c.target.id))),
   );
   extractionStats.droppedOperations += operations.length - checked.length;
-  return applyChanges(core, req, actorKeyId, [...changes, ...checked]);
+  return applyChanges(core, req, actorKeyId, [...changes, ...checked], 0, embedCost);
 }

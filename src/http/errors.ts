@@ -16,6 +16,7 @@ export const errorCatalogue = {
   llm_upstream_error: 502,
   llm_bad_output: 502,
   extraction_unavailable: 503,
+  embedding_unavailable: 503,
   not_ready: 503,
   shutting_down: 503,
   llm_timeout: 504,

@@ -12,6 +12,7 @@ import { type TObject, type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { DiffRequest, EventsQuery } from "../audit/model";
 import { ListQuery, StoreRequest } from "../memory/model";
+import { SearchRequest } from "../search/model";
 
 /** What sends one request to memd's REST API: `fetch`, or an Elysia app's `handle`. */
 export type Fetch = (request: Request) => Promise<Response>;
@@ -139,25 +140,16 @@ const RememberInput = Type.Object(
   { additionalProperties: false },
 );
 
-/**
- * `recall`'s input is the body of the coming `POST /v1/memory/search`. When that lands, take its
- * TypeBox schema (SearchRequest) from the search feature's model.ts instead of this one.
- */
+/** `recall`'s input is the body of `POST /v1/memory/search`, its fields described for a model. */
 export const RecallInput = Type.Object(
   {
-    namespace: described(ListQuery.properties.namespace, nsText),
-    entity: Type.Optional(described(ListQuery.properties.entity, `${entityText}; absent: the whole namespace`)),
-    query: Type.String({ minLength: 1, maxLength: 4096, pattern: "\\S", description: "what you want to know" }),
+    namespace: described(SearchRequest.properties.namespace, nsText),
+    entity: Type.Optional(described(SearchRequest.properties.entity, `${entityText}; absent: the whole namespace`)),
+    query: described(SearchRequest.properties.query, "what you want to know, in plain words"),
     limit: Type.Optional(Limit(100, 10)),
-    category: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 64, description: "only memories of this category" }),
-    ),
-    tags: Type.Optional(
-      Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
-        maxItems: 32,
-        description: "only memories carrying all of these tags",
-      }),
-    ),
+    mode: Type.Optional(SearchRequest.properties.mode),
+    category: Type.Optional(described(SearchRequest.properties.category, "only memories of this category")),
+    tags: Type.Optional(described(SearchRequest.properties.tags, "only memories carrying all of these tags")),
   },
   { additionalProperties: false },
 );
@@ -203,34 +195,6 @@ const HistoryInput = Type.Object(
   { additionalProperties: false },
 );
 
-/**
- * Until `POST /v1/memory/search` exists, recall lists the entity's current memories and ranks
- * them by the share of the query's words each one contains (most first, ties oldest first).
- * The answer already has the search endpoint's shape: `{results: [memory + score], mode}`.
- * Switching: replace the body of `recall.run` with `rest("POST", "/v1/memory/search", { body: args })`
- * and delete this function.
- */
-async function recallByListing(args: Record<string, unknown>, rest: Rest) {
-  const memories = (await rest("GET", "/v1/memory", {
-    query: { namespace: args.namespace as string, entity: args.entity as string | undefined, limit: 1000 },
-  })) as { content: string; category: string; tags?: string[] }[];
-  const wanted = words(args.query as string);
-  const tags = (args.tags as string[] | undefined) ?? [];
-  const results = memories
-    .filter((m) => args.category === undefined || m.category === args.category)
-    .filter((m) => tags.every((t) => m.tags?.includes(t)))
-    .map((m) => {
-      const have = words(m.content);
-      const hits = [...wanted].filter((w) => have.has(w)).length;
-      return { ...m, score: wanted.size ? Math.round((hits / wanted.size) * 1000) / 1000 : 0 };
-    })
-    .sort((a, b) => b.score - a.score)
-    .slice(0, (args.limit as number | undefined) ?? 10);
-  return { results, mode: "list" };
-}
-
-const words = (text: string) => new Set(text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
-
 /** The six tools, in the order a client lists them. */
 export const tools: ToolDef[] = [
   {
@@ -258,7 +222,7 @@ export const tools: ToolDef[] = [
     readOnly: true,
     defaulted: ["namespace", "entity"],
     input: RecallInput,
-    run: recallByListing,
+    run: (args, rest) => rest("POST", "/v1/memory/search", { body: args }),
   },
   {
     name: "list_memories",

@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import { limits } from "../config/limits";
 import type { Core } from "../core";
+import { embedHeaders, newCost } from "../embedding/client";
 import { ApiError } from "../http/errors";
 import { queryLimit } from "../http/query";
 import { isUuid, jsonAnswer } from "../http/schemas";
@@ -27,7 +28,11 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       "/v1/memory",
       async ({ body, apiKey, set }) => {
         requireNamespace(apiKey, body.namespace);
-        return body.infer === false ? storeRaw(core, body, apiKey.id) : smartStore(body, apiKey.id, set);
+        if (body.infer !== false) return smartStore(body, apiKey.id, set);
+        const cost = newCost();
+        const res = await storeRaw(core, body, apiKey.id, cost);
+        Object.assign(set.headers, embedHeaders(cost));
+        return res;
       },
       {
         permission: "read_write",

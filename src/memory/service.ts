@@ -1,4 +1,5 @@
 import type { Core } from "../core";
+import { type EmbedCost, newCost, withVectors } from "../embedding/client";
 import { ApiError, invalidField } from "../http/errors";
 import { isoTime } from "../http/time";
 import { isCurrent } from "../storage/records";
@@ -67,12 +68,15 @@ export function newMemory(req: StoreRequest, fact: Fact): NewMemory {
 }
 
 /** `infer: false`: stores the content verbatim as one memory with an ADD event; durable on return. */
-export async function storeRaw(core: Core, req: StoreRequest, actorKeyId: string | null): Promise<StoreResponse> {
+export async function storeRaw(
+  core: Core,
+  req: StoreRequest,
+  actorKeyId: string | null,
+  cost: EmbedCost = newCost(),
+): Promise<StoreResponse> {
   checkStoreLimits(core, req);
-  const [added] = await core.storage.apply(
-    [{ event: "ADD", create: newMemory(req, { content: req.content }) }],
-    actorKeyId,
-  );
+  const ops = await withVectors(core, [{ event: "ADD", create: newMemory(req, { content: req.content }) }], cost);
+  const [added] = await core.storage.apply(ops, actorKeyId);
   return { memories: [toMemory(added!.memory, "ADD")], skipped: 0, conflicts: 0 };
 }
 

@@ -17,6 +17,30 @@ export interface ModelStats {
   latencySeconds: number;
 }
 
+/** Running totals of embedding calls, read through the `embedStats` hook of `metricsRoutes`. */
+export interface EmbedStats {
+  calls: number;
+  errors: number;
+  tokens: number;
+  latencySeconds: number;
+}
+
+/** Embedding call totals in Prometheus text; zeros when no source is wired. */
+export function embedMetrics(s: EmbedStats | undefined): string {
+  const v = s ?? { calls: 0, errors: 0, tokens: 0, latencySeconds: 0 };
+  return [
+    gauge(
+      "memd_embed_calls_total",
+      "Embedding calls made by stores, searches and the embedding worker.",
+      v.calls,
+      "counter",
+    ),
+    gauge("memd_embed_call_errors_total", "Embedding calls that failed or timed out.", v.errors, "counter"),
+    gauge("memd_embed_tokens_total", "Tokens reported by the embedding model.", v.tokens, "counter"),
+    gauge("memd_embed_call_seconds_total", "Time spent waiting for the embedding model.", v.latencySeconds, "counter"),
+  ].join("\n");
+}
+
 // Upper bounds in seconds; the store path lives between 0.5 ms and a few ms, the model path in seconds.
 const buckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -92,6 +116,11 @@ export async function storeMetrics(core: Core): Promise<string> {
     gauge("memd_memories", "Current memories (not deleted, replaced or swept after expiry).", s.currentMemories),
     gauge("memd_memory_records", "Memory records kept, current or not.", s.memoryRecords),
     gauge("memd_events", "Audit events stored.", s.events),
+    gauge(
+      "memd_embed_pending",
+      "Current memories waiting for their embedding (stored while the embedding endpoint failed).",
+      s.pendingEmbeddings,
+    ),
   ].join("\n");
 }
 
@@ -120,19 +149,22 @@ export interface MetricsOptions {
   public: boolean;
   /** Hook for the extraction feature's running totals (see ModelStats). */
   modelStats?: () => ModelStats | undefined;
+  /** Hook for the embedding feature's running totals (see EmbedStats). */
+  embedStats?: () => EmbedStats | undefined;
 }
 
 /**
  * Records every answered request by route template and status, and serves `GET /metrics`.
  * The auth plugin must list /metrics in `protectedPaths` unless it is public.
  */
-export function metricsRoutes({ core, authPlugin, public: isPublic, modelStats }: MetricsOptions) {
+export function metricsRoutes({ core, authPlugin, public: isPublic, modelStats, embedStats }: MetricsOptions) {
   const requests = new RequestMetrics();
   const started = Date.now();
   const render = async () =>
     [
       requests.render(),
       modelMetrics(modelStats?.()),
+      embedMetrics(embedStats?.()),
       await storeMetrics(core),
       gauge("memd_uptime_seconds", "Seconds since the server started.", (Date.now() - started) / 1000),
       "",

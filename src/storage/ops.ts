@@ -12,7 +12,7 @@ export interface Planned {
 }
 
 function recordOf(m: NewMemory, atMs: number): MemoryRecord {
-  const { ttlSeconds, ...fields } = m;
+  const { ttlSeconds, vector: _vector, ...fields } = m;
   return {
     ...fields,
     createdAt: atMs,
@@ -23,7 +23,7 @@ function recordOf(m: NewMemory, atMs: number): MemoryRecord {
 }
 
 function patched(r: MemoryRecord, op: Extract<MemoryOp, { patch: unknown }>, atMs: number): MemoryRecord {
-  const { tags, metadata, ...plain } = op.patch;
+  const { tags, metadata, vector: _vector, ...plain } = op.patch;
   const next: MemoryRecord = { ...r, ...stripUndefined(plain), updatedAt: atMs };
   if (tags === null) delete next.tags;
   else if (tags !== undefined) next.tags = tags;
@@ -126,3 +126,42 @@ export function targetIsLive(op: MemoryOp, target: MemoryRecord | undefined, now
 
 /** The id of the memory an op acts on, if any. */
 export const targetOf = (op: MemoryOp): string | undefined => ("target" in op ? op.target : undefined);
+
+/** The embedding an op gives to the memory it creates or changes, if it sets one. */
+export function vectorOf(op: MemoryOp): NewMemory["vector"] {
+  if ("create" in op) return op.create.vector;
+  if ("patch" in op) return op.patch.vector;
+  return undefined;
+}
+
+/** Whether the searchable part of a memory (its content) differs between two versions. */
+export const contentChanged = (a: MemoryRecord, b: MemoryRecord): boolean => a.content !== b.content;
+
+/** A vector as stored: float32, scaled to length 1 (so cosine similarity is a dot product). */
+export function normalized(v: Float32Array | number[]): Float32Array {
+  let sum = 0;
+  for (let i = 0; i < v.length; i++) sum += v[i] * v[i];
+  const norm = Math.sqrt(sum) || 1;
+  const out = new Float32Array(v.length);
+  for (let i = 0; i < v.length; i++) out[i] = v[i] / norm;
+  return out;
+}
+
+/** Orders search hits: score high to low, then newer first (createdAt, then id: UUIDv7). */
+export const byScoreThenNewer = (
+  a: { score: number; memory: MemoryRecord },
+  b: { score: number; memory: MemoryRecord },
+): number =>
+  b.score - a.score ||
+  b.memory.createdAt - a.memory.createdAt ||
+  (a.memory.id < b.memory.id ? 1 : a.memory.id > b.memory.id ? -1 : 0);
+
+/** Whether a memory meets a search filter. */
+export function matchesFilter(m: MemoryRecord, f: { category?: string; tags?: string[] }): boolean {
+  if (f.category !== undefined && m.category !== f.category) return false;
+  if (f.tags?.length) {
+    if (!m.tags) return false;
+    for (const t of f.tags) if (!m.tags.includes(t)) return false;
+  }
+  return true;
+}

@@ -18,7 +18,16 @@ export interface NewMemory {
   source?: string;
   /** Seconds from creation until the memory expires. */
   ttlSeconds?: number;
+  /** Its embedding (see VectorUpdate); absent: none. */
+  vector?: VectorUpdate;
 }
+
+/**
+ * An embedding to store with new or changed content: the vector (any length, stored normalised),
+ * or "pending" when the embedding call failed: the memory is then listed by pendingEmbeddings
+ * until setVectors gives it one. A content change without one drops the old vector.
+ */
+export type VectorUpdate = Float32Array | number[] | "pending";
 
 /** Fields changed in place; `null` removes tags or metadata. */
 export interface MemoryPatch {
@@ -27,6 +36,8 @@ export interface MemoryPatch {
   importance?: number;
   tags?: string[] | null;
   metadata?: Record<string, unknown> | null;
+  /** The embedding of the new content (see VectorUpdate). */
+  vector?: VectorUpdate;
 }
 
 /**
@@ -84,11 +95,33 @@ export interface NamePage {
   limit: number;
 }
 
+/** Conditions a search result must meet besides its score. */
+export interface SearchFilter {
+  category?: string;
+  /** Every one of these tags. */
+  tags?: string[];
+}
+
+/** A current memory and its score, higher is better. */
+export interface Scored {
+  memory: MemoryRecord;
+  score: number;
+}
+
+/** A memory whose embedding is owed: its content as of `updatedAt`. */
+export interface PendingEmbedding {
+  id: string;
+  content: string;
+  updatedAt: number;
+}
+
 /** Figures for /metrics, read at scrape time. */
 export interface StorageStats {
   currentMemories: number;
   memoryRecords: number;
   events: number;
+  /** Current memories waiting for their embedding (see VectorUpdate). */
+  pendingEmbeddings: number;
   /** Backend-specific gauges: name -> [help, value]. */
   gauges: Record<string, [string, number]>;
 }
@@ -119,6 +152,46 @@ export interface Storage {
   entities(namespace: string, page: Omit<NamePage, "prefix">): Promise<EntitySummary[]>;
   /** Current memories whose expiry is at or before `now`, soonest first. */
   dueExpiries(now: number, limit: number): Promise<{ id: string; expiresAt: number }[]>;
+
+  /**
+   * The `limit` best current memories of a scope for `terms` (folded, distinct; see
+   * text/tokens.ts) by BM25 over the scope's current memories (k1 1.2, b 0.75; document
+   * frequencies and lengths of the scope: the entity when given, else the namespace), best first,
+   * ties newer first. The index behind it is written in the same transaction as every change
+   * made by apply, so it is never stale.
+   */
+  keywordSearch(
+    scope: MemoryScope,
+    terms: string[],
+    filter: SearchFilter,
+    limit: number,
+    now?: number,
+  ): Promise<Scored[]>;
+  /**
+   * The `limit` current memories of a scope whose stored vectors are closest to `vector` by cosine
+   * similarity, exactly (every vector of the scope is scored), best first, ties newer first.
+   */
+  semanticSearch(
+    scope: MemoryScope,
+    vector: Float32Array,
+    filter: SearchFilter,
+    limit: number,
+    now?: number,
+  ): Promise<Scored[]>;
+  /** Up to `limit` current memories waiting for an embedding, oldest first. */
+  pendingEmbeddings(limit: number): Promise<PendingEmbedding[]>;
+  /**
+   * Stores vectors for pending memories, each only if the memory is still current and unchanged
+   * since `updatedAt` (else its content has a newer vector or a newer pending entry). Returns how
+   * many were stored.
+   */
+  setVectors(items: readonly { id: string; updatedAt: number; vector: Float32Array | number[] }[]): Promise<number>;
+  /**
+   * Rebuilds the keyword index from the current memories (for upgrades and repairs); with
+   * `embeddings`, also drops every vector and marks every current memory pending. Returns the
+   * number of current memories indexed.
+   */
+  rebuildSearchIndex(options?: { embeddings?: boolean }): Promise<number>;
 
   insertKey(key: KeyRecord): Promise<void>;
   getKey(id: string): Promise<KeyRecord | undefined>;

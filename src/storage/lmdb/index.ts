@@ -3,17 +3,27 @@
 // resolves only after that commit is flushed to disk.
 import { type Database, type Key, open, type RootDatabase } from "lmdb";
 import { keyedMutex } from "../mutex";
-import { type Planned, planOp, targetIsLive, targetOf } from "../ops";
+import { type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
 import { type EventRecord, isCurrent, type KeyRecord, type MemoryRecord } from "../records";
-import { type Applied, type EntitySummary, type NamespaceSummary, type Storage, StorageError } from "../storage";
+import {
+  type Applied,
+  type EntitySummary,
+  type MemoryOp,
+  type NamespaceSummary,
+  type Storage,
+  StorageError,
+} from "../storage";
 import { EventClock } from "./clock";
-import { dbNames, END, FORMAT_VERSION, keys } from "./layout";
-import { migrate } from "./migrate";
+import { binaryDbs, dbNames, END, FORMAT_VERSION, keys } from "./layout";
+import { migrate, rebuildIndex } from "./migrate";
+import { IndexWriter, indexChange, keywordSearch, semanticSearch } from "./search";
 
 export type Dbs = Record<keyof typeof dbNames, Database>;
 
 export interface LmdbOptions {
   mapSizeMb?: number;
+  /** false: apply skips the search index (only for bench/search.ts's index-off baseline). */
+  searchIndex?: boolean;
 }
 
 export interface LmdbStorage extends Storage {
@@ -29,13 +39,18 @@ export function openEnv(dataDir: string, options: LmdbOptions = {}): { env: Root
   const env = open({
     path: dataDir,
     mapSize: (options.mapSizeMb ?? 65536) * 1024 * 1024,
-    maxDbs: 16,
+    maxDbs: 32,
     // lmdb-js guesses "a file, not a directory" from a dot in the name (e.g. memd-data.v2): never.
     noSubdir: false,
     // Commits share one fsync batch (group commit); 2xx answers wait for env.flushed.
     overlappingSync: true,
   });
-  const dbs = Object.fromEntries(Object.entries(dbNames).map(([k, name]) => [k, env.openDB(name, {})])) as Dbs;
+  const dbs = Object.fromEntries(
+    Object.entries(dbNames).map(([k, name]) => [
+      k,
+      env.openDB(name, binaryDbs.has(name) ? { encoding: "binary" } : {}),
+    ]),
+  ) as Dbs;
   return { env, dbs };
 }
 
@@ -55,9 +70,17 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   const flushed = () => Promise.resolve(env.flushed).then(() => undefined);
   const write = <T>(plan: (w: Writes) => T) => writeDurably(env, flushed, plan);
   const serialize = keyedMutex();
+  const indexOn = options.searchIndex !== false;
 
   /** Stages the writes of one planned op and returns what it did. */
-  function stage(w: Writes, p: Planned, seq: number, overlay: Map<string, MemoryRecord>): Applied {
+  function stage(
+    w: Writes,
+    ix: IndexWriter,
+    op: MemoryOp,
+    p: Planned,
+    seq: number,
+    overlay: Map<string, MemoryRecord>,
+  ): Applied {
     const event: EventRecord = { ...p.event, seq };
     const { namespace: ns, atMs } = event;
     w.put(dbs.events, seq, event);
@@ -74,6 +97,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       w.put(dbs.namespaceMemories, keys.namespaceMemory(r.namespace, r.id), null);
       if (r.expiresAt !== undefined) w.put(dbs.expiries, keys.expiry(r.expiresAt, r.id), null);
       overlay.set(r.id, r);
+      if (indexOn) indexChange(ix, undefined, r, vectorOf(op));
     }
     if (p.target && p.target !== overlay.get(p.target.id)) {
       const r = p.target;
@@ -85,6 +109,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
         w.remove(dbs.namespaceMemories, keys.namespaceMemory(r.namespace, r.id));
         if (before?.expiresAt !== undefined) w.remove(dbs.expiries, keys.expiry(before.expiresAt, r.id));
       }
+      // The keyword index and vectors follow the memory in this same transaction.
+      if (indexOn) indexChange(ix, before, r, p.created ? undefined : vectorOf(op));
     }
     return { event, memory: p.created ?? p.target! };
   }
@@ -100,7 +126,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     apply(ops, actorKeyId, now = Date.now()) {
       return write((w) => {
         const overlay = new Map<string, MemoryRecord>();
-        return ops.map((op): Applied | null => {
+        const ix = new IndexWriter(dbs, w);
+        const results = ops.map((op): Applied | null => {
           const id = targetOf(op);
           let target: MemoryRecord | undefined;
           if (id !== undefined) {
@@ -110,8 +137,10 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
           }
           const namespace = op.event === "ADD" || op.event === "REPLACE" ? op.create.namespace : target!.namespace;
           const { seq, atMs } = clock.next(namespace, now);
-          return stage(w, planOp(op, target, atMs, actorKeyId), seq, overlay);
+          return stage(w, ix, op, planOp(op, target, atMs, actorKeyId), seq, overlay);
         });
+        ix.finish();
+        return results;
       });
     },
 
@@ -193,6 +222,49 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       return due.filter((k) => !stale.includes(k)).map(([expiresAt, id]) => ({ id, expiresAt }));
     },
 
+    async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
+      return keywordSearch(dbs, scope, terms, filter, limit, now);
+    },
+
+    async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
+      return semanticSearch(dbs, scope, vector, filter, limit, now);
+    },
+
+    async pendingEmbeddings(limit) {
+      const now = Date.now();
+      const out = [];
+      for (const id of dbs.embedPending.getKeys({ limit: limit * 2 })) {
+        const r = getRecord(id as string);
+        if (isCurrent(r, now)) out.push({ id: r.id, content: r.content, updatedAt: r.updatedAt });
+        if (out.length >= limit) break;
+      }
+      return out;
+    },
+
+    async setVectors(items) {
+      return write((w) => {
+        const ix = new IndexWriter(dbs, w);
+        let n = 0;
+        for (const it of items) {
+          const r = getRecord(it.id);
+          if (r?.state !== "current" || r.updatedAt !== it.updatedAt || dbs.embedPending.get(it.id) === undefined)
+            continue;
+          ix.setVector(r, it.vector);
+          n++;
+        }
+        return n;
+      });
+    },
+
+    async rebuildSearchIndex(options = {}) {
+      let n = 0;
+      await env.transaction(() => {
+        n = rebuildIndex(dbs, options.embeddings ?? false);
+      });
+      await flushed();
+      return n;
+    },
+
     async insertKey(key) {
       await write((w) => {
         w.put(dbs.apiKeys, key.id, key);
@@ -258,6 +330,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
         currentMemories: count(dbs.entityMemories),
         memoryRecords: count(dbs.memories),
         events: count(dbs.events),
+        pendingEmbeddings: count(dbs.embedPending),
         gauges: {
           memd_lmdb_map_size_bytes: ["Largest size the LMDB file may grow to.", s.mapSize],
           memd_lmdb_used_bytes: [

@@ -16,6 +16,23 @@
  *   api_keys           [keyId]                             -> KeyRecord (hash of the secret, never the secret)
  *   api_key_hashes     [sha256 hex]                        -> keyId
  *
+ * The search index (format 3), written in the same transaction as the memory it indexes; it
+ * holds the memories with state "current" (an expired one until the sweeper deletes it; reads
+ * check expiry):
+ *   postings           [namespace, term, memoryId]         -> [tf, docLength]  (namespace-wide BM25)
+ *   entity_postings    [namespace, entity, term, memoryId] -> [tf, docLength]  (one entity's BM25, without
+ *                                                             walking the namespace's postings of the term)
+ *   search_stats       ["N", namespace]                    -> [docs, totalLength]
+ *                      ["E", namespace, entity]            -> [docs, totalLength]
+ *                      ["n", namespace, term]              -> df  (documents of the namespace with the term)
+ *                      ["e", namespace, entity, term]      -> df
+ *   vectors            [namespace, entity, memoryId]       -> float32 bytes, length 1 (binary encoding);
+ *                                                             a scope's vectors are one range scan
+ *   embed_pending      [memoryId]                          -> null  (current memories owed an embedding)
+ *
+ * The tf and length ride in the posting, so scoring a posting needs no second read. Terms are at
+ * most 64 UTF-16 units (text/tokens.ts), so keys stay far below the 2 KB key limit.
+ *
  * Namespaces and entities may not hold control characters, so no string part contains the 0x00
  * separator and two different (namespace, entity) pairs can never share a range. Memory ids are
  * UUIDv7, so id order is creation order. Event times are strictly increasing per namespace (see
@@ -34,7 +51,15 @@ export const dbNames = {
   eventsByMemory: "events_by_memory",
   apiKeys: "api_keys",
   apiKeyHashes: "api_key_hashes",
+  postings: "postings",
+  entityPostings: "entity_postings",
+  searchStats: "search_stats",
+  vectors: "vectors",
+  embedPending: "embed_pending",
 } as const;
+
+/** Sub-databases whose values are raw bytes, not msgpack. */
+export const binaryDbs: ReadonlySet<string> = new Set([dbNames.vectors]);
 
 /**
  * Sorts after every string of up to 128 characters (names are at most 128), including ones that
@@ -52,6 +77,19 @@ export const keys = {
   eventByNs: (ns: string, atMs: number, seq: number) => [ns, atMs, seq],
   eventByEntity: (ns: string, entity: string, atMs: number, seq: number) => [ns, entity, atMs, seq],
   eventByMemory: (ns: string, memoryId: string, atMs: number, seq: number) => [ns, memoryId, atMs, seq],
+  posting: (ns: string, term: string, id: string) => [ns, term, id],
+  entityPosting: (ns: string, entity: string, term: string, id: string) => [ns, entity, term, id],
+  /** The posting list prefix of a term in a scope, and which sub-database holds it. */
+  postingPrefix(scope: { namespace: string; entity?: string }, term: string) {
+    return scope.entity === undefined
+      ? { db: "postings" as const, prefix: [scope.namespace, term] }
+      : { db: "entityPostings" as const, prefix: [scope.namespace, scope.entity, term] };
+  },
+  docStats: (scope: { namespace: string; entity?: string }) =>
+    scope.entity === undefined ? ["N", scope.namespace] : ["E", scope.namespace, scope.entity],
+  termStats: (scope: { namespace: string; entity?: string }, term: string) =>
+    scope.entity === undefined ? ["n", scope.namespace, term] : ["e", scope.namespace, scope.entity, term],
+  vector: (ns: string, entity: string, id: string) => [ns, entity, id],
   /** Which event index serves a scope, and the prefix of its keys. */
   eventIndex(scope: Scope): { db: "eventsByMemory" | "eventsByEntity" | "eventsByNs"; prefix: (string | number)[] } {
     if (scope.memoryId) return { db: "eventsByMemory", prefix: [scope.namespace, scope.memoryId] };
@@ -60,5 +98,5 @@ export const keys = {
   },
 };
 
-/** The format this release writes. 1: the first release (no meta); 2: namespace_memories. */
-export const FORMAT_VERSION = 2;
+/** The format this release writes. 1: the first release (no meta); 2: namespace_memories; 3: the search index. */
+export const FORMAT_VERSION = 3;

@@ -1,6 +1,8 @@
 import type { RootDatabase } from "lmdb";
-import type { Dbs } from "./index";
+import type { MemoryRecord } from "../records";
+import { type Dbs, Writes } from "./index";
 import { FORMAT_VERSION, keys } from "./layout";
+import { IndexWriter } from "./search";
 
 /**
  * Brings a data dir up to FORMAT_VERSION, in one write transaction per step, and records the
@@ -35,3 +37,42 @@ const steps: Record<number, (dbs: Dbs) => void> = {
     }
   },
 };
+
+/** 3: the search index, built from the current memories (no vectors: `memd reindex` embeds). */
+steps[2] = (dbs) => {
+  rebuildIndex(dbs, false);
+};
+
+/**
+ * Clears the keyword index and builds it again from every current memory, inside the caller's
+ * write transaction; with `embeddings`, also drops every vector and queues every current memory
+ * for embedding. Returns the number of memories indexed.
+ */
+export function rebuildIndex(dbs: Dbs, embeddings: boolean): number {
+  for (const db of [dbs.postings, dbs.entityPostings, dbs.searchStats]) db.clearSync();
+  if (embeddings) for (const db of [dbs.vectors, dbs.embedPending]) db.clearSync();
+  // Staged writes applied in batches keep memory flat on large stores.
+  const batch = 2000;
+  let n = 0;
+  let pending: MemoryRecord[] = [];
+  const flush = () => {
+    const w = new Writes();
+    const ix = new IndexWriter(dbs, w);
+    for (const r of pending) {
+      ix.add(r);
+      if (embeddings) ix.setVector(r, "pending");
+    }
+    ix.finish();
+    w.apply();
+    pending = [];
+  };
+  for (const key of dbs.entityMemories.getKeys({})) {
+    const r = dbs.memories.get((key as string[]).at(-1)!) as MemoryRecord | undefined;
+    if (r?.state !== "current") continue;
+    pending.push(r);
+    n++;
+    if (pending.length >= batch) flush();
+  }
+  flush();
+  return n;
+}

@@ -3,10 +3,11 @@
 // the target memory rows, an entity's lock row), never from state kept in one process.
 import { SQL } from "bun";
 import { keyedMutex } from "../mutex";
-import { planOp, targetIsLive, targetOf } from "../ops";
+import { planOp, targetIsLive, targetOf, vectorOf } from "../ops";
 import type { EventRecord, KeyRecord, MemoryRecord } from "../records";
 import { type Applied, type EventScope, type Storage, StorageError } from "../storage";
 import { migrate } from "./schema";
+import { type IndexTouch, keywordSearch, rebuildIndex, semanticSearch, writeIndex } from "./search";
 
 export interface PostgresOptions {
   url: string;
@@ -142,6 +143,13 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     const why = (e as Error).message ?? String(e);
     throw new Error(`could not open the PostgreSQL database: ${why}`);
   }
+  // Memories stored before the search index existed: indexed once, by the first process to get here.
+  await sql.begin(async (tx) => {
+    const [s] = await tx`SELECT needs_rebuild FROM search_state WHERE id = 1 FOR UPDATE`;
+    if (!s?.needs_rebuild) return;
+    await rebuildIndex(tx, false, memoryOf);
+    await tx`UPDATE search_state SET needs_rebuild = false WHERE id = 1`;
+  });
   const local = keyedMutex();
 
   /** Runs a database call, mapping connection trouble to storage_unavailable. */
@@ -196,6 +204,15 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
 
           const results: ({ planned: ReturnType<typeof planOp> } | null)[] = [];
           const writes = new Map<string, MemoryRecord>();
+          // Per memory: as it was before this transaction, as it ends, and its last vector update.
+          const touched = new Map<string, IndexTouch>();
+          const touch = (before: MemoryRecord | undefined, after: MemoryRecord, vector: IndexTouch["vector"]) => {
+            const t = touched.get(after.id);
+            if (t) {
+              t.after = after;
+              if (t.before?.content !== after.content || vector !== undefined) t.vector = vector;
+            } else touched.set(after.id, { before, after, vector });
+          };
           for (const l of live) {
             if (!l) {
               results.push(null);
@@ -210,8 +227,14 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
             const atMs = nextMs.get(ns)!;
             nextMs.set(ns, atMs + 1);
             const planned = planOp(l.op, target, atMs, actorKeyId);
-            if (planned.created) writes.set(planned.created.id, planned.created);
-            if (planned.target && planned.target !== target) writes.set(planned.target.id, planned.target);
+            if (planned.created) {
+              writes.set(planned.created.id, planned.created);
+              touch(undefined, planned.created, vectorOf(l.op));
+            }
+            if (planned.target && planned.target !== target) {
+              writes.set(planned.target.id, planned.target);
+              touch(l.target, planned.target, planned.created ? undefined : vectorOf(l.op));
+            }
             results.push({ planned });
           }
 
@@ -222,6 +245,8 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
                 content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
                 tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
                 updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state`;
+          // The search index changes in this same transaction.
+          if (touched.size > 0) await writeIndex(tx, touched.values());
           const planned = results.filter((r) => r !== null).map((r) => r.planned.event);
           const seqs = new Map<string, number>();
           if (planned.length > 0)
@@ -318,6 +343,50 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       return rows.map((r: Row) => ({ id: r.id as string, expiresAt: Number(r.expires_at) }));
     },
 
+    async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
+      return db(() => keywordSearch(sql, scope, terms, filter, limit, now, memoryOf));
+    },
+
+    async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
+      return db(() => semanticSearch(sql, scope, vector, filter, limit, now, memoryOf));
+    },
+
+    async pendingEmbeddings(limit) {
+      const rows = await db(
+        () => sql`SELECT m.id, m.content, m.updated_at FROM embed_pending p JOIN memories m ON m.id = p.memory_id
+                  WHERE m.state = 'current' ORDER BY p.memory_id LIMIT ${limit}`,
+      );
+      return rows.map((r: Row) => ({
+        id: r.id as string,
+        content: r.content as string,
+        updatedAt: Number(r.updated_at),
+      }));
+    },
+
+    async setVectors(items) {
+      if (items.length === 0) return 0;
+      return db(() =>
+        sql.begin(async (tx) => {
+          const ids = [...new Set(items.map((i) => i.id))].sort();
+          const rows = await tx`
+            SELECT m.* FROM memories m JOIN embed_pending p ON p.memory_id = m.id
+            WHERE m.id IN ${tx(ids)} AND m.state = 'current' ORDER BY m.id FOR UPDATE OF m`;
+          const live = new Map<string, MemoryRecord>(rows.map((r: Row) => [r.id as string, memoryOf(r)]));
+          const ok = items.filter((i) => live.get(i.id)?.updatedAt === i.updatedAt);
+          // As a content change with a vector: replaces any old one and clears the queue entry.
+          await writeIndex(
+            tx,
+            ok.map((i) => ({ before: live.get(i.id)!, after: live.get(i.id)!, vector: i.vector, vectorOnly: true })),
+          );
+          return ok.length;
+        }),
+      );
+    },
+
+    async rebuildSearchIndex(options = {}) {
+      return db(() => sql.begin((tx) => rebuildIndex(tx, options.embeddings ?? false, memoryOf)));
+    },
+
     async insertKey(k) {
       await db(
         () =>
@@ -400,12 +469,14 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
         () => sql`SELECT
           (SELECT count(*) FROM memories WHERE state = 'current') AS current,
           (SELECT count(*) FROM memories) AS records,
-          (SELECT count(*) FROM events) AS events`,
+          (SELECT count(*) FROM events) AS events,
+          (SELECT count(*) FROM embed_pending) AS pending`,
       );
       return {
         currentMemories: Number(r.current),
         memoryRecords: Number(r.records),
         events: Number(r.events),
+        pendingEmbeddings: Number(r.pending),
         gauges: {},
       };
     },

@@ -75,6 +75,43 @@ export const migrations: string[] = [
     PRIMARY KEY (namespace, entity)
   );
   `,
+  // The search index, kept by apply in the same transaction as the memories. Terms come from JS
+  // (Intl.Segmenter), so existing memories cannot be indexed here: the step raises
+  // search_state.needs_rebuild and openPostgres rebuilds the index in JS on the first start.
+  // No extensions (portable to CockroachDB and YugabyteDB): postings and vectors are plain rows.
+  `
+  CREATE TABLE memory_terms (
+    namespace  text NOT NULL,
+    entity     text NOT NULL,
+    term       text NOT NULL,
+    memory_id  uuid NOT NULL,
+    tf         integer NOT NULL,
+    doc_len    integer NOT NULL,
+    PRIMARY KEY (namespace, term, memory_id)
+  );
+  CREATE INDEX memory_terms_by_entity ON memory_terms (namespace, entity, term);
+  CREATE INDEX memory_terms_by_memory ON memory_terms (memory_id);
+  -- Documents and total length of the current memories per namespace (entity '') and per entity.
+  CREATE TABLE search_stats (
+    namespace  text NOT NULL,
+    entity     text NOT NULL,
+    docs       bigint NOT NULL,
+    total_len  bigint NOT NULL,
+    PRIMARY KEY (namespace, entity)
+  );
+  -- float32 little-endian bytes, scaled to length 1.
+  CREATE TABLE memory_vectors (
+    memory_id  uuid PRIMARY KEY,
+    namespace  text NOT NULL,
+    entity     text NOT NULL,
+    vector     bytea NOT NULL
+  );
+  CREATE INDEX memory_vectors_by_scope ON memory_vectors (namespace, entity);
+  CREATE TABLE embed_pending (memory_id uuid PRIMARY KEY);
+  CREATE TABLE search_state (id int PRIMARY KEY, needs_rebuild boolean NOT NULL);
+  INSERT INTO search_state (id, needs_rebuild)
+    SELECT 1, EXISTS (SELECT 1 FROM memories WHERE state = 'current');
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;

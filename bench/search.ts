@@ -1,0 +1,264 @@
+// Search quality and speed, at the storage interface (what POST /v1/memory/search runs, without
+// HTTP): `bun run bench/search.ts` prints a Markdown section; `make bench` does not run it (it
+// takes minutes on its own). Figures go into bench/results.md by hand.
+//   1. quality on bench/search-set.json: recall@5 and MRR, keyword and hybrid (fake embedder)
+//   2. keyword latency at BENCH_SEARCH_N memories (default 1,000,000), namespace and entity scope
+//   3. semantic latency: an entity of 10,000 vectors, a namespace of 100,000 (768 dimensions)
+//   4. apply throughput with the index on and off, same run; peak RSS
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fuse } from "../src/search/service";
+import { openLmdb } from "../src/storage/lmdb/index";
+import type { MemoryOp, Scored } from "../src/storage/storage";
+import { queryTerms } from "../src/text/tokens";
+import { canonicalizer, fakeVector } from "../test/fake-embedder";
+import type { SearchSet } from "./search-set";
+
+const N = Number(process.env.BENCH_SEARCH_N ?? 1_000_000);
+const out: string[] = [];
+const say = (s: string) => {
+  out.push(s);
+  console.log(s);
+};
+const dirs: string[] = [];
+const tempStore = (o: { searchIndex?: boolean } = {}) => {
+  const dir = mkdtempSync(join(tmpdir(), "memd-search-bench-"));
+  dirs.push(dir);
+  return openLmdb(dir, o);
+};
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const ms = (x: number) => `${x.toFixed(2)} ms`;
+function rng(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const rand = rng(42);
+
+// 1. Quality
+{
+  const set = JSON.parse(readFileSync(join(import.meta.dir, "search-set.json"), "utf8")) as SearchSet & {
+    similar: string[][];
+  };
+  const opts = { dimensions: 256, similar: set.similar, trigrams: true };
+  const canon = canonicalizer(set.similar);
+  const s = await tempStore();
+  const idOf = new Map<string, string>();
+  const ops: MemoryOp[] = set.memories.map((m) => {
+    const id = Bun.randomUUIDv7();
+    idOf.set(id, m.id);
+    return {
+      event: "ADD",
+      create: {
+        id,
+        namespace: "set",
+        entity: m.entity,
+        content: m.content,
+        category: "fact",
+        importance: 0.5,
+        vector: fakeVector(m.content, opts, canon),
+      },
+    };
+  });
+  await s.apply(ops, null);
+  const modes = ["keyword", "hybrid"] as const;
+  const kinds = ["words", "paraphrase", "typo", "all"] as const;
+  const table: Record<string, Record<string, { r5: number; mrr: number; n: number }>> = {};
+  for (const mode of modes) {
+    table[mode] = {};
+    for (const k of kinds) table[mode][k] = { r5: 0, mrr: 0, n: 0 };
+    for (const q of set.queries) {
+      const scope = { namespace: "set", entity: q.entity };
+      const k = await s.keywordSearch(scope, queryTerms(q.query), {}, 30);
+      let hits: Scored[] = k.slice(0, 10);
+      if (mode === "hybrid") {
+        const v = await s.semanticSearch(scope, Float32Array.from(fakeVector(q.query, opts, canon)), {}, 30);
+        hits = fuse([k, v], 10);
+      }
+      const ranked = hits.map((h) => idOf.get(h.memory.id)!);
+      const rank = ranked.findIndex((id) => q.relevant.includes(id));
+      for (const key of [q.kind, "all"]) {
+        const c = table[mode][key];
+        c.n++;
+        if (rank >= 0 && rank < 5) c.r5++;
+        if (rank >= 0) c.mrr += 1 / (rank + 1);
+      }
+    }
+  }
+  say(
+    `## Search quality (bench/search-set.json: ${set.memories.length} memories, 20 entities, ${set.queries.length} queries)\n`,
+  );
+  say(
+    "Each query is scoped to its entity; one relevant memory per query. Hybrid uses the fake embedder of test/fake-embedder.ts (bag of words with the set's synonym groups plus character trigrams, 256 dimensions).\n",
+  );
+  say("| mode | queries | recall@5 | MRR |");
+  say("|---|---|---|---|");
+  for (const mode of modes)
+    for (const k of kinds) {
+      const c = table[mode][k];
+      say(`| ${mode} | ${k} (${c.n}) | ${((100 * c.r5) / c.n).toFixed(0)}% | ${(c.mrr / c.n).toFixed(3)} |`);
+    }
+  await s.close();
+}
+
+// 2. Keyword latency at N memories
+const words = Array.from({ length: 20000 }, (_, i) => `w${i.toString(36)}`);
+/** Zipf-like: word i is drawn with weight 1 / (i + 1). */
+const zipf = () => words[Math.min(words.length - 1, Math.floor(Math.exp(rand() * Math.log(words.length)) - 1))];
+const sentence = () => Array.from({ length: 6 + Math.floor(rand() * 10) }, zipf).join(" ");
+{
+  const s = await tempStore();
+  const entities = 1000;
+  const t0 = performance.now();
+  const batch = 5000;
+  for (let i = 0; i < N; i += batch) {
+    const ops: MemoryOp[] = [];
+    for (let j = i; j < Math.min(N, i + batch); j++)
+      ops.push({
+        event: "ADD",
+        create: {
+          id: Bun.randomUUIDv7(),
+          namespace: "big",
+          entity: `e${j % entities}`,
+          content: sentence(),
+          category: "fact",
+          importance: 0.5,
+        },
+      });
+    await s.apply(ops, null);
+  }
+  const loadS = (performance.now() - t0) / 1000;
+  const run = (entity?: string) => {
+    const lat: number[] = [];
+    let found = 0;
+    return (async () => {
+      for (let i = 0; i < 300; i++) {
+        const q = `${zipf()} ${zipf()} ${zipf()}`;
+        const a = performance.now();
+        const r = await s.keywordSearch({ namespace: "big", entity }, queryTerms(q), {}, 10);
+        lat.push(performance.now() - a);
+        found += r.length;
+      }
+      return { p50: pct(lat.slice(20), 50), p99: pct(lat.slice(20), 99), found: found / 300 };
+    })();
+  };
+  const ns = await run();
+  const en = await run("e7");
+  say(`\n## Keyword search at ${N.toLocaleString("en")} memories (LMDB, 1 caller)\n`);
+  say(
+    `Namespace \`big\`: ${N.toLocaleString("en")} memories of 6–15 words drawn Zipf-like from 20,000 words, over 1,000 entities; loaded through Storage.apply (index on) in ${loadS.toFixed(0)} s. Queries: 3 words drawn the same way, limit 10, 300 queries (first 20 as warm-up).\n`,
+  );
+  say("| scope | p50 | p99 | hits per query | target |");
+  say("|---|---|---|---|---|");
+  say(`| whole namespace | ${ms(ns.p50)} | ${ms(ns.p99)} | ${ns.found.toFixed(1)} | p50 < 5 ms, p99 < 20 ms |`);
+  say(
+    `| one entity (${(N / entities).toLocaleString("en")} memories) | ${ms(en.p50)} | ${ms(en.p99)} | ${en.found.toFixed(1)} | p50 < 2 ms |`,
+  );
+  await s.close();
+}
+
+// 3. Semantic latency, 768 dimensions, instant embedder (the query vector is given)
+{
+  const s = await tempStore();
+  const dims = 768;
+  const vec = () => Float32Array.from({ length: dims }, () => rand() - 0.5);
+  const load = async (namespace: string, entity: (i: number) => string, n: number) => {
+    for (let i = 0; i < n; i += 2000) {
+      const ops: MemoryOp[] = [];
+      for (let j = i; j < Math.min(n, i + 2000); j++)
+        ops.push({
+          event: "ADD",
+          create: {
+            id: Bun.randomUUIDv7(),
+            namespace,
+            entity: entity(j),
+            content: "v",
+            category: "fact",
+            importance: 0.5,
+            vector: vec(),
+          },
+        });
+      await s.apply(ops, null);
+    }
+  };
+  await load("sem-e", () => "one", 10_000);
+  await load("sem-n", (j) => `e${j % 100}`, 100_000);
+  const time = async (scope: { namespace: string; entity?: string }) => {
+    const lat: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const q = vec();
+      const a = performance.now();
+      await s.semanticSearch(scope, q, {}, 10);
+      lat.push(performance.now() - a);
+    }
+    return pct(lat.slice(5), 50);
+  };
+  const e = await time({ namespace: "sem-e", entity: "one" });
+  const n = await time({ namespace: "sem-n" });
+  say("\n## Semantic search (LMDB, exact cosine, 768 dimensions, query vector given)\n");
+  say("| scope | p50 | target |");
+  say("|---|---|---|");
+  say(`| entity of 10,000 memories | ${ms(e)} | < 10 ms |`);
+  say(`| namespace of 100,000 memories | ${ms(n)} | < 50 ms |`);
+  await s.close();
+}
+
+// 4. Apply throughput, index on and off, same run: 64 concurrent single-memory stores, as 64
+// connections of raw store make them (group commit shares the flushes).
+{
+  const measure = async (searchIndex: boolean) => {
+    const s = await tempStore({ searchIndex });
+    let done = 0;
+    const until = performance.now() + 5000;
+    const worker = async () => {
+      while (performance.now() < until) {
+        await s.apply(
+          [
+            {
+              event: "ADD",
+              create: {
+                id: Bun.randomUUIDv7(),
+                namespace: "tp",
+                entity: `e${done % 100}`,
+                content: sentence(),
+                category: "fact",
+                importance: 0.5,
+              },
+            },
+          ],
+          null,
+        );
+        done++;
+      }
+    };
+    await Promise.all(Array.from({ length: 64 }, worker));
+    await s.close();
+    return done / 5;
+  };
+  const off1 = await measure(false);
+  const on1 = await measure(true);
+  const off2 = await measure(false);
+  const on2 = await measure(true);
+  const off = Math.max(off1, off2);
+  const on = Math.max(on1, on2);
+  say("\n## Store throughput with the keyword index on and off (same run)\n");
+  say(
+    "Storage.apply of one memory per call, 64 in flight, 5 s each, best of two alternating runs. This is the store path without HTTP; over HTTP the other costs are the same for both, so the HTTP ratio is at least this one.\n",
+  );
+  say("| index | stores/s |");
+  say("|---|---|");
+  say(`| off | ${off.toFixed(0)} |`);
+  say(`| on | ${on.toFixed(0)} (${((100 * on) / off).toFixed(0)}% of off; target ≥ 80%) |`);
+}
+
+say(
+  `\nPeak RSS of this run (the ${N.toLocaleString("en")}-memory load included): ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB.`,
+);
+for (const d of dirs) rmSync(d, { recursive: true, force: true });

@@ -1,0 +1,38 @@
+import { Elysia } from "elysia";
+import type { Core } from "../core";
+import { embedHeaders, newCost } from "../embedding/client";
+import { ApiError } from "../http/errors";
+import { jsonAnswer } from "../http/schemas";
+import type { auth } from "../keys/auth";
+import { requireNamespace } from "../keys/service";
+import { SearchRequest, SearchResponse } from "./model";
+import { search } from "./service";
+
+/** Routes of the search feature: POST /v1/memory/search. */
+export const searchRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
+  new Elysia({ name: "search" }).use(authPlugin).post(
+    "/v1/memory/search",
+    async ({ body, apiKey, set }) => {
+      requireNamespace(apiKey, body.namespace);
+      const cost = newCost();
+      try {
+        const res = await search(core, body, cost);
+        Object.assign(set.headers, embedHeaders(cost));
+        return res;
+      } catch (e) {
+        if (e instanceof ApiError)
+          throw new ApiError(e.code, e.message, e.details, { ...e.headers, ...embedHeaders(cost) });
+        throw e;
+      }
+    },
+    {
+      permission: "read",
+      body: SearchRequest,
+      detail: {
+        summary: "Search current memories by words and by meaning",
+        description:
+          "mode keyword: BM25 (k1 1.2, b 0.75); semantic: cosine over stored embeddings; hybrid: reciprocal rank fusion (k 60).",
+        responses: jsonAnswer(SearchResponse),
+      },
+    },
+  );

@@ -1,0 +1,38 @@
+import { Type } from "@sinclair/typebox";
+import { t } from "elysia";
+import { Memory, Name } from "../memory/model";
+
+export const searchModes = ["keyword", "semantic", "hybrid"] as const;
+export type SearchMode = (typeof searchModes)[number];
+
+export const SearchRequest = t.Object(
+  {
+    namespace: Name,
+    entity: t.Optional(Name),
+    query: t.String({ minLength: 1, maxLength: 1000, pattern: "\\S", description: "1 to 1000 characters, not blank" }),
+    // In a JSON body a limit must be a number (Elysia's t.Integer would also take "10").
+    limit: t.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })),
+    mode: t.Optional(
+      t.Union(
+        searchModes.map((m) => t.Literal(m)),
+        { description: "default: hybrid when an embedding model is configured, else keyword" },
+      ),
+    ),
+    category: t.Optional(t.String({ minLength: 1, maxLength: 64, pattern: "^[^\\u0000-\\u001f\\u007f]+$" })),
+    tags: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 64 }), { maxItems: 32 })),
+  },
+  { additionalProperties: false },
+);
+export type SearchRequest = typeof SearchRequest.static;
+
+export const SearchResult = t.Composite([
+  t.Omit(Memory, ["event"]),
+  t.Object({ score: t.Number({ description: "higher is better" }) }),
+]);
+export type SearchResult = typeof SearchResult.static;
+
+export const SearchResponse = t.Object({
+  results: t.Array(SearchResult),
+  mode: t.Union(searchModes.map((m) => t.Literal(m))),
+});
+export type SearchResponse = typeof SearchResponse.static;

@@ -1,0 +1,48 @@
+import { CommitNotifier } from "../audit/notify";
+import type { Config } from "../config/config";
+import { embedSettings } from "../embedding/client";
+import { embedPendingBatch } from "../embedding/worker";
+import { createLogger } from "../log";
+import { openStorage } from "../storage/index";
+import { type DataDirLock, lockDataDir } from "../storage/lock";
+
+/**
+ * `memd reindex`: rebuilds the keyword index from the current memories and, with an embedding
+ * model configured, embeds every current memory again. For upgrades and repairs. On LMDB it
+ * takes the data dir lock, so it never runs beside a server. Returns the exit code.
+ */
+export async function reindex(config: Config, out: (line: string) => void): Promise<number> {
+  const logger = createLogger("warn");
+  let lock: DataDirLock | undefined;
+  try {
+    if (!config.databaseUrl) lock = await lockDataDir(config.dataDir);
+  } catch (e) {
+    out(`memd: reindex: ${(e as Error).message}`);
+    return 1;
+  }
+  const storage = await openStorage(config);
+  try {
+    const core = { storage, config, logger, notifier: new CommitNotifier() };
+    const embed = embedSettings(config) !== undefined;
+    const n = await storage.rebuildSearchIndex({ embeddings: embed });
+    out(`memd: keyword index rebuilt from ${n} current memories`);
+    if (!embed) {
+      out("memd: no embedding model configured (MEMD_EMBED_BASE_URL); vectors left as they are");
+      return 0;
+    }
+    let embedded = 0;
+    for (;;) {
+      const done = await embedPendingBatch(core);
+      if (done === 0) break;
+      embedded += done;
+    }
+    out(`memd: embedded ${embedded} memories`);
+    return 0;
+  } catch (e) {
+    out(`memd: reindex failed: ${(e as Error).message}`);
+    return 1;
+  } finally {
+    await storage.close();
+    lock?.release();
+  }
+}

@@ -1,0 +1,117 @@
+// Search over current memories: keyword (BM25, from the storage's index), semantic (exact
+// cosine over stored vectors) and hybrid (reciprocal rank fusion of the two).
+import type { Core } from "../core";
+import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedding/client";
+import { ApiError, invalidField } from "../http/errors";
+import { toMemory } from "../memory/service";
+import { byScoreThenNewer } from "../storage/ops";
+import { isCurrent, type MemoryRecord } from "../storage/records";
+import type { MemoryScope, Scored, SearchFilter } from "../storage/storage";
+import { queryTerms } from "../text/tokens";
+import type { SearchMode, SearchRequest, SearchResponse } from "./model";
+
+/** Reciprocal rank fusion constant: a hit at rank r (from 1) in a list adds 1 / (RRF_K + r). */
+export const RRF_K = 60;
+
+/** The mode a request gets: its own, or hybrid when a model is configured, else keyword. */
+export function resolveMode(core: Core, mode: SearchMode | undefined): SearchMode {
+  const configured = embedSettings(core.config) !== undefined;
+  if (mode === undefined) return configured ? "hybrid" : "keyword";
+  if (mode !== "keyword" && !configured)
+    throw invalidField(
+      "mode",
+      `${mode} search needs an embedding model: set MEMD_EMBED_BASE_URL (--embed-base-url) and MEMD_EMBED_MODEL`,
+    );
+  return mode;
+}
+
+/** Fuses ranked lists: each hit scores the sum of 1 / (RRF_K + rank) over the lists it is in. */
+export function fuse(lists: readonly Scored[][], limit: number): Scored[] {
+  const fused = new Map<string, Scored>();
+  for (const list of lists)
+    list.forEach((hit, i) => {
+      const f = fused.get(hit.memory.id);
+      const add = 1 / (RRF_K + i + 1);
+      if (f) f.score += add;
+      else fused.set(hit.memory.id, { memory: hit.memory, score: add });
+    });
+  return [...fused.values()].sort(byScoreThenNewer).slice(0, limit);
+}
+
+export interface RankOptions {
+  scope: MemoryScope;
+  query: string;
+  mode: SearchMode;
+  limit: number;
+  filter?: SearchFilter;
+  cost: EmbedCost;
+}
+
+/**
+ * The best current memories for a query, best first, and the mode used. Hybrid falls back to
+ * keyword (and says so) when the embedding call fails; semantic answers 503 then.
+ */
+export async function rank(core: Core, o: RankOptions): Promise<{ hits: Scored[]; mode: SearchMode }> {
+  const filter = o.filter ?? {};
+  const now = Date.now();
+  const keyword = (limit: number) => core.storage.keywordSearch(o.scope, queryTerms(o.query), filter, limit, now);
+  if (o.mode === "keyword") return { hits: await keyword(o.limit), mode: "keyword" };
+  let vector: Float32Array;
+  try {
+    [vector] = await embedTexts(embedSettings(core.config)!, [o.query], o.cost);
+  } catch (e) {
+    if (!(e instanceof EmbedError)) throw e;
+    if (o.mode === "semantic")
+      throw new ApiError("embedding_unavailable", `semantic search is unavailable: ${e.message}`);
+    core.logger.warn("embedding failed; answering with keyword search", { error: e.message });
+    return { hits: await keyword(o.limit), mode: "keyword" };
+  }
+  if (o.mode === "semantic")
+    return { hits: await core.storage.semanticSearch(o.scope, vector, filter, o.limit, now), mode: "semantic" };
+  // Each list is read deeper than `limit`, so that a hit ranked a little lower in both can win.
+  const depth = Math.min(100, Math.max(o.limit * 3, 30));
+  const [k, s] = await Promise.all([keyword(depth), core.storage.semanticSearch(o.scope, vector, filter, depth, now)]);
+  return { hits: fuse([k, s], o.limit), mode: "hybrid" };
+}
+
+/** POST /v1/memory/search: never a memory that is not current at the time of the answer. */
+export async function search(core: Core, req: SearchRequest, cost: EmbedCost): Promise<SearchResponse> {
+  const mode = resolveMode(core, req.mode);
+  const { hits, mode: used } = await rank(core, {
+    scope: { namespace: req.namespace, entity: req.entity },
+    query: req.query,
+    mode,
+    limit: req.limit ?? 10,
+    filter: { category: req.category, tags: req.tags },
+    cost,
+  });
+  const now = Date.now();
+  const results = hits.filter((h) => isCurrent(h.memory, now)).map((h) => ({ ...toMemory(h.memory), score: h.score }));
+  return { results, mode: used };
+}
+
+/**
+ * The memories of an entity most related to `content`, from `current` (the entity's current
+ * memories as read for this request), for the smart store to offer the model: hybrid search when
+ * an embedding model is configured, else keyword. At most `max`.
+ */
+export async function relatedMemories(
+  core: Core,
+  namespace: string,
+  entity: string,
+  content: string,
+  current: readonly MemoryRecord[],
+  max: number,
+  cost: EmbedCost,
+): Promise<MemoryRecord[]> {
+  const mode = embedSettings(core.config) ? "hybrid" : "keyword";
+  const { hits } = await rank(core, {
+    scope: { namespace, entity },
+    query: content.slice(0, 4000),
+    mode,
+    limit: max,
+    cost,
+  });
+  const byId = new Map(current.map((m) => [m.id, m]));
+  return hits.map((h) => byId.get(h.memory.id)).filter((m): m is MemoryRecord => m !== undefined);
+}

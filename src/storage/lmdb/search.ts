@@ -1,0 +1,273 @@
+// The LMDB search index: BM25 postings and their statistics, vectors and the embedding queue,
+// kept in the write transaction of the change they follow (see layout.ts for the keys).
+import type { Database, Key } from "lmdb";
+import { bm25, bm25Bound, idf, termCounts } from "../../text/tokens";
+import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
+import { isCurrent, type MemoryRecord } from "../records";
+import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
+import type { Dbs, Writes } from "./index";
+import { END, keys } from "./layout";
+
+type Counter = { key: unknown[]; db: Database; delta: number[] };
+
+/**
+ * Stages index changes for one write transaction. Counters (document counts, lengths, df) are
+ * summed here and written once by `finish`, because a plan does not see its own staged writes.
+ */
+export class IndexWriter {
+  private readonly counters = new Map<string, Counter>();
+  constructor(
+    private readonly dbs: Dbs,
+    private readonly w: Writes,
+  ) {}
+
+  private bump(key: unknown[], delta: number[]) {
+    const k = JSON.stringify(key);
+    const c = this.counters.get(k);
+    if (c) for (let i = 0; i < delta.length; i++) c.delta[i] += delta[i];
+    else this.counters.set(k, { key, db: this.dbs.searchStats, delta: [...delta] });
+  }
+
+  /** Indexes (sign 1) or unindexes (sign -1) a memory's content. */
+  private change(r: MemoryRecord, sign: 1 | -1) {
+    const { tf, length } = termCounts(r.content);
+    const ns = r.namespace;
+    const scopes = [{ namespace: ns }, { namespace: ns, entity: r.entity }];
+    for (const scope of scopes) this.bump(keys.docStats(scope), [sign, sign * length]);
+    for (const [term, n] of tf) {
+      const p = keys.posting(ns, term, r.id);
+      const ep = keys.entityPosting(ns, r.entity, term, r.id);
+      if (sign > 0) {
+        this.w.put(this.dbs.postings, p, [n, length]);
+        this.w.put(this.dbs.entityPostings, ep, [n, length]);
+      } else {
+        this.w.remove(this.dbs.postings, p);
+        this.w.remove(this.dbs.entityPostings, ep);
+      }
+      for (const scope of scopes) this.bump(keys.termStats(scope, term), [sign]);
+    }
+  }
+
+  /** Indexes a current memory's content. */
+  add(r: MemoryRecord) {
+    this.change(r, 1);
+  }
+  /** Unindexes a memory's content as it was indexed. */
+  remove(r: MemoryRecord) {
+    this.change(r, -1);
+  }
+
+  /** Applies an op's vector to a memory that is (still) current. */
+  setVector(r: MemoryRecord, v: VectorUpdate | undefined) {
+    const key = keys.vector(r.namespace, r.entity, r.id);
+    if (v === "pending") {
+      this.w.remove(this.dbs.vectors, key);
+      this.w.put(this.dbs.embedPending, r.id, null);
+    } else {
+      this.w.remove(this.dbs.embedPending, r.id);
+      if (v === undefined) this.w.remove(this.dbs.vectors, key);
+      else this.w.put(this.dbs.vectors, key, Buffer.from(normalized(v).buffer));
+    }
+  }
+
+  /** Drops a retired memory's vector and queue entry. */
+  dropVector(r: MemoryRecord) {
+    this.w.remove(this.dbs.vectors, keys.vector(r.namespace, r.entity, r.id));
+    this.w.remove(this.dbs.embedPending, r.id);
+  }
+
+  /** Writes the summed counters (read as committed + this transaction's deltas); zeros are removed. */
+  finish() {
+    for (const { key, db, delta } of this.counters.values()) {
+      if (delta.every((d) => d === 0)) continue;
+      const old = db.get(key as Key) as number | number[] | undefined;
+      const base = Array.isArray(old) ? old : old === undefined ? delta.map(() => 0) : [old];
+      const next = base.map((b, i) => b + delta[i]);
+      if (next[0] <= 0) this.w.remove(db, key);
+      else this.w.put(db, key, next.length === 1 ? next[0] : next);
+    }
+  }
+}
+
+/**
+ * Keeps the index in step with one planned change: `before` is the memory as it was (undefined
+ * for a new one), `after` as it is now, `vector` what the op says about its embedding.
+ */
+export function indexChange(
+  ix: IndexWriter,
+  before: MemoryRecord | undefined,
+  after: MemoryRecord,
+  vector: VectorUpdate | undefined,
+) {
+  const was = before?.state === "current";
+  const is = after.state === "current";
+  const changed = !was || !is || before!.content !== after.content;
+  if (!changed) return;
+  if (was) ix.remove(before!);
+  if (is) {
+    ix.add(after);
+    if (was || vector !== undefined) ix.setVector(after, vector);
+  } else if (was) ix.dropVector(before!);
+}
+
+const EMPTY: Scored[] = [];
+
+/**
+ * BM25 top-k over a scope, exact, with MaxScore pruning: terms are taken rarest first, and once
+ * the best `limit` accepted hits so far beat what the remaining (common) terms could give a
+ * memory they alone contain, those terms' postings are no longer walked: only the candidates
+ * that can still reach the top get point reads. So a common word costs lookups for the few
+ * candidates, not a walk over a large share of the namespace.
+ */
+export function keywordSearch(
+  dbs: Dbs,
+  scope: MemoryScope,
+  terms: string[],
+  filter: SearchFilter,
+  limit: number,
+  now: number,
+): Scored[] {
+  const stats = dbs.searchStats.get(keys.docStats(scope) as Key) as [number, number] | undefined;
+  if (!stats || stats[0] <= 0 || terms.length === 0) return EMPTY;
+  const [docs, totalLength] = stats;
+  const avg = totalLength / docs;
+  const ts = terms
+    .map((term) => {
+      const df = (dbs.searchStats.get(keys.termStats(scope, term) as Key) as number | undefined) ?? 0;
+      const w = idf(docs, df);
+      return { term, df, idf: w, bound: bm25Bound(w) };
+    })
+    .filter((t) => t.df > 0)
+    .sort((a, b) => b.bound - a.bound || (a.term < b.term ? -1 : 1));
+  if (ts.length === 0) return EMPTY;
+
+  const getRecord = (id: string) => dbs.memories.get(id) as MemoryRecord | undefined;
+  const accepted = new Map<string, MemoryRecord | null>();
+  const accept = (id: string) => {
+    let r = accepted.get(id);
+    if (r === undefined) {
+      const m = getRecord(id);
+      r = isCurrent(m, now) && m.namespace === scope.namespace && matchesFilter(m, filter) ? m : null;
+      accepted.set(id, r);
+    }
+    return r;
+  };
+  const scores = new Map<string, number>();
+  /** The `limit`-th best partial score among accepted candidates; -Infinity when fewer. */
+  const threshold = () => {
+    if (scores.size < limit) return Number.NEGATIVE_INFINITY;
+    const sorted = [...scores].sort((a, b) => b[1] - a[1]);
+    let n = 0;
+    for (const [id, s] of sorted) if (accept(id) && ++n === limit) return s;
+    return Number.NEGATIVE_INFINITY;
+  };
+
+  const remainingBound = (from: number) => ts.slice(from).reduce((sum, t) => sum + t.bound, 0);
+  let i = 0;
+  for (; i < ts.length; i++) {
+    if (i > 0 && remainingBound(i) < threshold()) break;
+    const t = ts[i];
+    const { db, prefix } = keys.postingPrefix(scope, t.term);
+    for (const { key, value } of dbs[db].getRange({ start: prefix, end: [...prefix, END] })) {
+      const id = (key as string[]).at(-1)!;
+      const [tf, len] = value as [number, number];
+      scores.set(id, (scores.get(id) ?? 0) + bm25(t.idf, tf, len, avg));
+    }
+  }
+  if (i < ts.length) {
+    // The rest are common terms: complete only candidates that can still reach the top.
+    const rest = ts.slice(i);
+    const bound = remainingBound(i);
+    const theta = threshold();
+    for (const [id, partial] of scores) {
+      if (partial + bound < theta) {
+        scores.delete(id);
+        continue;
+      }
+      let s = partial;
+      for (const t of rest) {
+        const { db, prefix } = keys.postingPrefix(scope, t.term);
+        const v = dbs[db].get([...prefix, id]) as [number, number] | undefined;
+        if (v) s += bm25(t.idf, v[0], v[1], avg);
+      }
+      scores.set(id, s);
+    }
+  }
+  return topAccepted(scores, accept, limit);
+}
+
+/** The best `limit` accepted candidates, ties newer first (ties at the cut are all looked at). */
+function topAccepted(
+  scores: Map<string, number>,
+  accept: (id: string) => MemoryRecord | null,
+  limit: number,
+): Scored[] {
+  const sorted = [...scores].sort((a, b) => b[1] - a[1]);
+  const out: Scored[] = [];
+  for (const [id, score] of sorted) {
+    if (out.length >= limit && score < out[limit - 1].score) break;
+    const m = accept(id);
+    if (m) out.push({ memory: m, score });
+  }
+  return out.sort(byScoreThenNewer).slice(0, limit);
+}
+
+/** A stored vector as float32: a view when the bytes are 4-aligned, else copied into `scratch`. */
+function floats(b: Uint8Array, scratch: { bytes: Uint8Array; floats: Float32Array }): Float32Array {
+  if (b.byteOffset % 4 === 0) return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+  if (scratch.bytes.byteLength < b.byteLength) {
+    scratch.bytes = new Uint8Array(b.byteLength);
+    scratch.floats = new Float32Array(scratch.bytes.buffer);
+  }
+  scratch.bytes.set(b);
+  return scratch.floats.subarray(0, b.byteLength / 4);
+}
+
+/** Exact cosine top-k over every vector of a scope. */
+export function semanticSearch(
+  dbs: Dbs,
+  scope: MemoryScope,
+  query: Float32Array,
+  filter: SearchFilter,
+  limit: number,
+  now: number,
+): Scored[] {
+  const q = normalized(query);
+  const prefix = scope.entity === undefined ? [scope.namespace] : [scope.namespace, scope.entity];
+  const ids: string[] = [];
+  const sims: number[] = [];
+  const scratch = { bytes: new Uint8Array(0), floats: new Float32Array(0) };
+  for (const { key, value } of dbs.vectors.getRange({ start: prefix, end: [...prefix, END] })) {
+    const v = floats(value as Uint8Array, scratch);
+    if (v.length !== q.length) continue; // written by another model; reindex re-embeds
+    let dot = 0;
+    for (let j = 0; j < v.length; j++) dot += v[j] * q[j];
+    ids.push((key as string[]).at(-1)!);
+    sims.push(dot);
+  }
+  const scores = new Map<string, number>();
+  // Only the best few are worth sorting and checking: widen until `limit` pass or all are seen.
+  for (let want = limit * 4 + 16; ; want *= 4) {
+    const order = topIndexes(sims, want);
+    scores.clear();
+    for (const j of order) scores.set(ids[j], sims[j]);
+    const accept = (id: string) => {
+      const m = dbs.memories.get(id) as MemoryRecord | undefined;
+      return isCurrent(m, now) && matchesFilter(m, filter) ? m : null;
+    };
+    const out = topAccepted(scores, accept, limit);
+    if (out.length >= limit || order.length >= sims.length) return out;
+  }
+}
+
+/** Indexes of the `k` largest values (all of them when k ≥ length), unordered beyond that. */
+function topIndexes(values: number[], k: number): number[] {
+  if (k >= values.length) return values.map((_, i) => i);
+  // The k-th largest value by selection on a copy, then everything at or above it.
+  const copy = Float64Array.from(values);
+  copy.sort();
+  const cut = copy[copy.length - k];
+  const out: number[] = [];
+  for (let i = 0; i < values.length; i++) if (values[i] >= cut) out.push(i);
+  return out;
+}

@@ -1,0 +1,216 @@
+// The PostgreSQL search index: postings, stats, vectors and the embedding queue as plain rows,
+// written by apply inside its transaction; BM25 computed in one SQL statement.
+import type { SQL, TransactionSQL } from "bun";
+import { BM25, termCounts } from "../../text/tokens";
+import { byScoreThenNewer, normalized } from "../ops";
+import type { MemoryRecord } from "../records";
+import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
+
+type Tx = TransactionSQL | SQL;
+
+/** A memory's indexed state before and after one apply, and the last vector update it got. */
+export interface IndexTouch {
+  before: MemoryRecord | undefined;
+  after: MemoryRecord;
+  vector: VectorUpdate | undefined;
+  /** Only the vector changes (the embedding worker): postings and stats stay. */
+  vectorOnly?: boolean;
+}
+
+const vectorBytes = (v: Float32Array | number[]) => Buffer.from(normalized(v).buffer);
+
+/** Writes the net index change of one apply: postings, stats, vectors, queue. */
+export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise<void> {
+  const removeIds: string[] = [];
+  const postings: Record<string, unknown>[] = [];
+  const stats = new Map<string, { namespace: string; entity: string; docs: number; total_len: number }>();
+  const bump = (namespace: string, entity: string, docs: number, len: number) => {
+    const k = JSON.stringify([namespace, entity]);
+    const s = stats.get(k) ?? { namespace, entity, docs: 0, total_len: 0 };
+    s.docs += docs;
+    s.total_len += len;
+    stats.set(k, s);
+  };
+  const dropVectors: string[] = [];
+  const pending: string[] = [];
+  const vectors: Record<string, unknown>[] = [];
+  for (const { before, after, vector, vectorOnly } of touched) {
+    const was = before?.state === "current";
+    const is = after.state === "current";
+    const changed = !was || !is || before!.content !== after.content;
+    if (!changed && !vectorOnly) continue;
+    if (changed && was) {
+      const { length } = termCounts(before!.content);
+      removeIds.push(before!.id);
+      bump(before!.namespace, "", -1, -length);
+      bump(before!.namespace, before!.entity, -1, -length);
+    }
+    if (changed && is) {
+      const { tf, length } = termCounts(after.content);
+      for (const [term, n] of tf)
+        postings.push({
+          namespace: after.namespace,
+          entity: after.entity,
+          term,
+          memory_id: after.id,
+          tf: n,
+          doc_len: length,
+        });
+      bump(after.namespace, "", 1, length);
+      bump(after.namespace, after.entity, 1, length);
+    }
+    // A new memory without a vector has none to drop (and a rebuild keeps the stored ones).
+    if (!is || (was && vector === undefined) || vector === "pending") dropVectors.push(after.id);
+    if (is && vector === "pending") pending.push(after.id);
+    if (is && vector !== undefined && vector !== "pending")
+      vectors.push({
+        memory_id: after.id,
+        namespace: after.namespace,
+        entity: after.entity,
+        vector: vectorBytes(vector),
+      });
+  }
+  if (removeIds.length) await tx`DELETE FROM memory_terms WHERE memory_id IN ${tx(removeIds)}`;
+  for (let i = 0; i < postings.length; i += 5000) await tx`INSERT INTO memory_terms ${tx(postings.slice(i, i + 5000))}`;
+  const rows = [...stats.values()].filter((s) => s.docs !== 0 || s.total_len !== 0);
+  if (rows.length)
+    await tx`
+      INSERT INTO search_stats AS s ${tx(rows.sort((a, b) => (a.namespace + a.entity < b.namespace + b.entity ? -1 : 1)))}
+      ON CONFLICT (namespace, entity) DO UPDATE
+        SET docs = s.docs + EXCLUDED.docs, total_len = s.total_len + EXCLUDED.total_len`;
+  const ids = [...new Set([...dropVectors, ...vectors.map((v) => v.memory_id as string)])];
+  if (ids.length) {
+    await tx`DELETE FROM memory_vectors WHERE memory_id IN ${tx(ids)}`;
+    await tx`DELETE FROM embed_pending WHERE memory_id IN ${tx(ids)}`;
+  }
+  if (vectors.length) await tx`INSERT INTO memory_vectors ${tx(vectors)}`;
+  if (pending.length) await tx`INSERT INTO embed_pending ${tx(pending.map((memory_id) => ({ memory_id })))}`;
+}
+
+/** Filter conditions on memories `m`, as SQL text with $n parameters appended to `params`. */
+function filterSql(filter: SearchFilter, now: number, params: unknown[]): string {
+  params.push(now);
+  let where = `m.state = 'current' AND (m.expires_at IS NULL OR m.expires_at > $${params.length})`;
+  if (filter.category !== undefined) {
+    params.push(filter.category);
+    where += ` AND m.category = $${params.length}`;
+  }
+  if (filter.tags?.length) {
+    // Tags are stored as a JSON string holding the array (see memoryRow), hence #>> to unwrap it;
+    // the parameter goes as text, or the driver would wrap it in a JSON string too.
+    params.push(JSON.stringify(filter.tags));
+    where += ` AND m.tags IS NOT NULL AND (m.tags #>> '{}')::jsonb @> $${params.length}::text::jsonb`;
+  }
+  return where;
+}
+
+/** BM25 (k1 1.2, b 0.75) over the scope's postings, in one statement; best first, ties newer first. */
+export async function keywordSearch(
+  sql: SQL,
+  scope: MemoryScope,
+  terms: string[],
+  filter: SearchFilter,
+  limit: number,
+  now: number,
+  memoryOf: (r: Record<string, unknown>) => MemoryRecord,
+): Promise<Scored[]> {
+  if (terms.length === 0) return [];
+  const params: unknown[] = [scope.namespace, scope.entity ?? "", `{${terms.map(pgArrayItem).join(",")}}`];
+  const byEntity = scope.entity !== undefined ? "AND t.entity = $2" : "";
+  const where = filterSql(filter, now, params);
+  params.push(limit);
+  const { k1, b } = BM25;
+  const rows = await sql.unsafe(
+    `WITH st AS (SELECT docs::float8 AS docs, total_len::float8 / docs AS avg FROM search_stats
+                 WHERE namespace = $1 AND entity = $2 AND docs > 0),
+          df AS (SELECT t.term, count(*)::float8 AS df FROM memory_terms t
+                 WHERE t.namespace = $1 ${byEntity} AND t.term = ANY($3::text[]) GROUP BY t.term),
+          sc AS (SELECT t.memory_id, sum(ln(1 + (st.docs - df.df + 0.5) / (df.df + 0.5))
+                          * (t.tf * ${k1 + 1}) / (t.tf + ${k1} * (1 - ${b} + ${b} * t.doc_len / st.avg))) AS score
+                 FROM memory_terms t JOIN df ON df.term = t.term CROSS JOIN st
+                 WHERE t.namespace = $1 ${byEntity} AND t.term = ANY($3::text[])
+                 GROUP BY t.memory_id)
+     SELECT m.*, sc.score FROM sc JOIN memories m ON m.id = sc.memory_id
+     WHERE ${where}
+     ORDER BY sc.score DESC, m.created_at DESC, m.id DESC LIMIT $${params.length}`,
+    params,
+  );
+  return rows.map((r: Record<string, unknown>) => ({ memory: memoryOf(r), score: Number(r.score) }));
+}
+
+/** A text[] literal item, quoted. */
+const pgArrayItem = (s: string) => `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
+
+/** Exact cosine over the scope's vectors, scored in JS; then the best current ones passing the filter. */
+export async function semanticSearch(
+  sql: SQL,
+  scope: MemoryScope,
+  query: Float32Array,
+  filter: SearchFilter,
+  limit: number,
+  now: number,
+  memoryOf: (r: Record<string, unknown>) => MemoryRecord,
+): Promise<Scored[]> {
+  const q = normalized(query);
+  const rows =
+    scope.entity === undefined
+      ? await sql`SELECT memory_id, vector FROM memory_vectors WHERE namespace = ${scope.namespace}`
+      : await sql`SELECT memory_id, vector FROM memory_vectors WHERE namespace = ${scope.namespace} AND entity = ${scope.entity}`;
+  const scored: { id: string; score: number }[] = [];
+  for (const r of rows) {
+    const b = r.vector as Uint8Array;
+    const v = new Float32Array(new Uint8Array(b).buffer);
+    if (v.length !== q.length) continue;
+    let dot = 0;
+    for (let j = 0; j < v.length; j++) dot += v[j] * q[j];
+    scored.push({ id: r.memory_id as string, score: dot });
+  }
+  scored.sort((a, b) => b.score - a.score);
+  const out: Scored[] = [];
+  for (let from = 0; from < scored.length && out.length < limit; ) {
+    const chunk = scored.slice(from, from + limit * 4 + 16);
+    from += chunk.length;
+    const params: unknown[] = [`{${chunk.map((c) => c.id).join(",")}}`];
+    const where = filterSql(filter, now, params);
+    const found = await sql.unsafe(`SELECT m.* FROM memories m WHERE m.id = ANY($1::uuid[]) AND ${where}`, params);
+    const byId = new Map<string, MemoryRecord>(
+      found.map((r: Record<string, unknown>) => [r.id as string, memoryOf(r)]),
+    );
+    for (const c of chunk) {
+      const m = byId.get(c.id);
+      if (m) out.push({ memory: m, score: c.score });
+    }
+    // Ties across the chunk edge: keep reading while the next score equals the last kept one.
+    if (out.length >= limit && from < scored.length && scored[from].score === out[limit - 1]?.score) continue;
+  }
+  return out.sort(byScoreThenNewer).slice(0, limit);
+}
+
+/** Rebuilds postings and stats from the current memories, in the caller's transaction. */
+export async function rebuildIndex(
+  tx: Tx,
+  embeddings: boolean,
+  memoryOf: (r: Record<string, unknown>) => MemoryRecord,
+) {
+  await tx`DELETE FROM memory_terms`;
+  await tx`DELETE FROM search_stats`;
+  if (embeddings) {
+    await tx`DELETE FROM memory_vectors`;
+    await tx`DELETE FROM embed_pending`;
+  }
+  let n = 0;
+  let after = "00000000-0000-0000-0000-000000000000";
+  for (;;) {
+    const rows = await tx`SELECT * FROM memories WHERE state = 'current' AND id > ${after} ORDER BY id LIMIT 2000`;
+    if (rows.length === 0) break;
+    const records = rows.map(memoryOf);
+    // Keep existing vectors unless embeddings are rebuilt: index as if new, without touching vectors.
+    await writeIndex(
+      tx,
+      records.map((r: MemoryRecord) => ({ before: undefined, after: r, vector: embeddings ? "pending" : undefined })),
+    );
+    n += records.length;
+    after = records.at(-1)!.id;
+  }
+  return n;
+}
