@@ -4,7 +4,7 @@ LOCAL_BUN   := $(CURDIR)/.tools/node_modules/.bin/bun
 BUN         ?= $(or $(shell command -v bun 2>/dev/null),$(LOCAL_BUN))
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: deps pg-deps run test build bench bench-postgres bench-deps fmt lint check clean
+.PHONY: deps pg-deps browser-deps screenshots run test build bench bench-postgres bench-deps fmt lint check clean
 
 deps: node_modules/.installed
 
@@ -18,12 +18,18 @@ node_modules/.installed: package.json bun.lock | $(BUN)
 run: deps ## start the server on ./memd-data (prints a root key on first start)
 	$(BUN) run src/main.ts serve $(ARGS)
 
-test: deps pg-deps build ## the whole suite: on LMDB, again on a throwaway PostgreSQL, and against dist/memd
+test: deps pg-deps browser-deps build ## the whole suite: on LMDB, again on a throwaway PostgreSQL, and against dist/memd
 	BUN=$(BUN) scripts/with-postgres scripts/test $(TESTS)
 
 pg-deps: ## PostgreSQL's server binaries (Debian's postgresql package), for the tests
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	  { apt-get update -qq && apt-get install -y -qq postgresql; }
+
+browser-deps: ## Debian's Chromium, for the browser tests of the page at /ui (test/ui.test.ts)
+	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }
+
+screenshots: deps browser-deps ## the README's screenshots of the page (docs/screenshots), made by test/ui.test.ts
+	MEMD_UPDATE_SCREENSHOTS=1 $(BUN) test --timeout 120000 test/ui.test.ts
 
 build: deps ## one self-contained binary: dist/memd; the client package: client/dist (ESM + .d.ts)
 	$(BUN) run scripts/build.ts
@@ -41,10 +47,11 @@ bench-deps: ## the load generator (wrk, from Debian's packages) and taskset
 	  { apt-get update -qq && apt-get install -y -qq wrk util-linux; }
 
 fmt: deps
-	$(BUN) x biome format --write src test scripts bench client
+	$(BUN) x biome format --write src test scripts bench client ui
 
 lint: deps
-	$(BUN) x biome check src test scripts bench client
+	$(BUN) x biome check src test scripts bench client ui
+	$(BUN) x tsc --noEmit -p ui
 
 clean:
 	rm -rf dist .tools node_modules memd-data

@@ -15,6 +15,7 @@ import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import type { BunPlugin } from "bun";
 import pkg from "../package.json";
+import { buildPageScript } from "../src/ui/bundle";
 
 const root = resolve(import.meta.dir, "..");
 const entry = resolve(root, process.argv[2] ?? "src/main.ts");
@@ -91,6 +92,8 @@ async function gitCommit(): Promise<string> {
 }
 
 const commit = await gitCommit();
+// The web page's script, bundled first and embedded as a constant (src/ui/bundle.ts).
+const pageJs = await buildPageScript();
 const result = await Bun.build({
   entrypoints: [entry],
   compile: { target, outfile },
@@ -103,6 +106,7 @@ const result = await Bun.build({
   define: {
     MEMD_VERSION: JSON.stringify(pkg.version),
     MEMD_COMMIT: JSON.stringify(commit),
+    MEMD_UI_JS: JSON.stringify(pageJs),
   },
 });
 
@@ -113,5 +117,5 @@ if (!result.success) {
 rmSync(`${outfile}.map`, { force: true });
 const size = Bun.file(outfile).size;
 console.log(
-  `built ${outfile} (${(size / 1048576).toFixed(1)} MiB) memd ${pkg.version} ${commit} ${target}\n  embedded addons: ${[...embedded.values()].join(", ")}`,
+  `built ${outfile} (${(size / 1048576).toFixed(1)} MiB) memd ${pkg.version} ${commit} ${target}\n  page script: ${pageJs.length} bytes, ${Bun.gzipSync(pageJs).length} gzipped\n  embedded addons: ${[...embedded.values()].join(", ")}`,
 );

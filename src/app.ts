@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { auditRoutes } from "./audit/index";
 import { streamRoutes } from "./audit/stream";
 import { StreamHub } from "./audit/stream-service";
+import { browseRoutes } from "./browse/index";
 import type { Core } from "./core";
 import { errorHandler } from "./http/error-handler";
 import { jsonBody, maxBodyBytes, refuseBodies } from "./http/json-body";
@@ -19,6 +20,7 @@ import { type EmbedStats, type ModelStats, metricsRoutes } from "./ops/metrics";
 import { openapiRoutes } from "./ops/openapi";
 import { searchRoutes } from "./search/index";
 import { transferRoutes } from "./transfer/index";
+import { uiRoutes } from "./ui/index";
 
 export interface AppOptions {
   root?: KeyRecord;
@@ -64,9 +66,11 @@ export function buildApp(core: Core, options: AppOptions = {}) {
       }),
     )
     .use(openapiRoutes())
+    .use(uiRoutes())
     .use(memoryRoutes(core, authPlugin, options.smartStore))
     .use(searchRoutes(core, authPlugin))
     .use(auditRoutes(core, authPlugin))
+    .use(browseRoutes(core, authPlugin))
     .use(streamRoutes(core, authPlugin, options.streams ?? new StreamHub()))
     .use(keyRoutes(core, authPlugin))
     .use(transferRoutes(core, authPlugin))

@@ -23,6 +23,14 @@ async function managedKey(core: Core, admin: KeyRecord, id: string): Promise<Key
 export const keyRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
   new Elysia({ name: "keys" })
     .use(authPlugin)
+    .get("/v1/me", ({ apiKey }) => toApiKey(apiKey), {
+      permission: "read",
+      response: { 200: ApiKey },
+      detail: {
+        summary: "The calling key (never its secret)",
+        description: "Its id, name, permission and namespace patterns: what a client may show and do.",
+      },
+    })
     .post(
       "/v1/keys",
       async ({ body, apiKey, set }) => {

@@ -79,6 +79,30 @@ export interface MemoryScope {
   entity?: string;
 }
 
+/** A namespace that holds data, for browsing: its current memories and its newest event. */
+export interface NamespaceSummary {
+  namespace: string;
+  /** Current memory records (one past its TTL counts until the sweeper retires it). */
+  memories: number;
+  lastEventAtMs: number;
+}
+
+/** An entity that has events in a namespace, for browsing. */
+export interface EntitySummary {
+  entity: string;
+  /** Current memory records, as in NamespaceSummary. */
+  memories: number;
+  lastEventAtMs: number;
+}
+
+/** A bounded page of names in the backend's name order, strictly after `after`. */
+export interface NamePage {
+  /** Only names starting with this. */
+  prefix?: string;
+  after?: string;
+  limit: number;
+}
+
 /** Conditions a search result must meet besides its score. */
 export interface SearchFilter {
   category?: string;
@@ -168,6 +192,13 @@ export interface Storage {
   newestEvents(scope: EventScope, limit: number): Promise<EventRecord[]>;
   /** Up to `limit` events of a scope strictly after `afterMs`, oldest first. */
   eventsAfter(scope: EventScope, afterMs: number, limit: number): Promise<EventRecord[]>;
+  /**
+   * Namespaces that have events, in name order; cost follows `limit` (a skip scan over the
+   * namespace's event index), not the number of memories or events.
+   */
+  namespaces(page: NamePage): Promise<NamespaceSummary[]>;
+  /** Entities of a namespace that have events, in name order; bounded like `namespaces`. */
+  entities(namespace: string, page: Omit<NamePage, "prefix">): Promise<EntitySummary[]>;
   /** Current memories whose expiry is at or before `now`, soonest first. */
   dueExpiries(now: number, limit: number): Promise<{ id: string; expiresAt: number }[]>;
 

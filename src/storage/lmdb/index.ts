@@ -5,7 +5,14 @@ import { type Database, type Key, open, type RootDatabase } from "lmdb";
 import { keyedMutex } from "../mutex";
 import { type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
 import { type EventRecord, isCurrent, type KeyRecord, type MemoryRecord } from "../records";
-import { type Applied, type MemoryOp, type Storage, StorageError } from "../storage";
+import {
+  type Applied,
+  type EntitySummary,
+  type MemoryOp,
+  type NamespaceSummary,
+  type Storage,
+  StorageError,
+} from "../storage";
 import { EventClock } from "./clock";
 import { binaryDbs, dbNames, END, FORMAT_VERSION, keys } from "./layout";
 import { lmdbLifecycle } from "./lifecycle";
@@ -166,6 +173,45 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       return loadEvents(dbs[db].getKeys({ start: [...prefix, afterMs + 1], end: [...prefix, END], limit }));
     },
 
+    async namespaces({ prefix, after, limit }) {
+      const end = [prefix === undefined ? END : prefix + END];
+      let start: unknown[] = [prefix ?? ""];
+      if (after !== undefined) {
+        // Byte order (UTF-8) is the key order; a cursor before the prefix starts at the prefix.
+        if (prefix === undefined || after.startsWith(prefix)) start = [after, END];
+        else if (Buffer.compare(Buffer.from(after), Buffer.from(prefix)) > 0) return [];
+      }
+      const out: NamespaceSummary[] = [];
+      // A skip scan: the first event key of each namespace, then jump past that namespace.
+      for (let ns = firstKey(dbs.eventsByNs, start, end)?.[0]; ns !== undefined; ) {
+        const name = ns as string;
+        out.push({
+          namespace: name,
+          memories: dbs.namespaceMemories.getKeysCount({ start: [name], end: [name, END] }),
+          lastEventAtMs: lastKey(dbs.eventsByNs, [name])![1] as number,
+        });
+        if (out.length >= limit) break;
+        ns = firstKey(dbs.eventsByNs, [name, END], end)?.[0];
+      }
+      return out;
+    },
+
+    async entities(namespace, { after, limit }) {
+      const end = [namespace, END];
+      const out: EntitySummary[] = [];
+      const first = (start: unknown[]) => firstKey(dbs.eventsByEntity, start, end)?.[1] as string | undefined;
+      for (let e = first(after === undefined ? [namespace] : [namespace, after, END]); e !== undefined; ) {
+        out.push({
+          entity: e,
+          memories: dbs.entityMemories.getKeysCount({ start: [namespace, e], end: [namespace, e, END] }),
+          lastEventAtMs: lastKey(dbs.eventsByEntity, [namespace, e])![2] as number,
+        });
+        if (out.length >= limit) break;
+        e = first([namespace, e, END]);
+      }
+      return out;
+    },
+
     async dueExpiries(now, limit) {
       const due = [...dbs.expiries.getKeys({ start: [0], end: [now + 1], limit })] as [number, string][];
       const stale = due.filter(([at, id]) => getRecord(id)?.expiresAt !== at || getRecord(id)?.state !== "current");
@@ -304,6 +350,17 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     },
   };
 
+  /** The first key in [start, end), or undefined. */
+  function firstKey(db: Database, start: unknown[], end: unknown[]): unknown[] | undefined {
+    for (const k of db.getKeys({ start: start as Key, end: end as Key, limit: 1 })) return k as unknown[];
+    return undefined;
+  }
+
+  /** The last key that starts with `prefix` (times are numbers, so they sort before END). */
+  function lastKey(db: Database, prefix: unknown[]): unknown[] | undefined {
+    return firstKeyOf(db.getKeys({ start: [...prefix, END] as Key, end: prefix as Key, reverse: true, limit: 1 }));
+  }
+
   function loadEvents(indexKeys: Iterable<Key>): EventRecord[] {
     const out: EventRecord[] = [];
     for (const k of indexKeys as Iterable<unknown[]>) out.push(dbs.events.get(k.at(-1) as number) as EventRecord);
@@ -311,6 +368,11 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   }
 
   return storage;
+}
+
+function firstKeyOf(keys: Iterable<Key>): unknown[] | undefined {
+  for (const k of keys) return k as unknown[];
+  return undefined;
 }
 
 export { FORMAT_VERSION };

@@ -1,0 +1,46 @@
+import { Elysia } from "elysia";
+import { limits } from "../config/limits";
+import type { Core } from "../core";
+import { queryLimit } from "../http/query";
+import { jsonAnswer } from "../http/schemas";
+import type { auth } from "../keys/auth";
+import { requireNamespace } from "../keys/service";
+import { EntitiesQuery, EntitiesResponse, NamespacesQuery, NamespacesResponse } from "./model";
+import { listEntities, listNamespaces } from "./service";
+
+/** Read routes for browsing (the web page at /ui uses them): namespaces, then their entities. */
+export const browseRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
+  new Elysia({ name: "browse" })
+    .use(authPlugin)
+    .get(
+      "/v1/namespaces",
+      ({ query, apiKey }) =>
+        listNamespaces(core.storage, apiKey, queryLimit(query.limit, limits.pageMax, limits.listDefault), query.cursor),
+      {
+        permission: "read",
+        query: NamespacesQuery,
+        detail: {
+          summary: "Namespaces the key covers that hold data",
+          description: "In name order (UTF-8 bytes), paged with limit and nextCursor.",
+          responses: jsonAnswer(NamespacesResponse),
+        },
+      },
+    )
+    .get(
+      "/v1/entities",
+      ({ query, apiKey }) => {
+        requireNamespace(apiKey, query.namespace);
+        const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
+        return listEntities(core.storage, query.namespace, limit, query.cursor);
+      },
+      {
+        permission: "read",
+        query: EntitiesQuery,
+        detail: {
+          summary: "Entities of a namespace, with memory counts and last change",
+          description:
+            "Every entity that has events (one whose memories were all deleted shows 0), in the backend's name order, paged with limit and nextCursor.",
+          responses: jsonAnswer(EntitiesResponse),
+        },
+      },
+    );

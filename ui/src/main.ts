@@ -1,0 +1,872 @@
+// The memd page: sign in with a key, browse namespaces -> entities -> memories, a memory's
+// history, what changed since a time, live updates and (by permission) edit, delete, erase.
+// Everything from the server is put in the page as text (see dom.ts).
+import { ApiError, type AuditEvent, api, type Diff, type Me, type Memory, qs, session } from "./api";
+import { age, append, fill, h, time } from "./dom";
+import { openStream, type StreamState } from "./stream";
+import { wordDiff } from "./worddiff";
+
+const main = document.getElementById("main") as HTMLElement;
+const errors = document.getElementById("errors") as HTMLElement;
+const crumbs = document.getElementById("crumbs") as HTMLElement;
+const who = document.getElementById("who") as HTMLElement;
+const live = document.getElementById("live") as HTMLElement;
+
+/** Rows rendered at a time in long lists; the rest come with "Show more". */
+const pageRows = 200;
+
+let me: Me | null = null;
+let closeStream: (() => void) | null = null;
+let viewToken = 0;
+
+const canWrite = () => me?.permission === "read_write" || me?.permission === "admin";
+const canErase = () => me?.permission === "admin";
+
+// ---------------------------------------------------------------- errors and status
+
+/** Shows an error with its code and message; nothing is swallowed. */
+function showError(e: unknown) {
+  const err = e instanceof ApiError ? e : new ApiError(0, "error", e instanceof Error ? e.message : String(e));
+  const item = h(
+    "li",
+    { class: "error" },
+    h("strong", {}, err.status ? `${err.status} ${err.code}` : err.code),
+    ": ",
+    err.message,
+    " ",
+    h(
+      "button",
+      { type: "button", class: "link", "aria-label": "Dismiss this error", onclick: () => item.remove() },
+      "Dismiss",
+    ),
+  );
+  errors.appendChild(item);
+  if (err.status === 401 && me) signOut(`Signed out: ${err.message}`);
+}
+
+function setLive(state: StreamState | "off") {
+  live.dataset.state = state;
+  live.textContent =
+    state === "live"
+      ? "● Live"
+      : state === "reconnecting"
+        ? "Reconnecting…"
+        : state === "connecting"
+          ? "Connecting…"
+          : "";
+}
+
+function watch(namespace: string, entity: string | undefined, onEvent: (e: AuditEvent) => void) {
+  closeStream?.();
+  let timer: number | undefined;
+  closeStream = openStream(namespace, entity, {
+    onEvent: (e) => {
+      // Coalesce bursts: one reload per 150 ms, well inside the 2 s the page promises.
+      clearTimeout(timer);
+      timer = window.setTimeout(() => onEvent(e), 150);
+    },
+    onState: setLive,
+    onError: showError,
+  });
+}
+
+// ---------------------------------------------------------------- routing
+
+const enc = encodeURIComponent;
+const link = (href: string, text: string, props: Record<string, string> = {}) => h("a", { href, ...props }, text);
+const nsHref = (ns: string) => `#/ns/${enc(ns)}`;
+const entityHref = (ns: string, entity: string) => `#/ns/${enc(ns)}/e/${enc(entity)}`;
+const memoryHref = (id: string) => `#/m/${enc(id)}`;
+const changesHref = (ns: string, entity?: string) =>
+  entity === undefined ? `#/changes/${enc(ns)}` : `#/changes/${enc(ns)}/e/${enc(entity)}`;
+
+function setCrumbs(...items: [string, string | null][]) {
+  fill(
+    crumbs,
+    h(
+      "ol",
+      {},
+      items.map(([text, href], i) =>
+        h("li", {}, href && i < items.length - 1 ? link(href, text) : h("span", { "aria-current": "page" }, text)),
+      ),
+    ),
+  );
+}
+
+async function route() {
+  closeStream?.();
+  closeStream = null;
+  setLive("off");
+  fill(errors);
+  const token = ++viewToken;
+  if (!me) return signInView();
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  try {
+    if (parts[0] === "ns" && parts[1] !== undefined && parts[2] === "e" && parts[3] !== undefined)
+      await entityView(parts[1], parts[3], token);
+    else if (parts[0] === "ns" && parts[1] !== undefined) await namespaceView(parts[1], token);
+    else if (parts[0] === "m" && parts[1]) await historyView(parts[1], token);
+    else if (parts[0] === "changes" && parts[1] !== undefined)
+      await changesView(parts[1], parts[2] === "e" ? parts[3] : undefined);
+    else await namespacesView(token);
+  } catch (e) {
+    showError(e);
+  }
+  main.querySelector("h1")?.focus();
+}
+
+const current = (token: number) => token === viewToken;
+
+function title(text: string, ...extra: (Node | string)[]) {
+  document.title = `${text} · memd`;
+  return h("div", { class: "title" }, h("h1", { tabindex: "-1" }, text), ...extra);
+}
+
+// ---------------------------------------------------------------- sign in
+
+function signInView() {
+  fill(who);
+  setCrumbs(["Sign in", null]);
+  const input = h("input", {
+    id: "key",
+    name: "key",
+    type: "password",
+    autocomplete: "off",
+    spellcheck: "false",
+    required: true,
+    "aria-describedby": "key-help",
+  });
+  const form = h(
+    "form",
+    { class: "card signin", "aria-labelledby": "signin-title" },
+    h("h1", { id: "signin-title", tabindex: "-1" }, "Sign in to memd"),
+    h("label", { for: "key" }, "API key"),
+    input,
+    h(
+      "p",
+      { id: "key-help", class: "hint" },
+      "The key stays in this tab (session storage) and is sent only to this server, as a Bearer header.",
+    ),
+    h("button", { type: "submit" }, "Sign in"),
+  );
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    fill(errors);
+    session.set(input.value.trim());
+    try {
+      me = await api<Me>("GET", "/v1/me");
+      showWho();
+      await route();
+    } catch (e) {
+      session.clear();
+      me = null;
+      showError(e);
+    }
+  });
+  fill(main, form);
+  document.title = "Sign in · memd";
+  input.focus();
+}
+
+function showWho() {
+  if (!me) return fill(who);
+  fill(
+    who,
+    h("span", { class: "key" }, me.name),
+    " ",
+    h(
+      "span",
+      { class: `badge perm-${me.permission}`, title: `namespaces: ${me.namespaces.join(", ")}` },
+      me.permission,
+    ),
+    " ",
+    h("button", { type: "button", class: "link", onclick: () => signOut() }, "Sign out"),
+  );
+}
+
+function signOut(message?: string) {
+  session.clear();
+  me = null;
+  closeStream?.();
+  closeStream = null;
+  setLive("off");
+  signInView();
+  if (message) errors.appendChild(h("li", { class: "error" }, message));
+}
+
+// ---------------------------------------------------------------- namespaces
+
+interface NamespaceInfo {
+  namespace: string;
+  memories: number;
+  lastEventAt: string;
+}
+interface EntityInfo {
+  entity: string;
+  memories: number;
+  lastChangeAt: string;
+}
+
+/** A table that loads pages with a cursor ("Load more"). */
+function pagedTable<T>(opts: {
+  caption: string;
+  columns: string[];
+  load: (cursor: string | null) => Promise<{ rows: T[]; next: string | null }>;
+  row: (item: T) => (Node | string)[];
+  empty: string;
+}) {
+  const body = h("tbody");
+  const more = h("button", { type: "button" }, "Load more");
+  const count = h("p", { class: "hint", role: "status" });
+  let next: string | null = null;
+  let total = 0;
+  const loadPage = async (cursor: string | null) => {
+    more.disabled = true;
+    const page = await opts.load(cursor);
+    for (const item of page.rows)
+      append(body, [
+        h(
+          "tr",
+          {},
+          opts.row(item).map((c, i) => h(i ? "td" : "th", i ? {} : { scope: "row" }, c)),
+        ),
+      ]);
+    total += page.rows.length;
+    next = page.next;
+    more.hidden = next === null;
+    more.disabled = false;
+    count.textContent = total === 0 ? opts.empty : `${total} shown${next ? ", more to load" : ""}`;
+  };
+  more.addEventListener("click", () => loadPage(next).catch(showError));
+  const table = h(
+    "table",
+    {},
+    h("caption", {}, opts.caption),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        opts.columns.map((c) => h("th", { scope: "col" }, c)),
+      ),
+    ),
+    body,
+  );
+  return { el: h("div", { class: "table-wrap" }, table, count, more), load: () => loadPage(null) };
+}
+
+async function namespacesView(token: number) {
+  setCrumbs(["Namespaces", null]);
+  const t = pagedTable<NamespaceInfo>({
+    caption: "Namespaces this key covers that hold memories",
+    columns: ["Namespace", "Memories", "Last change"],
+    load: async (cursor) => {
+      const r = await api<{ namespaces: NamespaceInfo[]; nextCursor: string | null }>(
+        "GET",
+        `/v1/namespaces${qs({ cursor })}`,
+      );
+      return { rows: r.namespaces, next: r.nextCursor };
+    },
+    row: (n) => [
+      link(nsHref(n.namespace), n.namespace),
+      String(n.memories),
+      h("span", {}, time(n.lastEventAt), ` (${age(n.lastEventAt)})`),
+    ],
+    empty: "No namespace this key covers holds memories yet.",
+  });
+  const jump = h("input", { id: "jump", name: "namespace", required: true, autocomplete: "off" });
+  const form = h(
+    "form",
+    { class: "inline" },
+    h("label", { for: "jump" }, "Open a namespace by name"),
+    jump,
+    h("button", { type: "submit" }, "Open"),
+  );
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    location.hash = nsHref(jump.value.trim());
+  });
+  fill(main, title("Namespaces"), t.el, form);
+  if (current(token)) await t.load();
+}
+
+// ---------------------------------------------------------------- entities
+
+async function namespaceView(ns: string, token: number) {
+  setCrumbs(["Namespaces", "#/"], [ns, null]);
+  const holder = h("div");
+  const render = async () => {
+    const t = pagedTable<EntityInfo>({
+      caption: `Entities of ${ns}`,
+      columns: ["Entity", "Memories", "Last change"],
+      load: async (cursor) => {
+        const r = await api<{ entities: EntityInfo[]; nextCursor: string | null }>(
+          "GET",
+          `/v1/entities${qs({ namespace: ns, cursor })}`,
+        );
+        return { rows: r.entities, next: r.nextCursor };
+      },
+      row: (e) => [
+        link(entityHref(ns, e.entity), e.entity),
+        String(e.memories),
+        h("span", {}, time(e.lastChangeAt), ` (${age(e.lastChangeAt)})`),
+      ],
+      empty: "No entity has memories in this namespace.",
+    });
+    await t.load();
+    if (current(token)) fill(holder, t.el);
+  };
+  fill(main, title(ns, link(changesHref(ns), "What changed since…", { class: "button" })), holder);
+  await render();
+  if (current(token)) watch(ns, undefined, () => render().catch(showError));
+}
+
+// ---------------------------------------------------------------- memories of an entity
+
+function confirmDialog(opts: {
+  title: string;
+  text: string;
+  confirm: string;
+  /** A word the user must type to enable the confirm button. */
+  typed?: string;
+}): Promise<boolean> {
+  return new Promise((resolve) => {
+    const ok = h("button", { type: "submit", class: "danger", value: "ok" }, opts.confirm);
+    const input =
+      opts.typed === undefined ? null : h("input", { id: "confirm-typed", autocomplete: "off", spellcheck: "false" });
+    if (input) {
+      ok.disabled = true;
+      input.addEventListener("input", () => {
+        ok.disabled = input.value !== opts.typed;
+      });
+    }
+    const dialog = h(
+      "dialog",
+      { "aria-labelledby": "dialog-title" },
+      h(
+        "form",
+        { method: "dialog" },
+        h("h2", { id: "dialog-title" }, opts.title),
+        h("p", {}, opts.text),
+        input ? [h("label", { for: "confirm-typed" }, `Type ${opts.typed} to confirm`), input] : null,
+        h("div", { class: "actions" }, h("button", { type: "submit", value: "cancel" }, "Cancel"), ok),
+      ),
+    );
+    dialog.addEventListener("close", () => {
+      resolve(dialog.returnValue === "ok");
+      dialog.remove();
+    });
+    document.body.appendChild(dialog);
+    dialog.showModal();
+    (input ?? ok).focus();
+  });
+}
+
+/** The list answer as an array, whichever shape the server gives (array, or {memories, nextCursor}). */
+function memoriesOf(r: Memory[] | { memories: Memory[]; nextCursor?: string | null }): {
+  memories: Memory[];
+  next: string | null;
+} {
+  return Array.isArray(r) ? { memories: r, next: null } : { memories: r.memories, next: r.nextCursor ?? null };
+}
+
+async function entityView(ns: string, entity: string, token: number) {
+  setCrumbs(["Namespaces", "#/"], [ns, nsHref(ns)], [entity, null]);
+  let all: Memory[] = [];
+  let next: string | null = null;
+  let results: Memory[] | null = null;
+  let searchNote = "";
+  let shown = pageRows;
+  let editing = false;
+  let stale = false;
+
+  const category = h("select", { id: "f-category", name: "category" });
+  const tag = h("select", { id: "f-tag", name: "tag" });
+  const query = h("input", { id: "q", name: "query", type: "search", autocomplete: "off", maxlength: "1000" });
+  const list = h("ul", { class: "memories", "aria-label": "Memories" });
+  const count = h("p", { class: "hint", role: "status" });
+  const more = h("button", { type: "button" }, "Show more");
+  const loadMore = h("button", { type: "button" }, "Load more from the server");
+
+  const load = async (reset: boolean) => {
+    const cursor = reset ? null : next;
+    const r = memoriesOf(
+      await api("GET", `/v1/memory${qs({ namespace: ns, entity, limit: 1000, cursor: cursor ?? undefined })}`),
+    );
+    all = reset ? r.memories : [...all, ...r.memories];
+    next = r.next;
+  };
+
+  const options = (select: HTMLSelectElement, label: string, values: string[]) => {
+    const keep = select.value;
+    fill(
+      select,
+      h("option", { value: "" }, label),
+      [...new Set(values)].sort().map((v) => h("option", { value: v }, v)),
+    );
+    select.value = values.includes(keep) ? keep : "";
+  };
+
+  const render = () => {
+    if (editing) {
+      stale = true;
+      return;
+    }
+    options(
+      category,
+      "All categories",
+      all.map((m) => m.category),
+    );
+    options(
+      tag,
+      "All tags",
+      all.flatMap((m) => m.tags ?? []),
+    );
+    const source = results ?? all;
+    const picked = source.filter(
+      (m) => (!category.value || m.category === category.value) && (!tag.value || (m.tags ?? []).includes(tag.value)),
+    );
+    fill(list, picked.slice(0, shown).map(memoryItem));
+    more.hidden = picked.length <= shown;
+    more.textContent = `Show more (${picked.length - shown} more)`;
+    loadMore.hidden = results !== null || next === null;
+    count.textContent = `${searchNote}${picked.length} ${picked.length === 1 ? "memory" : "memories"}${
+      picked.length < source.length ? ` of ${source.length} (filtered)` : ""
+    }`;
+  };
+
+  const memoryItem = (m: Memory) => {
+    const li = h("li", { class: "memory", "data-id": m.id });
+    const show = () =>
+      fill(
+        li,
+        h("p", { class: "content" }, m.content),
+        h(
+          "div",
+          { class: "meta" },
+          h("span", { class: "badge" }, m.category),
+          (m.tags ?? []).map((t) => h("span", { class: "tag" }, t)),
+          h("span", {}, `importance ${m.importance}`),
+          m.score !== undefined ? h("span", {}, `score ${m.score.toFixed(3)}`) : null,
+          m.createdAt ? h("span", { title: m.createdAt }, age(m.createdAt)) : null,
+        ),
+        h(
+          "div",
+          { class: "actions" },
+          link(memoryHref(m.id), "History", { "aria-label": `History of: ${m.content.slice(0, 60)}` }),
+          canWrite()
+            ? [
+                h("button", { type: "button", class: "edit", onclick: () => editForm() }, "Edit"),
+                h("button", { type: "button", class: "delete danger", onclick: () => remove() }, "Delete"),
+              ]
+            : null,
+        ),
+      );
+    const editForm = () => {
+      editing = true;
+      const id = m.id;
+      const content = h("textarea", { id: `c-${id}`, rows: "3", required: true }, m.content);
+      const cat = h("input", { id: `k-${id}`, value: m.category, required: true });
+      const imp = h("input", { id: `i-${id}`, type: "number", min: "0", max: "1", step: "0.05", value: m.importance });
+      const tags = h("input", { id: `t-${id}`, value: (m.tags ?? []).join(", ") });
+      const form = h(
+        "form",
+        { class: "edit-form", "aria-label": "Edit memory" },
+        h("label", { for: `c-${id}` }, "Content"),
+        content,
+        h(
+          "div",
+          { class: "row" },
+          h("div", {}, h("label", { for: `k-${id}` }, "Category"), cat),
+          h("div", {}, h("label", { for: `i-${id}` }, "Importance"), imp),
+          h("div", {}, h("label", { for: `t-${id}` }, "Tags (comma separated)"), tags),
+        ),
+        h(
+          "div",
+          { class: "actions" },
+          h("button", { type: "submit" }, "Save"),
+          h("button", { type: "button", onclick: () => done() }, "Cancel"),
+        ),
+      );
+      const done = () => {
+        editing = false;
+        show();
+        if (stale) {
+          stale = false;
+          refresh().catch(showError);
+        }
+      };
+      form.addEventListener("submit", async (ev) => {
+        ev.preventDefault();
+        const patch: Record<string, unknown> = {};
+        if (content.value !== m.content) patch.content = content.value;
+        if (cat.value !== m.category) patch.category = cat.value;
+        if (Number(imp.value) !== m.importance) patch.importance = Number(imp.value);
+        const newTags = tags.value
+          .split(",")
+          .map((t) => t.trim())
+          .filter(Boolean);
+        if (newTags.join("\n") !== (m.tags ?? []).join("\n")) patch.tags = newTags.length ? newTags : null;
+        try {
+          Object.assign(m, await api<Memory>("PATCH", `/v1/memory/${enc(m.id)}`, patch));
+          done();
+        } catch (e) {
+          showError(e);
+        }
+      });
+      fill(li, form);
+      content.focus();
+    };
+    const remove = async () => {
+      const ok = await confirmDialog({
+        title: "Delete this memory?",
+        text: m.content,
+        confirm: "Delete",
+      });
+      if (!ok) return;
+      try {
+        await api("DELETE", `/v1/memory/${enc(m.id)}`);
+        all = all.filter((x) => x.id !== m.id);
+        if (results) results = results.filter((x) => x.id !== m.id);
+        render();
+      } catch (e) {
+        showError(e);
+      }
+    };
+    show();
+    return li;
+  };
+
+  const search = async () => {
+    const q = query.value.trim();
+    if (!q) {
+      results = null;
+      searchNote = "";
+      return render();
+    }
+    const r = await api<{ results: Memory[]; mode: string }>("POST", "/v1/memory/search", {
+      namespace: ns,
+      entity,
+      query: q,
+      limit: 100,
+    });
+    results = r.results;
+    searchNote = `Search (${r.mode}) for “${q}”: `;
+    shown = pageRows;
+    render();
+  };
+
+  const refresh = async () => {
+    await load(true);
+    if (results !== null && query.value.trim()) await search();
+    else render();
+  };
+
+  const searchForm = h(
+    "form",
+    { class: "search", role: "search" },
+    h("label", { for: "q" }, "Search memories"),
+    query,
+    h("button", { type: "submit" }, "Search"),
+    h(
+      "button",
+      {
+        type: "button",
+        onclick: () => {
+          query.value = "";
+          search().catch(showError);
+        },
+      },
+      "Clear",
+    ),
+  );
+  searchForm.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    search().catch(showError);
+  });
+  const filters = h(
+    "div",
+    { class: "filters" },
+    h("div", {}, h("label", { for: "f-category" }, "Category"), category),
+    h("div", {}, h("label", { for: "f-tag" }, "Tag"), tag),
+  );
+  for (const s of [category, tag])
+    s.addEventListener("change", () => {
+      shown = pageRows;
+      render();
+    });
+  more.addEventListener("click", () => {
+    shown += pageRows;
+    render();
+  });
+  loadMore.addEventListener("click", () => load(false).then(render).catch(showError));
+
+  const erase = canErase()
+    ? h(
+        "button",
+        {
+          type: "button",
+          class: "danger erase",
+          onclick: async () => {
+            const ok = await confirmDialog({
+              title: `Erase ${entity}?`,
+              text: `Every memory of ${entity} in ${ns}, current or not, loses its content, and the content of its audit events is removed. This cannot be undone.`,
+              confirm: "Erase",
+              typed: entity,
+            });
+            if (!ok) return;
+            try {
+              await api("POST", "/v1/memory/erase", { namespace: ns, entity });
+              await refresh();
+            } catch (e) {
+              showError(e);
+            }
+          },
+        },
+        "Erase entity…",
+      )
+    : null;
+
+  fill(
+    main,
+    title(entity, link(changesHref(ns, entity), "What changed since…", { class: "button" }), erase ?? ""),
+    h("p", { class: "hint" }, `Entity in namespace ${ns}`),
+    searchForm,
+    filters,
+    count,
+    list,
+    more,
+    loadMore,
+  );
+  await load(true);
+  if (!current(token)) return;
+  render();
+  watch(ns, entity, () => refresh().catch(showError));
+}
+
+// ---------------------------------------------------------------- history of a memory
+
+function diffView(oldText: string | null, newText: string | null) {
+  if (oldText !== null && newText !== null)
+    return h(
+      "p",
+      { class: "diff" },
+      wordDiff(oldText, newText).map((p) =>
+        p.kind === "same" ? p.text : h(p.kind === "added" ? "ins" : "del", {}, p.text),
+      ),
+    );
+  if (newText !== null) return h("p", { class: "diff" }, h("ins", {}, newText));
+  if (oldText !== null) return h("p", { class: "diff" }, h("del", {}, oldText));
+  return h("p", { class: "diff hint" }, "(no content: erased)");
+}
+
+async function historyView(id: string, token: number) {
+  setCrumbs(["Namespaces", "#/"], ["History", null]);
+  const [events, memory] = await Promise.all([
+    api<AuditEvent[]>("GET", `/v1/memory/events${qs({ memoryId: id, limit: 1000 })}`),
+    api<Memory>("GET", `/v1/memory/${enc(id)}`).catch((e) => {
+      if (e instanceof ApiError && e.status === 404) return null;
+      throw e;
+    }),
+  ]);
+  if (!current(token)) return;
+  const first = events.at(-1);
+  const ns = memory?.namespace ?? first?.namespace;
+  const entity = memory?.entity ?? first?.entity;
+  if (ns !== undefined && entity !== undefined)
+    setCrumbs(["Namespaces", "#/"], [ns, nsHref(ns)], [entity, entityHref(ns, entity)], ["History", null]);
+  const list = h("ol", { class: "timeline", "aria-label": "Events, newest first" });
+  const more = h("button", { type: "button" }, "Show more");
+  let shown = pageRows;
+  let evs = events;
+  const render = () => {
+    fill(
+      list,
+      evs
+        .slice(0, shown)
+        .map((e) =>
+          h(
+            "li",
+            { class: `event kind-${e.event}` },
+            h(
+              "div",
+              { class: "meta" },
+              h("span", { class: "badge kind" }, e.event),
+              time(e.createdAt),
+              h("span", {}, `by ${e.actorKeyId ?? "(system)"}`),
+              e.reason ? h("span", {}, `reason: ${e.reason}`) : null,
+            ),
+            diffView(e.oldContent, e.newContent),
+            e.mergedFromId && e.mergedFromId !== id
+              ? h(
+                  "p",
+                  {},
+                  `${e.event === "REPLACE" ? "Replaced" : "Merged from"} `,
+                  link(memoryHref(e.mergedFromId), "the earlier memory"),
+                )
+              : null,
+            e.memoryId !== id ? h("p", {}, "Replaced by ", link(memoryHref(e.memoryId), "a newer memory")) : null,
+          ),
+        ),
+    );
+    more.hidden = evs.length <= shown;
+    more.textContent = `Show more (${evs.length - shown} more)`;
+  };
+  more.addEventListener("click", () => {
+    shown += pageRows;
+    render();
+  });
+  fill(
+    main,
+    title("History of a memory"),
+    memory
+      ? h(
+          "div",
+          { class: "card" },
+          h("p", { class: "content" }, memory.content),
+          h("p", { class: "hint" }, `Current · ${memory.category} · id ${id}`),
+        )
+      : h(
+          "p",
+          { class: "card hint" },
+          `This memory is no longer current (deleted, replaced, erased or expired). Id ${id}.`,
+        ),
+    h("p", { class: "hint", role: "status" }, `${events.length} ${events.length === 1 ? "event" : "events"}`),
+    list,
+    more,
+  );
+  render();
+  if (ns !== undefined)
+    watch(ns, entity, async (e) => {
+      if (e.memoryId !== id && e.mergedFromId !== id) return;
+      evs = await api<AuditEvent[]>("GET", `/v1/memory/events${qs({ memoryId: id, limit: 1000 })}`);
+      render();
+    });
+}
+
+// ---------------------------------------------------------------- what changed since
+
+/** "2026-01-31T12:00:00" in local time, for a datetime-local input. */
+function localInput(ms: number) {
+  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);
+  return d.toISOString().slice(0, 19);
+}
+
+async function changesView(ns: string, entity?: string) {
+  setCrumbs(
+    ["Namespaces", "#/"],
+    [ns, nsHref(ns)],
+    ...(entity === undefined ? [] : [[entity, entityHref(ns, entity)] as [string, string]]),
+    ["Changes", null],
+  );
+  const since = h("input", { id: "since", name: "since", type: "datetime-local", step: "1", required: true });
+  since.value = localInput(Date.now() - 86400000);
+  const out = h("div", { class: "changes", "aria-live": "polite" });
+  const pages: (string | null)[] = [];
+  const show = async (from: string) => {
+    const d = await api<Diff>("POST", "/v1/memory/diff", { namespace: ns, entity, since: from, limit: 200 });
+    pages.push(from);
+    const next = h("button", { type: "button", class: "next" }, "Next page");
+    next.hidden = !d.hasMore;
+    next.addEventListener("click", () => d.nextSince && show(d.nextSince).catch(showError));
+    const prev = h("button", { type: "button" }, "Previous page");
+    prev.hidden = pages.length < 2;
+    prev.addEventListener("click", () => {
+      pages.pop();
+      show(pages.pop()!).catch(showError);
+    });
+    const section = (name: string, items: Node[]) =>
+      h(
+        "section",
+        {},
+        h("h2", {}, `${name} (${items.length})`),
+        items.length ? h("ul", { class: "diff-list" }, items) : h("p", { class: "hint" }, "none"),
+      );
+    fill(
+      out,
+      h("p", { class: "summary", role: "status" }, `${d.summary} (${d.changeCount} changes, page ${pages.length})`),
+      section(
+        "Created",
+        d.created.map((c) =>
+          h("li", { class: "diff-item" }, diffView(null, c.content), meta(c.category, c.createdAt, c.id)),
+        ),
+      ),
+      section(
+        "Updated",
+        d.updated.map((u) =>
+          h("li", { class: "diff-item" }, diffView(u.previousContent, u.content), meta(u.category, u.updatedAt, u.id)),
+        ),
+      ),
+      section(
+        "Deleted",
+        d.deleted.map((x) =>
+          h(
+            "li",
+            { class: "diff-item" },
+            diffView(x.content, null),
+            meta(x.category, x.deletedAt, x.id, x.reason ? `reason: ${x.reason}` : ""),
+          ),
+        ),
+      ),
+      section(
+        "Replaced",
+        d.replaced.map((r) =>
+          h(
+            "li",
+            { class: "diff-item" },
+            diffView(r.oldContent, r.newContent),
+            meta(r.category, r.replacedAt, r.newId, `reason: ${r.reason}`),
+            h("p", { class: "hint" }, "old: ", link(memoryHref(r.oldId), r.oldId)),
+          ),
+        ),
+      ),
+      h("div", { class: "actions" }, prev, next),
+      h("details", {}, h("summary", {}, "The answer as JSON"), h("pre", {}, JSON.stringify(d, null, 2))),
+    );
+  };
+  const meta = (category: string, at: string, id: string, extra = "") =>
+    h(
+      "div",
+      { class: "meta" },
+      h("span", { class: "badge" }, category),
+      time(at),
+      link(memoryHref(id), "History"),
+      extra ? h("span", {}, extra) : null,
+    );
+  const form = h(
+    "form",
+    { class: "inline" },
+    h("label", { for: "since" }, "Changes since (your local time)"),
+    since,
+    h("button", { type: "submit" }, "Show changes"),
+  );
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const ms = new Date(since.value).getTime();
+    if (Number.isNaN(ms)) return showError(new Error("pick a date and time"));
+    pages.length = 0;
+    show(new Date(ms).toISOString()).catch(showError);
+  });
+  fill(main, title(`What changed in ${entity ?? ns}`), form, out);
+}
+
+// ---------------------------------------------------------------- start
+
+window.addEventListener("hashchange", () => {
+  route();
+});
+
+async function start() {
+  if (session.get()) {
+    try {
+      me = await api<Me>("GET", "/v1/me");
+    } catch (e) {
+      session.clear();
+      showError(e);
+    }
+  }
+  showWho();
+  await route();
+}
+start();
