@@ -83,7 +83,7 @@ async function backup(args: string[]) {
   const positionals: string[] = [];
   let flags: [string, string][];
   try {
-    flags = parseFlags(args, ["--data-dir"], positionals);
+    flags = parseFlags(args, ["--data-dir", "--database-url"], positionals);
   } catch (e) {
     fail((e as Error).message);
   }

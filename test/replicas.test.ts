@@ -244,7 +244,7 @@ describe("three replicas on one PostgreSQL", () => {
     );
     expect(results.map((r) => r.status)).toEqual(Array(24).fill(200));
     const listed = await call(replicas[0], "GET", "/v1/memory?namespace=race&entity=u&limit=100");
-    expect(listed.body.map((m: any) => m.content).sort()).toEqual(things.map((x) => `User likes ${x}`).sort());
+    expect(listed.body.memories.map((m: any) => m.content).sort()).toEqual(things.map((x) => `User likes ${x}`).sort());
     expect(results.reduce((n, r) => n + r.body.memories.length + r.body.skipped, 0)).toBe(48);
   }, 60_000);
 
@@ -518,6 +518,6 @@ describe("PostgreSQL stopped for 5 s in the middle of a run", () => {
       ).toBe(true);
     // What was answered 503 was never written, not even once the database answered again.
     const listed = await call(replicas[0], "GET", "/v1/memory?namespace=frozen&limit=1000");
-    expect(new Set(listed.body.map((m: any) => m.content))).toEqual(new Set(["after"]));
+    expect(new Set(listed.body.memories.map((m: any) => m.content))).toEqual(new Set(["after"]));
   }, 60_000);
 });

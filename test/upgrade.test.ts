@@ -51,11 +51,13 @@ test("a v1 data dir is migrated at start and reads and diffs as the v1 release a
     expect(await get("GET", "/v1/memory/events?namespace=other")).toEqual(expected.eventsOther);
     expect(await get("POST", "/v1/memory/diff", { namespace: "acme" })).toEqual(expected.diff);
     expect(await get("POST", "/v1/memory/diff", { namespace: "other" })).toEqual(expected.diffOther);
-    // The v1 release listed a namespace entity by entity; since format 2 (namespace_memories) a
-    // namespace lists oldest first across entities, as the README says. The same memories, field
-    // for field, in creation (id) order.
+    // The v1 release listed a namespace entity by entity, as a bare array; today a namespace lists
+    // newest first across entities, a page at a time, as the README says. The same memories,
+    // field for field, compared in creation (id) order.
     const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-    expect(await get("GET", "/v1/memory?namespace=acme")).toEqual([...expected.list].sort(byId));
+    const page = await get("GET", "/v1/memory?namespace=acme");
+    expect(page.nextCursor).toBeNull();
+    expect([...page.memories].sort(byId)).toEqual([...expected.list].sort(byId));
     // Keys: everything as it was, except lastUsedAt, which only moves forward with use.
     const keys = await get("GET", "/v1/keys");
     const withoutUse = (k: { lastUsedAt: string | null }) => ({ ...k, lastUsedAt: undefined });
