@@ -41,7 +41,10 @@ export function tokenBuckets({
   return (id) => {
     const t = now();
     let b = buckets.get(id);
-    if (b === undefined) buckets.set(id, (b = { tokens: burst, at: t }));
+    if (b === undefined) {
+      b = { tokens: burst, at: t };
+      buckets.set(id, b);
+    }
     b.tokens = Math.min(burst, b.tokens + ((t - b.at) / 1000) * rps);
     b.at = t;
     if (b.tokens >= 1) {

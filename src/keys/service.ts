@@ -152,7 +152,10 @@ const keyCaches = new WeakMap<Storage, Map<string, { key: KeyRecord; at: number 
 
 function cacheOf(storage: Storage) {
   let cache = keyCaches.get(storage);
-  if (!cache) keyCaches.set(storage, (cache = new Map()));
+  if (!cache) {
+    cache = new Map();
+    keyCaches.set(storage, cache);
+  }
   return cache;
 }
 
