@@ -202,7 +202,10 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       return new Promise((resolve, reject) => {
         const item: Pending = { ops, actorKeyId, now, resolve, reject };
         if (pending) pending.push(item);
-        else runBatch((pending = [item]));
+        else {
+          pending = [item];
+          runBatch(pending);
+        }
       });
     },
 
