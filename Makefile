@@ -30,8 +30,8 @@ build: deps ## one self-contained binary: dist/memd; the client package: client/
 	$(BUN) run scripts/client-types.ts --check
 	$(BUN) run client/build.ts
 
-bench: build bench-deps ## benchmarks (about 10 min); writes bench/results.md
-	$(BUN) run bench/run.ts
+bench: build bench-deps pg-deps ## benchmarks (about 12 min); writes bench/results.md (PostgreSQL: a throwaway one)
+	scripts/with-postgres $(BUN) run bench/run.ts
 
 bench-deps: ## the load generator (wrk, from Debian's packages) and taskset
 	@command -v wrk >/dev/null && command -v taskset >/dev/null || \
