@@ -1,7 +1,9 @@
 // The PostgreSQL backend: any number of memd processes share one database. Each call is one
 // transaction; order and exclusion come from row locks taken inside it (the namespace clock row,
 // the target memory rows, an entity's lock row), never from state kept in one process.
+
 import { SQL } from "bun";
+import { batchApplies } from "../batch";
 import { keyedMutex } from "../mutex";
 import { planOp, targetIsLive, targetOf, vectorOf } from "../ops";
 import type { EventRecord, KeyRecord, MemoryRecord } from "../records";
@@ -438,6 +440,8 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       await Promise.all([sql.close(), lockSql.close()]);
     },
   };
+  // Concurrent applies share a transaction and its commit (group commit, as LMDB does).
+  storage.apply = batchApplies(storage.apply.bind(storage));
   return storage;
 }
 
