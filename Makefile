@@ -36,8 +36,8 @@ build: deps ## one self-contained binary: dist/memd; the client package: client/
 	$(BUN) run scripts/client-types.ts --check
 	$(BUN) run client/build.ts
 
-bench: build bench-deps pg-deps ## benchmarks (about 17 min), LMDB then PostgreSQL; writes bench/results.md
-	$(BUN) run bench/run.ts
+bench: build bench-deps pg-deps ## benchmarks (about 17 min); writes bench/results.md (PostgreSQL: a throwaway one)
+	scripts/with-postgres $(BUN) run bench/run.ts
 
 bench-postgres: deps pg-deps bench-deps ## only the PostgreSQL rows (about 7 min), on a throwaway PostgreSQL; updates bench/results.md
 	BUN=$(BUN) scripts/with-postgres $(BUN) run bench/postgres.ts

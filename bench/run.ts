@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { crashRound } from "../test/crash-run";
 import { startFakeModel } from "../test/fake-model";
 import { lifecycleBench } from "./lifecycle";
+import { describeRow, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
 
 const root = join(import.meta.dir, "..");
@@ -139,6 +140,28 @@ await stop(s);
 s = await startMemd(rawDir, { MEMD_LOG_LEVEL: "info" });
 const store64info = wrk(`${s.url}/v1/memory`, 64, { body: storeBody });
 await stop(s);
+
+// 1b. Issue 13's figure: CPU per durable raw store and req/s as ratios to the ceiling, alternating
+// with it in each round (bench/store-path.ts), on LMDB and on a PostgreSQL if one is given
+// (`make bench` runs under scripts/with-postgres, which provides a throwaway one).
+const pathRounds = Number(process.env.BENCH_STORE_PATH_ROUNDS ?? 3);
+const storePaths: { backend: string; row: StorePathRow }[] = [];
+log(`store path against the ceiling, LMDB, ${pathRounds} rounds`);
+for (const row of await storePath({ rounds: pathRounds, secs: seconds, memd: { memd: [bin] }, log }))
+  storePaths.push({ backend: "LMDB (data dir on the bench's disk)", row });
+const pgUrl = process.env.MEMD_BENCH_DATABASE_URL ?? process.env.MEMD_TEST_DATABASE_URL;
+if (pgUrl?.startsWith("postgres")) {
+  log(`store path against the ceiling, PostgreSQL, ${pathRounds} rounds`);
+  for (const row of await storePath({
+    rounds: pathRounds,
+    secs: seconds,
+    memd: { memd: [bin] },
+    databaseUrl: pgUrl,
+    log,
+  }))
+    storePaths.push({ backend: "PostgreSQL (local, fsync on; its own CPU not counted)", row });
+} else log(`no PostgreSQL for the store path figure (${pgUrl ?? "MEMD_BENCH_DATABASE_URL unset"})`);
+for (const { row } of storePaths) log(describeRow(row));
 
 // 2. Diff and events latency at 10,000 and 1,000,000 stored events (bulk-loaded, see load.ts).
 interface Loaded {
@@ -314,6 +337,14 @@ lines.push(
   "| target | figure | |",
   "|---|---|---|",
   `| raw store ≥ 40% of the ceiling at 64 connections | ${pctOf(store64.rps, ceil.rps)} (${f0(store64.rps)} / ${f0(ceil.rps)} req/s) | ${ok(ratio64 >= 0.4)} |`,
+  ...storePaths.map(
+    ({ backend, row }) =>
+      `| durable raw store CPU ≤ 3× the ceiling's per request, ${backend} | ${row.cpuRatio.toFixed(2)}× (${row.cpuUs.toFixed(1)} / ${row.ceilingCpuUs.toFixed(1)} µs), median of ${row.rounds.length} | ${ok(row.cpuRatio <= 3)} |`,
+  ),
+  ...storePaths.map(
+    ({ backend, row }) =>
+      `| raw store ≥ 40% of the ceiling's req/s, server pinned, ${backend} | ${pctOf(row.rpsRatio, 1)}, median of ${row.rounds.length} | ${ok(row.rpsRatio >= 0.4)} |`,
+  ),
   `| diff/events p99 < 5 ms, 200-event answer, 1,000,000 events | worst ${ms(p99at1M200)} | ${ok(p99at1M200 < 5)} |`,
   `| ... and ≤ 1.5× the 10,000-event figure | worst ${worstGrowth.toFixed(2)}x | ${ok(worstGrowth <= 1.5)} |`,
   `| smart-store overhead < 2 ms p50 | ${ms(overhead)} | ${ok(overhead < 2)} |`,
@@ -328,6 +359,17 @@ lines.push(
   `| raw store (infer: false) | 64 | ${f0(store64.rps)} | ${pctOf(store64.rps, ceil.rps)} | ${ms(store64.p50)} | ${ms(store64.p99)} | ${store64.errors} |`,
   `| raw store, default log level (info, one line per request) | 64 | ${f0(store64info.rps)} | ${pctOf(store64info.rps, ceil.rps)} | ${ms(store64info.p50)} | ${ms(store64info.p99)} | ${store64info.errors} |`,
   `| raw store on the 1,000,000-memory store | 64 | ${f0(big.store64.rps)} | ${pctOf(big.store64.rps, ceil.rps)} | ${ms(big.store64.p50)} | ${ms(big.store64.p99)} | ${big.store64.errors} |`,
+  "",
+  "## Store path against the ceiling (issue 13)",
+  "",
+  `Server CPU time per request (utime + stime of the server process over the run / requests) and req/s at 64 connections, each as a ratio to the ceiling measured in the same round (bench/store-path.ts; ${pathRounds} rounds alternating ceiling and memd, medians of the per-round ratios). Log level info (one line per request).`,
+  "",
+  "| backend | CPU per store | ceiling CPU per request | CPU ratio | req/s | ceiling req/s | req/s ratio | per round (CPU ratio / req/s ratio) |",
+  "|---|---|---|---|---|---|---|---|",
+  ...storePaths.map(
+    ({ backend, row }) =>
+      `| ${backend} | ${row.cpuUs.toFixed(1)} µs | ${row.ceilingCpuUs.toFixed(1)} µs | **${row.cpuRatio.toFixed(2)}×** | ${f0(row.rps)} | ${f0(row.ceilingRps)} | **${pctOf(row.rpsRatio, 1)}** | ${row.rounds.map((r) => `${r.cpuRatio.toFixed(2)}× / ${pctOf(r.rpsRatio, 1)}`).join(", ")} |`,
+  ),
   "",
   "## Diff and events latency, 1 connection",
   "",

@@ -1,20 +1,20 @@
-// Issue 13's figure, alone: server CPU per durable raw store and req/s at 64 connections, as
-// ratios to the bare Bun.serve ceiling measured in the same run, alternating ceiling and memd.
-// `bun run bench/store-path.ts [rounds] [--source] [--database-url URL]`. Server on CPU 0, wrk on CPU 1.
+// Issue 13's figure: server CPU per durable raw store and req/s at 64 connections, as ratios to
+// the bare Bun.serve ceiling (bench/ceiling.ts) measured in the same run, alternating ceiling and
+// memd each round; medians over the rounds. Server on CPU 0, wrk on CPU 1. `make bench` runs it
+// for LMDB and PostgreSQL (bench/run.ts); alone:
+//   bun run bench/store-path.ts [rounds] [--source] [--memd PATH]... [--database-url URL]
+//     [--data-root DIR] [--secs N]
+// --memd (repeatable) compares several binaries in one run (e.g. before and after a change);
+// --data-root puts the LMDB data dirs there (e.g. /dev/shm, to take a busy disk's fsync out of
+// an A/B comparison of CPU work; the answers still wait for the flush). --database-url makes a
+// fresh database per round on that server.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { SQL } from "bun";
 
-const { values, positionals } = parseArgs({
-  args: process.argv.slice(2),
-  options: { source: { type: "boolean" }, "database-url": { type: "string" }, secs: { type: "string" } },
-  allowPositionals: true,
-});
-const rounds = Number(positionals[0] ?? 3);
-const secs = Number(values.secs ?? 5);
 const repo = join(import.meta.dir, "..");
-const memd = values.source ? [process.execPath, "run", join(repo, "src/main.ts")] : [join(repo, "dist/memd")];
 const key = "memd_bench_root_key_0123456789abcdef";
 const body = JSON.stringify({
   namespace: "bench",
@@ -37,7 +37,8 @@ async function start(cmd: string[], env: Record<string, string>, port: number) {
     stderr: "inherit",
   });
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 3000; i++) {
+  for (let i = 0; i < 6000; i++) {
+    if (proc.exitCode !== null) throw new Error(`server exited with ${proc.exitCode}`);
     try {
       if ((await fetch(`${url}/readyz`)).status === 200) return { proc, url };
     } catch {}
@@ -46,7 +47,7 @@ async function start(cmd: string[], env: Record<string, string>, port: number) {
   throw new Error("server did not start");
 }
 
-function wrk(url: string): { rps: number; requests: number } {
+function wrk(url: string, secs: number): { rps: number; requests: number } {
   const script = join(tmpdir(), `memd-wrk-${process.pid}.lua`);
   Bun.write(
     script,
@@ -60,39 +61,142 @@ function wrk(url: string): { rps: number; requests: number } {
   return { rps, requests };
 }
 
-async function measure(cmd: string[], env: Record<string, string>, port: number, path: string) {
+interface Figure {
+  rps: number;
+  cpuUs: number;
+}
+
+async function measure(cmd: string[], env: Record<string, string>, port: number, path: string, secs: number) {
   const s = await start(cmd, env, port);
   try {
-    wrk(`${s.url}${path}`); // warm-up
+    wrk(`${s.url}${path}`, 1); // warm-up
     const before = cpuMs(s.proc.pid);
-    const r = wrk(`${s.url}${path}`);
+    const r = wrk(`${s.url}${path}`, secs);
     const cpuUs = ((cpuMs(s.proc.pid) - before) * 1000) / r.requests;
-    return { rps: r.rps, cpuUs };
+    return { rps: r.rps, cpuUs } satisfies Figure;
   } finally {
     s.proc.kill("SIGTERM");
     await s.proc.exited;
   }
 }
 
-let port = 14000 + Math.floor(Math.random() * 4000);
-const rows: string[] = [];
-for (let i = 0; i < rounds; i++) {
-  const ceil = await measure(
-    [process.execPath, "run", join(import.meta.dir, "ceiling.ts"), String(port)],
-    {},
-    port++,
-    "/",
-  );
-  const dir = mkdtempSync(join(tmpdir(), "memd-bench-"));
-  const storage = values["database-url"] ? ["--database-url", values["database-url"]] : [];
-  const m = await measure(
-    [...memd, "serve", "--port", String(port), "--data-dir", dir, ...storage],
-    { MEMD_API_KEY: key, MEMD_LOG_LEVEL: "info" },
-    port++,
-    "/v1/memory",
-  );
-  rmSync(dir, { recursive: true, force: true });
-  const line = `round ${i + 1}: ceiling ${ceil.rps.toFixed(0)} req/s ${ceil.cpuUs.toFixed(1)} µs/req; memd ${m.rps.toFixed(0)} req/s ${m.cpuUs.toFixed(1)} µs/req; req/s ${((100 * m.rps) / ceil.rps).toFixed(0)}% of ceiling; CPU ${(m.cpuUs / ceil.cpuUs).toFixed(2)}× ceiling`;
-  console.log(line);
-  rows.push(line);
+async function freshDatabase(url: string): Promise<string> {
+  const name = `memd_sp_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
+  const admin = new SQL(url);
+  try {
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.close();
+  }
+  return url.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
+}
+
+export interface StorePathOptions {
+  rounds?: number;
+  secs?: number;
+  /** Commands of the memd servers to compare, by label; default: dist/memd. */
+  memd?: Record<string, string[]>;
+  databaseUrl?: string;
+  dataRoot?: string;
+  /** One line per round and server, as it is measured. */
+  log?: (line: string) => void;
+}
+
+export interface StorePathRow {
+  label: string;
+  /** Medians over the rounds of memd's figure / the ceiling's figure of the same round. */
+  cpuRatio: number;
+  rpsRatio: number;
+  /** Medians of the raw figures. */
+  rps: number;
+  cpuUs: number;
+  ceilingRps: number;
+  ceilingCpuUs: number;
+  rounds: { cpuRatio: number; rpsRatio: number }[];
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/** Measures every memd of `memd` against the ceiling, alternating within each round. */
+export async function storePath(o: StorePathOptions = {}): Promise<StorePathRow[]> {
+  const rounds = o.rounds ?? 3;
+  const secs = o.secs ?? 5;
+  const memd = o.memd ?? { memd: [join(repo, "dist/memd")] };
+  const log = o.log ?? console.log;
+  let port = 14000 + Math.floor(Math.random() * 4000);
+  const ceilings: Figure[] = [];
+  const figures: Record<string, Figure[]> = Object.fromEntries(Object.keys(memd).map((k) => [k, []]));
+  for (let i = 0; i < rounds; i++) {
+    const ceil = await measure(
+      [process.execPath, "run", join(import.meta.dir, "ceiling.ts"), String(port)],
+      {},
+      port++,
+      "/",
+      secs,
+    );
+    ceilings.push(ceil);
+    log(`round ${i + 1}: ceiling ${ceil.rps.toFixed(0)} req/s ${ceil.cpuUs.toFixed(1)} µs/req`);
+    for (const [label, cmd] of Object.entries(memd)) {
+      const dir = mkdtempSync(join(o.dataRoot ?? tmpdir(), "memd-bench-"));
+      const storage = o.databaseUrl ? ["--database-url", await freshDatabase(o.databaseUrl)] : [];
+      const m = await measure(
+        [...cmd, "serve", "--port", String(port), "--data-dir", dir, ...storage],
+        { MEMD_API_KEY: key, MEMD_LOG_LEVEL: "info" },
+        port++,
+        "/v1/memory",
+        secs,
+      );
+      rmSync(dir, { recursive: true, force: true });
+      figures[label].push(m);
+      log(
+        `round ${i + 1}: ${label} ${m.rps.toFixed(0)} req/s ${m.cpuUs.toFixed(1)} µs/req; req/s ${((100 * m.rps) / ceil.rps).toFixed(0)}% of ceiling; CPU ${(m.cpuUs / ceil.cpuUs).toFixed(2)}× ceiling`,
+      );
+    }
+  }
+  return Object.entries(figures).map(([label, fs]) => {
+    const per = fs.map((f, i) => ({ cpuRatio: f.cpuUs / ceilings[i].cpuUs, rpsRatio: f.rps / ceilings[i].rps }));
+    return {
+      label,
+      cpuRatio: median(per.map((r) => r.cpuRatio)),
+      rpsRatio: median(per.map((r) => r.rpsRatio)),
+      rps: median(fs.map((f) => f.rps)),
+      cpuUs: median(fs.map((f) => f.cpuUs)),
+      ceilingRps: median(ceilings.map((c) => c.rps)),
+      ceilingCpuUs: median(ceilings.map((c) => c.cpuUs)),
+      rounds: per,
+    };
+  });
+}
+
+/** One line per row: the medians. */
+export const describeRow = (r: StorePathRow) =>
+  `${r.label}: median CPU ${r.cpuRatio.toFixed(2)}× ceiling, req/s ${(100 * r.rpsRatio).toFixed(0)}% of ceiling (${r.cpuUs.toFixed(1)} µs/req against ${r.ceilingCpuUs.toFixed(1)}; ${r.rps.toFixed(0)} against ${r.ceilingRps.toFixed(0)} req/s; rounds: ${r.rounds.map((x) => `${x.cpuRatio.toFixed(2)}×/${(100 * x.rpsRatio).toFixed(0)}%`).join(", ")})`;
+
+if (import.meta.main) {
+  const { values, positionals } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      source: { type: "boolean" },
+      memd: { type: "string", multiple: true },
+      "database-url": { type: "string" },
+      "data-root": { type: "string" },
+      secs: { type: "string" },
+    },
+    allowPositionals: true,
+  });
+  const memd: Record<string, string[]> = {};
+  if (values.source) memd.source = [process.execPath, "run", join(repo, "src/main.ts")];
+  for (const path of values.memd ?? []) memd[path] = [path];
+  if (Object.keys(memd).length === 0) memd["dist/memd"] = [join(repo, "dist/memd")];
+  const rows = await storePath({
+    rounds: Number(positionals[0] ?? 3),
+    secs: Number(values.secs ?? 5),
+    memd,
+    databaseUrl: values["database-url"],
+    dataRoot: values["data-root"],
+  });
+  for (const r of rows) console.log(describeRow(r));
 }

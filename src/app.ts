@@ -5,18 +5,16 @@ import { StreamHub } from "./audit/stream-service";
 import { browseRoutes } from "./browse/index";
 import type { Core } from "./core";
 import { errorHandler } from "./http/error-handler";
-import { jsonBody, maxBodyBytes, refuseBodies } from "./http/json-body";
-import { methodGuard, type RouteInfo } from "./http/methods";
-import { strictQuery } from "./http/query";
-import { rateLimit } from "./http/rate-limit";
-import { requestLog } from "./http/request-log";
-import { auth, keyOf } from "./keys/auth";
+import { jsonBody, maxBodyBytes } from "./http/json-body";
+import type { RouteInfo } from "./http/methods";
+import { pipeline } from "./http/pipeline";
+import { auth } from "./keys/auth";
 import { keyRoutes } from "./keys/index";
 import type { KeyRecord } from "./keys/model";
 import { mcpRoutes } from "./mcp/index";
 import { memoryRoutes, type SmartStore } from "./memory/index";
 import { healthRoutes } from "./ops/health";
-import { type EmbedStats, type ModelStats, metricsRoutes } from "./ops/metrics";
+import { type EmbedStats, type ModelStats, metricsRoutes, RequestMetrics } from "./ops/metrics";
 import { openapiRoutes } from "./ops/openapi";
 import { searchRoutes } from "./search/index";
 import { transferRoutes } from "./transfer/index";
@@ -37,24 +35,32 @@ export interface AppOptions {
 export function buildApp(core: Core, options: AppOptions = {}) {
   const isPublic = core.config.metricsPublic;
   const limits = core.config.rateLimit;
-  const authPlugin = auth({
+  const authOptions = {
     storage: core.storage,
     root: options.root,
     protectedPaths: isPublic ? ["/mcp"] : ["/metrics", "/mcp"],
-  });
+  };
+  // Authentication runs in the pipeline's hook; the plugin only adds the `permission` macro.
+  const authPlugin = auth({ ...authOptions, hook: false });
+  const requests = new RequestMetrics();
   // POST /mcp runs its tools through the app's own REST routes; the app exists by the time it is called.
   let self: { handle(request: Request): Promise<Response> } | undefined;
   let routes: () => RouteInfo[] = () => [];
   const app = new Elysia({ normalize: false, aot: true })
-    .use(requestLog(core.logger, (r) => keyOf(r)?.id))
+    // Request id, 401, 429, 405, strict query, no body on GET: one hook; log line and metrics: one hook.
+    .use(
+      pipeline({
+        logger: core.logger,
+        auth: authOptions,
+        rateLimit: limits,
+        routes: () => routes(),
+        metrics: requests,
+        repeatableQuery: ["tag"],
+      }),
+    )
     .use(errorHandler(core.logger))
     .use(jsonBody({ maxBytes: maxBodyBytes, freeForm: ["metadata"] }))
     .use(authPlugin)
-    // After auth, whose onRequest identifies the key (401 first); before any body is read.
-    .use(limits ? rateLimit({ ...limits, bucketOf: (r) => keyOf(r)?.id }) : new Elysia())
-    .use(methodGuard(() => routes()))
-    .use(strictQuery({ repeatable: ["tag"] }))
-    .use(refuseBodies())
     .use(healthRoutes(core))
     .use(
       metricsRoutes({
@@ -63,6 +69,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
         public: isPublic,
         modelStats: options.modelStats,
         embedStats: options.embedStats,
+        requests,
       }),
     )
     .use(openapiRoutes())

@@ -61,3 +61,27 @@ test("END closes a prefix range after names that start above U+FFFF (emoji), whi
   const old = [...dbs.entityMemories.getKeys({ start: ["ns-end"], end: ["ns-end", "\uffff"] })];
   expect(old.length).toBe(1);
 });
+
+test("applies batched into one transaction act in arrival order, and one whose plan throws writes nothing", async () => {
+  const add = (id: string, content: string) => ({
+    event: "ADD" as const,
+    create: { id, namespace: "batch", entity: "e", content, category: "general", importance: 0.5 },
+  });
+  const id1 = Bun.randomUUIDv7();
+  const id2 = Bun.randomUUIDv7();
+  const results = await Promise.allSettled([
+    storage.apply([add(id1, "green tea")], "k"),
+    storage.apply([{ event: "UPDATE", target: id1, patch: { content: "black coffee" } }], "k"),
+    storage.apply([{ event: "BOGUS" } as never], "k"),
+    storage.apply([add(id2, "green tea again")], "k"),
+  ]);
+  expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+  expect((await storage.getMemory(id1))?.content).toBe("black coffee");
+  const hits = (q: string[]) => storage.keywordSearch({ namespace: "batch" }, q, {}, 10);
+  expect((await hits(["coffee"])).map((h) => h.memory.id)).toEqual([id1]);
+  expect((await hits(["green"])).map((h) => h.memory.id)).toEqual([id2]);
+  const events = await storage.newestEvents({ namespace: "batch" }, 10);
+  expect(events.map((e) => e.event)).toEqual(["ADD", "UPDATE", "ADD"]);
+  // The search counters hold exactly the two current memories.
+  expect(dbs.searchStats.get(["N", "batch"])).toEqual([2, 5]);
+});

@@ -79,9 +79,14 @@ const noBodyError = (method: string) =>
  * after authentication (401 comes first).
  */
 export const refuseBodies = () =>
-  new Elysia({ name: "refuse-bodies" }).onRequest(function refuseBody({ request }) {
-    if (takesNoBody(request.method) && hasBody(request)) throw noBodyError(request.method);
+  new Elysia({ name: "refuse-bodies" }).onRequest(function refuseBodyHook({ request }) {
+    refuseBody(request);
   });
+
+/** refuseBodies' check, for the request pipeline. */
+export function refuseBody(request: Request) {
+  if (takesNoBody(request.method) && hasBody(request)) throw noBodyError(request.method);
+}
 
 /**
  * Keys that become an object's prototype or shadow its machinery when a parsed body is merged

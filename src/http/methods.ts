@@ -50,17 +50,25 @@ function allowedFor(table: Table, path: string): Set<string> | undefined {
  * request, when every route is registered. Register after authentication (401 comes first).
  */
 export function methodGuard(routes: () => RouteInfo[]) {
-  let table: Table | undefined;
+  const check = methodCheck(routes);
   return new Elysia({ name: "method-guard" }).onRequest(function allowMethod({ request }) {
-    table ??= tableOf(routes());
     const url = request.url;
     const start = url.indexOf("/", url.indexOf("//") + 2);
     const q = url.indexOf("?", start);
-    const allowed = allowedFor(table, q === -1 ? url.slice(start) : url.slice(start, q));
+    check(request.method, q === -1 ? url.slice(start) : url.slice(start, q));
+  });
+}
+
+/** methodGuard's check as a function of method and path (no query), for the request pipeline. */
+export function methodCheck(routes: () => RouteInfo[]): (method: string, path: string) => void {
+  let table: Table | undefined;
+  return (method, path) => {
+    table ??= tableOf(routes());
+    const allowed = allowedFor(table, path);
     if (!allowed) return;
-    const method = request.method.toUpperCase();
-    if (allowed.has(method) || (method === "HEAD" && allowed.has("GET"))) return;
+    const m = method.toUpperCase();
+    if (allowed.has(m) || (m === "HEAD" && allowed.has("GET"))) return;
     const allow = [...allowed].sort().join(", ");
     throw new ApiError("method_not_allowed", `this path answers only ${allow}`, undefined, { allow });
-  });
+  };
 }

@@ -18,28 +18,31 @@ export const LimitParam = (max: number, def: number) =>
  */
 export function strictQuery({ repeatable = [] }: { repeatable?: string[] } = {}) {
   return new Elysia({ name: "strict-query" }).onRequest(function checkQuery({ request }) {
-    const url = request.url;
-    const q = url.indexOf("?");
-    if (q === -1 || q === url.length - 1) return;
-    const hash = url.indexOf("#", q);
-    const seen = new Set<string>();
-    for (const part of url.slice(q + 1, hash === -1 ? undefined : hash).split("&")) {
-      if (part === "") continue;
-      const eq = part.indexOf("=");
-      const rawName = eq === -1 ? part : part.slice(0, eq);
-      const name = decode(rawName);
-      if (name === undefined)
-        throw new ApiError("invalid_request", "a query parameter name has an invalid percent escape", [
-          { field: "(query)", message: "has an invalid percent escape" },
-        ]);
-      const value = decode(eq === -1 ? "" : part.slice(eq + 1));
-      if (value === undefined)
-        throw invalidField(name, "has an invalid percent escape (it must encode UTF-8, e.g. %C3%A9 for é)");
-      if (hasControl(name) || hasControl(value)) throw invalidField(name, "must not hold control characters");
-      if (seen.has(name) && !repeatable.includes(name)) throw invalidField(name, "may be given only once");
-      seen.add(name);
-    }
+    checkQueryString(request.url, undefined, repeatable);
   });
+}
+
+/** strictQuery's check of a URL, for the request pipeline; `q` is the index of its "?" if known. */
+export function checkQueryString(url: string, q = url.indexOf("?"), repeatable: readonly string[] = []) {
+  if (q === -1 || q === url.length - 1) return;
+  const hash = url.indexOf("#", q);
+  const seen = new Set<string>();
+  for (const part of url.slice(q + 1, hash === -1 ? undefined : hash).split("&")) {
+    if (part === "") continue;
+    const eq = part.indexOf("=");
+    const rawName = eq === -1 ? part : part.slice(0, eq);
+    const name = decode(rawName);
+    if (name === undefined)
+      throw new ApiError("invalid_request", "a query parameter name has an invalid percent escape", [
+        { field: "(query)", message: "has an invalid percent escape" },
+      ]);
+    const value = decode(eq === -1 ? "" : part.slice(eq + 1));
+    if (value === undefined)
+      throw invalidField(name, "has an invalid percent escape (it must encode UTF-8, e.g. %C3%A9 for é)");
+    if (hasControl(name) || hasControl(value)) throw invalidField(name, "must not hold control characters");
+    if (seen.has(name) && !repeatable.includes(name)) throw invalidField(name, "may be given only once");
+    seen.add(name);
+  }
 }
 
 function decode(s: string): string | undefined {

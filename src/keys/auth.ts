@@ -26,6 +26,32 @@ export interface AuthOptions {
   root?: KeyRecord;
   /** Extra paths outside /v1 that need a key (e.g. /metrics). */
   protectedPaths?: string[];
+  /** false: no onRequest hook of its own; the request pipeline calls `authenticator` instead. */
+  hook?: boolean;
+}
+
+/**
+ * The check of auth's onRequest hook as a function of the request and its path (no query):
+ * the key that authenticated it (also kept for `keyOf`), undefined for a path that needs none,
+ * or a 401 thrown. Answers without a promise when the key is cached (see authenticate).
+ */
+export function authenticator({ storage, root, protectedPaths = [] }: AuthOptions) {
+  const extra = new Set(protectedPaths);
+  return (request: Request, path: string): KeyRecord | undefined | Promise<KeyRecord> => {
+    if (!needsKey(path) && !extra.has(path)) return undefined;
+    const header = request.headers.get("authorization");
+    if (header === null) throw new ApiError("unauthorized", "send the key as Authorization: Bearer <key>");
+    const m = bearer.exec(header);
+    if (!m) throw new ApiError("unauthorized", "malformed Authorization header; expected Bearer <key>");
+    const key = authenticate(storage, root, m[1]);
+    if (key instanceof Promise)
+      return key.then((k) => {
+        keyOfRequest.set(request, k);
+        return k;
+      });
+    keyOfRequest.set(request, key);
+    return key;
+  };
 }
 
 /**
@@ -33,25 +59,21 @@ export interface AuthOptions {
  * adds the `permission` macro: a route with `{ permission: "read" }` gets `apiKey` in its
  * context, or answers 403 when the key's permission does not include it.
  */
-export function auth({ storage, root, protectedPaths = [] }: AuthOptions) {
-  return new Elysia({ name: "auth" })
-    .onRequest(async function authenticateRequest({ request }) {
-      const path = pathOf(request.url);
-      if (!needsKey(path) && !protectedPaths.includes(path)) return;
-      const header = request.headers.get("authorization");
-      if (header === null) throw new ApiError("unauthorized", "send the key as Authorization: Bearer <key>");
-      const m = bearer.exec(header);
-      if (!m) throw new ApiError("unauthorized", "malformed Authorization header; expected Bearer <key>");
-      keyOfRequest.set(request, await authenticate(storage, root, m[1]));
-    })
-    .macro({
-      permission: (needed: Permission) => ({
-        resolve({ request }) {
-          const apiKey = keyOfRequest.get(request);
-          if (!apiKey) throw new ApiError("unauthorized", "send the key as Authorization: Bearer <key>");
-          if (!permits(apiKey, needed)) throw new ApiError("forbidden", `this key lacks the ${needed} permission`);
-          return { apiKey };
-        },
-      }),
+export function auth(options: AuthOptions) {
+  const check = authenticator(options);
+  const plugin = new Elysia({ name: "auth" });
+  if (options.hook !== false)
+    plugin.onRequest(async function authenticateRequest({ request }) {
+      await check(request, pathOf(request.url));
     });
+  return plugin.macro({
+    permission: (needed: Permission) => ({
+      resolve({ request }) {
+        const apiKey = keyOfRequest.get(request);
+        if (!apiKey) throw new ApiError("unauthorized", "send the key as Authorization: Bearer <key>");
+        if (!permits(apiKey, needed)) throw new ApiError("forbidden", `this key lacks the ${needed} permission`);
+        return { apiKey };
+      },
+    }),
+  });
 }

@@ -108,20 +108,30 @@ const lastUsedWrites = new Map<string, number>();
 /**
  * Finds the key for a bearer secret, or throws 401. The hash is looked up, then compared in
  * constant time. `lastUsedAt` is written at most once a minute per key, off the request path.
+ * Answers without a promise when the key is the root key or cached (the request path's case);
+ * a miss reads storage and answers a promise. Either way a refusal may be thrown or rejected.
  */
-export async function authenticate(
+export function authenticate(
   storage: Storage,
   root: KeyRecord | undefined,
   secret: string,
   now = Date.now(),
-): Promise<KeyRecord> {
+): KeyRecord | Promise<KeyRecord> {
   const hash = hashOf(secret);
-  let key: KeyRecord | undefined;
-  if (root && sameHash(root.hash, hash)) key = root;
-  else {
-    const found = await cachedKeyByHash(storage, hash, now);
-    if (found && sameHash(found.hash, hash)) key = found;
-  }
+  if (root && sameHash(root.hash, hash)) return admitKey(storage, root, root, hash, now);
+  const hit = cachedKey(storage, hash, now);
+  if (hit) return admitKey(storage, root, hit, hash, now);
+  return readKeyByHash(storage, hash, now).then((found) => admitKey(storage, root, found, hash, now));
+}
+
+function admitKey(
+  storage: Storage,
+  root: KeyRecord | undefined,
+  found: KeyRecord | undefined,
+  hash: string,
+  now: number,
+): KeyRecord {
+  const key = found && (found === root || sameHash(found.hash, hash)) ? found : undefined;
   if (!key || key.revokedAt !== null) throw new ApiError("unauthorized", "unknown or revoked API key");
   if (key.expiresAt !== null && key.expiresAt <= now) throw new ApiError("unauthorized", "the API key has expired");
   if (key !== root && now - (lastUsedWrites.get(key.id) ?? 0) > 60_000) {
@@ -140,15 +150,24 @@ export const KEY_CACHE_MS = 500;
 const MAX_CACHED_KEYS = 10_000;
 const keyCaches = new WeakMap<Storage, Map<string, { key: KeyRecord; at: number }>>();
 
-async function cachedKeyByHash(storage: Storage, hash: string, now: number): Promise<KeyRecord | undefined> {
+function cacheOf(storage: Storage) {
   let cache = keyCaches.get(storage);
   if (!cache) {
     cache = new Map();
     keyCaches.set(storage, cache);
   }
-  const hit = cache.get(hash);
-  if (hit && now - hit.at < KEY_CACHE_MS && now >= hit.at) return hit.key;
+  return cache;
+}
+
+/** A key record read from storage less than KEY_CACHE_MS ago, if any. */
+function cachedKey(storage: Storage, hash: string, now: number): KeyRecord | undefined {
+  const hit = keyCaches.get(storage)?.get(hash);
+  return hit && now - hit.at < KEY_CACHE_MS && now >= hit.at ? hit.key : undefined;
+}
+
+async function readKeyByHash(storage: Storage, hash: string, now: number): Promise<KeyRecord | undefined> {
   const key = await storage.keyByHash(hash);
+  const cache = cacheOf(storage);
   cache.delete(hash);
   if (key) {
     if (cache.size >= MAX_CACHED_KEYS) cache.delete(cache.keys().next().value!);

@@ -151,14 +151,23 @@ export interface MetricsOptions {
   modelStats?: () => ModelStats | undefined;
   /** Hook for the embedding feature's running totals (see EmbedStats). */
   embedStats?: () => EmbedStats | undefined;
+  /** Request counters filled by the request pipeline (src/http/pipeline.ts); without them, a hook of its own counts. */
+  requests?: RequestMetrics;
 }
 
 /**
  * Records every answered request by route template and status, and serves `GET /metrics`.
  * The auth plugin must list /metrics in `protectedPaths` unless it is public.
  */
-export function metricsRoutes({ core, authPlugin, public: isPublic, modelStats, embedStats }: MetricsOptions) {
-  const requests = new RequestMetrics();
+export function metricsRoutes({
+  core,
+  authPlugin,
+  public: isPublic,
+  modelStats,
+  embedStats,
+  requests: counted,
+}: MetricsOptions) {
+  const requests = counted ?? new RequestMetrics();
   const started = Date.now();
   const render = async () =>
     [
@@ -170,9 +179,9 @@ export function metricsRoutes({ core, authPlugin, public: isPublic, modelStats, 
       "",
     ].join("\n");
   const text = { "content-type": "text/plain; version=0.0.4; charset=utf-8" };
-  const base = new Elysia({ name: "metrics" })
-    .use(authPlugin)
-    .onAfterResponse({ as: "global" }, function countRequest({ request, route, set }) {
+  const base = new Elysia({ name: "metrics" }).use(authPlugin);
+  if (!counted)
+    base.onAfterResponse({ as: "global" }, function countRequest({ request, route, set }) {
       const info = requestInfo(request);
       const status = typeof set.status === "number" ? set.status : 200;
       requests.observe(request.method, route || "(unmatched)", status, info ? (performance.now() - info.at) / 1000 : 0);

@@ -21,6 +21,15 @@ import { IndexWriter, indexChange, keywordSearch, semanticSearch } from "./searc
 
 export type Dbs = Record<keyof typeof dbNames, Database>;
 
+/** An apply waiting for its batch's write transaction. */
+interface Pending {
+  ops: readonly MemoryOp[];
+  actorKeyId: string | null;
+  now: number;
+  resolve(applied: (Applied | null)[]): void;
+  reject(e: unknown): void;
+}
+
 export interface LmdbOptions {
   mapSizeMb?: number;
   /** false: apply skips the search index (only for bench/search.ts's index-off baseline). */
@@ -118,6 +127,79 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
 
   const getRecord = (id: string) => dbs.memories.get(id) as MemoryRecord | undefined;
 
+  /** Plans one apply's ops into `w` and `ix`; `overlay` holds the records changed so far in the batch. */
+  function plan(w: Writes, ix: IndexWriter, overlay: Map<string, MemoryRecord>, item: Pending) {
+    const { ops, actorKeyId, now } = item;
+    return ops.map((op): Applied | null => {
+      const id = targetOf(op);
+      let target: MemoryRecord | undefined;
+      if (id !== undefined) {
+        target = overlay.get(id) ?? getRecord(id);
+        if (!targetIsLive(op, target, now)) return null;
+        overlay.set(id, target);
+      }
+      const namespace = op.event === "ADD" || op.event === "REPLACE" ? op.create.namespace : target!.namespace;
+      const { seq, atMs } = clock.next(namespace, now);
+      return stage(w, ix, op, planOp(op, target, atMs, actorKeyId), seq, overlay);
+    });
+  }
+
+  /**
+   * Applies that arrive while a write transaction is being set up share it (group commit, as
+   * lmdb-js batches transactions) and also one index writer, so the search counters a batch
+   * touches are read and written once per batch instead of once per apply (16 reads and puts per
+   * raw store). Each apply still acts as if alone, in arrival order: later ones see the records
+   * of earlier ones through the shared overlay. If any plan throws, the batch is planned again
+   * one apply at a time, so only that apply fails and writes nothing.
+   */
+  let pending: Pending[] | undefined;
+  function runBatch(batch: Pending[]) {
+    const results: (Applied | null)[][] = [];
+    const failures = new Map<number, unknown>();
+    env
+      .transaction(() => {
+        if (pending === batch) pending = undefined;
+        const w = new Writes();
+        try {
+          const ix = new IndexWriter(dbs, w);
+          const overlay = new Map<string, MemoryRecord>();
+          for (const item of batch) results.push(plan(w, ix, overlay, item));
+          ix.finish();
+        } catch {
+          results.length = 0;
+        }
+        if (results.length === batch.length) {
+          w.apply();
+          return;
+        }
+        batch.forEach((item, i) => {
+          const w = new Writes();
+          const ix = new IndexWriter(dbs, w);
+          try {
+            results.push(plan(w, ix, new Map(), item));
+            ix.finish();
+          } catch (e) {
+            results.push([]);
+            failures.set(i, e);
+            return;
+          }
+          w.apply();
+        });
+      })
+      .then(flushed)
+      .then(
+        () =>
+          batch.forEach((item, i) => {
+            if (failures.has(i)) item.reject(failures.get(i));
+            else item.resolve(results[i]);
+          }),
+        (e) => {
+          if (pending === batch) pending = undefined;
+          for (const item of batch) item.reject(storageError(e));
+        },
+      );
+  }
+
   const storage: LmdbStorage = {
     backend: "lmdb",
     env,
@@ -125,23 +207,13 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     write,
 
     apply(ops, actorKeyId, now = Date.now()) {
-      return write((w) => {
-        const overlay = new Map<string, MemoryRecord>();
-        const ix = new IndexWriter(dbs, w);
-        const results = ops.map((op): Applied | null => {
-          const id = targetOf(op);
-          let target: MemoryRecord | undefined;
-          if (id !== undefined) {
-            target = overlay.get(id) ?? getRecord(id);
-            if (!targetIsLive(op, target, now)) return null;
-            overlay.set(id, target);
-          }
-          const namespace = op.event === "ADD" || op.event === "REPLACE" ? op.create.namespace : target!.namespace;
-          const { seq, atMs } = clock.next(namespace, now);
-          return stage(w, ix, op, planOp(op, target, atMs, actorKeyId), seq, overlay);
-        });
-        ix.finish();
-        return results;
+      return new Promise((resolve, reject) => {
+        const item: Pending = { ops, actorKeyId, now, resolve, reject };
+        if (pending) pending.push(item);
+        else {
+          pending = [item];
+          runBatch(pending);
+        }
       });
     },
 
