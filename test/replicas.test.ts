@@ -9,6 +9,7 @@ import { openPostgres } from "../src/storage/postgres/index";
 import { SCHEMA_VERSION } from "../src/storage/postgres/schema";
 import { type ChatRequest, startFakeModel } from "./fake-model";
 import { freshDatabase, postgresUrl, rootSecret, type ServerProcess, spawnServer, tempDir } from "./helpers";
+import { sseMessages } from "./sse";
 
 const fake = startFakeModel();
 const dir = tempDir("memd-replicas-");
@@ -273,6 +274,36 @@ describe("three replicas on one PostgreSQL", () => {
       );
     }
   });
+
+  test("the live event stream of one replica carries events written through the others, once, in order, promptly", async () => {
+    const ac = new AbortController();
+    const res = await fetch(`${replicas[0].url}/v1/memory/events/stream?namespace=streamed`, {
+      headers: { authorization: `Bearer ${rootSecret}` },
+      signal: ac.signal,
+    });
+    expect(res.status).toBe(200);
+    const got: { content: string; at: number }[] = [];
+    const reading = (async () => {
+      try {
+        for await (const m of sseMessages(res.body!))
+          if (m.event === "memory") got.push({ content: JSON.parse(m.data!).newContent, at: Date.now() });
+      } catch {} // aborted at the end
+    })();
+    const sent: { content: string; at: number }[] = [];
+    for (let i = 0; i < 6; i++) {
+      const content = `through ${i % 3} #${i}`;
+      expect((await rawStore(replicas[1 + (i % 2)], "streamed", content)).status).toBe(200);
+      sent.push({ content, at: Date.now() });
+    }
+    const deadline = Date.now() + 5000;
+    while (got.length < sent.length && Date.now() < deadline) await Bun.sleep(20);
+    ac.abort();
+    await reading;
+    expect(got.map((g) => g.content)).toEqual(sent.map((x) => x.content));
+    // The stream polls every 500 ms, so an event arrives within about 0.5 s of its answer; the bound
+    // here is looser (2 s) so that a loaded test machine cannot make it flaky.
+    got.forEach((g, i) => expect(g.at - sent[i].at).toBeLessThan(2000));
+  }, 30_000);
 
   test("TTL expiry with three sweepers records exactly one DELETE per memory", async () => {
     const ns = "ttl3";
