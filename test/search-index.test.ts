@@ -120,3 +120,57 @@ test("incremental index ranks exactly as a rebuilt one after every step", async 
   }
   expect(hits).toBeGreaterThan(steps * 10); // the queries do find memories
 }, 300_000);
+
+test("semantic search follows every change of vectors at once, after the scope was searched", async () => {
+  const ns = "vec-follow";
+  const unit = (i: number) => Float32Array.from({ length: 16 }, (_, j) => (j === i ? 1 : 0.01));
+  const add = (entity: string, i: number) =>
+    ({
+      event: "ADD",
+      create: {
+        id: Bun.randomUUIDv7(),
+        namespace: ns,
+        entity,
+        content: `m${i}`,
+        category: "general",
+        importance: 0.5,
+        vector: unit(i),
+      },
+    }) satisfies MemoryOp;
+  const [a, b, c] = await storage.apply([add("x", 0), add("x", 1), add("y", 2)], null);
+  const top = async (i: number, entity?: string) =>
+    (await storage.semanticSearch({ namespace: ns, entity }, unit(i), {}, 1)).map((h) => h.memory.id);
+  // Searched once: the namespace's vectors are now held in memory on LMDB.
+  expect(await top(0)).toEqual([a!.memory.id]);
+  expect(await top(2, "x")).not.toContain(c!.memory.id);
+  // A new vector is found at once; a merge with a new vector moves the memory.
+  const [d] = await storage.apply([add("y", 3)], null);
+  expect(await top(3)).toEqual([d!.memory.id]);
+  await storage.apply([{ event: "MERGE", target: a!.memory.id, patch: { content: "m5", vector: unit(5) } }], null);
+  expect(await top(5)).toEqual([a!.memory.id]);
+  expect(await top(0)).not.toContain(a!.memory.id);
+  // A content change without a vector drops it; a deleted or replaced memory is never returned.
+  await storage.apply([{ event: "MERGE", target: b!.memory.id, patch: { content: "m1 again" } }], null);
+  expect((await storage.semanticSearch({ namespace: ns }, unit(1), {}, 10)).map((h) => h.memory.id)).not.toContain(
+    b!.memory.id,
+  );
+  await storage.apply([{ event: "DELETE", target: c!.memory.id, reason: "deleted" }], null);
+  expect((await storage.semanticSearch({ namespace: ns }, unit(2), {}, 10)).map((h) => h.memory.id)).not.toContain(
+    c!.memory.id,
+  );
+  const [e] = await storage.apply(
+    [{ event: "REPLACE", target: d!.memory.id, reason: "x", create: add("y", 3).create }],
+    null,
+  );
+  const hits = (await storage.semanticSearch({ namespace: ns }, unit(3), {}, 10)).map((h) => h.memory.id);
+  expect(hits[0]).toBe(e!.memory.id);
+  expect(hits).not.toContain(d!.memory.id);
+  // Pending then set by the embedding worker.
+  await storage.apply([{ event: "MERGE", target: e!.memory.id, patch: { content: "m7", vector: "pending" } }], null);
+  expect(await top(3)).not.toContain(e!.memory.id);
+  const [p] = await storage.pendingEmbeddings(10);
+  expect(await storage.setVectors([{ id: p.id, updatedAt: p.updatedAt, vector: unit(7) }])).toBe(1);
+  expect(await top(7)).toEqual([e!.memory.id]);
+  expect(await top(7, "y")).toEqual([e!.memory.id]);
+  expect(await top(7, "x")).not.toContain(e!.memory.id);
+});

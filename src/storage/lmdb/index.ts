@@ -10,6 +10,7 @@ import { EventClock } from "./clock";
 import { binaryDbs, dbNames, END, FORMAT_VERSION, keys } from "./layout";
 import { migrate, rebuildIndex } from "./migrate";
 import { IndexWriter, indexChange, keywordSearch, semanticSearch } from "./search";
+import { VectorCache } from "./vector-cache";
 
 export type Dbs = Record<keyof typeof dbNames, Database>;
 
@@ -64,6 +65,20 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   const write = <T>(plan: (w: Writes) => T) => writeDurably(env, flushed, plan);
   const serialize = keyedMutex();
   const indexOn = options.searchIndex !== false;
+  const vectorCache = new VectorCache(dbs);
+  /** Runs a write plan that may touch vectors; the in-memory vectors follow what it committed. */
+  const writeIndexed = async <T>(plan: (w: Writes, ix: IndexWriter) => T): Promise<T> => {
+    let ix: IndexWriter | undefined;
+    try {
+      return await write((w) => {
+        ix = new IndexWriter(dbs, w);
+        return plan(w, ix);
+      });
+    } finally {
+      // Re-read from LMDB, so harmless if the transaction did not commit.
+      if (ix) vectorCache.refresh(ix.vectorsTouched);
+    }
+  };
 
   /** Stages the writes of one planned op and returns what it did. */
   function stage(
@@ -117,9 +132,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     write,
 
     apply(ops, actorKeyId, now = Date.now()) {
-      return write((w) => {
+      return writeIndexed((w, ix) => {
         const overlay = new Map<string, MemoryRecord>();
-        const ix = new IndexWriter(dbs, w);
         const results = ops.map((op): Applied | null => {
           const id = targetOf(op);
           let target: MemoryRecord | undefined;
@@ -181,7 +195,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     },
 
     async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
-      return semanticSearch(dbs, scope, vector, filter, limit, now);
+      return semanticSearch(dbs, vectorCache, scope, vector, filter, limit, now);
     },
 
     async pendingEmbeddings(limit) {
@@ -196,8 +210,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     },
 
     async setVectors(items) {
-      return write((w) => {
-        const ix = new IndexWriter(dbs, w);
+      return writeIndexed((_w, ix) => {
         let n = 0;
         for (const it of items) {
           const r = getRecord(it.id);
@@ -215,6 +228,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       await env.transaction(() => {
         n = rebuildIndex(dbs, options.embeddings ?? false);
       });
+      vectorCache.clear();
       await flushed();
       return n;
     },
@@ -296,6 +310,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     },
 
     async close() {
+      vectorCache.clear();
       await flushed();
       await env.close();
     },

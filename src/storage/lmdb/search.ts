@@ -7,6 +7,7 @@ import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
 import type { Dbs, Writes } from "./index";
 import { END, keys } from "./layout";
+import type { VectorCache } from "./vector-cache";
 
 type Counter = { key: unknown[]; db: Database; delta: number[] };
 
@@ -16,6 +17,8 @@ type Counter = { key: unknown[]; db: Database; delta: number[] };
  */
 export class IndexWriter {
   private readonly counters = new Map<string, Counter>();
+  /** The vector keys this transaction wrote or removed, for the in-memory vectors (vector-cache.ts). */
+  readonly vectorsTouched: [string, string, string][] = [];
   constructor(
     private readonly dbs: Dbs,
     private readonly w: Writes,
@@ -60,6 +63,7 @@ export class IndexWriter {
   /** Applies an op's vector to a memory that is (still) current. */
   setVector(r: MemoryRecord, v: VectorUpdate | undefined) {
     const key = keys.vector(r.namespace, r.entity, r.id);
+    this.vectorsTouched.push([r.namespace, r.entity, r.id]);
     if (v === "pending") {
       this.w.remove(this.dbs.vectors, key);
       this.w.put(this.dbs.embedPending, r.id, null);
@@ -72,6 +76,7 @@ export class IndexWriter {
 
   /** Drops a retired memory's vector and queue entry. */
   dropVector(r: MemoryRecord) {
+    this.vectorsTouched.push([r.namespace, r.entity, r.id]);
     this.w.remove(this.dbs.vectors, keys.vector(r.namespace, r.entity, r.id));
     this.w.remove(this.dbs.embedPending, r.id);
   }
@@ -212,20 +217,14 @@ function topAccepted(
   return out.sort(byScoreThenNewer).slice(0, limit);
 }
 
-/** A stored vector as float32: a view when the bytes are 4-aligned, else copied into `scratch`. */
-function floats(b: Uint8Array, scratch: { bytes: Uint8Array; floats: Float32Array }): Float32Array {
-  if (b.byteOffset % 4 === 0) return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
-  if (scratch.bytes.byteLength < b.byteLength) {
-    scratch.bytes = new Uint8Array(b.byteLength);
-    scratch.floats = new Float32Array(scratch.bytes.buffer);
-  }
-  scratch.bytes.set(b);
-  return scratch.floats.subarray(0, b.byteLength / 4);
-}
-
-/** Exact cosine top-k over every vector of a scope. */
+/**
+ * Exact cosine top-k over every vector of a scope, scored against the namespace's in-memory
+ * matrix (vector-cache.ts); candidates are checked against their memory record, so a memory that
+ * is no longer current is never returned.
+ */
 export function semanticSearch(
   dbs: Dbs,
+  cache: VectorCache,
   scope: MemoryScope,
   query: Float32Array,
   filter: SearchFilter,
@@ -233,40 +232,53 @@ export function semanticSearch(
   now: number,
 ): Scored[] {
   const q = normalized(query);
-  const prefix = scope.entity === undefined ? [scope.namespace] : [scope.namespace, scope.entity];
-  const ids: string[] = [];
-  const sims: number[] = [];
-  const scratch = { bytes: new Uint8Array(0), floats: new Float32Array(0) };
-  for (const { key, value } of dbs.vectors.getRange({ start: prefix, end: [...prefix, END] })) {
-    const v = floats(value as Uint8Array, scratch);
-    if (v.length !== q.length) continue; // written by another model; reindex re-embeds
-    let dot = 0;
-    for (let j = 0; j < v.length; j++) dot += v[j] * q[j];
-    ids.push((key as string[]).at(-1)!);
-    sims.push(dot);
-  }
+  const { ids, sims } = cache.space(scope.namespace).score(scope.entity, q);
   const scores = new Map<string, number>();
+  const accept = (id: string) => {
+    const m = dbs.memories.get(id) as MemoryRecord | undefined;
+    return isCurrent(m, now) && m.namespace === scope.namespace && matchesFilter(m, filter) ? m : null;
+  };
   // Only the best few are worth sorting and checking: widen until `limit` pass or all are seen.
   for (let want = limit * 4 + 16; ; want *= 4) {
     const order = topIndexes(sims, want);
     scores.clear();
     for (const j of order) scores.set(ids[j], sims[j]);
-    const accept = (id: string) => {
-      const m = dbs.memories.get(id) as MemoryRecord | undefined;
-      return isCurrent(m, now) && matchesFilter(m, filter) ? m : null;
-    };
     const out = topAccepted(scores, accept, limit);
     if (out.length >= limit || order.length >= sims.length) return out;
   }
 }
 
-/** Indexes of the `k` largest values (all of them when k ≥ length), unordered beyond that. */
-function topIndexes(values: number[], k: number): number[] {
-  if (k >= values.length) return values.map((_, i) => i);
-  // The k-th largest value by selection on a copy, then everything at or above it.
-  const copy = Float64Array.from(values);
-  copy.sort();
-  const cut = copy[copy.length - k];
+/** Indexes of the `k` largest values and of any equal to the k-th (all when k ≥ length), unordered. */
+function topIndexes(values: Float32Array, k: number): number[] {
+  if (k >= values.length) return Array.from(values, (_, i) => i);
+  // The k-th largest value by a min-heap of the best k seen, then everything at or above it.
+  const heap = new Float64Array(k);
+  let n = 0;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (n < k) {
+      let c = n++;
+      while (c > 0) {
+        const p = (c - 1) >> 1;
+        if (heap[p] <= v) break;
+        heap[c] = heap[p];
+        c = p;
+      }
+      heap[c] = v;
+    } else if (v > heap[0]) {
+      let c = 0;
+      for (;;) {
+        const l = 2 * c + 1;
+        if (l >= k) break;
+        const m = l + 1 < k && heap[l + 1] < heap[l] ? l + 1 : l;
+        if (heap[m] >= v) break;
+        heap[c] = heap[m];
+        c = m;
+      }
+      heap[c] = v;
+    }
+  }
+  const cut = heap[0];
   const out: number[] = [];
   for (let i = 0; i < values.length; i++) if (values[i] >= cut) out.push(i);
   return out;
