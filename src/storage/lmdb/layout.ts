@@ -19,18 +19,20 @@
  * The search index (format 3), written in the same transaction as the memory it indexes; it
  * holds the memories with state "current" (an expired one until the sweeper deletes it; reads
  * check expiry):
- *   postings           [namespace, term, memoryId]         -> [tf, docLength]  (namespace-wide BM25)
- *   entity_postings    [namespace, entity, term, memoryId] -> [tf, docLength]  (one entity's BM25, without
- *                                                             walking the namespace's postings of the term)
+ *   postings           [namespace, term, entity, memoryId] -> [tf, docLength]  (one list per term serves
+ *                                                             both scopes: the namespace's is the range
+ *                                                             [namespace, term], an entity's the range
+ *                                                             [namespace, term, entity])
  *   search_stats       ["N", namespace]                    -> [docs, totalLength]
  *                      ["E", namespace, entity]            -> [docs, totalLength]
- *                      ["n", namespace, term]              -> df  (documents of the namespace with the term)
- *                      ["e", namespace, entity, term]      -> df
+ *                      ["n", namespace, term]              -> df  (documents of the namespace with the term;
+ *                                                             an entity's df is counted from its range)
  *   vectors            [namespace, entity, memoryId]       -> float32 bytes, length 1 (binary encoding);
  *                                                             a scope's vectors are one range scan
  *   embed_pending      [memoryId]                          -> null  (current memories owed an embedding)
  *
- * The tf and length ride in the posting, so scoring a posting needs no second read. Terms are at
+ * The tf and length ride in the posting, so scoring a posting needs no second read. One posting
+ * and one df counter per distinct term of a memory: an apply writes no per-entity copy. Terms are at
  * most 64 UTF-16 units (text/tokens.ts), so keys stay far below the 2 KB key limit.
  *
  * Namespaces and entities may not hold control characters, so no string part contains the 0x00
@@ -52,7 +54,6 @@ export const dbNames = {
   apiKeys: "api_keys",
   apiKeyHashes: "api_key_hashes",
   postings: "postings",
-  entityPostings: "entity_postings",
   searchStats: "search_stats",
   vectors: "vectors",
   embedPending: "embed_pending",
@@ -77,18 +78,13 @@ export const keys = {
   eventByNs: (ns: string, atMs: number, seq: number) => [ns, atMs, seq],
   eventByEntity: (ns: string, entity: string, atMs: number, seq: number) => [ns, entity, atMs, seq],
   eventByMemory: (ns: string, memoryId: string, atMs: number, seq: number) => [ns, memoryId, atMs, seq],
-  posting: (ns: string, term: string, id: string) => [ns, term, id],
-  entityPosting: (ns: string, entity: string, term: string, id: string) => [ns, entity, term, id],
-  /** The posting list prefix of a term in a scope, and which sub-database holds it. */
-  postingPrefix(scope: { namespace: string; entity?: string }, term: string) {
-    return scope.entity === undefined
-      ? { db: "postings" as const, prefix: [scope.namespace, term] }
-      : { db: "entityPostings" as const, prefix: [scope.namespace, scope.entity, term] };
-  },
+  posting: (ns: string, term: string, entity: string, id: string) => [ns, term, entity, id],
+  /** The prefix of a term's postings in a scope. */
+  postingPrefix: (scope: { namespace: string; entity?: string }, term: string) =>
+    scope.entity === undefined ? [scope.namespace, term] : [scope.namespace, term, scope.entity],
   docStats: (scope: { namespace: string; entity?: string }) =>
     scope.entity === undefined ? ["N", scope.namespace] : ["E", scope.namespace, scope.entity],
-  termStats: (scope: { namespace: string; entity?: string }, term: string) =>
-    scope.entity === undefined ? ["n", scope.namespace, term] : ["e", scope.namespace, scope.entity, term],
+  termStats: (ns: string, term: string) => ["n", ns, term],
   vector: (ns: string, entity: string, id: string) => [ns, entity, id],
   /** Which event index serves a scope, and the prefix of its keys. */
   eventIndex(scope: Scope): { db: "eventsByMemory" | "eventsByEntity" | "eventsByNs"; prefix: (string | number)[] } {

@@ -35,19 +35,13 @@ export class IndexWriter {
   private change(r: MemoryRecord, sign: 1 | -1) {
     const { tf, length } = termCounts(r.content);
     const ns = r.namespace;
-    const scopes = [{ namespace: ns }, { namespace: ns, entity: r.entity }];
-    for (const scope of scopes) this.bump(keys.docStats(scope), [sign, sign * length]);
+    this.bump(keys.docStats({ namespace: ns }), [sign, sign * length]);
+    this.bump(keys.docStats({ namespace: ns, entity: r.entity }), [sign, sign * length]);
     for (const [term, n] of tf) {
-      const p = keys.posting(ns, term, r.id);
-      const ep = keys.entityPosting(ns, r.entity, term, r.id);
-      if (sign > 0) {
-        this.w.put(this.dbs.postings, p, [n, length]);
-        this.w.put(this.dbs.entityPostings, ep, [n, length]);
-      } else {
-        this.w.remove(this.dbs.postings, p);
-        this.w.remove(this.dbs.entityPostings, ep);
-      }
-      for (const scope of scopes) this.bump(keys.termStats(scope, term), [sign]);
+      const p = keys.posting(ns, term, r.entity, r.id);
+      if (sign > 0) this.w.put(this.dbs.postings, p, [n, length]);
+      else this.w.remove(this.dbs.postings, p);
+      this.bump(keys.termStats(ns, term), [sign]);
     }
   }
 
@@ -118,11 +112,12 @@ export function indexChange(
 const EMPTY: Scored[] = [];
 
 /**
- * BM25 top-k over a scope, exact, with MaxScore pruning: terms are taken rarest first, and once
- * the best `limit` accepted hits so far beat what the remaining (common) terms could give a
- * memory they alone contain, those terms' postings are no longer walked: only the candidates
- * that can still reach the top get point reads. So a common word costs lookups for the few
- * candidates, not a walk over a large share of the namespace.
+ * BM25 top-k over a scope, exact. Over a namespace with MaxScore pruning: terms are taken rarest
+ * first, and once the best `limit` accepted hits so far beat what the remaining (common) terms
+ * could give a memory they alone contain, those terms' postings are no longer walked: only the
+ * candidates that can still reach the top get point reads. So a common word costs lookups for the
+ * few candidates, not a walk over a large share of the namespace. Over an entity, every posting
+ * of the query's terms in the entity's range is read, and its df is their count.
  */
 export function keywordSearch(
   dbs: Dbs,
@@ -136,28 +131,45 @@ export function keywordSearch(
   if (!stats || stats[0] <= 0 || terms.length === 0) return EMPTY;
   const [docs, totalLength] = stats;
   const avg = totalLength / docs;
-  const ts = terms
-    .map((term) => {
-      const df = (dbs.searchStats.get(keys.termStats(scope, term) as Key) as number | undefined) ?? 0;
-      const w = idf(docs, df);
-      return { term, df, idf: w, bound: bm25Bound(w) };
-    })
-    .filter((t) => t.df > 0)
-    .sort((a, b) => b.bound - a.bound || (a.term < b.term ? -1 : 1));
-  if (ts.length === 0) return EMPTY;
-
-  const getRecord = (id: string) => dbs.memories.get(id) as MemoryRecord | undefined;
   const accepted = new Map<string, MemoryRecord | null>();
   const accept = (id: string) => {
     let r = accepted.get(id);
     if (r === undefined) {
-      const m = getRecord(id);
+      const m = dbs.memories.get(id) as MemoryRecord | undefined;
       r = isCurrent(m, now) && m.namespace === scope.namespace && matchesFilter(m, filter) ? m : null;
       accepted.set(id, r);
     }
     return r;
   };
   const scores = new Map<string, number>();
+  const range = (term: string) => {
+    const prefix = keys.postingPrefix(scope, term);
+    return dbs.postings.getRange({ start: prefix, end: [...prefix, END] });
+  };
+
+  if (scope.entity !== undefined) {
+    for (const term of new Set(terms)) {
+      const ps: [string, number, number][] = [];
+      for (const { key, value } of range(term)) {
+        const [tf, len] = value as [number, number];
+        ps.push([(key as string[])[3], tf, len]);
+      }
+      if (ps.length === 0) continue;
+      const w = idf(docs, ps.length);
+      for (const [id, tf, len] of ps) scores.set(id, (scores.get(id) ?? 0) + bm25(w, tf, len, avg));
+    }
+    return topAccepted(scores, accept, limit);
+  }
+
+  const ts = terms
+    .map((term) => {
+      const df = (dbs.searchStats.get(keys.termStats(scope.namespace, term) as Key) as number | undefined) ?? 0;
+      const w = idf(docs, df);
+      return { term, df, idf: w, bound: bm25Bound(w) };
+    })
+    .filter((t) => t.df > 0)
+    .sort((a, b) => b.bound - a.bound || (a.term < b.term ? -1 : 1));
+  if (ts.length === 0) return EMPTY;
   /** The `limit`-th best partial score among accepted candidates; -Infinity when fewer. */
   const threshold = () => {
     if (scores.size < limit) return Number.NEGATIVE_INFINITY;
@@ -172,9 +184,8 @@ export function keywordSearch(
   for (; i < ts.length; i++) {
     if (i > 0 && remainingBound(i) < threshold()) break;
     const t = ts[i];
-    const { db, prefix } = keys.postingPrefix(scope, t.term);
-    for (const { key, value } of dbs[db].getRange({ start: prefix, end: [...prefix, END] })) {
-      const id = (key as string[]).at(-1)!;
+    for (const { key, value } of range(t.term)) {
+      const id = (key as string[])[3];
       const [tf, len] = value as [number, number];
       scores.set(id, (scores.get(id) ?? 0) + bm25(t.idf, tf, len, avg));
     }
@@ -185,14 +196,16 @@ export function keywordSearch(
     const bound = remainingBound(i);
     const theta = threshold();
     for (const [id, partial] of scores) {
-      if (partial + bound < theta) {
+      const m = partial + bound < theta ? null : accept(id);
+      if (!m) {
         scores.delete(id);
         continue;
       }
       let s = partial;
       for (const t of rest) {
-        const { db, prefix } = keys.postingPrefix(scope, t.term);
-        const v = dbs[db].get([...prefix, id]) as [number, number] | undefined;
+        const v = dbs.postings.get(keys.posting(scope.namespace, t.term, m.entity, id) as Key) as
+          | [number, number]
+          | undefined;
         if (v) s += bm25(t.idf, v[0], v[1], avg);
       }
       scores.set(id, s);
