@@ -145,7 +145,8 @@ if (parts.has("keyword")) {
       });
     await inFlight;
     inFlight = s.apply(ops, null);
-    if ((i / batch) % 10 === 9) console.error(`loaded ${i + batch} in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    if ((i / batch) % 10 === 9)
+      console.error(`loaded ${i + batch} in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   }
   await inFlight;
   const loadS = (performance.now() - t0) / 1000;

@@ -10,6 +10,7 @@ import { EventClock } from "./clock";
 import { binaryDbs, dbNames, END, FORMAT_VERSION, keys } from "./layout";
 import { migrate, rebuildIndex } from "./migrate";
 import { IndexWriter, indexChange, keywordSearch, semanticSearch } from "./search";
+import { KeywordCache } from "./keyword-cache";
 import { VectorCache } from "./vector-cache";
 
 export type Dbs = Record<keyof typeof dbNames, Database>;
@@ -66,6 +67,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   const serialize = keyedMutex();
   const indexOn = options.searchIndex !== false;
   const vectorCache = new VectorCache(dbs);
+  const keywordCache = new KeywordCache(dbs);
   /** Runs a write plan that may touch vectors; the in-memory vectors follow what it committed. */
   const writeIndexed = async <T>(plan: (w: Writes, ix: IndexWriter) => T): Promise<T> => {
     let ix: IndexWriter | undefined;
@@ -76,7 +78,10 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       });
     } finally {
       // Re-read from LMDB, so harmless if the transaction did not commit.
-      if (ix) vectorCache.refresh(ix.vectorsTouched);
+      if (ix) {
+        vectorCache.refresh(ix.vectorsTouched);
+        keywordCache.refresh(ix.keywordTouched);
+      }
     }
   };
 
@@ -191,7 +196,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     },
 
     async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
-      return keywordSearch(dbs, scope, terms, filter, limit, now);
+      return keywordSearch(dbs, keywordCache, scope, terms, filter, limit, now);
     },
 
     async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
@@ -229,6 +234,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
         n = rebuildIndex(dbs, options.embeddings ?? false);
       });
       vectorCache.clear();
+      keywordCache.clear();
       await flushed();
       return n;
     },
@@ -311,6 +317,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
 
     async close() {
       vectorCache.clear();
+      keywordCache.clear();
       await flushed();
       await env.close();
     },

@@ -1,12 +1,13 @@
 // The LMDB search index: BM25 postings and their statistics, vectors and the embedding queue,
 // kept in the write transaction of the change they follow (see layout.ts for the keys).
 import type { Database, Key } from "lmdb";
-import { bm25, bm25Bound, idf, termCounts } from "../../text/tokens";
+import { bm25, idf, termCounts } from "../../text/tokens";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
 import type { Dbs, Writes } from "./index";
 import { END, keys } from "./layout";
+import type { KeywordCache } from "./keyword-cache";
 import type { VectorCache } from "./vector-cache";
 
 type Counter = { key: unknown[]; db: Database; delta: number[] };
@@ -17,6 +18,8 @@ type Counter = { key: unknown[]; db: Database; delta: number[] };
  */
 export class IndexWriter {
   private readonly counters = new Map<string, Counter>();
+  /** The memories whose keyword index this transaction changed, for keyword-cache.ts. */
+  readonly keywordTouched: [string, string][] = [];
   /** The vector keys this transaction wrote or removed, for the in-memory vectors (vector-cache.ts). */
   readonly vectorsTouched: [string, string, string][] = [];
   constructor(
@@ -35,6 +38,7 @@ export class IndexWriter {
   private change(r: MemoryRecord, sign: 1 | -1) {
     const { tf, length } = termCounts(r.content);
     const ns = r.namespace;
+    this.keywordTouched.push([ns, r.id]);
     this.bump(keys.docStats({ namespace: ns }), [sign, sign * length]);
     this.bump(keys.docStats({ namespace: ns, entity: r.entity }), [sign, sign * length]);
     for (const [term, n] of tf) {
@@ -121,6 +125,7 @@ const EMPTY: Scored[] = [];
  */
 export function keywordSearch(
   dbs: Dbs,
+  cache: KeywordCache,
   scope: MemoryScope,
   terms: string[],
   filter: SearchFilter,
@@ -164,54 +169,42 @@ export function keywordSearch(
   const ts = terms
     .map((term) => {
       const df = (dbs.searchStats.get(keys.termStats(scope.namespace, term) as Key) as number | undefined) ?? 0;
-      const w = idf(docs, df);
-      return { term, df, idf: w, bound: bm25Bound(w) };
+      return { term, df, idf: idf(docs, df) };
     })
     .filter((t) => t.df > 0)
-    .sort((a, b) => b.bound - a.bound || (a.term < b.term ? -1 : 1));
+    .sort((a, b) => b.idf - a.idf || (a.term < b.term ? -1 : 1));
   if (ts.length === 0) return EMPTY;
-  /** The `limit`-th best partial score among accepted candidates; -Infinity when fewer. */
-  const threshold = () => {
-    if (scores.size < limit) return Number.NEGATIVE_INFINITY;
-    const sorted = [...scores].sort((a, b) => b[1] - a[1]);
-    let n = 0;
-    for (const [id, s] of sorted) if (accept(id) && ++n === limit) return s;
-    return Number.NEGATIVE_INFINITY;
-  };
-
-  const remainingBound = (from: number) => ts.slice(from).reduce((sum, t) => sum + t.bound, 0);
-  let i = 0;
-  for (; i < ts.length; i++) {
-    if (i > 0 && remainingBound(i) < threshold()) break;
-    const t = ts[i];
-    for (const { key, value } of range(t.term)) {
-      const id = (key as string[])[3];
-      const [tf, len] = value as [number, number];
-      scores.set(id, (scores.get(id) ?? 0) + bm25(t.idf, tf, len, avg));
+  // Term at a time over the in-memory postings: every posting of the query's terms is scored.
+  const space = cache.space(scope.namespace);
+  const ids = space.ids;
+  if (space.scores.length < ids.length) space.scores = new Float64Array(Math.max(1024, ids.length * 2));
+  const acc = space.scores;
+  const touched: number[] = [];
+  for (const t of ts) {
+    const l = space.lists.get(t.term);
+    if (!l) continue;
+    const { doc, tf, len } = l;
+    for (let i = 0; i < l.n; i++) {
+      const d = doc[i];
+      if (ids[d] === "") continue; // a document that is gone
+      const before = acc[d];
+      if (before === 0) touched.push(d);
+      acc[d] = before + bm25(t.idf, tf[i], len[i], avg);
     }
   }
-  if (i < ts.length) {
-    // The rest are common terms: complete only candidates that can still reach the top.
-    const rest = ts.slice(i);
-    const bound = remainingBound(i);
-    const theta = threshold();
-    for (const [id, partial] of scores) {
-      const m = partial + bound < theta ? null : accept(id);
-      if (!m) {
-        scores.delete(id);
-        continue;
-      }
-      let s = partial;
-      for (const t of rest) {
-        const v = dbs.postings.get(keys.posting(scope.namespace, t.term, m.entity, id) as Key) as
-          | [number, number]
-          | undefined;
-        if (v) s += bm25(t.idf, v[0], v[1], avg);
-      }
-      scores.set(id, s);
-    }
+  const values = new Float64Array(touched.length);
+  for (let i = 0; i < touched.length; i++) {
+    values[i] = acc[touched[i]];
+    acc[touched[i]] = 0;
   }
-  return topAccepted(scores, accept, limit);
+  // Only the best few are worth sorting and checking: widen until `limit` pass or all are seen.
+  for (let want = limit * 4 + 16; ; want *= 4) {
+    const order = topIndexes(values, want);
+    scores.clear();
+    for (const j of order) scores.set(ids[touched[j]], values[j]);
+    const out = topAccepted(scores, accept, limit);
+    if (out.length >= limit || order.length >= values.length) return out;
+  }
 }
 
 /** The best `limit` accepted candidates, ties newer first (ties at the cut are all looked at). */
@@ -262,7 +255,7 @@ export function semanticSearch(
 }
 
 /** Indexes of the `k` largest values and of any equal to the k-th (all when k ≥ length), unordered. */
-function topIndexes(values: Float32Array, k: number): number[] {
+function topIndexes(values: Float32Array | Float64Array, k: number): number[] {
   if (k >= values.length) return Array.from(values, (_, i) => i);
   // The k-th largest value by a min-heap of the best k seen, then everything at or above it.
   const heap = new Float64Array(k);
