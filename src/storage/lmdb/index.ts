@@ -7,10 +7,10 @@ import { type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
 import { type EventRecord, isCurrent, type KeyRecord, type MemoryRecord } from "../records";
 import { type Applied, type MemoryOp, type Storage, StorageError } from "../storage";
 import { EventClock } from "./clock";
+import { KeywordCache } from "./keyword-cache";
 import { binaryDbs, dbNames, END, FORMAT_VERSION, keys } from "./layout";
 import { migrate, rebuildIndex } from "./migrate";
 import { IndexWriter, indexChange, keywordSearch, semanticSearch } from "./search";
-import { KeywordCache } from "./keyword-cache";
 import { VectorCache } from "./vector-cache";
 
 export type Dbs = Record<keyof typeof dbNames, Database>;

@@ -6,8 +6,8 @@ import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
 import type { Dbs, Writes } from "./index";
-import { END, keys } from "./layout";
 import type { KeywordCache } from "./keyword-cache";
+import { END, keys } from "./layout";
 import type { VectorCache } from "./vector-cache";
 
 type Counter = { key: unknown[]; db: Database; delta: number[] };
