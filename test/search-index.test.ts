@@ -45,7 +45,7 @@ async function indexDump(): Promise<string> {
   if (storage.backend !== "lmdb") return "";
   const { dbs } = storage as Awaited<ReturnType<typeof openLmdb>>;
   const out: string[] = [];
-  for (const db of [dbs.postings, dbs.searchStats])
+  for (const db of [dbs.docTerms, dbs.searchStats])
     for (const { key, value } of db.getRange({})) out.push(JSON.stringify([key, value]));
   return out.join("\n");
 }

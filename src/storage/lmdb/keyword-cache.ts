@@ -1,19 +1,19 @@
-// The postings of a namespace held in memory as typed arrays, so a namespace-wide keyword search
-// over common words scores hundreds of thousands of postings in a few milliseconds instead of
-// reading each out of LMDB. Built from the LMDB postings on the namespace's first search, and
-// kept in step by the storage after each committed write that changed the keyword index (it
-// re-reads those memories from LMDB and indexes what is current, so it follows the committed
-// state whatever order commits land in). LMDB stays the index of record: df and document
-// statistics are read from it at every search, and every candidate is checked against its
-// memory record, so a memory that is no longer current is never returned.
-import { termCounts } from "../../text/tokens";
+// The inverted index of a namespace, in memory: per term a list of (document, tf, length) in
+// typed arrays, so a namespace-wide keyword search over common words scores hundreds of thousands
+// of postings in a few milliseconds. LMDB holds the index of record (each memory's terms in one
+// value, and the document counts and lengths: layout.ts), written in the apply transaction; this
+// is built from it on the namespace's first search and kept in step by the storage after each
+// committed write that changed it (it re-reads those memories from LMDB and indexes what is
+// current, so it follows the committed state whatever order commits land in). Every candidate is
+// checked against its memory record, so a memory that is no longer current is never returned.
 import type { MemoryRecord } from "../records";
 import type { Dbs } from "./index";
 import { END } from "./layout";
 
-/** One term's postings: document numbers with tf and length, in insertion order. */
-class List {
+/** One term's postings, in insertion order; `live` counts those of documents not gone (its df). */
+export class List {
   n = 0;
+  live = 0;
   doc = new Int32Array(4);
   tf = new Int32Array(4);
   len = new Int32Array(4);
@@ -32,6 +32,7 @@ class List {
     this.tf[this.n] = tf;
     this.len[this.n] = len;
     this.n++;
+    this.live++;
   }
 }
 
@@ -39,10 +40,12 @@ class List {
 export class KeywordSpace {
   /** Document number -> memory id; "" once the document is gone. */
   ids: string[] = [];
-  /** Scratch for a search: a score per document number, zero between searches. */
-  scores = new Float64Array(0);
+  /** Document number -> the lists holding it (undefined once gone). */
+  private docLists: (List[] | undefined)[] = [];
   private readonly docOf = new Map<string, number>();
   readonly lists = new Map<string, List>();
+  /** Scratch for a search: a score per document number, zero between searches. */
+  scores = new Float64Array(0);
   private dead = 0;
 
   add(id: string, tf: Map<string, number>, length: number) {
@@ -50,6 +53,7 @@ export class KeywordSpace {
     const d = this.ids.length;
     this.ids.push(id);
     this.docOf.set(id, d);
+    const held: List[] = [];
     for (const [term, n] of tf) {
       let l = this.lists.get(term);
       if (!l) {
@@ -57,7 +61,9 @@ export class KeywordSpace {
         this.lists.set(term, l);
       }
       l.push(d, n, length);
+      held.push(l);
     }
+    this.docLists.push(held);
   }
 
   remove(id: string) {
@@ -65,6 +71,8 @@ export class KeywordSpace {
     if (d === undefined) return;
     this.docOf.delete(id);
     this.ids[d] = "";
+    for (const l of this.docLists[d]!) l.live--;
+    this.docLists[d] = undefined;
     if (++this.dead > 10000 && this.dead > this.docOf.size) this.compact();
   }
 
@@ -72,11 +80,13 @@ export class KeywordSpace {
   private compact() {
     const renumber = new Int32Array(this.ids.length).fill(-1);
     const ids: string[] = [];
+    const docLists: (List[] | undefined)[] = [];
     for (let d = 0; d < this.ids.length; d++)
       if (this.ids[d] !== "") {
         renumber[d] = ids.length;
         this.docOf.set(this.ids[d], ids.length);
         ids.push(this.ids[d]);
+        docLists.push(this.docLists[d]);
       }
     for (const [term, l] of this.lists) {
       let k = 0;
@@ -92,8 +102,24 @@ export class KeywordSpace {
       if (k === 0) this.lists.delete(term);
     }
     this.ids = ids;
+    this.docLists = docLists;
     this.dead = 0;
   }
+}
+
+/** A memory's indexed terms as stored in LMDB: [length, term, tf, term, tf, ...]. */
+export type DocTerms = (string | number)[];
+
+export function packTerms(tf: Map<string, number>, length: number): DocTerms {
+  const v: DocTerms = [length];
+  for (const [term, n] of tf) v.push(term, n);
+  return v;
+}
+
+export function unpackTerms(v: DocTerms): { tf: Map<string, number>; length: number } {
+  const tf = new Map<string, number>();
+  for (let i = 1; i < v.length; i += 2) tf.set(v[i] as string, v[i + 1] as number);
+  return { tf, length: v[0] as number };
 }
 
 /** The in-memory postings of every namespace searched so far. */
@@ -101,26 +127,15 @@ export class KeywordCache {
   private readonly spaces = new Map<string, KeywordSpace>();
   constructor(private readonly dbs: Dbs) {}
 
-  /** The namespace's postings, loaded from LMDB the first time. */
+  /** The namespace's postings, built from LMDB the first time. */
   space(namespace: string): KeywordSpace {
     let s = this.spaces.get(namespace);
     if (s) return s;
     s = new KeywordSpace();
-    // One pass over the namespace's postings ([namespace, term, entity, id] -> [tf, length]).
-    const docs = new Map<string, [string, number][]>();
-    const lengths = new Map<string, number>();
-    for (const { key, value } of this.dbs.postings.getRange({ start: [namespace], end: [namespace, END] })) {
-      const [, term, , id] = key as [string, string, string, string];
-      const [tf, len] = value as [number, number];
-      let d = docs.get(id);
-      if (!d) {
-        d = [];
-        docs.set(id, d);
-        lengths.set(id, len);
-      }
-      d.push([term, tf]);
+    for (const { key, value } of this.dbs.docTerms.getRange({ start: [namespace], end: [namespace, END] })) {
+      const { tf, length } = unpackTerms(value as DocTerms);
+      s.add((key as string[])[2], tf, length);
     }
-    for (const [id, terms] of docs) s.add(id, new Map(terms), lengths.get(id)!);
     this.spaces.set(namespace, s);
     return s;
   }
@@ -131,10 +146,11 @@ export class KeywordCache {
     for (const [ns, id] of touched) {
       const s = this.spaces.get(ns);
       if (!s) continue;
+      // What LMDB now holds for it: its terms while current (an expired one until the sweep).
       const r = this.dbs.memories.get(id) as MemoryRecord | undefined;
-      // Indexed in LMDB exactly while its state is current (an expired one until the sweep).
-      if (r?.state === "current" && r.namespace === ns) {
-        const { tf, length } = termCounts(r.content);
+      const v = r && (this.dbs.docTerms.get([ns, r.entity, id]) as DocTerms | undefined);
+      if (v && r.state === "current") {
+        const { tf, length } = unpackTerms(v);
         s.add(id, tf, length);
       } else s.remove(id);
     }

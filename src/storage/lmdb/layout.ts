@@ -19,21 +19,20 @@
  * The search index (format 3), written in the same transaction as the memory it indexes; it
  * holds the memories with state "current" (an expired one until the sweeper deletes it; reads
  * check expiry):
- *   postings           [namespace, term, entity, memoryId] -> [tf, docLength]  (one list per term serves
- *                                                             both scopes: the namespace's is the range
- *                                                             [namespace, term], an entity's the range
- *                                                             [namespace, term, entity])
+ *   doc_terms          [namespace, entity, memoryId]       -> [length, term, tf, term, tf, ...]  (the
+ *                                                             memory's terms, one value; an entity's are
+ *                                                             one range scan)
  *   search_stats       ["N", namespace]                    -> [docs, totalLength]
  *                      ["E", namespace, entity]            -> [docs, totalLength]
- *                      ["n", namespace, term]              -> df  (documents of the namespace with the term;
- *                                                             an entity's df is counted from its range)
  *   vectors            [namespace, entity, memoryId]       -> float32 bytes, length 1 (binary encoding);
  *                                                             a scope's vectors are one range scan
  *   embed_pending      [memoryId]                          -> null  (current memories owed an embedding)
  *
- * The tf and length ride in the posting, so scoring a posting needs no second read. One posting
- * and one df counter per distinct term of a memory: an apply writes no per-entity copy. Terms are at
- * most 64 UTF-16 units (text/tokens.ts), so keys stay far below the 2 KB key limit.
+ * So indexing a memory writes one value and two counters, whatever its number of terms. The
+ * inverted lists (term -> memories) of a namespace are built in memory from doc_terms on its first
+ * search and kept in step after each commit (keyword-cache.ts); a term's df is the live length of
+ * its list, an entity's df is counted from the entity's range. Terms are not in keys, so their
+ * length does not meet the 2 KB key limit.
  *
  * Namespaces and entities may not hold control characters, so no string part contains the 0x00
  * separator and two different (namespace, entity) pairs can never share a range. Memory ids are
@@ -53,7 +52,7 @@ export const dbNames = {
   eventsByMemory: "events_by_memory",
   apiKeys: "api_keys",
   apiKeyHashes: "api_key_hashes",
-  postings: "postings",
+  docTerms: "doc_terms",
   searchStats: "search_stats",
   vectors: "vectors",
   embedPending: "embed_pending",
@@ -78,13 +77,9 @@ export const keys = {
   eventByNs: (ns: string, atMs: number, seq: number) => [ns, atMs, seq],
   eventByEntity: (ns: string, entity: string, atMs: number, seq: number) => [ns, entity, atMs, seq],
   eventByMemory: (ns: string, memoryId: string, atMs: number, seq: number) => [ns, memoryId, atMs, seq],
-  posting: (ns: string, term: string, entity: string, id: string) => [ns, term, entity, id],
-  /** The prefix of a term's postings in a scope. */
-  postingPrefix: (scope: { namespace: string; entity?: string }, term: string) =>
-    scope.entity === undefined ? [scope.namespace, term] : [scope.namespace, term, scope.entity],
+  docTerms: (ns: string, entity: string, id: string) => [ns, entity, id],
   docStats: (scope: { namespace: string; entity?: string }) =>
     scope.entity === undefined ? ["N", scope.namespace] : ["E", scope.namespace, scope.entity],
-  termStats: (ns: string, term: string) => ["n", ns, term],
   vector: (ns: string, entity: string, id: string) => [ns, entity, id],
   /** Which event index serves a scope, and the prefix of its keys. */
   eventIndex(scope: Scope): { db: "eventsByMemory" | "eventsByEntity" | "eventsByNs"; prefix: (string | number)[] } {

@@ -49,7 +49,7 @@ steps[2] = (dbs) => {
  * for embedding. Returns the number of memories indexed.
  */
 export function rebuildIndex(dbs: Dbs, embeddings: boolean): number {
-  for (const db of [dbs.postings, dbs.searchStats]) db.clearSync();
+  for (const db of [dbs.docTerms, dbs.searchStats]) db.clearSync();
   if (embeddings) for (const db of [dbs.vectors, dbs.embedPending]) db.clearSync();
   // Staged writes applied in batches keep memory flat on large stores.
   const batch = 2000;

@@ -6,7 +6,7 @@ import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
 import type { Dbs, Writes } from "./index";
-import type { KeywordCache } from "./keyword-cache";
+import { type DocTerms, type KeywordCache, packTerms } from "./keyword-cache";
 import { END, keys } from "./layout";
 import type { VectorCache } from "./vector-cache";
 
@@ -34,19 +34,16 @@ export class IndexWriter {
     else this.counters.set(k, { key, db: this.dbs.searchStats, delta: [...delta] });
   }
 
-  /** Indexes (sign 1) or unindexes (sign -1) a memory's content. */
+  /** Indexes (sign 1) or unindexes (sign -1) a memory's content: one value and two counters. */
   private change(r: MemoryRecord, sign: 1 | -1) {
     const { tf, length } = termCounts(r.content);
     const ns = r.namespace;
     this.keywordTouched.push([ns, r.id]);
     this.bump(keys.docStats({ namespace: ns }), [sign, sign * length]);
     this.bump(keys.docStats({ namespace: ns, entity: r.entity }), [sign, sign * length]);
-    for (const [term, n] of tf) {
-      const p = keys.posting(ns, term, r.entity, r.id);
-      if (sign > 0) this.w.put(this.dbs.postings, p, [n, length]);
-      else this.w.remove(this.dbs.postings, p);
-      this.bump(keys.termStats(ns, term), [sign]);
-    }
+    const key = keys.docTerms(ns, r.entity, r.id);
+    if (sign > 0) this.w.put(this.dbs.docTerms, key, packTerms(tf, length));
+    else this.w.remove(this.dbs.docTerms, key);
   }
 
   /** Indexes a current memory's content. */
@@ -116,12 +113,10 @@ export function indexChange(
 const EMPTY: Scored[] = [];
 
 /**
- * BM25 top-k over a scope, exact. Over a namespace with MaxScore pruning: terms are taken rarest
- * first, and once the best `limit` accepted hits so far beat what the remaining (common) terms
- * could give a memory they alone contain, those terms' postings are no longer walked: only the
- * candidates that can still reach the top get point reads. So a common word costs lookups for the
- * few candidates, not a walk over a large share of the namespace. Over an entity, every posting
- * of the query's terms in the entity's range is read, and its df is their count.
+ * BM25 top-k over a scope, exact (k1, b: text/tokens.ts). Document counts and lengths are read
+ * from LMDB. Over a namespace, term at a time over its in-memory postings (keyword-cache.ts), df
+ * being a list's live count; over an entity, from the entity's stored terms (one range of
+ * doc_terms), df counted there. Every candidate is checked against its memory record.
  */
 export function keywordSearch(
   dbs: Dbs,
@@ -147,44 +142,51 @@ export function keywordSearch(
     return r;
   };
   const scores = new Map<string, number>();
-  const range = (term: string) => {
-    const prefix = keys.postingPrefix(scope, term);
-    return dbs.postings.getRange({ start: prefix, end: [...prefix, END] });
-  };
+  const unique = [...new Set(terms)];
 
   if (scope.entity !== undefined) {
-    for (const term of new Set(terms)) {
-      const ps: [string, number, number][] = [];
-      for (const { key, value } of range(term)) {
-        const [tf, len] = value as [number, number];
-        ps.push([(key as string[])[3], tf, len]);
+    // The entity's documents holding a query term: [id, length, tf per query term (0: absent)].
+    const hits: [string, number, number[]][] = [];
+    const df = unique.map(() => 0);
+    const prefix = [scope.namespace, scope.entity];
+    for (const { key, value } of dbs.docTerms.getRange({ start: prefix, end: [...prefix, END] })) {
+      const v = value as DocTerms;
+      let tfs: number[] | undefined;
+      for (let i = 1; i < v.length; i += 2) {
+        const q = unique.indexOf(v[i] as string);
+        if (q < 0) continue;
+        tfs ??= unique.map(() => 0);
+        tfs[q] = v[i + 1] as number;
+        df[q]++;
       }
-      if (ps.length === 0) continue;
-      const w = idf(docs, ps.length);
-      for (const [id, tf, len] of ps) scores.set(id, (scores.get(id) ?? 0) + bm25(w, tf, len, avg));
+      if (tfs) hits.push([(key as string[])[2], v[0] as number, tfs]);
+    }
+    const w = df.map((n) => idf(docs, n));
+    for (const [id, len, tfs] of hits) {
+      let s = 0;
+      for (let q = 0; q < unique.length; q++) if (tfs[q] > 0) s += bm25(w[q], tfs[q], len, avg);
+      scores.set(id, s);
     }
     return topAccepted(scores, accept, limit);
   }
 
-  const ts = terms
-    .map((term) => {
-      const df = (dbs.searchStats.get(keys.termStats(scope.namespace, term) as Key) as number | undefined) ?? 0;
-      return { term, df, idf: idf(docs, df) };
-    })
-    .filter((t) => t.df > 0)
-    .sort((a, b) => b.idf - a.idf || (a.term < b.term ? -1 : 1));
-  if (ts.length === 0) return EMPTY;
-  // Term at a time over the in-memory postings: every posting of the query's terms is scored.
   const space = cache.space(scope.namespace);
+  const ts = unique
+    .map((term) => {
+      const list = space.lists.get(term);
+      return { term, list, idf: idf(docs, list?.live ?? 0) };
+    })
+    .filter((t) => t.list !== undefined && t.list.live > 0)
+    .sort((a, b) => (a.term < b.term ? -1 : 1));
+  if (ts.length === 0) return EMPTY;
+  // Term at a time: every posting of the query's terms is scored.
   const ids = space.ids;
   if (space.scores.length < ids.length) space.scores = new Float64Array(Math.max(1024, ids.length * 2));
   const acc = space.scores;
   const touched: number[] = [];
   for (const t of ts) {
-    const l = space.lists.get(t.term);
-    if (!l) continue;
-    const { doc, tf, len } = l;
-    for (let i = 0; i < l.n; i++) {
+    const { doc, tf, len, n } = t.list!;
+    for (let i = 0; i < n; i++) {
       const d = doc[i];
       if (ids[d] === "") continue; // a document that is gone
       const before = acc[d];
