@@ -163,7 +163,7 @@ if (parts.has("keyword")) {
         lat.push(performance.now() - a);
         found += r.length;
       }
-      return { p50: pct(lat.slice(50), 50), p99: pct(lat.slice(50), 99), found: found / Q };
+      return { p50: pct(lat.slice(50), 50), p99: pct(lat.slice(50), 99), found: found / Q, first: lat[0] };
     })();
   };
   const ns = await run();
@@ -177,6 +177,9 @@ if (parts.has("keyword")) {
   say(`| whole namespace | ${ms(ns.p50)} | ${ms(ns.p99)} | ${ns.found.toFixed(1)} | p50 < 5 ms, p99 < 20 ms |`);
   say(
     `| one entity (${(N / entities).toLocaleString("en")} memories) | ${ms(en.p50)} | ${ms(en.p99)} | ${en.found.toFixed(1)} | p50 < 2 ms |`,
+  );
+  say(
+    `\nThe first namespace-wide query of the process took ${ms(ns.first)}: it builds the namespace's in-memory lists from doc_terms.`,
   );
   await s.close();
 }
@@ -232,6 +235,9 @@ if (parts.has("semantic")) {
 if (parts.has("throughput")) {
   const measure = async (searchIndex: boolean) => {
     const s = await tempStore({ searchIndex });
+    // With the index on, the namespace has been searched, so every commit also refreshes its
+    // in-memory lists, as in a server that serves searches.
+    if (searchIndex) await s.keywordSearch({ namespace: "tp" }, ["w0"], {}, 10);
     let done = 0;
     const until = performance.now() + 5000;
     const worker = async () => {
@@ -259,20 +265,24 @@ if (parts.has("throughput")) {
     await s.close();
     return done / 5;
   };
-  const off1 = await measure(false);
-  const on1 = await measure(true);
-  const off2 = await measure(false);
-  const on2 = await measure(true);
-  const off = Math.max(off1, off2);
-  const on = Math.max(on1, on2);
+  const rounds = Number(process.env.BENCH_SEARCH_TP_ROUNDS ?? 5);
+  const pairs: [number, number][] = [];
+  for (let i = 0; i < rounds; i++) pairs.push([await measure(false), await measure(true)]);
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const off = median(pairs.map((p) => p[0]));
+  const on = median(pairs.map((p) => p[1]));
+  const ratio = median(pairs.map(([a, b]) => b / a));
   say("\n## Store throughput with the keyword index on and off (same run)\n");
   say(
-    "Storage.apply of one memory per call, 64 in flight, 5 s each, best of two alternating runs. This is the store path without HTTP; over HTTP the other costs are the same for both, so the HTTP ratio is at least this one.\n",
+    `Storage.apply of one memory per call, 64 in flight, 5 s each, ${rounds} alternating off/on pairs; medians. This is the store path without HTTP; over HTTP the other costs are the same for both, so the HTTP ratio is at least this one.\n`,
   );
-  say("| index | stores/s |");
+  say("| index | stores/s (median) |");
   say("|---|---|");
   say(`| off | ${off.toFixed(0)} |`);
-  say(`| on | ${on.toFixed(0)} (${((100 * on) / off).toFixed(0)}% of off; target ≥ 80%) |`);
+  say(`| on | ${on.toFixed(0)} |`);
+  say(
+    `\nOn/off ratio per pair: ${pairs.map(([a, b]) => `${((100 * b) / a).toFixed(0)}%`).join(", ")}; median ${(100 * ratio).toFixed(0)}% (target ≥ 80%).`,
+  );
 }
 
 say(

@@ -38,22 +38,40 @@ export class List {
 
 /** A namespace's postings. Document numbers are this process's own; a changed memory gets a new one. */
 export class KeywordSpace {
-  /** Document number -> memory id; "" once the document is gone. */
+  /** Document number -> memory id ("" once gone). */
   ids: string[] = [];
-  /** Document number -> the lists holding it (undefined once gone). */
-  private docLists: (List[] | undefined)[] = [];
+  /** Document number -> 1 once the document is gone. */
+  gone = new Uint8Array(1024);
+  /** Document number -> its length, the lists holding it and its tf in each (undefined once gone). */
+  docLen = new Int32Array(1024);
+  docLists: (List[] | undefined)[] = [];
+  docTf: (Int32Array | undefined)[] = [];
+  private docEntity: (Set<number> | undefined)[] = [];
+  /** Entity -> its documents. */
+  readonly byEntity = new Map<string, Set<number>>();
   private readonly docOf = new Map<string, number>();
   readonly lists = new Map<string, List>();
-  /** Scratch for a search: a score per document number, zero between searches. */
+  /** Scratch for a search: a score per document number (zero between searches), touched ones. */
   scores = new Float64Array(0);
+  touched = new Int32Array(0);
   private dead = 0;
 
-  add(id: string, tf: Map<string, number>, length: number) {
+  add(id: string, entity: string, tf: Map<string, number>, length: number) {
     this.remove(id);
     const d = this.ids.length;
+    if (d >= this.gone.length) {
+      const gone = new Uint8Array(this.gone.length * 2);
+      gone.set(this.gone);
+      this.gone = gone;
+      const docLen = new Int32Array(this.docLen.length * 2);
+      docLen.set(this.docLen);
+      this.docLen = docLen;
+    }
     this.ids.push(id);
     this.docOf.set(id, d);
+    this.docLen[d] = length;
     const held: List[] = [];
+    const tfs = new Int32Array(tf.size);
     for (const [term, n] of tf) {
       let l = this.lists.get(term);
       if (!l) {
@@ -61,9 +79,18 @@ export class KeywordSpace {
         this.lists.set(term, l);
       }
       l.push(d, n, length);
+      tfs[held.length] = n;
       held.push(l);
     }
     this.docLists.push(held);
+    this.docTf.push(tfs);
+    let set = this.byEntity.get(entity);
+    if (!set) {
+      set = new Set();
+      this.byEntity.set(entity, set);
+    }
+    set.add(d);
+    this.docEntity.push(set);
   }
 
   remove(id: string) {
@@ -71,8 +98,12 @@ export class KeywordSpace {
     if (d === undefined) return;
     this.docOf.delete(id);
     this.ids[d] = "";
+    this.gone[d] = 1;
     for (const l of this.docLists[d]!) l.live--;
     this.docLists[d] = undefined;
+    this.docTf[d] = undefined;
+    this.docEntity[d]!.delete(d);
+    this.docEntity[d] = undefined;
     if (++this.dead > 10000 && this.dead > this.docOf.size) this.compact();
   }
 
@@ -81,12 +112,19 @@ export class KeywordSpace {
     const renumber = new Int32Array(this.ids.length).fill(-1);
     const ids: string[] = [];
     const docLists: (List[] | undefined)[] = [];
+    const docTf: (Int32Array | undefined)[] = [];
+    const docEntity: (Set<number> | undefined)[] = [];
+    const docLen = new Int32Array(this.docLen.length);
     for (let d = 0; d < this.ids.length; d++)
-      if (this.ids[d] !== "") {
-        renumber[d] = ids.length;
-        this.docOf.set(this.ids[d], ids.length);
+      if (!this.gone[d]) {
+        const e = ids.length;
+        renumber[d] = e;
+        this.docOf.set(this.ids[d], e);
         ids.push(this.ids[d]);
         docLists.push(this.docLists[d]);
+        docTf.push(this.docTf[d]);
+        docEntity.push(this.docEntity[d]);
+        docLen[e] = this.docLen[d];
       }
     for (const [term, l] of this.lists) {
       let k = 0;
@@ -101,8 +139,18 @@ export class KeywordSpace {
       l.n = k;
       if (k === 0) this.lists.delete(term);
     }
+    for (const [entity, set] of this.byEntity) {
+      const docs = [...set];
+      set.clear();
+      for (const d of docs) set.add(renumber[d]);
+      if (set.size === 0) this.byEntity.delete(entity);
+    }
     this.ids = ids;
     this.docLists = docLists;
+    this.docTf = docTf;
+    this.docEntity = docEntity;
+    this.docLen = docLen;
+    this.gone = new Uint8Array(this.gone.length);
     this.dead = 0;
   }
 }
@@ -134,7 +182,7 @@ export class KeywordCache {
     s = new KeywordSpace();
     for (const { key, value } of this.dbs.docTerms.getRange({ start: [namespace], end: [namespace, END] })) {
       const { tf, length } = unpackTerms(value as DocTerms);
-      s.add((key as string[])[2], tf, length);
+      s.add((key as string[])[2], (key as string[])[1], tf, length);
     }
     this.spaces.set(namespace, s);
     return s;
@@ -151,7 +199,7 @@ export class KeywordCache {
       const v = r && (this.dbs.docTerms.get([ns, r.entity, id]) as DocTerms | undefined);
       if (v && r.state === "current") {
         const { tf, length } = unpackTerms(v);
-        s.add(id, tf, length);
+        s.add(id, r.entity, tf, length);
       } else s.remove(id);
     }
   }

@@ -20,8 +20,7 @@
  * holds the memories with state "current" (an expired one until the sweeper deletes it; reads
  * check expiry):
  *   doc_terms          [namespace, entity, memoryId]       -> [length, term, tf, term, tf, ...]  (the
- *                                                             memory's terms, one value; an entity's are
- *                                                             one range scan)
+ *                                                             memory's terms, in one value)
  *   search_stats       ["N", namespace]                    -> [docs, totalLength]
  *                      ["E", namespace, entity]            -> [docs, totalLength]
  *   vectors            [namespace, entity, memoryId]       -> float32 bytes, length 1 (binary encoding);
@@ -31,7 +30,7 @@
  * So indexing a memory writes one value and two counters, whatever its number of terms. The
  * inverted lists (term -> memories) of a namespace are built in memory from doc_terms on its first
  * search and kept in step after each commit (keyword-cache.ts); a term's df is the live length of
- * its list, an entity's df is counted from the entity's range. Terms are not in keys, so their
+ * its list, an entity's df is counted over the entity's documents there. Terms are not in keys, so their
  * length does not meet the 2 KB key limit.
  *
  * Namespaces and entities may not hold control characters, so no string part contains the 0x00

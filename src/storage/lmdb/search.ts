@@ -6,8 +6,8 @@ import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
 import type { Dbs, Writes } from "./index";
-import { type DocTerms, type KeywordCache, packTerms } from "./keyword-cache";
-import { END, keys } from "./layout";
+import { type KeywordCache, type List, packTerms } from "./keyword-cache";
+import { keys } from "./layout";
 import type { VectorCache } from "./vector-cache";
 
 type Counter = { key: unknown[]; db: Database; delta: number[] };
@@ -113,10 +113,10 @@ export function indexChange(
 const EMPTY: Scored[] = [];
 
 /**
- * BM25 top-k over a scope, exact (k1, b: text/tokens.ts). Document counts and lengths are read
- * from LMDB. Over a namespace, term at a time over its in-memory postings (keyword-cache.ts), df
- * being a list's live count; over an entity, from the entity's stored terms (one range of
- * doc_terms), df counted there. Every candidate is checked against its memory record.
+ * BM25 top-k over a scope, exact (k1, b: text/tokens.ts), on the namespace's in-memory lists
+ * (keyword-cache.ts); document counts and lengths are read from LMDB. Over a namespace, term at
+ * a time over the query's lists, df being a list's live count; over an entity, each of its
+ * documents is looked at once, df counted there. Every candidate is checked against its record.
  */
 export function keywordSearch(
   dbs: Dbs,
@@ -142,60 +142,68 @@ export function keywordSearch(
     return r;
   };
   const scores = new Map<string, number>();
-  const unique = [...new Set(terms)];
+  const space = cache.space(scope.namespace);
+  // The query's terms that occur, in a fixed order (so sums are made in one order).
+  const ts = [...new Set(terms)]
+    .sort()
+    .map((term) => space.lists.get(term))
+    .filter((l): l is List => l !== undefined && l.live > 0);
+  if (ts.length === 0) return EMPTY;
 
   if (scope.entity !== undefined) {
-    // The entity's documents holding a query term: [id, length, tf per query term (0: absent)].
-    const hits: [string, number, number[]][] = [];
-    const df = unique.map(() => 0);
-    const prefix = [scope.namespace, scope.entity];
-    for (const { key, value } of dbs.docTerms.getRange({ start: prefix, end: [...prefix, END] })) {
-      const v = value as DocTerms;
-      let tfs: number[] | undefined;
-      for (let i = 1; i < v.length; i += 2) {
-        const q = unique.indexOf(v[i] as string);
+    // The entity's documents, each looked at once: which of the query's lists hold it.
+    const docsOf = space.byEntity.get(scope.entity);
+    if (!docsOf) return EMPTY;
+    const hits: number[] = []; // document, then (list index, tf) pairs, then -1
+    const df = ts.map(() => 0);
+    for (const d of docsOf) {
+      const ls = space.docLists[d]!;
+      const tfs = space.docTf[d]!;
+      let found = false;
+      for (let k = 0; k < ls.length; k++) {
+        const q = ts.indexOf(ls[k]);
         if (q < 0) continue;
-        tfs ??= unique.map(() => 0);
-        tfs[q] = v[i + 1] as number;
+        if (!found) hits.push(d);
+        found = true;
+        hits.push(q, tfs[k]);
         df[q]++;
       }
-      if (tfs) hits.push([(key as string[])[2], v[0] as number, tfs]);
+      if (found) hits.push(-1);
     }
     const w = df.map((n) => idf(docs, n));
-    for (const [id, len, tfs] of hits) {
-      let s = 0;
-      for (let q = 0; q < unique.length; q++) if (tfs[q] > 0) s += bm25(w[q], tfs[q], len, avg);
-      scores.set(id, s);
+    for (let i = 0; i < hits.length; ) {
+      const d = hits[i++];
+      const parts: number[] = ts.map(() => 0);
+      for (; hits[i] !== -1; i += 2) parts[hits[i]] = bm25(w[hits[i]], hits[i + 1], space.docLen[d], avg);
+      i++;
+      let sum = 0;
+      for (const p of parts) sum += p;
+      scores.set(space.ids[d], sum);
     }
     return topAccepted(scores, accept, limit);
   }
 
-  const space = cache.space(scope.namespace);
-  const ts = unique
-    .map((term) => {
-      const list = space.lists.get(term);
-      return { term, list, idf: idf(docs, list?.live ?? 0) };
-    })
-    .filter((t) => t.list !== undefined && t.list.live > 0)
-    .sort((a, b) => (a.term < b.term ? -1 : 1));
-  if (ts.length === 0) return EMPTY;
   // Term at a time: every posting of the query's terms is scored.
-  const ids = space.ids;
-  if (space.scores.length < ids.length) space.scores = new Float64Array(Math.max(1024, ids.length * 2));
-  const acc = space.scores;
-  const touched: number[] = [];
-  for (const t of ts) {
-    const { doc, tf, len, n } = t.list!;
-    for (let i = 0; i < n; i++) {
+  const n = space.ids.length;
+  if (space.scores.length < n) {
+    space.scores = new Float64Array(Math.max(1024, n * 2));
+    space.touched = new Int32Array(Math.max(1024, n * 2));
+  }
+  const { scores: acc, touched, gone } = space;
+  let count = 0;
+  for (const l of ts) {
+    const w = idf(docs, l.live);
+    const { doc, tf, len } = l;
+    for (let i = 0; i < l.n; i++) {
       const d = doc[i];
-      if (ids[d] === "") continue; // a document that is gone
+      if (gone[d]) continue;
       const before = acc[d];
-      if (before === 0) touched.push(d);
-      acc[d] = before + bm25(t.idf, tf[i], len[i], avg);
+      if (before === 0) touched[count++] = d;
+      acc[d] = before + bm25(w, tf[i], len[i], avg);
     }
   }
-  const values = new Float64Array(touched.length);
-  for (let i = 0; i < touched.length; i++) {
+  const values = new Float64Array(count);
+  for (let i = 0; i < count; i++) {
     values[i] = acc[touched[i]];
     acc[touched[i]] = 0;
   }
@@ -203,7 +211,7 @@ export function keywordSearch(
   for (let want = limit * 4 + 16; ; want *= 4) {
     const order = topIndexes(values, want);
     scores.clear();
-    for (const j of order) scores.set(ids[touched[j]], values[j]);
+    for (const j of order) scores.set(space.ids[touched[j]], values[j]);
     const out = topAccepted(scores, accept, limit);
     if (out.length >= limit || order.length >= values.length) return out;
   }
