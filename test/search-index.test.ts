@@ -3,9 +3,9 @@
 // incrementally ranks exactly as one rebuilt from scratch (and on LMDB holds the same bytes).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { openLmdb } from "../src/storage/lmdb/index";
-import type { MemoryRecord } from "../src/storage/records";
+import { isCurrent, type MemoryRecord } from "../src/storage/records";
 import type { MemoryOp, Storage } from "../src/storage/storage";
-import { queryTerms } from "../src/text/tokens";
+import { bm25, idf, queryTerms } from "../src/text/tokens";
 import { backend, freshDatabase, tempDir } from "./helpers";
 
 let storage: Storage;
@@ -48,6 +48,35 @@ async function indexDump(): Promise<string> {
   for (const db of [dbs.docTerms, dbs.searchStats])
     for (const { key, value } of db.getRange({})) out.push(JSON.stringify([key, value]));
   return out.join("\n");
+}
+
+/**
+ * BM25 top-k from scratch, from LMDB's index of record (doc_terms), with no pruning: the scores
+ * of what the search must return, rounded (sums may be made in another order).
+ */
+function bruteForce(scope: { namespace: string; entity?: string }, terms: string[], limit: number, now: number) {
+  const { dbs } = storage as Awaited<ReturnType<typeof openLmdb>>;
+  const docs: { id: string; tf: Map<string, number>; len: number }[] = [];
+  for (const { key, value } of dbs.docTerms.getRange({ start: [scope.namespace], end: [scope.namespace, "\uffff"] })) {
+    const [, entity, id] = key as string[];
+    if (scope.entity !== undefined && entity !== scope.entity) continue;
+    const v = value as (string | number)[];
+    const tf = new Map<string, number>();
+    for (let i = 1; i < v.length; i += 2) tf.set(v[i] as string, v[i + 1] as number);
+    docs.push({ id, tf, len: v[0] as number });
+  }
+  const avg = docs.reduce((a, d) => a + d.len, 0) / docs.length;
+  const w = terms.map((t) => idf(docs.length, docs.filter((d) => d.tf.has(t)).length));
+  return docs
+    .map((d) => ({
+      id: d.id,
+      score: terms.reduce((a, t, i) => a + (d.tf.has(t) ? bm25(w[i], d.tf.get(t)!, d.len, avg) : 0), 0),
+    }))
+    .filter((h) => h.score > 0 && isCurrent(dbs.memories.get(h.id) as MemoryRecord | undefined, now))
+    .map((h) => h.score)
+    .sort((a, b) => b - a)
+    .slice(0, limit)
+    .map((x) => x.toFixed(9));
 }
 
 test("incremental index ranks exactly as a rebuilt one after every step", async () => {
@@ -111,6 +140,13 @@ test("incremental index ranks exactly as a rebuilt one after every step", async 
       return out;
     };
     const incremental = await run();
+    if (storage.backend === "lmdb")
+      for (const q of queries)
+        for (const scope of scopes)
+          for (const limit of [3, 100]) {
+            const got = await storage.keywordSearch(scope, queryTerms(q), {}, limit, now);
+            expect(got.map((h) => h.score.toFixed(9))).toEqual(bruteForce(scope, queryTerms(q), limit, now));
+          }
     hits += incremental.flat().length;
     const dump = await indexDump();
     await storage.rebuildSearchIndex();

@@ -54,6 +54,7 @@ export class KeywordSpace {
   /** Scratch for a search: a score per document number (zero between searches), touched ones. */
   scores = new Float64Array(0);
   touched = new Int32Array(0);
+  values = new Float64Array(0);
   private dead = 0;
 
   add(id: string, entity: string, tf: Map<string, number>, length: number) {

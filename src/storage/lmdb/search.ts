@@ -1,7 +1,7 @@
 // The LMDB search index: BM25 postings and their statistics, vectors and the embedding queue,
 // kept in the write transaction of the change they follow (see layout.ts for the keys).
 import type { Database, Key } from "lmdb";
-import { bm25, idf, termCounts } from "../../text/tokens";
+import { bm25, bm25Bound, idf, termCounts } from "../../text/tokens";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
@@ -143,12 +143,14 @@ export function keywordSearch(
   };
   const scores = new Map<string, number>();
   const space = cache.space(scope.namespace);
-  // The query's terms that occur, in a fixed order (so sums are made in one order).
+  // The query's terms that occur, rarest first (ties by term, so sums are made in one order).
   const ts = [...new Set(terms)]
-    .sort()
-    .map((term) => space.lists.get(term))
-    .filter((l): l is List => l !== undefined && l.live > 0);
+    .map((term) => ({ term, list: space.lists.get(term) }))
+    .filter((t): t is { term: string; list: List } => t.list !== undefined && t.list.live > 0)
+    .map(({ term, list }) => ({ term, list, idf: idf(docs, list.live) }))
+    .sort((a, b) => b.idf - a.idf || (a.term < b.term ? -1 : 1));
   if (ts.length === 0) return EMPTY;
+  const lists = ts.map((t) => t.list);
 
   if (scope.entity !== undefined) {
     // The entity's documents, each looked at once: which of the query's lists hold it.
@@ -161,7 +163,7 @@ export function keywordSearch(
       const tfs = space.docTf[d]!;
       let found = false;
       for (let k = 0; k < ls.length; k++) {
-        const q = ts.indexOf(ls[k]);
+        const q = lists.indexOf(ls[k]);
         if (q < 0) continue;
         if (!found) hits.push(d);
         found = true;
@@ -171,9 +173,10 @@ export function keywordSearch(
       if (found) hits.push(-1);
     }
     const w = df.map((n) => idf(docs, n));
+    const parts = ts.map(() => 0);
     for (let i = 0; i < hits.length; ) {
       const d = hits[i++];
-      const parts: number[] = ts.map(() => 0);
+      parts.fill(0);
       for (; hits[i] !== -1; i += 2) parts[hits[i]] = bm25(w[hits[i]], hits[i + 1], space.docLen[d], avg);
       i++;
       let sum = 0;
@@ -183,37 +186,88 @@ export function keywordSearch(
     return topAccepted(scores, accept, limit);
   }
 
-  // Term at a time: every posting of the query's terms is scored.
+  // MaxScore, term at a time over the in-memory lists, rarest first. Once the `limit`-th best
+  // accepted score so far (theta) beats what the remaining lists could add together, they are
+  // not walked: a document only they hold cannot reach the top, and the candidates that still
+  // can are completed from their own term lists.
   const n = space.ids.length;
   if (space.scores.length < n) {
     space.scores = new Float64Array(Math.max(1024, n * 2));
     space.touched = new Int32Array(Math.max(1024, n * 2));
+    space.values = new Float64Array(Math.max(1024, n * 2));
   }
-  const { scores: acc, touched, gone } = space;
+  const { scores: acc, touched, gone, values } = space;
+  const bounds = ts.map((t) => bm25Bound(t.idf));
+  const rest = (from: number) => bounds.slice(from).reduce((x, y) => x + y, 0);
   let count = 0;
-  for (const l of ts) {
-    const w = idf(docs, l.live);
-    const { doc, tf, len } = l;
-    for (let i = 0; i < l.n; i++) {
+  /** The `limit`-th best accepted partial score among the touched documents (-Infinity if fewer). */
+  const theta = () => {
+    for (let i = 0; i < count; i++) values[i] = acc[touched[i]];
+    for (let want = limit * 4 + 16; ; want *= 4) {
+      const order = topIndexes(values, want, count);
+      order.sort((x, y) => values[y] - values[x]);
+      let k = 0;
+      for (const j of order) if (accept(space.ids[touched[j]]) && ++k === limit) return values[j];
+      if (order.length >= count) return Number.NEGATIVE_INFINITY;
+    }
+  };
+  let q = 0;
+  for (; q < ts.length; q++) {
+    // (The slack keeps rounding from ever dropping a document that could tie.)
+    if (q > 0 && count >= limit && rest(q) + 1e-9 < theta()) break;
+    const { doc, tf, len } = lists[q];
+    const w = ts[q].idf;
+    // Most postings have tf 1: their contribution by length, from a table.
+    const one: number[] = [];
+    for (let i = 0; i < lists[q].n; i++) {
       const d = doc[i];
       if (gone[d]) continue;
       const before = acc[d];
       if (before === 0) touched[count++] = d;
-      acc[d] = before + bm25(w, tf[i], len[i], avg);
+      const l = len[i];
+      let c: number;
+      if (tf[i] === 1) {
+        c = one[l];
+        if (c === undefined) {
+          c = bm25(w, 1, l, avg);
+          one[l] = c;
+        }
+      } else c = bm25(w, tf[i], l, avg);
+      acc[d] = before + c;
     }
   }
-  const values = new Float64Array(count);
-  for (let i = 0; i < count; i++) {
-    values[i] = acc[touched[i]];
-    acc[touched[i]] = 0;
-  }
+  if (q < ts.length) {
+    // Complete the candidates that can still reach the top from their own lists.
+    const cut = theta() - rest(q) - 1e-9;
+    const late = lists.slice(q);
+    let kept = 0;
+    for (let i = 0; i < count; i++) {
+      const d = touched[i];
+      let s = acc[d];
+      acc[d] = 0;
+      if (s < cut) continue;
+      const ls = space.docLists[d]!;
+      const tfs = space.docTf[d]!;
+      for (let j = 0; j < late.length; j++) {
+        const k = ls.indexOf(late[j]);
+        if (k >= 0) s += bm25(ts[q + j].idf, tfs[k], space.docLen[d], avg);
+      }
+      touched[kept] = d;
+      values[kept++] = s;
+    }
+    count = kept;
+  } else
+    for (let i = 0; i < count; i++) {
+      values[i] = acc[touched[i]];
+      acc[touched[i]] = 0;
+    }
   // Only the best few are worth sorting and checking: widen until `limit` pass or all are seen.
   for (let want = limit * 4 + 16; ; want *= 4) {
-    const order = topIndexes(values, want);
+    const order = topIndexes(values, want, count);
     scores.clear();
     for (const j of order) scores.set(space.ids[touched[j]], values[j]);
     const out = topAccepted(scores, accept, limit);
-    if (out.length >= limit || order.length >= values.length) return out;
+    if (out.length >= limit || order.length >= count) return out;
   }
 }
 
@@ -264,16 +318,19 @@ export function semanticSearch(
   }
 }
 
-/** Indexes of the `k` largest values and of any equal to the k-th (all when k ≥ length), unordered. */
-function topIndexes(values: Float32Array | Float64Array, k: number): number[] {
-  if (k >= values.length) return Array.from(values, (_, i) => i);
+/**
+ * Indexes of the `k` largest of the first `n` values and of any equal to the k-th (all when
+ * k ≥ n), unordered.
+ */
+function topIndexes(values: Float32Array | Float64Array, k: number, n = values.length): number[] {
+  if (k >= n) return Array.from({ length: n }, (_, i) => i);
   // The k-th largest value by a min-heap of the best k seen, then everything at or above it.
   const heap = new Float64Array(k);
-  let n = 0;
-  for (let i = 0; i < values.length; i++) {
+  let size = 0;
+  for (let i = 0; i < n; i++) {
     const v = values[i];
-    if (n < k) {
-      let c = n++;
+    if (size < k) {
+      let c = size++;
       while (c > 0) {
         const p = (c - 1) >> 1;
         if (heap[p] <= v) break;
@@ -296,6 +353,6 @@ function topIndexes(values: Float32Array | Float64Array, k: number): number[] {
   }
   const cut = heap[0];
   const out: number[] = [];
-  for (let i = 0; i < values.length; i++) if (values[i] >= cut) out.push(i);
+  for (let i = 0; i < n; i++) if (values[i] >= cut) out.push(i);
   return out;
 }
