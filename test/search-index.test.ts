@@ -62,7 +62,7 @@ function bruteForce(scope: { namespace: string; entity?: string }, terms: string
     if (scope.entity !== undefined && entity !== scope.entity) continue;
     const v = value as (string | number)[];
     const tf = new Map<string, number>();
-    for (let i = 1; i < v.length; i += 2) tf.set(v[i] as string, v[i + 1] as number);
+    for (let i = 2; i < v.length; i += 2) tf.set(v[i] as string, v[i + 1] as number);
     docs.push({ id, tf, len: v[0] as number });
   }
   const avg = docs.reduce((a, d) => a + d.len, 0) / docs.length;

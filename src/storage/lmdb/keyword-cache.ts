@@ -42,8 +42,9 @@ export class KeywordSpace {
   ids: string[] = [];
   /** Document number -> 1 once the document is gone. */
   gone = new Uint8Array(1024);
-  /** Document number -> its length, the lists holding it and its tf in each (undefined once gone). */
+  /** Document number -> its length, creation time, the lists holding it and its tf in each. */
   docLen = new Int32Array(1024);
+  docCreated = new Float64Array(1024);
   docLists: (List[] | undefined)[] = [];
   docTf: (Int32Array | undefined)[] = [];
   private docEntity: (Set<number> | undefined)[] = [];
@@ -57,7 +58,7 @@ export class KeywordSpace {
   values = new Float64Array(0);
   private dead = 0;
 
-  add(id: string, entity: string, tf: Map<string, number>, length: number) {
+  add(id: string, entity: string, tf: Map<string, number>, length: number, createdAt: number) {
     this.remove(id);
     const d = this.ids.length;
     if (d >= this.gone.length) {
@@ -67,10 +68,14 @@ export class KeywordSpace {
       const docLen = new Int32Array(this.docLen.length * 2);
       docLen.set(this.docLen);
       this.docLen = docLen;
+      const docCreated = new Float64Array(this.docCreated.length * 2);
+      docCreated.set(this.docCreated);
+      this.docCreated = docCreated;
     }
     this.ids.push(id);
     this.docOf.set(id, d);
     this.docLen[d] = length;
+    this.docCreated[d] = createdAt;
     const held: List[] = [];
     const tfs = new Int32Array(tf.size);
     for (const [term, n] of tf) {
@@ -116,6 +121,7 @@ export class KeywordSpace {
     const docTf: (Int32Array | undefined)[] = [];
     const docEntity: (Set<number> | undefined)[] = [];
     const docLen = new Int32Array(this.docLen.length);
+    const docCreated = new Float64Array(this.docCreated.length);
     for (let d = 0; d < this.ids.length; d++)
       if (!this.gone[d]) {
         const e = ids.length;
@@ -126,6 +132,7 @@ export class KeywordSpace {
         docTf.push(this.docTf[d]);
         docEntity.push(this.docEntity[d]);
         docLen[e] = this.docLen[d];
+        docCreated[e] = this.docCreated[d];
       }
     for (const [term, l] of this.lists) {
       let k = 0;
@@ -151,24 +158,25 @@ export class KeywordSpace {
     this.docTf = docTf;
     this.docEntity = docEntity;
     this.docLen = docLen;
+    this.docCreated = docCreated;
     this.gone = new Uint8Array(this.gone.length);
     this.dead = 0;
   }
 }
 
-/** A memory's indexed terms as stored in LMDB: [length, term, tf, term, tf, ...]. */
+/** A memory's indexed terms as stored in LMDB: [length, createdAt, term, tf, term, tf, ...]. */
 export type DocTerms = (string | number)[];
 
-export function packTerms(tf: Map<string, number>, length: number): DocTerms {
-  const v: DocTerms = [length];
+export function packTerms(tf: Map<string, number>, length: number, createdAt: number): DocTerms {
+  const v: DocTerms = [length, createdAt];
   for (const [term, n] of tf) v.push(term, n);
   return v;
 }
 
-export function unpackTerms(v: DocTerms): { tf: Map<string, number>; length: number } {
+export function unpackTerms(v: DocTerms): { tf: Map<string, number>; length: number; createdAt: number } {
   const tf = new Map<string, number>();
-  for (let i = 1; i < v.length; i += 2) tf.set(v[i] as string, v[i + 1] as number);
-  return { tf, length: v[0] as number };
+  for (let i = 2; i < v.length; i += 2) tf.set(v[i] as string, v[i + 1] as number);
+  return { tf, length: v[0] as number, createdAt: v[1] as number };
 }
 
 /** The in-memory postings of every namespace searched so far. */
@@ -182,8 +190,8 @@ export class KeywordCache {
     if (s) return s;
     s = new KeywordSpace();
     for (const { key, value } of this.dbs.docTerms.getRange({ start: [namespace], end: [namespace, END] })) {
-      const { tf, length } = unpackTerms(value as DocTerms);
-      s.add((key as string[])[2], (key as string[])[1], tf, length);
+      const { tf, length, createdAt } = unpackTerms(value as DocTerms);
+      s.add((key as string[])[2], (key as string[])[1], tf, length, createdAt);
     }
     this.spaces.set(namespace, s);
     return s;
@@ -199,8 +207,8 @@ export class KeywordCache {
       const r = this.dbs.memories.get(id) as MemoryRecord | undefined;
       const v = r && (this.dbs.docTerms.get([ns, r.entity, id]) as DocTerms | undefined);
       if (v && r.state === "current") {
-        const { tf, length } = unpackTerms(v);
-        s.add(id, r.entity, tf, length);
+        const { tf, length, createdAt } = unpackTerms(v);
+        s.add(id, r.entity, tf, length, createdAt);
       } else s.remove(id);
     }
   }

@@ -6,7 +6,7 @@ import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
 import type { Dbs, Writes } from "./index";
-import { type KeywordCache, type List, packTerms } from "./keyword-cache";
+import { type KeywordCache, type KeywordSpace, type List, packTerms } from "./keyword-cache";
 import { keys } from "./layout";
 import type { VectorCache } from "./vector-cache";
 
@@ -42,7 +42,7 @@ export class IndexWriter {
     this.bump(keys.docStats({ namespace: ns }), [sign, sign * length]);
     this.bump(keys.docStats({ namespace: ns, entity: r.entity }), [sign, sign * length]);
     const key = keys.docTerms(ns, r.entity, r.id);
-    if (sign > 0) this.w.put(this.dbs.docTerms, key, packTerms(tf, length));
+    if (sign > 0) this.w.put(this.dbs.docTerms, key, packTerms(tf, length, r.createdAt));
     else this.w.remove(this.dbs.docTerms, key);
   }
 
@@ -141,7 +141,6 @@ export function keywordSearch(
     }
     return r;
   };
-  const scores = new Map<string, number>();
   const space = cache.space(scope.namespace);
   // The query's terms that occur, rarest first (ties by term, so sums are made in one order).
   const ts = [...new Set(terms)]
@@ -151,6 +150,17 @@ export function keywordSearch(
     .sort((a, b) => b.idf - a.idf || (a.term < b.term ? -1 : 1));
   if (ts.length === 0) return EMPTY;
   const lists = ts.map((t) => t.list);
+
+  const n = space.ids.length;
+  if (space.scores.length < n) {
+    space.scores = new Float64Array(Math.max(1024, n * 2));
+    space.touched = new Int32Array(Math.max(1024, n * 2));
+    space.values = new Float64Array(Math.max(1024, n * 2));
+  }
+  const { scores: acc, touched, gone, values } = space;
+  let count = 0;
+  /** The best `limit` accepted of the candidates (touched, values)[0, count). */
+  const top = () => pickAccepted(space, count, limit, accept);
 
   if (scope.entity !== undefined) {
     // The entity's documents, each looked at once: which of the query's lists hold it.
@@ -181,35 +191,23 @@ export function keywordSearch(
       i++;
       let sum = 0;
       for (const p of parts) sum += p;
-      scores.set(space.ids[d], sum);
+      touched[count] = d;
+      values[count++] = sum;
     }
-    return topAccepted(scores, accept, limit);
+    return top();
   }
 
   // MaxScore, term at a time over the in-memory lists, rarest first. Once the `limit`-th best
   // accepted score so far (theta) beats what the remaining lists could add together, they are
   // not walked: a document only they hold cannot reach the top, and the candidates that still
   // can are completed from their own term lists.
-  const n = space.ids.length;
-  if (space.scores.length < n) {
-    space.scores = new Float64Array(Math.max(1024, n * 2));
-    space.touched = new Int32Array(Math.max(1024, n * 2));
-    space.values = new Float64Array(Math.max(1024, n * 2));
-  }
-  const { scores: acc, touched, gone, values } = space;
   const bounds = ts.map((t) => bm25Bound(t.idf));
   const rest = (from: number) => bounds.slice(from).reduce((x, y) => x + y, 0);
-  let count = 0;
   /** The `limit`-th best accepted partial score among the touched documents (-Infinity if fewer). */
   const theta = () => {
     for (let i = 0; i < count; i++) values[i] = acc[touched[i]];
-    for (let want = limit * 4 + 16; ; want *= 4) {
-      const order = topIndexes(values, want, count);
-      order.sort((x, y) => values[y] - values[x]);
-      let k = 0;
-      for (const j of order) if (accept(space.ids[touched[j]]) && ++k === limit) return values[j];
-      if (order.length >= count) return Number.NEGATIVE_INFINITY;
-    }
+    const best = top();
+    return best.length < limit ? Number.NEGATIVE_INFINITY : best[limit - 1].score;
   };
   let q = 0;
   for (; q < ts.length; q++) {
@@ -261,13 +259,62 @@ export function keywordSearch(
       values[i] = acc[touched[i]];
       acc[touched[i]] = 0;
     }
-  // Only the best few are worth sorting and checking: widen until `limit` pass or all are seen.
+  return top();
+}
+
+/**
+ * The best `limit` accepted of a search's candidates (space.touched, space.values)[0, count):
+ * score high to low, then newer first (createdAt, then id), as byScoreThenNewer orders them, so
+ * a tie among many needs no record reads beyond the ones returned.
+ */
+function pickAccepted(
+  space: KeywordSpace,
+  count: number,
+  limit: number,
+  accept: (id: string) => MemoryRecord | null,
+): Scored[] {
+  const { touched, values, docCreated, ids } = space;
+  /** Whether candidate i ranks before candidate j. */
+  const before = (i: number, j: number) => {
+    if (values[i] !== values[j]) return values[i] > values[j];
+    const a = touched[i];
+    const b = touched[j];
+    if (docCreated[a] !== docCreated[b]) return docCreated[a] > docCreated[b];
+    return ids[a] > ids[b];
+  };
   for (let want = limit * 4 + 16; ; want *= 4) {
-    const order = topIndexes(values, want, count);
-    scores.clear();
-    for (const j of order) scores.set(space.ids[touched[j]], values[j]);
-    const out = topAccepted(scores, accept, limit);
-    if (out.length >= limit || order.length >= count) return out;
+    // The best `want` by a heap whose root ranks last.
+    const heap: number[] = [];
+    for (let i = 0; i < count; i++) {
+      if (heap.length < want) {
+        let c = heap.push(i) - 1;
+        while (c > 0) {
+          const p = (c - 1) >> 1;
+          if (!before(heap[p], heap[c])) break;
+          [heap[p], heap[c]] = [heap[c], heap[p]];
+          c = p;
+        }
+      } else if (before(i, heap[0])) {
+        heap[0] = i;
+        let c = 0;
+        for (;;) {
+          const l = 2 * c + 1;
+          if (l >= heap.length) break;
+          const m = l + 1 < heap.length && before(heap[l], heap[l + 1]) ? l + 1 : l;
+          if (!before(heap[c], heap[m])) break;
+          [heap[c], heap[m]] = [heap[m], heap[c]];
+          c = m;
+        }
+      }
+    }
+    heap.sort((i, j) => (before(i, j) ? -1 : 1));
+    const out: Scored[] = [];
+    for (const j of heap) {
+      const m = accept(ids[touched[j]]);
+      if (m) out.push({ memory: m, score: values[j] });
+      if (out.length === limit) return out;
+    }
+    if (heap.length >= count) return out;
   }
 }
 
