@@ -3,6 +3,7 @@
 // incrementally ranks exactly as one rebuilt from scratch (and on LMDB holds the same bytes).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { openLmdb } from "../src/storage/lmdb/index";
+import { KeywordSpace } from "../src/storage/lmdb/keyword-cache";
 import { isCurrent, type MemoryRecord } from "../src/storage/records";
 import type { MemoryOp, Storage } from "../src/storage/storage";
 import { bm25, idf, queryTerms } from "../src/text/tokens";
@@ -209,4 +210,45 @@ test("semantic search follows every change of vectors at once, after the scope w
   expect(await top(7)).toEqual([e!.memory.id]);
   expect(await top(7, "y")).toEqual([e!.memory.id]);
   expect(await top(7, "x")).not.toContain(e!.memory.id);
+});
+
+test("in-memory keyword lists stay exact through removals and compaction", () => {
+  const space = new KeywordSpace(5);
+  const rand = rng(7);
+  const live = new Map<string, { entity: string; v: (string | number)[] }>();
+  for (let i = 0; i < 400; i++) {
+    const id = `m${Math.floor(rand() * 60)}`;
+    if (rand() < 0.35) {
+      space.remove(id);
+      live.delete(id);
+      continue;
+    }
+    const v: (string | number)[] = [3, i];
+    for (const t of new Set([vocab[Math.floor(rand() * 6)], vocab[Math.floor(rand() * 6)]])) v.push(t, 1 + (i % 3));
+    const entity = `e${i % 3}`;
+    space.add(id, entity, v);
+    live.set(id, { entity, v });
+    // Every live memory, and nothing else, is reachable with its own terms.
+    for (const [term, list] of space.lists) {
+      const want = [...live].filter(([, m]) => m.v.includes(term)).map(([id]) => id);
+      const got: string[] = [];
+      for (let k = 0; k < list.n; k++) if (!space.gone[list.doc[k]]) got.push(space.ids[list.doc[k]]);
+      expect(got.sort()).toEqual(want.sort());
+      expect(list.live).toBe(want.length);
+    }
+    for (const [entity, docs] of space.byEntity)
+      expect([...docs].map((d) => space.ids[d]).sort()).toEqual(
+        [...live]
+          .filter(([, m]) => m.entity === entity)
+          .map(([id]) => id)
+          .sort(),
+      );
+    for (const d of space.byEntity.get(entity)!) {
+      const m = live.get(space.ids[d])!;
+      const pairs: (string | number)[] = [];
+      for (let k = space.docStart[d]; k < space.docStart[d + 1]; k += 2)
+        pairs.push([...space.lists].find(([, l]) => l.id === space.pool[k])![0], space.pool[k + 1]);
+      expect([space.docLen[d], space.docCreated[d], ...pairs]).toEqual(m.v);
+    }
+  }
 });

@@ -10,6 +10,13 @@ import type { MemoryRecord } from "../records";
 import type { Dbs } from "./index";
 import { END } from "./layout";
 
+const grown = <T extends Int32Array | Float64Array | Uint8Array>(a: T, size: number): T => {
+  if (size <= a.length) return a;
+  const b = new (a.constructor as new (n: number) => T)(Math.max(size, a.length * 2));
+  b.set(a);
+  return b;
+};
+
 /** One term's postings, in insertion order; `live` counts those of documents not gone (its df). */
 export class List {
   n = 0;
@@ -17,17 +24,11 @@ export class List {
   doc = new Int32Array(4);
   tf = new Int32Array(4);
   len = new Int32Array(4);
+  constructor(readonly id: number) {}
   push(d: number, tf: number, len: number) {
-    if (this.n === this.doc.length) {
-      const grow = (a: Int32Array) => {
-        const b = new Int32Array(a.length * 2);
-        b.set(a);
-        return b;
-      };
-      this.doc = grow(this.doc);
-      this.tf = grow(this.tf);
-      this.len = grow(this.len);
-    }
+    this.doc = grown(this.doc, this.n + 1);
+    this.tf = grown(this.tf, this.n + 1);
+    this.len = grown(this.len, this.n + 1);
     this.doc[this.n] = d;
     this.tf[this.n] = tf;
     this.len[this.n] = len;
@@ -36,60 +37,65 @@ export class List {
   }
 }
 
-/** A namespace's postings. Document numbers are this process's own; a changed memory gets a new one. */
+/**
+ * A namespace's postings. Document numbers are this process's own; a changed memory gets a new
+ * one. Per document: its (list id, tf) pairs in one shared pool, so a document is no object.
+ */
 export class KeywordSpace {
   /** Document number -> memory id ("" once gone). */
   ids: string[] = [];
   /** Document number -> 1 once the document is gone. */
   gone = new Uint8Array(1024);
-  /** Document number -> its length, creation time, the lists holding it and its tf in each. */
+  /** Document number -> its length, creation time, and where its pairs start in `pool`. */
   docLen = new Int32Array(1024);
   docCreated = new Float64Array(1024);
-  docLists: (List[] | undefined)[] = [];
-  docTf: (Int32Array | undefined)[] = [];
+  docStart = new Int32Array(1025);
+  /** (list id, tf) pairs of every document, in document order. */
+  pool = new Int32Array(8192);
   private docEntity: (Set<number> | undefined)[] = [];
   /** Entity -> its documents. */
   readonly byEntity = new Map<string, Set<number>>();
   private readonly docOf = new Map<string, number>();
   readonly lists = new Map<string, List>();
+  private listById: List[] = [];
   /** Scratch for a search: a score per document number (zero between searches), touched ones. */
   scores = new Float64Array(0);
   touched = new Int32Array(0);
   values = new Float64Array(0);
   private dead = 0;
+  /** Compacts once more than this many documents (and more than half) are gone. */
+  constructor(private readonly compactAfter = 10000) {}
 
-  add(id: string, entity: string, tf: Map<string, number>, length: number, createdAt: number) {
+  /** Adds a memory from its stored terms (DocTerms: [length, createdAt, term, tf, ...]). */
+  add(id: string, entity: string, v: DocTerms) {
     this.remove(id);
     const d = this.ids.length;
-    if (d >= this.gone.length) {
-      const gone = new Uint8Array(this.gone.length * 2);
-      gone.set(this.gone);
-      this.gone = gone;
-      const docLen = new Int32Array(this.docLen.length * 2);
-      docLen.set(this.docLen);
-      this.docLen = docLen;
-      const docCreated = new Float64Array(this.docCreated.length * 2);
-      docCreated.set(this.docCreated);
-      this.docCreated = docCreated;
-    }
+    const length = v[0] as number;
+    this.gone = grown(this.gone, d + 1);
+    this.docLen = grown(this.docLen, d + 1);
+    this.docCreated = grown(this.docCreated, d + 1);
+    this.docStart = grown(this.docStart, d + 2);
+    const start = this.docStart[d];
+    const end = start + (v.length - 2);
+    this.pool = grown(this.pool, end);
     this.ids.push(id);
     this.docOf.set(id, d);
     this.docLen[d] = length;
-    this.docCreated[d] = createdAt;
-    const held: List[] = [];
-    const tfs = new Int32Array(tf.size);
-    for (const [term, n] of tf) {
+    this.docCreated[d] = v[1] as number;
+    let k = start;
+    for (let i = 2; i < v.length; i += 2) {
+      const term = v[i] as string;
       let l = this.lists.get(term);
       if (!l) {
-        l = new List();
+        l = new List(this.listById.length);
+        this.listById.push(l);
         this.lists.set(term, l);
       }
-      l.push(d, n, length);
-      tfs[held.length] = n;
-      held.push(l);
+      l.push(d, v[i + 1] as number, length);
+      this.pool[k++] = l.id;
+      this.pool[k++] = v[i + 1] as number;
     }
-    this.docLists.push(held);
-    this.docTf.push(tfs);
+    this.docStart[d + 1] = end;
     let set = this.byEntity.get(entity);
     if (!set) {
       set = new Set();
@@ -105,35 +111,38 @@ export class KeywordSpace {
     this.docOf.delete(id);
     this.ids[d] = "";
     this.gone[d] = 1;
-    for (const l of this.docLists[d]!) l.live--;
-    this.docLists[d] = undefined;
-    this.docTf[d] = undefined;
+    for (let k = this.docStart[d]; k < this.docStart[d + 1]; k += 2) this.listById[this.pool[k]].live--;
     this.docEntity[d]!.delete(d);
     this.docEntity[d] = undefined;
-    if (++this.dead > 10000 && this.dead > this.docOf.size) this.compact();
+    if (++this.dead > this.compactAfter && this.dead > this.docOf.size) this.compact();
   }
 
-  /** Drops the postings of gone documents and renumbers the rest. */
+  /** Drops gone documents and renumbers the rest; lists left empty are dropped. */
   private compact() {
-    const renumber = new Int32Array(this.ids.length).fill(-1);
-    const ids: string[] = [];
-    const docLists: (List[] | undefined)[] = [];
-    const docTf: (Int32Array | undefined)[] = [];
-    const docEntity: (Set<number> | undefined)[] = [];
-    const docLen = new Int32Array(this.docLen.length);
-    const docCreated = new Float64Array(this.docCreated.length);
-    for (let d = 0; d < this.ids.length; d++)
-      if (!this.gone[d]) {
-        const e = ids.length;
-        renumber[d] = e;
-        this.docOf.set(this.ids[d], e);
-        ids.push(this.ids[d]);
-        docLists.push(this.docLists[d]);
-        docTf.push(this.docTf[d]);
-        docEntity.push(this.docEntity[d]);
-        docLen[e] = this.docLen[d];
-        docCreated[e] = this.docCreated[d];
-      }
+    const old = { ids: this.ids, docLen: this.docLen, docCreated: this.docCreated, docStart: this.docStart };
+    const pool = this.pool;
+    const docEntity = this.docEntity;
+    const renumber = new Int32Array(old.ids.length).fill(-1);
+    this.ids = [];
+    this.docEntity = [];
+    this.docLen = new Int32Array(old.docLen.length);
+    this.docCreated = new Float64Array(old.docCreated.length);
+    this.docStart = new Int32Array(old.docStart.length);
+    this.pool = new Int32Array(pool.length);
+    for (let d = 0; d < old.ids.length; d++) {
+      if (this.gone[d]) continue;
+      const e = this.ids.length;
+      renumber[d] = e;
+      this.docOf.set(old.ids[d], e);
+      this.ids.push(old.ids[d]);
+      this.docEntity.push(docEntity[d]);
+      this.docLen[e] = old.docLen[d];
+      this.docCreated[e] = old.docCreated[d];
+      const from = old.docStart[d];
+      const to = old.docStart[d + 1];
+      this.pool.set(pool.subarray(from, to), this.docStart[e]);
+      this.docStart[e + 1] = this.docStart[e] + (to - from);
+    }
     for (const [term, l] of this.lists) {
       let k = 0;
       for (let i = 0; i < l.n; i++) {
@@ -153,12 +162,6 @@ export class KeywordSpace {
       for (const d of docs) set.add(renumber[d]);
       if (set.size === 0) this.byEntity.delete(entity);
     }
-    this.ids = ids;
-    this.docLists = docLists;
-    this.docTf = docTf;
-    this.docEntity = docEntity;
-    this.docLen = docLen;
-    this.docCreated = docCreated;
     this.gone = new Uint8Array(this.gone.length);
     this.dead = 0;
   }
@@ -173,12 +176,6 @@ export function packTerms(tf: Map<string, number>, length: number, createdAt: nu
   return v;
 }
 
-export function unpackTerms(v: DocTerms): { tf: Map<string, number>; length: number; createdAt: number } {
-  const tf = new Map<string, number>();
-  for (let i = 2; i < v.length; i += 2) tf.set(v[i] as string, v[i + 1] as number);
-  return { tf, length: v[0] as number, createdAt: v[1] as number };
-}
-
 /** The in-memory postings of every namespace searched so far. */
 export class KeywordCache {
   private readonly spaces = new Map<string, KeywordSpace>();
@@ -190,8 +187,7 @@ export class KeywordCache {
     if (s) return s;
     s = new KeywordSpace();
     for (const { key, value } of this.dbs.docTerms.getRange({ start: [namespace], end: [namespace, END] })) {
-      const { tf, length, createdAt } = unpackTerms(value as DocTerms);
-      s.add((key as string[])[2], (key as string[])[1], tf, length, createdAt);
+      s.add((key as string[])[2], (key as string[])[1], value as DocTerms);
     }
     this.spaces.set(namespace, s);
     return s;
@@ -207,8 +203,7 @@ export class KeywordCache {
       const r = this.dbs.memories.get(id) as MemoryRecord | undefined;
       const v = r && (this.dbs.docTerms.get([ns, r.entity, id]) as DocTerms | undefined);
       if (v && r.state === "current") {
-        const { tf, length, createdAt } = unpackTerms(v);
-        s.add(id, r.entity, tf, length, createdAt);
+        s.add(id, r.entity, v);
       } else s.remove(id);
     }
   }

@@ -150,6 +150,7 @@ export function keywordSearch(
     .sort((a, b) => b.idf - a.idf || (a.term < b.term ? -1 : 1));
   if (ts.length === 0) return EMPTY;
   const lists = ts.map((t) => t.list);
+  const listIds = lists.map((l) => l.id);
 
   const n = space.ids.length;
   if (space.scores.length < n) {
@@ -169,15 +170,13 @@ export function keywordSearch(
     const hits: number[] = []; // document, then (list index, tf) pairs, then -1
     const df = ts.map(() => 0);
     for (const d of docsOf) {
-      const ls = space.docLists[d]!;
-      const tfs = space.docTf[d]!;
       let found = false;
-      for (let k = 0; k < ls.length; k++) {
-        const q = lists.indexOf(ls[k]);
+      for (let k = space.docStart[d]; k < space.docStart[d + 1]; k += 2) {
+        const q = listIds.indexOf(space.pool[k]);
         if (q < 0) continue;
         if (!found) hits.push(d);
         found = true;
-        hits.push(q, tfs[k]);
+        hits.push(q, space.pool[k + 1]);
         df[q]++;
       }
       if (found) hits.push(-1);
@@ -244,12 +243,9 @@ export function keywordSearch(
       let s = acc[d];
       acc[d] = 0;
       if (s < cut) continue;
-      const ls = space.docLists[d]!;
-      const tfs = space.docTf[d]!;
-      for (let j = 0; j < late.length; j++) {
-        const k = ls.indexOf(late[j]);
-        if (k >= 0) s += bm25(ts[q + j].idf, tfs[k], space.docLen[d], avg);
-      }
+      for (let j = 0; j < late.length; j++)
+        for (let k = space.docStart[d]; k < space.docStart[d + 1]; k += 2)
+          if (space.pool[k] === late[j].id) s += bm25(ts[q + j].idf, space.pool[k + 1], space.docLen[d], avg);
       touched[kept] = d;
       values[kept++] = s;
     }
