@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { openLmdb } from "../src/storage/lmdb/index";
 import { KeywordSpace } from "../src/storage/lmdb/keyword-cache";
+import { pruning } from "../src/storage/lmdb/search";
 import { isCurrent, type MemoryRecord } from "../src/storage/records";
 import type { MemoryOp, Storage } from "../src/storage/storage";
 import { bm25, idf, queryTerms } from "../src/text/tokens";
@@ -142,12 +143,17 @@ test("incremental index ranks exactly as a rebuilt one after every step", async 
     };
     const incremental = await run();
     if (storage.backend === "lmdb")
-      for (const q of queries)
-        for (const scope of scopes)
-          for (const limit of [3, 100]) {
-            const got = await storage.keywordSearch(scope, queryTerms(q), {}, limit, now);
-            expect(got.map((h) => h.score.toFixed(9))).toEqual(bruteForce(scope, queryTerms(q), limit, now));
-          }
+      for (const survivorCost of [4, 0]) {
+        // 0: MaxScore skips lists whenever it may, so its completion path is checked too.
+        pruning.survivorCost = survivorCost;
+        for (const q of queries)
+          for (const scope of scopes)
+            for (const limit of [3, 100]) {
+              const got = await storage.keywordSearch(scope, queryTerms(q), {}, limit, now);
+              expect(got.map((h) => h.score.toFixed(9))).toEqual(bruteForce(scope, queryTerms(q), limit, now));
+            }
+        pruning.survivorCost = 4;
+      }
     hits += incremental.flat().length;
     const dump = await indexDump();
     await storage.rebuildSearchIndex();

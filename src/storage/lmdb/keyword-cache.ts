@@ -24,11 +24,16 @@ export class List {
   doc = new Int32Array(4);
   tf = new Int32Array(4);
   len = new Int32Array(4);
+  /** The longest document ever pushed. */
+  maxLen = 0;
   constructor(readonly id: number) {}
   push(d: number, tf: number, len: number) {
-    this.doc = grown(this.doc, this.n + 1);
-    this.tf = grown(this.tf, this.n + 1);
-    this.len = grown(this.len, this.n + 1);
+    if (this.n === this.doc.length) {
+      this.doc = grown(this.doc, this.n + 1);
+      this.tf = grown(this.tf, this.n + 1);
+      this.len = grown(this.len, this.n + 1);
+    }
+    if (len > this.maxLen) this.maxLen = len;
     this.doc[this.n] = d;
     this.tf[this.n] = tf;
     this.len[this.n] = len;
@@ -67,17 +72,19 @@ export class KeywordSpace {
   constructor(private readonly compactAfter = 10000) {}
 
   /** Adds a memory from its stored terms (DocTerms: [length, createdAt, term, tf, ...]). */
-  add(id: string, entity: string, v: DocTerms) {
-    this.remove(id);
+  add(id: string, entity: string, v: DocTerms, isNew = false) {
+    if (!isNew) this.remove(id);
     const d = this.ids.length;
     const length = v[0] as number;
-    this.gone = grown(this.gone, d + 1);
-    this.docLen = grown(this.docLen, d + 1);
-    this.docCreated = grown(this.docCreated, d + 1);
-    this.docStart = grown(this.docStart, d + 2);
+    if (d + 2 > this.docStart.length) {
+      this.gone = grown(this.gone, d + 1);
+      this.docLen = grown(this.docLen, d + 1);
+      this.docCreated = grown(this.docCreated, d + 1);
+      this.docStart = grown(this.docStart, d + 2);
+    }
     const start = this.docStart[d];
     const end = start + (v.length - 2);
-    this.pool = grown(this.pool, end);
+    if (end > this.pool.length) this.pool = grown(this.pool, end);
     this.ids.push(id);
     this.docOf.set(id, d);
     this.docLen[d] = length;
@@ -187,7 +194,8 @@ export class KeywordCache {
     if (s) return s;
     s = new KeywordSpace();
     for (const { key, value } of this.dbs.docTerms.getRange({ start: [namespace], end: [namespace, END] })) {
-      s.add((key as string[])[2], (key as string[])[1], value as DocTerms);
+      // Keys are unique, so nothing to replace.
+      s.add((key as string[])[2], (key as string[])[1], value as DocTerms, true);
     }
     this.spaces.set(namespace, s);
     return s;

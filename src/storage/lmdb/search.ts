@@ -112,6 +112,9 @@ export function indexChange(
 
 const EMPTY: Scored[] = [];
 
+/** Completing a candidate costs about this many postings walked (tests set 0: always prune). */
+export const pruning = { survivorCost: 4 };
+
 /**
  * BM25 top-k over a scope, exact (k1, b: text/tokens.ts), on the namespace's in-memory lists
  * (keyword-cache.ts); document counts and lengths are read from LMDB. Over a namespace, term at
@@ -202,40 +205,56 @@ export function keywordSearch(
   // can are completed from their own term lists.
   const bounds = ts.map((t) => bm25Bound(t.idf));
   const rest = (from: number) => bounds.slice(from).reduce((x, y) => x + y, 0);
-  /** The `limit`-th best accepted partial score among the touched documents (-Infinity if fewer). */
+  /**
+   * A lower bound of the final `limit`-th best accepted score: the `limit`-th best accepted
+   * partial score among the touched documents (-Infinity if fewer). Ties need no order here.
+   */
   const theta = () => {
     for (let i = 0; i < count; i++) values[i] = acc[touched[i]];
-    const best = top();
-    return best.length < limit ? Number.NEGATIVE_INFINITY : best[limit - 1].score;
+    for (let want = limit * 2 + 16; ; want *= 4) {
+      const order = bestValues(values, count, want);
+      let k = 0;
+      for (const j of order) if (accept(space.ids[touched[j]]) && ++k === limit) return values[j];
+      if (order.length >= count) return Number.NEGATIVE_INFINITY;
+    }
   };
   let q = 0;
+  /** Candidates below this cannot reach the top once the remaining lists are skipped. */
+  let cut = Number.NEGATIVE_INFINITY;
   for (; q < ts.length; q++) {
-    // (The slack keeps rounding from ever dropping a document that could tie.)
-    if (q > 0 && count >= limit && rest(q) + 1e-9 < theta()) break;
+    // theta is at most the sum of the bounds walked so far: only then is it worth computing.
+    if (q > 0 && count >= limit && rest(q) < rest(0) - rest(q)) {
+      const th = theta();
+      // (The slack keeps rounding from ever dropping a document that could tie.)
+      if (rest(q) + 1e-9 < th) {
+        const c = th - rest(q) - 1e-9;
+        // Completing a candidate reads its own terms: worth it only when few remain.
+        let survivors = 0;
+        for (let i = 0; i < count; i++) if (acc[touched[i]] >= c) survivors++;
+        let left = 0;
+        for (let j = q; j < ts.length; j++) left += lists[j].n;
+        if (survivors * pruning.survivorCost < left) {
+          cut = c;
+          break;
+        }
+      }
+    }
     const { doc, tf, len } = lists[q];
     const w = ts[q].idf;
     // Most postings have tf 1: their contribution by length, from a table.
-    const one: number[] = [];
+    const one = new Float64Array(lists[q].maxLen + 1);
+    for (let l = 0; l < one.length; l++) one[l] = bm25(w, 1, l, avg);
     for (let i = 0; i < lists[q].n; i++) {
       const d = doc[i];
       if (gone[d]) continue;
       const before = acc[d];
       if (before === 0) touched[count++] = d;
       const l = len[i];
-      let c: number;
-      if (tf[i] === 1) {
-        c = one[l];
-        if (c === undefined) {
-          c = bm25(w, 1, l, avg);
-          one[l] = c;
-        }
-      } else c = bm25(w, tf[i], l, avg);
-      acc[d] = before + c;
+      acc[d] = before + (tf[i] === 1 ? one[l] : bm25(w, tf[i], l, avg));
     }
   }
   if (q < ts.length) {
     // Complete the candidates that can still reach the top from their own lists.
-    const cut = theta() - rest(q) - 1e-9;
     const late = lists.slice(q);
     let kept = 0;
     for (let i = 0; i < count; i++) {
@@ -359,6 +378,38 @@ export function semanticSearch(
     const out = topAccepted(scores, accept, limit);
     if (out.length >= limit || order.length >= sims.length) return out;
   }
+}
+
+/** Indexes of `k` largest of the first `n` values (ties broken anyhow), best first. */
+function bestValues(values: Float64Array, n: number, k: number): number[] {
+  if (k >= n) return Array.from({ length: n }, (_, i) => i).sort((a, b) => values[b] - values[a]);
+  const heap = new Int32Array(k); // indexes, the smallest value at the root
+  let size = 0;
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (size < k) {
+      let c = size++;
+      while (c > 0) {
+        const p = (c - 1) >> 1;
+        if (values[heap[p]] <= v) break;
+        heap[c] = heap[p];
+        c = p;
+      }
+      heap[c] = i;
+    } else if (v > values[heap[0]]) {
+      let c = 0;
+      for (;;) {
+        const l = 2 * c + 1;
+        if (l >= k) break;
+        const m = l + 1 < k && values[heap[l + 1]] < values[heap[l]] ? l + 1 : l;
+        if (values[heap[m]] >= v) break;
+        heap[c] = heap[m];
+        c = m;
+      }
+      heap[c] = i;
+    }
+  }
+  return Array.from(heap).sort((a, b) => values[b] - values[a]);
 }
 
 /**
