@@ -6,7 +6,6 @@
 // committed write that changed it (it re-reads those memories from LMDB and indexes what is
 // current, so it follows the committed state whatever order commits land in). Every candidate is
 // checked against its memory record, so a memory that is no longer current is never returned.
-import type { MemoryRecord } from "../records";
 import type { Dbs } from "./index";
 import { END } from "./layout";
 
@@ -201,18 +200,23 @@ export class KeywordCache {
     return s;
   }
 
-  /** After a committed write: re-indexes the memories whose keyword index it changed, as they now are. */
-  refresh(touched: readonly (readonly [string, string])[]) {
+  /**
+   * After a committed write: re-indexes the memories whose keyword index it changed
+   * ([namespace, entity, id] as indexed or unindexed), as LMDB now holds them.
+   */
+  refresh(touched: readonly (readonly [string, string, string])[]) {
     if (touched.length === 0 || this.spaces.size === 0) return;
-    for (const [ns, id] of touched) {
-      const s = this.spaces.get(ns);
-      if (!s) continue;
-      // What LMDB now holds for it: its terms while current (an expired one until the sweep).
-      const r = this.dbs.memories.get(id) as MemoryRecord | undefined;
-      const v = r && (this.dbs.docTerms.get([ns, r.entity, id]) as DocTerms | undefined);
-      if (v && r.state === "current") {
-        s.add(id, r.entity, v);
-      } else s.remove(id);
+    const byId = new Map<string, (readonly [string, string, string])[]>();
+    for (const t of touched) if (this.spaces.has(t[0])) byId.set(t[2], [...(byId.get(t[2]) ?? []), t]);
+    for (const [id, ks] of byId) {
+      // Its stored terms under any key this write touched (an entity change touches two).
+      let found: readonly [string, string, DocTerms] | undefined;
+      for (const k of ks) {
+        const v = this.dbs.docTerms.get(k as unknown as string[]) as DocTerms | undefined;
+        if (v) found = [k[0], k[1], v];
+      }
+      for (const k of ks) if (found?.[0] !== k[0]) this.spaces.get(k[0])!.remove(id);
+      if (found) this.spaces.get(found[0])!.add(id, found[1], found[2]);
     }
   }
 

@@ -19,7 +19,7 @@ type Counter = { key: unknown[]; db: Database; delta: number[] };
 export class IndexWriter {
   private readonly counters = new Map<string, Counter>();
   /** The memories whose keyword index this transaction changed, for keyword-cache.ts. */
-  readonly keywordTouched: [string, string][] = [];
+  readonly keywordTouched: [string, string, string][] = [];
   /** The vector keys this transaction wrote or removed, for the in-memory vectors (vector-cache.ts). */
   readonly vectorsTouched: [string, string, string][] = [];
   constructor(
@@ -38,7 +38,7 @@ export class IndexWriter {
   private change(r: MemoryRecord, sign: 1 | -1) {
     const { tf, length } = termCounts(r.content);
     const ns = r.namespace;
-    this.keywordTouched.push([ns, r.id]);
+    this.keywordTouched.push([ns, r.entity, r.id]);
     this.bump(keys.docStats({ namespace: ns }), [sign, sign * length]);
     this.bump(keys.docStats({ namespace: ns, entity: r.entity }), [sign, sign * length]);
     const key = keys.docTerms(ns, r.entity, r.id);
