@@ -19,8 +19,8 @@
  * The search index (format 3), written in the same transaction as the memory it indexes; it
  * holds the memories with state "current" (an expired one until the sweeper deletes it; reads
  * check expiry):
- *   doc_terms          [namespace, entity, memoryId]       -> [length, term, tf, term, tf, ...]  (the
- *                                                             memory's terms, in one value)
+ *   doc_terms          [namespace, entity, memoryId]       -> [length, createdAt, term, tf, term, tf, ...]
+ *                                                             (the memory's terms, in one value)
  *   search_stats       ["N", namespace]                    -> [docs, totalLength]
  *                      ["E", namespace, entity]            -> [docs, totalLength]
  *   vectors            [namespace, entity, memoryId]       -> float32 bytes, length 1 (binary encoding);
@@ -30,8 +30,10 @@
  * So indexing a memory writes one value and two counters, whatever its number of terms. The
  * inverted lists (term -> memories) of a namespace are built in memory from doc_terms on its first
  * search and kept in step after each commit (keyword-cache.ts); a term's df is the live length of
- * its list, an entity's df is counted over the entity's documents there. Terms are not in keys, so their
- * length does not meet the 2 KB key limit.
+ * its list, an entity's df is counted over the entity's documents there; createdAt orders equal
+ * scores without reading records. Terms are not in keys, so their length does not meet the 2 KB
+ * key limit. A namespace's vectors are likewise loaded into memory on its first semantic search
+ * (vector-cache.ts).
  *
  * Namespaces and entities may not hold control characters, so no string part contains the 0x00
  * separator and two different (namespace, entity) pairs can never share a range. Memory ids are
