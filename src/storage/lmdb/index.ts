@@ -63,27 +63,26 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   }
   const clock = new EventClock(dbs);
   const flushed = () => Promise.resolve(env.flushed).then(() => undefined);
-  const write = <T>(plan: (w: Writes) => T) => writeDurably(env, flushed, plan);
-  const serialize = keyedMutex();
-  const indexOn = options.searchIndex !== false;
   const vectorCache = new VectorCache(dbs);
   const keywordCache = new KeywordCache(dbs);
-  /** Runs a write plan that may touch vectors; the in-memory vectors follow what it committed. */
-  const writeIndexed = async <T>(plan: (w: Writes, ix: IndexWriter) => T): Promise<T> => {
-    let ix: IndexWriter | undefined;
+  /**
+   * Runs a write plan durably. The in-memory keyword lists and vectors follow what it committed:
+   * every IndexWriter the plan made is collected (IndexWriter.collect), and the memories and
+   * vectors it touched are re-read from LMDB afterwards (harmless if nothing was committed).
+   */
+  const write = async <T>(plan: (w: Writes) => T): Promise<T> => {
+    const writers: IndexWriter[] = [];
     try {
-      return await write((w) => {
-        ix = new IndexWriter(dbs, w);
-        return plan(w, ix);
-      });
+      return await writeDurably(env, flushed, (w) => IndexWriter.collect(writers, () => plan(w)));
     } finally {
-      // Re-read from LMDB, so harmless if the transaction did not commit.
-      if (ix) {
+      for (const ix of writers) {
         vectorCache.refresh(ix.vectorsTouched);
         keywordCache.refresh(ix.keywordTouched);
       }
     }
   };
+  const serialize = keyedMutex();
+  const indexOn = options.searchIndex !== false;
 
   /** Stages the writes of one planned op and returns what it did. */
   function stage(
@@ -137,8 +136,9 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     write,
 
     apply(ops, actorKeyId, now = Date.now()) {
-      return writeIndexed((w, ix) => {
+      return write((w) => {
         const overlay = new Map<string, MemoryRecord>();
+        const ix = new IndexWriter(dbs, w);
         const results = ops.map((op): Applied | null => {
           const id = targetOf(op);
           let target: MemoryRecord | undefined;
@@ -215,7 +215,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     },
 
     async setVectors(items) {
-      return writeIndexed((_w, ix) => {
+      return write((w) => {
+        const ix = new IndexWriter(dbs, w);
         let n = 0;
         for (const it of items) {
           const r = getRecord(it.id);

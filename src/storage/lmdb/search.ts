@@ -17,6 +17,17 @@ type Counter = { key: unknown[]; db: Database; delta: number[] };
  * summed here and written once by `finish`, because a plan does not see its own staged writes.
  */
 export class IndexWriter {
+  private static collecting: IndexWriter[] | undefined;
+  /** Runs `fn` (synchronous), adding every IndexWriter it makes to `into`. */
+  static collect<T>(into: IndexWriter[], fn: () => T): T {
+    const outer = IndexWriter.collecting;
+    IndexWriter.collecting = into;
+    try {
+      return fn();
+    } finally {
+      IndexWriter.collecting = outer;
+    }
+  }
   private readonly counters = new Map<string, Counter>();
   /** The memories whose keyword index this transaction changed, for keyword-cache.ts. */
   readonly keywordTouched: [string, string, string][] = [];
@@ -25,7 +36,9 @@ export class IndexWriter {
   constructor(
     private readonly dbs: Dbs,
     private readonly w: Writes,
-  ) {}
+  ) {
+    IndexWriter.collecting?.push(this);
+  }
 
   private bump(key: unknown[], delta: number[]) {
     const k = JSON.stringify(key);
