@@ -3,9 +3,11 @@
 // incrementally ranks exactly as one rebuilt from scratch (and on LMDB holds the same bytes).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { openLmdb } from "../src/storage/lmdb/index";
-import type { MemoryRecord } from "../src/storage/records";
+import { KeywordSpace } from "../src/storage/lmdb/keyword-cache";
+import { pruning } from "../src/storage/lmdb/search";
+import { isCurrent, type MemoryRecord } from "../src/storage/records";
 import type { MemoryOp, Storage } from "../src/storage/storage";
-import { queryTerms } from "../src/text/tokens";
+import { bm25, idf, queryTerms } from "../src/text/tokens";
 import { backend, freshDatabase, tempDir } from "./helpers";
 
 let storage: Storage;
@@ -45,9 +47,38 @@ async function indexDump(): Promise<string> {
   if (storage.backend !== "lmdb") return "";
   const { dbs } = storage as Awaited<ReturnType<typeof openLmdb>>;
   const out: string[] = [];
-  for (const db of [dbs.postings, dbs.entityPostings, dbs.searchStats])
+  for (const db of [dbs.docTerms, dbs.searchStats])
     for (const { key, value } of db.getRange({})) out.push(JSON.stringify([key, value]));
   return out.join("\n");
+}
+
+/**
+ * BM25 top-k from scratch, from LMDB's index of record (doc_terms), with no pruning: the scores
+ * of what the search must return, rounded (sums may be made in another order).
+ */
+function bruteForce(scope: { namespace: string; entity?: string }, terms: string[], limit: number, now: number) {
+  const { dbs } = storage as Awaited<ReturnType<typeof openLmdb>>;
+  const docs: { id: string; tf: Map<string, number>; len: number }[] = [];
+  for (const { key, value } of dbs.docTerms.getRange({ start: [scope.namespace], end: [scope.namespace, "\uffff"] })) {
+    const [, entity, id] = key as string[];
+    if (scope.entity !== undefined && entity !== scope.entity) continue;
+    const v = value as (string | number)[];
+    const tf = new Map<string, number>();
+    for (let i = 2; i < v.length; i += 2) tf.set(v[i] as string, v[i + 1] as number);
+    docs.push({ id, tf, len: v[0] as number });
+  }
+  const avg = docs.reduce((a, d) => a + d.len, 0) / docs.length;
+  const w = terms.map((t) => idf(docs.length, docs.filter((d) => d.tf.has(t)).length));
+  return docs
+    .map((d) => ({
+      id: d.id,
+      score: terms.reduce((a, t, i) => a + (d.tf.has(t) ? bm25(w[i], d.tf.get(t)!, d.len, avg) : 0), 0),
+    }))
+    .filter((h) => h.score > 0 && isCurrent(dbs.memories.get(h.id) as MemoryRecord | undefined, now))
+    .map((h) => h.score)
+    .sort((a, b) => b - a)
+    .slice(0, limit)
+    .map((x) => x.toFixed(9));
 }
 
 test("incremental index ranks exactly as a rebuilt one after every step", async () => {
@@ -111,6 +142,18 @@ test("incremental index ranks exactly as a rebuilt one after every step", async 
       return out;
     };
     const incremental = await run();
+    if (storage.backend === "lmdb")
+      for (const survivorCost of [4, 0]) {
+        // 0: MaxScore skips lists whenever it may, so its completion path is checked too.
+        pruning.survivorCost = survivorCost;
+        for (const q of queries)
+          for (const scope of scopes)
+            for (const limit of [3, 100]) {
+              const got = await storage.keywordSearch(scope, queryTerms(q), {}, limit, now);
+              expect(got.map((h) => h.score.toFixed(9))).toEqual(bruteForce(scope, queryTerms(q), limit, now));
+            }
+        pruning.survivorCost = 4;
+      }
     hits += incremental.flat().length;
     const dump = await indexDump();
     await storage.rebuildSearchIndex();
@@ -120,3 +163,98 @@ test("incremental index ranks exactly as a rebuilt one after every step", async 
   }
   expect(hits).toBeGreaterThan(steps * 10); // the queries do find memories
 }, 300_000);
+
+test("semantic search follows every change of vectors at once, after the scope was searched", async () => {
+  const ns = "vec-follow";
+  const unit = (i: number) => Float32Array.from({ length: 16 }, (_, j) => (j === i ? 1 : 0.01));
+  const add = (entity: string, i: number) =>
+    ({
+      event: "ADD",
+      create: {
+        id: Bun.randomUUIDv7(),
+        namespace: ns,
+        entity,
+        content: `m${i}`,
+        category: "general",
+        importance: 0.5,
+        vector: unit(i),
+      },
+    }) satisfies MemoryOp;
+  const [a, b, c] = await storage.apply([add("x", 0), add("x", 1), add("y", 2)], null);
+  const top = async (i: number, entity?: string) =>
+    (await storage.semanticSearch({ namespace: ns, entity }, unit(i), {}, 1)).map((h) => h.memory.id);
+  // Searched once: the namespace's vectors are now held in memory on LMDB.
+  expect(await top(0)).toEqual([a!.memory.id]);
+  expect(await top(2, "x")).not.toContain(c!.memory.id);
+  // A new vector is found at once; a merge with a new vector moves the memory.
+  const [d] = await storage.apply([add("y", 3)], null);
+  expect(await top(3)).toEqual([d!.memory.id]);
+  await storage.apply([{ event: "MERGE", target: a!.memory.id, patch: { content: "m5", vector: unit(5) } }], null);
+  expect(await top(5)).toEqual([a!.memory.id]);
+  expect(await top(0)).not.toContain(a!.memory.id);
+  // A content change without a vector drops it; a deleted or replaced memory is never returned.
+  await storage.apply([{ event: "MERGE", target: b!.memory.id, patch: { content: "m1 again" } }], null);
+  expect((await storage.semanticSearch({ namespace: ns }, unit(1), {}, 10)).map((h) => h.memory.id)).not.toContain(
+    b!.memory.id,
+  );
+  await storage.apply([{ event: "DELETE", target: c!.memory.id, reason: "deleted" }], null);
+  expect((await storage.semanticSearch({ namespace: ns }, unit(2), {}, 10)).map((h) => h.memory.id)).not.toContain(
+    c!.memory.id,
+  );
+  const [e] = await storage.apply(
+    [{ event: "REPLACE", target: d!.memory.id, reason: "x", create: add("y", 3).create }],
+    null,
+  );
+  const hits = (await storage.semanticSearch({ namespace: ns }, unit(3), {}, 10)).map((h) => h.memory.id);
+  expect(hits[0]).toBe(e!.memory.id);
+  expect(hits).not.toContain(d!.memory.id);
+  // Pending then set by the embedding worker.
+  await storage.apply([{ event: "MERGE", target: e!.memory.id, patch: { content: "m7", vector: "pending" } }], null);
+  expect(await top(3)).not.toContain(e!.memory.id);
+  const [p] = await storage.pendingEmbeddings(10);
+  expect(await storage.setVectors([{ id: p.id, updatedAt: p.updatedAt, vector: unit(7) }])).toBe(1);
+  expect(await top(7)).toEqual([e!.memory.id]);
+  expect(await top(7, "y")).toEqual([e!.memory.id]);
+  expect(await top(7, "x")).not.toContain(e!.memory.id);
+});
+
+test("in-memory keyword lists stay exact through removals and compaction", () => {
+  const space = new KeywordSpace(5);
+  const rand = rng(7);
+  const live = new Map<string, { entity: string; v: (string | number)[] }>();
+  for (let i = 0; i < 400; i++) {
+    const id = `m${Math.floor(rand() * 60)}`;
+    if (rand() < 0.35) {
+      space.remove(id);
+      live.delete(id);
+      continue;
+    }
+    const v: (string | number)[] = [3, i];
+    for (const t of new Set([vocab[Math.floor(rand() * 6)], vocab[Math.floor(rand() * 6)]])) v.push(t, 1 + (i % 3));
+    const entity = `e${i % 3}`;
+    space.add(id, entity, v);
+    live.set(id, { entity, v });
+    // Every live memory, and nothing else, is reachable with its own terms.
+    for (const [term, list] of space.lists) {
+      const want = [...live].filter(([, m]) => m.v.includes(term)).map(([id]) => id);
+      const got: string[] = [];
+      for (let k = 0; k < list.n; k++) if (!space.gone[list.doc[k]]) got.push(space.ids[list.doc[k]]);
+      expect(got.sort()).toEqual(want.sort());
+      expect(list.live).toBe(want.length);
+    }
+    for (const [entity, docs] of space.byEntity)
+      expect([...docs].map((d) => space.ids[d]).sort()).toEqual(
+        [...live]
+          .filter(([, m]) => m.entity === entity)
+          .map(([id]) => id)
+          .sort(),
+      );
+    for (const d of space.byEntity.get(entity)!) {
+      const m = live.get(space.ids[d])!;
+      const pairs: (string | number)[] = [];
+      for (let k = space.docStart[d]; k < space.docStart[d + 1]; k += 2)
+        pairs.push([...space.lists].find(([, l]) => l.id === space.pool[k])![0], space.pool[k + 1]);
+      expect([space.docLen[d], space.docCreated[d], ...pairs]).toEqual(m.v);
+    }
+  }
+});

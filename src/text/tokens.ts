@@ -13,8 +13,27 @@ export const MAX_TERM_LENGTH = 64;
 /** Case- and accent-folded form of a text: NFKD, combining marks removed, lower case. */
 export const fold = (text: string): string => text.normalize("NFKD").replace(marks, "").toLowerCase();
 
+/**
+ * Plain ASCII text where no punctuation sits between two letters or digits, and no underscore:
+ * there the word boundaries of Unicode segmentation (UAX #29) are simply the runs of letters and
+ * digits, since only "." "," ";" ":" "'" (between letters or digits) and "_" join words in ASCII.
+ */
+const plainAscii = /^[\t\n\r\x20-\x5e\x60-\x7e]*$/;
+const joined = /[A-Za-z0-9][.,;:'][A-Za-z0-9]/;
+const asciiWord = /[a-z0-9]+/g;
+
 /** The terms of a text in order, repeats kept (term frequency counts them). */
 export function tokenize(text: string): string[] {
+  // The common case, without the segmenter (about 10x faster; same terms: test/tokens.test.ts).
+  if (plainAscii.test(text) && !joined.test(text))
+    return (text.toLowerCase().match(asciiWord) ?? []).map((w) =>
+      w.length > MAX_TERM_LENGTH ? w.slice(0, MAX_TERM_LENGTH) : w,
+    );
+  return segmented(text);
+}
+
+/** tokenize by Intl.Segmenter: any text. */
+export function segmented(text: string): string[] {
   const out: string[] = [];
   let run = ""; // the current run of CJK characters across adjacent segments
   const flushRun = () => {

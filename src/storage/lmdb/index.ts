@@ -14,10 +14,12 @@ import {
   StorageError,
 } from "../storage";
 import { EventClock } from "./clock";
+import { KeywordCache } from "./keyword-cache";
 import { binaryDbs, dbNames, END, FORMAT_VERSION, keys } from "./layout";
 import { lmdbLifecycle } from "./lifecycle";
 import { migrate, rebuildIndex } from "./migrate";
 import { IndexWriter, indexChange, keywordSearch, semanticSearch } from "./search";
+import { VectorCache } from "./vector-cache";
 
 export type Dbs = Record<keyof typeof dbNames, Database>;
 
@@ -78,7 +80,24 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   }
   const clock = new EventClock(dbs);
   const flushed = () => Promise.resolve(env.flushed).then(() => undefined);
-  const write = <T>(plan: (w: Writes) => T) => writeDurably(env, flushed, plan);
+  const vectorCache = new VectorCache(dbs);
+  const keywordCache = new KeywordCache(dbs);
+  /**
+   * Runs a write plan durably. The in-memory keyword lists and vectors follow what it committed:
+   * every IndexWriter the plan made is collected (IndexWriter.collect), and the memories and
+   * vectors it touched are re-read from LMDB afterwards (harmless if nothing was committed).
+   */
+  const write = async <T>(plan: (w: Writes) => T): Promise<T> => {
+    const writers: IndexWriter[] = [];
+    try {
+      return await writeDurably(env, flushed, (w) => IndexWriter.collect(writers, () => plan(w)));
+    } finally {
+      for (const ix of writers) {
+        vectorCache.refresh(ix.vectorsTouched);
+        keywordCache.refresh(ix.keywordTouched);
+      }
+    }
+  };
   const serialize = keyedMutex();
   const indexOn = options.searchIndex !== false;
 
@@ -156,44 +175,57 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   function runBatch(batch: Pending[]) {
     const results: (Applied | null)[][] = [];
     const failures = new Map<number, unknown>();
+    // The in-memory keyword lists and vectors follow the commit, as in write().
+    const writers: IndexWriter[] = [];
+    const refreshCaches = () => {
+      for (const ix of writers) {
+        vectorCache.refresh(ix.vectorsTouched);
+        keywordCache.refresh(ix.keywordTouched);
+      }
+    };
     env
-      .transaction(() => {
-        if (pending === batch) pending = undefined;
-        const w = new Writes();
-        try {
-          const ix = new IndexWriter(dbs, w);
-          const overlay = new Map<string, MemoryRecord>();
-          for (const item of batch) results.push(plan(w, ix, overlay, item));
-          ix.finish();
-        } catch {
-          results.length = 0;
-        }
-        if (results.length === batch.length) {
-          w.apply();
-          return;
-        }
-        batch.forEach((item, i) => {
+      .transaction(() =>
+        IndexWriter.collect(writers, () => {
+          if (pending === batch) pending = undefined;
           const w = new Writes();
-          const ix = new IndexWriter(dbs, w);
           try {
-            results.push(plan(w, ix, new Map(), item));
+            const ix = new IndexWriter(dbs, w);
+            const overlay = new Map<string, MemoryRecord>();
+            for (const item of batch) results.push(plan(w, ix, overlay, item));
             ix.finish();
-          } catch (e) {
-            results.push([]);
-            failures.set(i, e);
+          } catch {
+            results.length = 0;
+          }
+          if (results.length === batch.length) {
+            w.apply();
             return;
           }
-          w.apply();
-        });
-      })
+          batch.forEach((item, i) => {
+            const w = new Writes();
+            const ix = new IndexWriter(dbs, w);
+            try {
+              results.push(plan(w, ix, new Map(), item));
+              ix.finish();
+            } catch (e) {
+              results.push([]);
+              failures.set(i, e);
+              return;
+            }
+            w.apply();
+          });
+        }),
+      )
       .then(flushed)
       .then(
-        () =>
+        () => {
+          refreshCaches();
           batch.forEach((item, i) => {
             if (failures.has(i)) item.reject(failures.get(i));
             else item.resolve(results[i]);
-          }),
+          });
+        },
         (e) => {
+          refreshCaches();
           if (pending === batch) pending = undefined;
           for (const item of batch) item.reject(storageError(e));
         },
@@ -296,11 +328,11 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     },
 
     async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
-      return keywordSearch(dbs, scope, terms, filter, limit, now);
+      return keywordSearch(dbs, keywordCache, scope, terms, filter, limit, now);
     },
 
     async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
-      return semanticSearch(dbs, scope, vector, filter, limit, now);
+      return semanticSearch(dbs, vectorCache, scope, vector, filter, limit, now);
     },
 
     async pendingEmbeddings(limit) {
@@ -334,6 +366,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       await env.transaction(() => {
         n = rebuildIndex(dbs, options.embeddings ?? false);
       });
+      vectorCache.clear();
+      keywordCache.clear();
       await flushed();
       return n;
     },
@@ -417,6 +451,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     },
 
     async close() {
+      vectorCache.clear();
+      keywordCache.clear();
       await flushed();
       await env.close();
     },

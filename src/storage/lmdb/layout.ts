@@ -28,19 +28,21 @@
  * The search index (format 3), written in the same transaction as the memory it indexes; it
  * holds the memories with state "current" (an expired one until the sweeper deletes it; reads
  * check expiry):
- *   postings           [namespace, term, memoryId]         -> [tf, docLength]  (namespace-wide BM25)
- *   entity_postings    [namespace, entity, term, memoryId] -> [tf, docLength]  (one entity's BM25, without
- *                                                             walking the namespace's postings of the term)
+ *   doc_terms          [namespace, entity, memoryId]       -> [length, createdAt, term, tf, term, tf, ...]
+ *                                                             (the memory's terms, in one value)
  *   search_stats       ["N", namespace]                    -> [docs, totalLength]
  *                      ["E", namespace, entity]            -> [docs, totalLength]
- *                      ["n", namespace, term]              -> df  (documents of the namespace with the term)
- *                      ["e", namespace, entity, term]      -> df
  *   vectors            [namespace, entity, memoryId]       -> float32 bytes, length 1 (binary encoding);
  *                                                             a scope's vectors are one range scan
  *   embed_pending      [memoryId]                          -> null  (current memories owed an embedding)
  *
- * The tf and length ride in the posting, so scoring a posting needs no second read. Terms are at
- * most 64 UTF-16 units (text/tokens.ts), so keys stay far below the 2 KB key limit.
+ * So indexing a memory writes one value and two counters, whatever its number of terms. The
+ * inverted lists (term -> memories) of a namespace are built in memory from doc_terms on its first
+ * search and kept in step after each commit (keyword-cache.ts); a term's df is the live length of
+ * its list, an entity's df is counted over the entity's documents there; createdAt orders equal
+ * scores without reading records. Terms are not in keys, so their length does not meet the 2 KB
+ * key limit. A namespace's vectors are likewise loaded into memory on its first semantic search
+ * (vector-cache.ts).
  *
  * Namespaces and entities may not hold control characters, so no string part contains the 0x00
  * separator and two different (namespace, entity) pairs can never share a range. Memory ids are
@@ -60,8 +62,7 @@ export const dbNames = {
   eventsByMemory: "events_by_memory",
   apiKeys: "api_keys",
   apiKeyHashes: "api_key_hashes",
-  postings: "postings",
-  entityPostings: "entity_postings",
+  docTerms: "doc_terms",
   searchStats: "search_stats",
   vectors: "vectors",
   embedPending: "embed_pending",
@@ -89,18 +90,9 @@ export const keys = {
   eventByNs: (ns: string, atMs: number, seq: number) => [ns, atMs, seq],
   eventByEntity: (ns: string, entity: string, atMs: number, seq: number) => [ns, entity, atMs, seq],
   eventByMemory: (ns: string, memoryId: string, atMs: number, seq: number) => [ns, memoryId, atMs, seq],
-  posting: (ns: string, term: string, id: string) => [ns, term, id],
-  entityPosting: (ns: string, entity: string, term: string, id: string) => [ns, entity, term, id],
-  /** The posting list prefix of a term in a scope, and which sub-database holds it. */
-  postingPrefix(scope: { namespace: string; entity?: string }, term: string) {
-    return scope.entity === undefined
-      ? { db: "postings" as const, prefix: [scope.namespace, term] }
-      : { db: "entityPostings" as const, prefix: [scope.namespace, scope.entity, term] };
-  },
+  docTerms: (ns: string, entity: string, id: string) => [ns, entity, id],
   docStats: (scope: { namespace: string; entity?: string }) =>
     scope.entity === undefined ? ["N", scope.namespace] : ["E", scope.namespace, scope.entity],
-  termStats: (scope: { namespace: string; entity?: string }, term: string) =>
-    scope.entity === undefined ? ["n", scope.namespace, term] : ["e", scope.namespace, scope.entity, term],
   vector: (ns: string, entity: string, id: string) => [ns, entity, id],
   erasure: (ns: string, entity: string, atMs: number) => [ns, entity, atMs],
   idempotency: (keyId: string, key: string) => [keyId, key],

@@ -24,6 +24,10 @@ export async function migrate(env: RootDatabase, dbs: Dbs, dataDir: string): Pro
     });
   }
   if (dbs.meta.get("format") === undefined) await env.transaction(() => dbs.meta.putSync("format", FORMAT_VERSION));
+  // Format 3 as first written (before its release) kept per-term postings instead of doc_terms:
+  // current memories with no doc_terms at all means such a store, whose index is built here.
+  const none = (db: Dbs[keyof Dbs]) => [...db.getKeys({ limit: 1 })].length === 0;
+  if (none(dbs.docTerms) && !none(dbs.entityMemories)) await env.transaction(() => rebuildIndex(dbs, false));
   await env.flushed;
 }
 
@@ -51,7 +55,7 @@ steps[2] = (dbs) => {
  * for embedding. Returns the number of memories indexed.
  */
 export function rebuildIndex(dbs: Dbs, embeddings: boolean): number {
-  for (const db of [dbs.postings, dbs.entityPostings, dbs.searchStats]) db.clearSync();
+  for (const db of [dbs.docTerms, dbs.searchStats]) db.clearSync();
   if (embeddings) for (const db of [dbs.vectors, dbs.embedPending]) db.clearSync();
   // Staged writes applied in batches keep memory flat on large stores.
   const batch = 2000;

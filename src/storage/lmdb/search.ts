@@ -6,7 +6,9 @@ import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
 import type { Dbs, Writes } from "./index";
-import { END, keys } from "./layout";
+import { type KeywordCache, type KeywordSpace, type List, packTerms } from "./keyword-cache";
+import { keys } from "./layout";
+import type { VectorCache } from "./vector-cache";
 
 type Counter = { key: unknown[]; db: Database; delta: number[] };
 
@@ -15,11 +17,28 @@ type Counter = { key: unknown[]; db: Database; delta: number[] };
  * summed here and written once by `finish`, because a plan does not see its own staged writes.
  */
 export class IndexWriter {
+  private static collecting: IndexWriter[] | undefined;
+  /** Runs `fn` (synchronous), adding every IndexWriter it makes to `into`. */
+  static collect<T>(into: IndexWriter[], fn: () => T): T {
+    const outer = IndexWriter.collecting;
+    IndexWriter.collecting = into;
+    try {
+      return fn();
+    } finally {
+      IndexWriter.collecting = outer;
+    }
+  }
   private readonly counters = new Map<string, Counter>();
+  /** The memories whose keyword index this transaction changed, for keyword-cache.ts. */
+  readonly keywordTouched: [string, string, string][] = [];
+  /** The vector keys this transaction wrote or removed, for the in-memory vectors (vector-cache.ts). */
+  readonly vectorsTouched: [string, string, string][] = [];
   constructor(
     private readonly dbs: Dbs,
     private readonly w: Writes,
-  ) {}
+  ) {
+    IndexWriter.collecting?.push(this);
+  }
 
   private bump(key: unknown[], delta: number[]) {
     const k = JSON.stringify(key);
@@ -28,24 +47,16 @@ export class IndexWriter {
     else this.counters.set(k, { key, db: this.dbs.searchStats, delta: [...delta] });
   }
 
-  /** Indexes (sign 1) or unindexes (sign -1) a memory's content. */
+  /** Indexes (sign 1) or unindexes (sign -1) a memory's content: one value and two counters. */
   private change(r: MemoryRecord, sign: 1 | -1) {
     const { tf, length } = termCounts(r.content);
     const ns = r.namespace;
-    const scopes = [{ namespace: ns }, { namespace: ns, entity: r.entity }];
-    for (const scope of scopes) this.bump(keys.docStats(scope), [sign, sign * length]);
-    for (const [term, n] of tf) {
-      const p = keys.posting(ns, term, r.id);
-      const ep = keys.entityPosting(ns, r.entity, term, r.id);
-      if (sign > 0) {
-        this.w.put(this.dbs.postings, p, [n, length]);
-        this.w.put(this.dbs.entityPostings, ep, [n, length]);
-      } else {
-        this.w.remove(this.dbs.postings, p);
-        this.w.remove(this.dbs.entityPostings, ep);
-      }
-      for (const scope of scopes) this.bump(keys.termStats(scope, term), [sign]);
-    }
+    this.keywordTouched.push([ns, r.entity, r.id]);
+    this.bump(keys.docStats({ namespace: ns }), [sign, sign * length]);
+    this.bump(keys.docStats({ namespace: ns, entity: r.entity }), [sign, sign * length]);
+    const key = keys.docTerms(ns, r.entity, r.id);
+    if (sign > 0) this.w.put(this.dbs.docTerms, key, packTerms(tf, length, r.createdAt));
+    else this.w.remove(this.dbs.docTerms, key);
   }
 
   /** Indexes a current memory's content. */
@@ -60,6 +71,7 @@ export class IndexWriter {
   /** Applies an op's vector to a memory that is (still) current. */
   setVector(r: MemoryRecord, v: VectorUpdate | undefined) {
     const key = keys.vector(r.namespace, r.entity, r.id);
+    this.vectorsTouched.push([r.namespace, r.entity, r.id]);
     if (v === "pending") {
       this.w.remove(this.dbs.vectors, key);
       this.w.put(this.dbs.embedPending, r.id, null);
@@ -72,6 +84,7 @@ export class IndexWriter {
 
   /** Drops a retired memory's vector and queue entry. */
   dropVector(r: MemoryRecord) {
+    this.vectorsTouched.push([r.namespace, r.entity, r.id]);
     this.w.remove(this.dbs.vectors, keys.vector(r.namespace, r.entity, r.id));
     this.w.remove(this.dbs.embedPending, r.id);
   }
@@ -112,15 +125,18 @@ export function indexChange(
 
 const EMPTY: Scored[] = [];
 
+/** Completing a candidate costs about this many postings walked (tests set 0: always prune). */
+export const pruning = { survivorCost: 4 };
+
 /**
- * BM25 top-k over a scope, exact, with MaxScore pruning: terms are taken rarest first, and once
- * the best `limit` accepted hits so far beat what the remaining (common) terms could give a
- * memory they alone contain, those terms' postings are no longer walked: only the candidates
- * that can still reach the top get point reads. So a common word costs lookups for the few
- * candidates, not a walk over a large share of the namespace.
+ * BM25 top-k over a scope, exact (k1, b: text/tokens.ts), on the namespace's in-memory lists
+ * (keyword-cache.ts); document counts and lengths are read from LMDB. Over a namespace, term at
+ * a time over the query's lists, df being a list's live count; over an entity, each of its
+ * documents is looked at once, df counted there. Every candidate is checked against its record.
  */
 export function keywordSearch(
   dbs: Dbs,
+  cache: KeywordCache,
   scope: MemoryScope,
   terms: string[],
   filter: SearchFilter,
@@ -131,69 +147,203 @@ export function keywordSearch(
   if (!stats || stats[0] <= 0 || terms.length === 0) return EMPTY;
   const [docs, totalLength] = stats;
   const avg = totalLength / docs;
-  const ts = terms
-    .map((term) => {
-      const df = (dbs.searchStats.get(keys.termStats(scope, term) as Key) as number | undefined) ?? 0;
-      const w = idf(docs, df);
-      return { term, df, idf: w, bound: bm25Bound(w) };
-    })
-    .filter((t) => t.df > 0)
-    .sort((a, b) => b.bound - a.bound || (a.term < b.term ? -1 : 1));
-  if (ts.length === 0) return EMPTY;
-
-  const getRecord = (id: string) => dbs.memories.get(id) as MemoryRecord | undefined;
   const accepted = new Map<string, MemoryRecord | null>();
   const accept = (id: string) => {
     let r = accepted.get(id);
     if (r === undefined) {
-      const m = getRecord(id);
+      const m = dbs.memories.get(id) as MemoryRecord | undefined;
       r = isCurrent(m, now) && m.namespace === scope.namespace && matchesFilter(m, filter) ? m : null;
       accepted.set(id, r);
     }
     return r;
   };
-  const scores = new Map<string, number>();
-  /** The `limit`-th best partial score among accepted candidates; -Infinity when fewer. */
-  const threshold = () => {
-    if (scores.size < limit) return Number.NEGATIVE_INFINITY;
-    const sorted = [...scores].sort((a, b) => b[1] - a[1]);
-    let n = 0;
-    for (const [id, s] of sorted) if (accept(id) && ++n === limit) return s;
-    return Number.NEGATIVE_INFINITY;
-  };
+  const space = cache.space(scope.namespace);
+  // The query's terms that occur, rarest first (ties by term, so sums are made in one order).
+  const ts = [...new Set(terms)]
+    .map((term) => ({ term, list: space.lists.get(term) }))
+    .filter((t): t is { term: string; list: List } => t.list !== undefined && t.list.live > 0)
+    .map(({ term, list }) => ({ term, list, idf: idf(docs, list.live) }))
+    .sort((a, b) => b.idf - a.idf || (a.term < b.term ? -1 : 1));
+  if (ts.length === 0) return EMPTY;
+  const lists = ts.map((t) => t.list);
+  const listIds = lists.map((l) => l.id);
 
-  const remainingBound = (from: number) => ts.slice(from).reduce((sum, t) => sum + t.bound, 0);
-  let i = 0;
-  for (; i < ts.length; i++) {
-    if (i > 0 && remainingBound(i) < threshold()) break;
-    const t = ts[i];
-    const { db, prefix } = keys.postingPrefix(scope, t.term);
-    for (const { key, value } of dbs[db].getRange({ start: prefix, end: [...prefix, END] })) {
-      const id = (key as string[]).at(-1)!;
-      const [tf, len] = value as [number, number];
-      scores.set(id, (scores.get(id) ?? 0) + bm25(t.idf, tf, len, avg));
+  const n = space.ids.length;
+  if (space.scores.length < n) {
+    space.scores = new Float64Array(Math.max(1024, n * 2));
+    space.touched = new Int32Array(Math.max(1024, n * 2));
+    space.values = new Float64Array(Math.max(1024, n * 2));
+  }
+  const { scores: acc, touched, gone, values } = space;
+  let count = 0;
+  /** The best `limit` accepted of the candidates (touched, values)[0, count). */
+  const top = () => pickAccepted(space, count, limit, accept);
+
+  if (scope.entity !== undefined) {
+    // The entity's documents, each looked at once: which of the query's lists hold it.
+    const docsOf = space.byEntity.get(scope.entity);
+    if (!docsOf) return EMPTY;
+    const hits: number[] = []; // document, then (list index, tf) pairs, then -1
+    const df = ts.map(() => 0);
+    for (const d of docsOf) {
+      let found = false;
+      for (let k = space.docStart[d]; k < space.docStart[d + 1]; k += 2) {
+        const q = listIds.indexOf(space.pool[k]);
+        if (q < 0) continue;
+        if (!found) hits.push(d);
+        found = true;
+        hits.push(q, space.pool[k + 1]);
+        df[q]++;
+      }
+      if (found) hits.push(-1);
+    }
+    const w = df.map((n) => idf(docs, n));
+    const parts = ts.map(() => 0);
+    for (let i = 0; i < hits.length; ) {
+      const d = hits[i++];
+      parts.fill(0);
+      for (; hits[i] !== -1; i += 2) parts[hits[i]] = bm25(w[hits[i]], hits[i + 1], space.docLen[d], avg);
+      i++;
+      let sum = 0;
+      for (const p of parts) sum += p;
+      touched[count] = d;
+      values[count++] = sum;
+    }
+    return top();
+  }
+
+  // MaxScore, term at a time over the in-memory lists, rarest first. Once the `limit`-th best
+  // accepted score so far (theta) beats what the remaining lists could add together, they are
+  // not walked: a document only they hold cannot reach the top, and the candidates that still
+  // can are completed from their own term lists.
+  const bounds = ts.map((t) => bm25Bound(t.idf));
+  const rest = (from: number) => bounds.slice(from).reduce((x, y) => x + y, 0);
+  /**
+   * A lower bound of the final `limit`-th best accepted score: the `limit`-th best accepted
+   * partial score among the touched documents (-Infinity if fewer). Ties need no order here.
+   */
+  const theta = () => {
+    for (let i = 0; i < count; i++) values[i] = acc[touched[i]];
+    for (let want = limit * 2 + 16; ; want *= 4) {
+      const order = bestValues(values, count, want);
+      let k = 0;
+      for (const j of order) if (accept(space.ids[touched[j]]) && ++k === limit) return values[j];
+      if (order.length >= count) return Number.NEGATIVE_INFINITY;
+    }
+  };
+  let q = 0;
+  /** Candidates below this cannot reach the top once the remaining lists are skipped. */
+  let cut = Number.NEGATIVE_INFINITY;
+  for (; q < ts.length; q++) {
+    // theta is at most the sum of the bounds walked so far: only then is it worth computing.
+    if (q > 0 && count >= limit && rest(q) < rest(0) - rest(q)) {
+      const th = theta();
+      // (The slack keeps rounding from ever dropping a document that could tie.)
+      if (rest(q) + 1e-9 < th) {
+        const c = th - rest(q) - 1e-9;
+        // Completing a candidate reads its own terms: worth it only when few remain.
+        let survivors = 0;
+        for (let i = 0; i < count; i++) if (acc[touched[i]] >= c) survivors++;
+        let left = 0;
+        for (let j = q; j < ts.length; j++) left += lists[j].n;
+        if (survivors * pruning.survivorCost < left) {
+          cut = c;
+          break;
+        }
+      }
+    }
+    const { doc, tf, len } = lists[q];
+    const w = ts[q].idf;
+    // Most postings have tf 1: their contribution by length, from a table.
+    const one = new Float64Array(lists[q].maxLen + 1);
+    for (let l = 0; l < one.length; l++) one[l] = bm25(w, 1, l, avg);
+    for (let i = 0; i < lists[q].n; i++) {
+      const d = doc[i];
+      if (gone[d]) continue;
+      const before = acc[d];
+      if (before === 0) touched[count++] = d;
+      const l = len[i];
+      acc[d] = before + (tf[i] === 1 ? one[l] : bm25(w, tf[i], l, avg));
     }
   }
-  if (i < ts.length) {
-    // The rest are common terms: complete only candidates that can still reach the top.
-    const rest = ts.slice(i);
-    const bound = remainingBound(i);
-    const theta = threshold();
-    for (const [id, partial] of scores) {
-      if (partial + bound < theta) {
-        scores.delete(id);
-        continue;
-      }
-      let s = partial;
-      for (const t of rest) {
-        const { db, prefix } = keys.postingPrefix(scope, t.term);
-        const v = dbs[db].get([...prefix, id]) as [number, number] | undefined;
-        if (v) s += bm25(t.idf, v[0], v[1], avg);
-      }
-      scores.set(id, s);
+  if (q < ts.length) {
+    // Complete the candidates that can still reach the top from their own lists.
+    const late = lists.slice(q);
+    let kept = 0;
+    for (let i = 0; i < count; i++) {
+      const d = touched[i];
+      let s = acc[d];
+      acc[d] = 0;
+      if (s < cut) continue;
+      for (let j = 0; j < late.length; j++)
+        for (let k = space.docStart[d]; k < space.docStart[d + 1]; k += 2)
+          if (space.pool[k] === late[j].id) s += bm25(ts[q + j].idf, space.pool[k + 1], space.docLen[d], avg);
+      touched[kept] = d;
+      values[kept++] = s;
     }
+    count = kept;
+  } else
+    for (let i = 0; i < count; i++) {
+      values[i] = acc[touched[i]];
+      acc[touched[i]] = 0;
+    }
+  return top();
+}
+
+/**
+ * The best `limit` accepted of a search's candidates (space.touched, space.values)[0, count):
+ * score high to low, then newer first (createdAt, then id), as byScoreThenNewer orders them, so
+ * a tie among many needs no record reads beyond the ones returned.
+ */
+function pickAccepted(
+  space: KeywordSpace,
+  count: number,
+  limit: number,
+  accept: (id: string) => MemoryRecord | null,
+): Scored[] {
+  const { touched, values, docCreated, ids } = space;
+  /** Whether candidate i ranks before candidate j. */
+  const before = (i: number, j: number) => {
+    if (values[i] !== values[j]) return values[i] > values[j];
+    const a = touched[i];
+    const b = touched[j];
+    if (docCreated[a] !== docCreated[b]) return docCreated[a] > docCreated[b];
+    return ids[a] > ids[b];
+  };
+  for (let want = limit * 4 + 16; ; want *= 4) {
+    // The best `want` by a heap whose root ranks last.
+    const heap: number[] = [];
+    for (let i = 0; i < count; i++) {
+      if (heap.length < want) {
+        let c = heap.push(i) - 1;
+        while (c > 0) {
+          const p = (c - 1) >> 1;
+          if (!before(heap[p], heap[c])) break;
+          [heap[p], heap[c]] = [heap[c], heap[p]];
+          c = p;
+        }
+      } else if (before(i, heap[0])) {
+        heap[0] = i;
+        let c = 0;
+        for (;;) {
+          const l = 2 * c + 1;
+          if (l >= heap.length) break;
+          const m = l + 1 < heap.length && before(heap[l], heap[l + 1]) ? l + 1 : l;
+          if (!before(heap[c], heap[m])) break;
+          [heap[c], heap[m]] = [heap[m], heap[c]];
+          c = m;
+        }
+      }
+    }
+    heap.sort((i, j) => (before(i, j) ? -1 : 1));
+    const out: Scored[] = [];
+    for (const j of heap) {
+      const m = accept(ids[touched[j]]);
+      if (m) out.push({ memory: m, score: values[j] });
+      if (out.length === limit) return out;
+    }
+    if (heap.length >= count) return out;
   }
-  return topAccepted(scores, accept, limit);
 }
 
 /** The best `limit` accepted candidates, ties newer first (ties at the cut are all looked at). */
@@ -212,20 +362,14 @@ function topAccepted(
   return out.sort(byScoreThenNewer).slice(0, limit);
 }
 
-/** A stored vector as float32: a view when the bytes are 4-aligned, else copied into `scratch`. */
-function floats(b: Uint8Array, scratch: { bytes: Uint8Array; floats: Float32Array }): Float32Array {
-  if (b.byteOffset % 4 === 0) return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
-  if (scratch.bytes.byteLength < b.byteLength) {
-    scratch.bytes = new Uint8Array(b.byteLength);
-    scratch.floats = new Float32Array(scratch.bytes.buffer);
-  }
-  scratch.bytes.set(b);
-  return scratch.floats.subarray(0, b.byteLength / 4);
-}
-
-/** Exact cosine top-k over every vector of a scope. */
+/**
+ * Exact cosine top-k over every vector of a scope, scored against the namespace's in-memory
+ * matrix (vector-cache.ts); candidates are checked against their memory record, so a memory that
+ * is no longer current is never returned.
+ */
 export function semanticSearch(
   dbs: Dbs,
+  cache: VectorCache,
   scope: MemoryScope,
   query: Float32Array,
   filter: SearchFilter,
@@ -233,41 +377,89 @@ export function semanticSearch(
   now: number,
 ): Scored[] {
   const q = normalized(query);
-  const prefix = scope.entity === undefined ? [scope.namespace] : [scope.namespace, scope.entity];
-  const ids: string[] = [];
-  const sims: number[] = [];
-  const scratch = { bytes: new Uint8Array(0), floats: new Float32Array(0) };
-  for (const { key, value } of dbs.vectors.getRange({ start: prefix, end: [...prefix, END] })) {
-    const v = floats(value as Uint8Array, scratch);
-    if (v.length !== q.length) continue; // written by another model; reindex re-embeds
-    let dot = 0;
-    for (let j = 0; j < v.length; j++) dot += v[j] * q[j];
-    ids.push((key as string[]).at(-1)!);
-    sims.push(dot);
-  }
+  const { ids, sims } = cache.space(scope.namespace).score(scope.entity, q);
   const scores = new Map<string, number>();
+  const accept = (id: string) => {
+    const m = dbs.memories.get(id) as MemoryRecord | undefined;
+    return isCurrent(m, now) && m.namespace === scope.namespace && matchesFilter(m, filter) ? m : null;
+  };
   // Only the best few are worth sorting and checking: widen until `limit` pass or all are seen.
   for (let want = limit * 4 + 16; ; want *= 4) {
     const order = topIndexes(sims, want);
     scores.clear();
     for (const j of order) scores.set(ids[j], sims[j]);
-    const accept = (id: string) => {
-      const m = dbs.memories.get(id) as MemoryRecord | undefined;
-      return isCurrent(m, now) && matchesFilter(m, filter) ? m : null;
-    };
     const out = topAccepted(scores, accept, limit);
     if (out.length >= limit || order.length >= sims.length) return out;
   }
 }
 
-/** Indexes of the `k` largest values (all of them when k ≥ length), unordered beyond that. */
-function topIndexes(values: number[], k: number): number[] {
-  if (k >= values.length) return values.map((_, i) => i);
-  // The k-th largest value by selection on a copy, then everything at or above it.
-  const copy = Float64Array.from(values);
-  copy.sort();
-  const cut = copy[copy.length - k];
+/** Indexes of `k` largest of the first `n` values (ties broken anyhow), best first. */
+function bestValues(values: Float64Array, n: number, k: number): number[] {
+  if (k >= n) return Array.from({ length: n }, (_, i) => i).sort((a, b) => values[b] - values[a]);
+  const heap = new Int32Array(k); // indexes, the smallest value at the root
+  let size = 0;
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (size < k) {
+      let c = size++;
+      while (c > 0) {
+        const p = (c - 1) >> 1;
+        if (values[heap[p]] <= v) break;
+        heap[c] = heap[p];
+        c = p;
+      }
+      heap[c] = i;
+    } else if (v > values[heap[0]]) {
+      let c = 0;
+      for (;;) {
+        const l = 2 * c + 1;
+        if (l >= k) break;
+        const m = l + 1 < k && values[heap[l + 1]] < values[heap[l]] ? l + 1 : l;
+        if (values[heap[m]] >= v) break;
+        heap[c] = heap[m];
+        c = m;
+      }
+      heap[c] = i;
+    }
+  }
+  return Array.from(heap).sort((a, b) => values[b] - values[a]);
+}
+
+/**
+ * Indexes of the `k` largest of the first `n` values and of any equal to the k-th (all when
+ * k ≥ n), unordered.
+ */
+function topIndexes(values: Float32Array | Float64Array, k: number, n = values.length): number[] {
+  if (k >= n) return Array.from({ length: n }, (_, i) => i);
+  // The k-th largest value by a min-heap of the best k seen, then everything at or above it.
+  const heap = new Float64Array(k);
+  let size = 0;
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (size < k) {
+      let c = size++;
+      while (c > 0) {
+        const p = (c - 1) >> 1;
+        if (heap[p] <= v) break;
+        heap[c] = heap[p];
+        c = p;
+      }
+      heap[c] = v;
+    } else if (v > heap[0]) {
+      let c = 0;
+      for (;;) {
+        const l = 2 * c + 1;
+        if (l >= k) break;
+        const m = l + 1 < k && heap[l + 1] < heap[l] ? l + 1 : l;
+        if (heap[m] >= v) break;
+        heap[c] = heap[m];
+        c = m;
+      }
+      heap[c] = v;
+    }
+  }
+  const cut = heap[0];
   const out: number[] = [];
-  for (let i = 0; i < values.length; i++) if (values[i] >= cut) out.push(i);
+  for (let i = 0; i < n; i++) if (values[i] >= cut) out.push(i);
   return out;
 }
