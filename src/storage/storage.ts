@@ -324,3 +324,18 @@ export class StorageError extends Error {
 }
 
 export type { EventKind };
+
+/** The methods of a memory's whole life (lists, erasure, export and import, idempotent answers), one module per backend. */
+export type LifecycleMethods = Pick<
+  Storage,
+  | "listMemories"
+  | "erase"
+  | "erasures"
+  | "exportAll"
+  | "existing"
+  | "importRecords"
+  | "claimIdempotency"
+  | "finishIdempotency"
+  | "releaseIdempotency"
+  | "sweepIdempotency"
+>;

@@ -1,6 +1,8 @@
 // The API as the page uses it: the key from session storage as a Bearer header, no cookies;
 // every error answer becomes an ApiError with the server's code and message.
 
+import type { AuditEvent, DiffResponse, Memory as GenMemory, Permission } from "../../client/src/types.gen";
+
 const keyName = "memd.key";
 
 export const session = {
@@ -73,52 +75,10 @@ export function qs(params: Record<string, string | number | undefined | null>): 
 export interface Me {
   id: string;
   name: string;
-  permission: "read" | "read_write" | "admin";
+  permission: Permission;
   namespaces: string[];
 }
-export interface Memory {
-  id: string;
-  namespace?: string;
-  entity?: string;
-  content: string;
-  category: string;
-  importance: number;
-  tags?: string[];
-  metadata?: Record<string, unknown>;
-  createdAt?: string;
-  updatedAt?: string;
-  expiresAt?: string;
-  score?: number;
-}
-export interface AuditEvent {
-  id: string;
-  memoryId: string;
-  namespace: string;
-  entity: string;
-  event: string;
-  oldContent: string | null;
-  newContent: string | null;
-  mergedFromId: string | null;
-  reason: string | null;
-  createdAt: string;
-  actorKeyId: string | null;
-}
-export interface Diff {
-  created: { id: string; content: string; category: string; createdAt: string }[];
-  updated: { id: string; content: string; previousContent: string; category: string; updatedAt: string }[];
-  deleted: { id: string; content: string | null; category: string; deletedAt: string; reason: string | null }[];
-  replaced: {
-    oldId: string;
-    oldContent: string;
-    newId: string;
-    newContent: string;
-    category: string;
-    reason: string;
-    replacedAt: string;
-  }[];
-  since: string | null;
-  changeCount: number;
-  summary: string;
-  hasMore: boolean;
-  nextSince: string | null;
-}
+/** A memory as the list and search answers show it (`score` on search results only). */
+export type Memory = GenMemory & { score?: number };
+export type { AuditEvent };
+export type Diff = DiffResponse;

@@ -5,7 +5,7 @@ import type { RootDatabase } from "lmdb";
 import { type Planned, planOp } from "../ops";
 import type { ErasureRecord, EventRecord, ExportRecord, IdempotencyEntry, KeyRecord, MemoryRecord } from "../records";
 import { isCurrent } from "../records";
-import type { Applied, MemoryOp, Storage } from "../storage";
+import type { Applied, LifecycleMethods, MemoryOp } from "../storage";
 import type { EventClock } from "./clock";
 import type { Dbs, Writes } from "./index";
 import { END, keys } from "./layout";
@@ -24,19 +24,7 @@ export interface LifecycleContext {
   getRecord(id: string): MemoryRecord | undefined;
 }
 
-type Methods = Pick<
-  Storage,
-  | "listMemories"
-  | "erase"
-  | "erasures"
-  | "exportAll"
-  | "existing"
-  | "importRecords"
-  | "claimIdempotency"
-  | "finishIdempotency"
-  | "releaseIdempotency"
-  | "sweepIdempotency"
->;
+type Methods = LifecycleMethods;
 
 /** A memory record without anything a person said: what an erasure leaves. */
 export function scrubbed(r: MemoryRecord): MemoryRecord {

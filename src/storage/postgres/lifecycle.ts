@@ -2,23 +2,11 @@
 // idempotent answers. Spread into the storage object in index.ts.
 import type { SQL, TransactionSQL } from "bun";
 import type { ErasureRecord, ExportRecord, IdempotencyEntry, KeyRecord, MemoryRecord } from "../records";
-import type { Applied, MemoryOp, Storage } from "../storage";
+import type { Applied, LifecycleMethods, MemoryOp } from "../storage";
 import { eventOf, eventRow, keyOf, memoryOf, memoryRow, type Row } from "./index";
 import { writeIndex } from "./search";
 
-type Methods = Pick<
-  Storage,
-  | "listMemories"
-  | "erase"
-  | "erasures"
-  | "exportAll"
-  | "existing"
-  | "importRecords"
-  | "claimIdempotency"
-  | "finishIdempotency"
-  | "releaseIdempotency"
-  | "sweepIdempotency"
->;
+type Methods = LifecycleMethods;
 
 export interface PgLifecycleContext {
   sql: SQL;
