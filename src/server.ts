@@ -10,7 +10,7 @@ import { startEmbedWorker } from "./embedding/worker";
 import { createSmartStore, describeExtractor, modelStats } from "./extraction/service";
 import { socketBodyLimit } from "./http/json-body";
 import type { KeyRecord } from "./keys/model";
-import { createKey, hasStoredKeys, rootKeyFromSecret } from "./keys/service";
+import { createKeyIf, type NewKey, rootKeyFromSecret } from "./keys/service";
 import { createLogger } from "./log";
 import { startTtlSweeper } from "./memory/ttl";
 import { openStorage } from "./storage/index";
@@ -23,6 +23,8 @@ export function storageName(config: Config): { dataDir: string } | { database: s
   const u = new URL(config.databaseUrl);
   return { database: `postgres://${u.host}${u.pathname}` };
 }
+
+const rootKeySpec: NewKey = { name: "root", permission: "admin", namespaces: ["*"] };
 
 export interface Running {
   url: string;
@@ -137,8 +139,10 @@ export async function startServer(
     const port = server.port!;
     const url = `http://${config.host}:${port}`;
 
-    if (!root && !(await hasStoredKeys(storage))) {
-      const { key, secret } = await createKey(storage, { name: "root", permission: "admin", namespaces: ["*"] });
+    // On an empty store: one root key, printed once (replicas starting together make one, not one each).
+    const first = root ? undefined : await createKeyIf(storage, rootKeySpec, { onlyIfNone: true });
+    if (first) {
+      const { key, secret } = first;
       printSecret(
         `\nmemd: created a root key (${key.id}); it is shown only this once:\n\n  ${secret}\n\n` +
           `Use it as: curl -H "Authorization: Bearer ${secret}" ${url}/v1/...\n\n`,

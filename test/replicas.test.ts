@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { SQL } from "bun";
+import { createKeyIf, type NewKey } from "../src/keys/service";
 import { openPostgres } from "../src/storage/postgres/index";
 import { SCHEMA_VERSION } from "../src/storage/postgres/schema";
 import { type ChatRequest, startFakeModel } from "./fake-model";
@@ -157,6 +158,24 @@ describe("three replicas on one PostgreSQL", () => {
       } finally {
         await Promise.all(opened.map((s) => s.close()));
       }
+    }
+  }, 30_000);
+
+  test("on an empty database, replicas racing to make the first root key make one, not one each", async () => {
+    const url = await freshDatabase();
+    const opened = await Promise.all(
+      Array.from({ length: 3 }, () => openPostgres({ url, pool: 5, connectTimeoutMs: 5000, statementTimeoutMs: 5000 })),
+    );
+    try {
+      const spec = { name: "root", permission: "admin", namespaces: ["*"] } as NewKey;
+      // What each replica's start does when MEMD_API_KEY is unset, five at a time per process.
+      const made = await Promise.all(
+        opened.flatMap((storage) => Array.from({ length: 5 }, () => createKeyIf(storage, spec, { onlyIfNone: true }))),
+      );
+      expect(made.filter(Boolean)).toHaveLength(1);
+      expect(await opened[0].listKeys()).toHaveLength(1);
+    } finally {
+      await Promise.all(opened.map((o) => o.close()));
     }
   }, 30_000);
 

@@ -47,6 +47,19 @@ export function checkNewKey(input: NewKey, now = Date.now()) {
 
 /** Creates a key and returns it with its secret, which is shown this once and never stored. */
 export async function createKey(storage: Storage, input: NewKey): Promise<{ key: KeyRecord; secret: string }> {
+  const made = await createKeyIf(storage, input, {});
+  return made!;
+}
+
+/**
+ * Creates a key like createKey; with `onlyIfNone`, only when the store holds no key at all
+ * (the first root key), else answers undefined.
+ */
+export async function createKeyIf(
+  storage: Storage,
+  input: NewKey,
+  options: { onlyIfNone?: boolean },
+): Promise<{ key: KeyRecord; secret: string } | undefined> {
   checkNewKey(input);
   const secret = secretPrefix + randomBytes(24).toString("base64url");
   const key: KeyRecord = {
@@ -60,8 +73,7 @@ export async function createKey(storage: Storage, input: NewKey): Promise<{ key:
     revokedAt: null,
     hash: hashOf(secret),
   };
-  await storage.insertKey(key);
-  return { key, secret };
+  return (await storage.insertKey(key, options)) ? { key, secret } : undefined;
 }
 
 /** Every key ever made, revoked ones excluded, oldest first. */
@@ -81,11 +93,6 @@ export async function revokeKey(storage: Storage, id: string): Promise<boolean> 
   const cache = keyCaches.get(storage);
   if (cache) for (const [hash, c] of cache) if (c.key.id === id) cache.delete(hash);
   return done;
-}
-
-/** Whether the store holds any key, revoked ones included. */
-export function hasStoredKeys(storage: Storage): Promise<boolean> {
-  return storage.hasKeys();
 }
 
 /** The root key given by MEMD_API_KEY: all permissions, all namespaces, kept only in memory. */

@@ -242,7 +242,12 @@ export interface Storage {
    */
   rebuildSearchIndex(options?: { embeddings?: boolean }): Promise<number>;
 
-  insertKey(key: KeyRecord): Promise<void>;
+  /**
+   * Stores a key. With `onlyIfNone`, only when the store holds no key at all, decided inside the
+   * transaction, so replicas starting together on an empty database make one first key, not one
+   * each. Returns whether it was stored.
+   */
+  insertKey(key: KeyRecord, options?: { onlyIfNone?: boolean }): Promise<boolean>;
   getKey(id: string): Promise<KeyRecord | undefined>;
   keyByHash(hash: string): Promise<KeyRecord | undefined>;
   /** Every key, revoked ones included. */
@@ -251,7 +256,6 @@ export interface Storage {
   revokeKey(id: string, at: number): Promise<boolean>;
   /** Records a use of the key; not durable on return (a lost update only makes lastUsedAt older). */
   touchKey(id: string, at: number): Promise<void>;
-  hasKeys(): Promise<boolean>;
 
   /**
    * Runs `fn` after every earlier call for the same (namespace, entity) has settled, across every

@@ -372,10 +372,12 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       return n;
     },
 
-    async insertKey(key) {
-      await write((w) => {
+    insertKey(key, options = {}) {
+      return write((w) => {
+        if (options.onlyIfNone && [...dbs.apiKeys.getKeys({ limit: 1 })].length > 0) return false;
         w.put(dbs.apiKeys, key.id, key);
         w.put(dbs.apiKeyHashes, key.hash, key.id);
+        return true;
       });
     },
     async getKey(id) {
@@ -406,9 +408,6 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
         const k = dbs.apiKeys.get(id) as KeyRecord | undefined;
         if (k) dbs.apiKeys.putSync(id, { ...k, lastUsedAt: at });
       });
-    },
-    async hasKeys() {
-      return [...dbs.apiKeys.getKeys({ limit: 1 })].length > 0;
     },
 
     durable: flushed,

@@ -428,10 +428,15 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       return db(() => sql.begin((tx) => rebuildIndex(tx, options.embeddings ?? false, memoryOf)));
     },
 
-    async insertKey(k) {
-      await db(
-        () =>
-          sql`INSERT INTO api_keys ${sql({
+    async insertKey(k, options = {}) {
+      return db(() =>
+        sql.begin(async (tx) => {
+          if (options.onlyIfNone) {
+            // The schema version row is the lock every replica takes: one first key, not one each.
+            await tx`SELECT 1 FROM memd_schema WHERE id = 1 FOR UPDATE`;
+            if ((await tx`SELECT 1 FROM api_keys LIMIT 1`).length > 0) return false;
+          }
+          await tx`INSERT INTO api_keys ${tx({
             id: k.id,
             hash: k.hash,
             name: k.name,
@@ -441,7 +446,9 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
             created_at: k.createdAt,
             last_used_at: k.lastUsedAt,
             revoked_at: k.revokedAt,
-          })}`,
+          })}`;
+          return true;
+        }),
       );
     },
     async getKey(id) {
@@ -465,9 +472,6 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     },
     async touchKey(id, at) {
       await db(() => sql`UPDATE api_keys SET last_used_at = ${at} WHERE id = ${id}`);
-    },
-    async hasKeys() {
-      return (await db(() => sql`SELECT 1 FROM api_keys LIMIT 1`)).length > 0;
     },
 
     durable: () => Promise.resolve(),
