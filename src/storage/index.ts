@@ -1,6 +1,7 @@
 // Picks the storage backend from the settings: PostgreSQL when a database URL is given, else
 // LMDB in the data dir.
 import { openLmdb } from "./lmdb/index";
+import { openPostgres } from "./postgres/index";
 import type { Storage } from "./storage";
 
 export interface StorageSettings {
@@ -15,7 +16,6 @@ export interface StorageSettings {
 /** Opens the configured storage, migrating it to this release's format. */
 export async function openStorage(s: StorageSettings): Promise<Storage> {
   if (s.databaseUrl) {
-    const { openPostgres } = await import("./postgres/index");
     return openPostgres({
       url: s.databaseUrl,
       pool: s.dbPool ?? 10,

@@ -14,16 +14,7 @@ import type {
 } from "./records";
 
 /** A new memory as a feature builds it; its times come from the event clock inside the transaction. */
-export interface NewMemory {
-  id: string;
-  namespace: string;
-  entity: string;
-  content: string;
-  category: string;
-  importance: number;
-  tags?: string[];
-  metadata?: Record<string, unknown>;
-  source?: string;
+export interface NewMemory extends Omit<MemoryRecord, "createdAt" | "updatedAt" | "expiresAt" | "state"> {
   /** Seconds from creation until the memory expires. */
   ttlSeconds?: number;
   /** Its embedding (see VectorUpdate); absent: none. */

@@ -8,6 +8,7 @@
 // checked against its memory record, so a memory that is no longer current is never returned.
 import type { Dbs } from "./index";
 import { END } from "./layout";
+import { refreshTouched, type Touched } from "./touched";
 
 const grown = <T extends Int32Array | Float64Array | Uint8Array>(a: T, size: number): T => {
   if (size <= a.length) return a;
@@ -204,20 +205,15 @@ export class KeywordCache {
    * After a committed write: re-indexes the memories whose keyword index it changed
    * ([namespace, entity, id] as indexed or unindexed), as LMDB now holds them.
    */
-  refresh(touched: readonly (readonly [string, string, string])[]) {
+  refresh(touched: readonly Touched[]) {
     if (touched.length === 0 || this.spaces.size === 0) return;
-    const byId = new Map<string, (readonly [string, string, string])[]>();
-    for (const t of touched) if (this.spaces.has(t[0])) byId.set(t[2], [...(byId.get(t[2]) ?? []), t]);
-    for (const [id, ks] of byId) {
-      // Its stored terms under any key this write touched (an entity change touches two).
-      let found: readonly [string, string, DocTerms] | undefined;
-      for (const k of ks) {
-        const v = this.dbs.docTerms.get(k as unknown as string[]) as DocTerms | undefined;
-        if (v) found = [k[0], k[1], v];
-      }
-      for (const k of ks) if (found?.[0] !== k[0]) this.spaces.get(k[0])!.remove(id);
-      if (found) this.spaces.get(found[0])!.add(id, found[1], found[2]);
-    }
+    refreshTouched(
+      touched,
+      (ns) => this.spaces.has(ns),
+      (k) => this.dbs.docTerms.get(k as unknown as string[]) as DocTerms | undefined,
+      ([ns, , id]) => this.spaces.get(ns)!.remove(id),
+      ([ns, entity, id], terms) => this.spaces.get(ns)!.add(id, entity, terms),
+    );
   }
 
   /** Forgets every namespace (after a rebuild). */

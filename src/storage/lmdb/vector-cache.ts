@@ -7,6 +7,7 @@
 import { type DotKernel, dotKernel } from "./dot";
 import type { Dbs } from "./index";
 import { END } from "./layout";
+import { refreshTouched, type Touched } from "./touched";
 
 const PAGE = 65536;
 const align = (n: number) => Math.ceil(n / PAGE) * PAGE;
@@ -164,19 +165,18 @@ export class VectorCache {
    * After a committed write: re-reads the vectors of the memories it touched, at the keys it
    * touched them ([namespace, entity, id]), in the namespaces already loaded.
    */
-  refresh(touched: readonly (readonly [string, string, string])[]) {
+  refresh(touched: readonly Touched[]) {
     if (touched.length === 0 || this.spaces.size === 0) return;
-    const byId = new Map<string, (readonly [string, string, string])[]>();
-    for (const t of touched) if (this.spaces.has(t[0])) byId.set(t[2], [...(byId.get(t[2]) ?? []), t]);
-    for (const [id, ks] of byId) {
-      let found: [string, string, Float32Array] | undefined;
-      for (const k of ks) {
+    refreshTouched(
+      touched,
+      (ns) => this.spaces.has(ns),
+      (k) => {
         const b = this.dbs.vectors.get(k as unknown as string[]) as Uint8Array | undefined;
-        if (b) found = [k[0], k[1], toFloats(b)];
-      }
-      for (const k of ks) if (found?.[0] !== k[0]) this.spaces.get(k[0])!.set(id, k[1], undefined);
-      if (found) this.spaces.get(found[0])!.set(id, found[1], found[2]);
-    }
+        return b && toFloats(b);
+      },
+      ([ns, entity, id]) => this.spaces.get(ns)!.set(id, entity, undefined),
+      ([ns, entity, id], v) => this.spaces.get(ns)!.set(id, entity, v),
+    );
   }
 
   /** Forgets every namespace (after a rebuild). */

@@ -81,6 +81,18 @@ export function eventOf(r: Row): EventRecord {
   };
 }
 
+export const keyRow = (k: KeyRecord) => ({
+  id: k.id,
+  hash: k.hash,
+  name: k.name,
+  permission: k.permission,
+  namespaces: JSON.stringify(k.namespaces),
+  expires_at: k.expiresAt,
+  created_at: k.createdAt,
+  last_used_at: k.lastUsedAt,
+  revoked_at: k.revokedAt,
+});
+
 export const eventRow = (e: Omit<EventRecord, "seq">) => ({
   namespace: e.namespace,
   entity: e.entity,
@@ -436,17 +448,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
             await tx`SELECT 1 FROM memd_schema WHERE id = 1 FOR UPDATE`;
             if ((await tx`SELECT 1 FROM api_keys LIMIT 1`).length > 0) return false;
           }
-          await tx`INSERT INTO api_keys ${tx({
-            id: k.id,
-            hash: k.hash,
-            name: k.name,
-            permission: k.permission,
-            namespaces: JSON.stringify(k.namespaces),
-            expires_at: k.expiresAt,
-            created_at: k.createdAt,
-            last_used_at: k.lastUsedAt,
-            revoked_at: k.revokedAt,
-          })}`;
+          await tx`INSERT INTO api_keys ${tx(keyRow(k))}`;
           return true;
         }),
       );

@@ -3,7 +3,7 @@
 import type { SQL, TransactionSQL } from "bun";
 import type { ErasureRecord, ExportRecord, IdempotencyEntry, KeyRecord, MemoryRecord } from "../records";
 import type { Applied, LifecycleMethods, MemoryOp } from "../storage";
-import { eventOf, eventRow, keyOf, memoryOf, memoryRow, type Row } from "./index";
+import { eventOf, eventRow, keyOf, keyRow, memoryOf, memoryRow, type Row } from "./index";
 import { writeIndex } from "./search";
 
 type Methods = LifecycleMethods;
@@ -39,18 +39,6 @@ const erasureRow = (e: ErasureRecord) => ({
   actor_key_id: e.actorKeyId,
   memories: e.memories,
   events: e.events,
-});
-
-const keyRow = (k: KeyRecord) => ({
-  id: k.id,
-  hash: k.hash,
-  name: k.name,
-  permission: k.permission,
-  namespaces: JSON.stringify(k.namespaces),
-  expires_at: k.expiresAt,
-  created_at: k.createdAt,
-  last_used_at: k.lastUsedAt,
-  revoked_at: k.revokedAt,
 });
 
 const withoutType = (r: ExportRecord) => {
