@@ -127,7 +127,7 @@ if (parts.has("keyword")) {
   // The bulk load: Storage.apply with 10,000 memories per transaction, each batch's df and
   // length counters summed once; the next batch is built while the previous one commits.
   const batch = 10_000;
-  const loaded = ((s.dbs.searchStats.get(["N", "big"]) as number[] | undefined) ?? [0])[0];
+  const loaded = s.dbs.docTerms.getKeysCount({ start: ["big"], end: ["big", "\uffff"] });
   let inFlight: Promise<unknown> = Promise.resolve();
   for (let i = loaded; i < N; i += batch) {
     const ops: MemoryOp[] = [];

@@ -47,8 +47,7 @@ async function indexDump(): Promise<string> {
   if (storage.backend !== "lmdb") return "";
   const { dbs } = storage as Awaited<ReturnType<typeof openLmdb>>;
   const out: string[] = [];
-  for (const db of [dbs.docTerms, dbs.searchStats])
-    for (const { key, value } of db.getRange({})) out.push(JSON.stringify([key, value]));
+  for (const { key, value } of dbs.docTerms.getRange({})) out.push(JSON.stringify([key, value]));
   return out.join("\n");
 }
 
@@ -60,11 +59,11 @@ function bruteForce(scope: { namespace: string; entity?: string }, terms: string
   const { dbs } = storage as Awaited<ReturnType<typeof openLmdb>>;
   const docs: { id: string; tf: Map<string, number>; len: number }[] = [];
   for (const { key, value } of dbs.docTerms.getRange({ start: [scope.namespace], end: [scope.namespace, "\uffff"] })) {
-    const [, entity, id] = key as string[];
-    if (scope.entity !== undefined && entity !== scope.entity) continue;
+    const [, id] = key as string[];
     const v = value as (string | number)[];
+    if (scope.entity !== undefined && v[2] !== scope.entity) continue;
     const tf = new Map<string, number>();
-    for (let i = 2; i < v.length; i += 2) tf.set(v[i] as string, v[i + 1] as number);
+    for (let i = 3; i < v.length; i += 2) tf.set(v[i] as string, v[i + 1] as number);
     docs.push({ id, tf, len: v[0] as number });
   }
   const avg = docs.reduce((a, d) => a + d.len, 0) / docs.length;
@@ -229,11 +228,12 @@ test("in-memory keyword lists stay exact through removals and compaction", () =>
       live.delete(id);
       continue;
     }
-    const v: (string | number)[] = [3, i];
-    for (const t of new Set([vocab[Math.floor(rand() * 6)], vocab[Math.floor(rand() * 6)]])) v.push(t, 1 + (i % 3));
     const entity = `e${i % 3}`;
-    space.add(id, entity, v);
+    const v: (string | number)[] = [3, i, entity];
+    for (const t of new Set([vocab[Math.floor(rand() * 6)], vocab[Math.floor(rand() * 6)]])) v.push(t, 1 + (i % 3));
+    space.add(id, v);
     live.set(id, { entity, v });
+    expect(space.stats).toEqual({ docs: live.size, totalLength: 3 * live.size });
     // Every live memory, and nothing else, is reachable with its own terms.
     for (const [term, list] of space.lists) {
       const want = [...live].filter(([, m]) => m.v.includes(term)).map(([id]) => id);
@@ -254,7 +254,7 @@ test("in-memory keyword lists stay exact through removals and compaction", () =>
       const pairs: (string | number)[] = [];
       for (let k = space.docStart[d]; k < space.docStart[d + 1]; k += 2)
         pairs.push([...space.lists].find(([, l]) => l.id === space.pool[k])![0], space.pool[k + 1]);
-      expect([space.docLen[d], space.docCreated[d], ...pairs]).toEqual(m.v);
+      expect([space.docLen[d], space.docCreated[d], m.entity, ...pairs]).toEqual(m.v);
     }
   }
 });

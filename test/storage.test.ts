@@ -82,6 +82,8 @@ test("applies batched into one transaction act in arrival order, and one whose p
   expect((await hits(["green"])).map((h) => h.memory.id)).toEqual([id2]);
   const events = await storage.newestEvents({ namespace: "batch" }, 10);
   expect(events.map((e) => e.event)).toEqual(["ADD", "UPDATE", "ADD"]);
-  // The search counters hold exactly the two current memories.
-  expect(dbs.searchStats.get(["N", "batch"])).toEqual([2, 5]);
+  // The index of record holds exactly the two current memories.
+  expect([...dbs.docTerms.getKeys({ start: ["batch"], end: ["batch", "\uffff"] })].map((k) => (k as string[])[1])).toEqual(
+    [id1, id2],
+  );
 });

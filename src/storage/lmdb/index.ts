@@ -165,9 +165,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
 
   /**
    * Applies that arrive while a write transaction is being set up share it (group commit, as
-   * lmdb-js batches transactions) and also one index writer, so the search counters a batch
-   * touches are read and written once per batch instead of once per apply (16 reads and puts per
-   * raw store). Each apply still acts as if alone, in arrival order: later ones see the records
+   * lmdb-js batches transactions), planned in one callback instead of one transaction callback
+   * each. Each apply still acts as if alone, in arrival order: later ones see the records
    * of earlier ones through the shared overlay. If any plan throws, the batch is planned again
    * one apply at a time, so only that apply fails and writes nothing.
    */
@@ -192,7 +191,6 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
             const ix = new IndexWriter(dbs, w);
             const overlay = new Map<string, MemoryRecord>();
             for (const item of batch) results.push(plan(w, ix, overlay, item));
-            ix.finish();
           } catch {
             results.length = 0;
           }
@@ -205,7 +203,6 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
             const ix = new IndexWriter(dbs, w);
             try {
               results.push(plan(w, ix, new Map(), item));
-              ix.finish();
             } catch (e) {
               results.push([]);
               failures.set(i, e);

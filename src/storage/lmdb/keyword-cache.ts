@@ -6,8 +6,9 @@
 // committed write that changed it (it re-reads those memories from LMDB and indexes what is
 // current, so it follows the committed state whatever order commits land in). Every candidate is
 // checked against its memory record, so a memory that is no longer current is never returned.
+import { termCounts } from "../../text/tokens";
 import type { Dbs } from "./index";
-import { END } from "./layout";
+import { END, keys } from "./layout";
 import { refreshTouched, type Touched } from "./touched";
 
 const grown = <T extends Int32Array | Float64Array | Uint8Array>(a: T, size: number): T => {
@@ -61,6 +62,8 @@ export class KeywordSpace {
   /** Entity -> its documents. */
   readonly byEntity = new Map<string, Set<number>>();
   private readonly docOf = new Map<string, number>();
+  /** The sum of the live documents' lengths (their number is docOf's size). */
+  private totalLength = 0;
   readonly lists = new Map<string, List>();
   private listById: List[] = [];
   /** Scratch for a search: a score per document number (zero between searches), touched ones. */
@@ -71,9 +74,15 @@ export class KeywordSpace {
   /** Compacts once more than this many documents (and more than half) are gone. */
   constructor(private readonly compactAfter = 10000) {}
 
-  /** Adds a memory from its stored terms (DocTerms: [length, createdAt, term, tf, ...]). */
-  add(id: string, entity: string, v: DocTerms, isNew = false) {
+  /** Live documents and their total length: BM25's N and average length over the namespace. */
+  get stats(): { docs: number; totalLength: number } {
+    return { docs: this.docOf.size, totalLength: this.totalLength };
+  }
+
+  /** Adds a memory from its stored terms (DocTerms: [length, createdAt, entity, term, tf, ...]). */
+  add(id: string, v: DocTerms, isNew = false) {
     if (!isNew) this.remove(id);
+    const entity = v[2] as string;
     const d = this.ids.length;
     const length = v[0] as number;
     if (d + 2 > this.docStart.length) {
@@ -83,14 +92,15 @@ export class KeywordSpace {
       this.docStart = grown(this.docStart, d + 2);
     }
     const start = this.docStart[d];
-    const end = start + (v.length - 2);
+    const end = start + (v.length - 3);
     if (end > this.pool.length) this.pool = grown(this.pool, end);
     this.ids.push(id);
     this.docOf.set(id, d);
     this.docLen[d] = length;
+    this.totalLength += length;
     this.docCreated[d] = v[1] as number;
     let k = start;
-    for (let i = 2; i < v.length; i += 2) {
+    for (let i = 3; i < v.length; i += 2) {
       const term = v[i] as string;
       let l = this.lists.get(term);
       if (!l) {
@@ -118,6 +128,7 @@ export class KeywordSpace {
     this.docOf.delete(id);
     this.ids[d] = "";
     this.gone[d] = 1;
+    this.totalLength -= this.docLen[d];
     for (let k = this.docStart[d]; k < this.docStart[d + 1]; k += 2) this.listById[this.pool[k]].live--;
     this.docEntity[d]!.delete(d);
     this.docEntity[d] = undefined;
@@ -174,11 +185,12 @@ export class KeywordSpace {
   }
 }
 
-/** A memory's indexed terms as stored in LMDB: [length, createdAt, term, tf, term, tf, ...]. */
+/** A memory's indexed terms as stored in LMDB: [length, createdAt, entity, term, tf, term, tf, ...]. */
 export type DocTerms = (string | number)[];
 
-export function packTerms(tf: Map<string, number>, length: number, createdAt: number): DocTerms {
-  const v: DocTerms = [length, createdAt];
+export function packTerms(content: string, createdAt: number, entity: string): DocTerms {
+  const { tf, length } = termCounts(content);
+  const v: DocTerms = [length, createdAt, entity];
   for (const [term, n] of tf) v.push(term, n);
   return v;
 }
@@ -188,16 +200,17 @@ export class KeywordCache {
   private readonly spaces = new Map<string, KeywordSpace>();
   constructor(private readonly dbs: Dbs) {}
 
-  /** The namespace's postings, built from LMDB the first time. */
+  /** The namespace's postings, built from LMDB the first time (kept once it holds any). */
   space(namespace: string): KeywordSpace {
     let s = this.spaces.get(namespace);
     if (s) return s;
     s = new KeywordSpace();
     for (const { key, value } of this.dbs.docTerms.getRange({ start: [namespace], end: [namespace, END] })) {
       // Keys are unique, so nothing to replace.
-      s.add((key as string[])[2], (key as string[])[1], value as DocTerms, true);
+      s.add((key as string[])[1], value as DocTerms, true);
     }
-    this.spaces.set(namespace, s);
+    // An empty one is not kept: searches of names never written would pile up.
+    if (s.stats.docs > 0) this.spaces.set(namespace, s);
     return s;
   }
 
@@ -210,9 +223,9 @@ export class KeywordCache {
     refreshTouched(
       touched,
       (ns) => this.spaces.has(ns),
-      (k) => this.dbs.docTerms.get(k as unknown as string[]) as DocTerms | undefined,
+      ([ns, , id]) => this.dbs.docTerms.get(keys.docTerms(ns, id)) as DocTerms | undefined,
       ([ns, , id]) => this.spaces.get(ns)!.remove(id),
-      ([ns, entity, id], terms) => this.spaces.get(ns)!.add(id, entity, terms),
+      ([ns, , id], terms) => this.spaces.get(ns)!.add(id, terms),
     );
   }
 

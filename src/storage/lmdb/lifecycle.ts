@@ -163,7 +163,6 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
           events: seqs.size + deleted,
         };
         w.put(dbs.erasures, keys.erasure(namespace, entity, atMs), erasure);
-        ix.finish();
         return erasure;
       });
     },
@@ -260,7 +259,6 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
           );
         if (written > 0 || options.seqFloor !== undefined)
           w.put(dbs.meta, "clockEpoch", ((dbs.meta.get("clockEpoch") as number | undefined) ?? 0) + 1);
-        ix.finish();
         return { written, skipped };
       });
     },

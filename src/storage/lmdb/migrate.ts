@@ -19,7 +19,7 @@ export async function migrate(env: RootDatabase, dbs: Dbs, dataDir: string): Pro
   for (; version < FORMAT_VERSION; version++) {
     const step = steps[version];
     await env.transaction(() => {
-      step(dbs);
+      step(dbs, env);
       dbs.meta.putSync("format", version + 1);
     });
   }
@@ -32,7 +32,7 @@ export async function migrate(env: RootDatabase, dbs: Dbs, dataDir: string): Pro
 }
 
 /** steps[v] turns format v into v + 1. */
-const steps: Record<number, (dbs: Dbs) => void> = {
+const steps: Record<number, (dbs: Dbs, env: RootDatabase) => void> = {
   // 2: an index of current memories per namespace, for newest-first reads across entities.
   1(dbs) {
     for (const key of dbs.entityMemories.getKeys({})) {
@@ -42,6 +42,11 @@ const steps: Record<number, (dbs: Dbs) => void> = {
   },
   // 4: erasures, idempotency and idempotency_expiries start empty; opening them creates them.
   3() {},
+  // 5: doc_terms keyed by memory id, with the entity in the value; search_stats dropped.
+  4(dbs, env) {
+    env.openDB("search_stats", {}).dropSync();
+    rebuildIndex(dbs, false);
+  },
 };
 
 /** 3: the search index, built from the current memories (no vectors: `memd reindex` embeds). */
@@ -55,7 +60,7 @@ steps[2] = (dbs) => {
  * for embedding. Returns the number of memories indexed.
  */
 export function rebuildIndex(dbs: Dbs, embeddings: boolean): number {
-  for (const db of [dbs.docTerms, dbs.searchStats]) db.clearSync();
+  dbs.docTerms.clearSync();
   if (embeddings) for (const db of [dbs.vectors, dbs.embedPending]) db.clearSync();
   // Staged writes applied in batches keep memory flat on large stores.
   const batch = 2000;
@@ -68,7 +73,6 @@ export function rebuildIndex(dbs: Dbs, embeddings: boolean): number {
       ix.add(r);
       if (embeddings) ix.setVector(r, "pending");
     }
-    ix.finish();
     w.apply();
     pending = [];
   };

@@ -1,7 +1,6 @@
 // The LMDB search index: BM25 postings and their statistics, vectors and the embedding queue,
 // kept in the write transaction of the change they follow (see layout.ts for the keys).
-import type { Database, Key } from "lmdb";
-import { bm25, bm25Bound, idf, termCounts } from "../../text/tokens";
+import { bm25, bm25Bound, idf } from "../../text/tokens";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
@@ -10,11 +9,9 @@ import { type KeywordCache, type KeywordSpace, type List, packTerms } from "./ke
 import { keys } from "./layout";
 import type { VectorCache } from "./vector-cache";
 
-type Counter = { key: unknown[]; db: Database; delta: number[] };
-
 /**
- * Stages index changes for one write transaction. Counters (document counts, lengths, df) are
- * summed here and written once by `finish`, because a plan does not see its own staged writes.
+ * Stages index changes for one write transaction and notes what they touched, so the in-memory
+ * lists and vectors can follow the commit.
  */
 export class IndexWriter {
   private static collecting: IndexWriter[] | undefined;
@@ -28,7 +25,6 @@ export class IndexWriter {
       IndexWriter.collecting = outer;
     }
   }
-  private readonly counters = new Map<string, Counter>();
   /** The memories whose keyword index this transaction changed, for keyword-cache.ts. */
   readonly keywordTouched: [string, string, string][] = [];
   /** The vector keys this transaction wrote or removed, for the in-memory vectors (vector-cache.ts). */
@@ -40,22 +36,11 @@ export class IndexWriter {
     IndexWriter.collecting?.push(this);
   }
 
-  private bump(key: unknown[], delta: number[]) {
-    const k = JSON.stringify(key);
-    const c = this.counters.get(k);
-    if (c) for (let i = 0; i < delta.length; i++) c.delta[i] += delta[i];
-    else this.counters.set(k, { key, db: this.dbs.searchStats, delta: [...delta] });
-  }
-
-  /** Indexes (sign 1) or unindexes (sign -1) a memory's content: one value and two counters. */
+  /** Indexes (sign 1) or unindexes (sign -1) a memory's content: one value. */
   private change(r: MemoryRecord, sign: 1 | -1) {
-    const { tf, length } = termCounts(r.content);
-    const ns = r.namespace;
-    this.keywordTouched.push([ns, r.entity, r.id]);
-    this.bump(keys.docStats({ namespace: ns }), [sign, sign * length]);
-    this.bump(keys.docStats({ namespace: ns, entity: r.entity }), [sign, sign * length]);
-    const key = keys.docTerms(ns, r.entity, r.id);
-    if (sign > 0) this.w.put(this.dbs.docTerms, key, packTerms(tf, length, r.createdAt));
+    this.keywordTouched.push([r.namespace, r.entity, r.id]);
+    const key = keys.docTerms(r.namespace, r.id);
+    if (sign > 0) this.w.put(this.dbs.docTerms, key, packTerms(r.content, r.createdAt, r.entity));
     else this.w.remove(this.dbs.docTerms, key);
   }
 
@@ -88,18 +73,6 @@ export class IndexWriter {
     this.w.remove(this.dbs.vectors, keys.vector(r.namespace, r.entity, r.id));
     this.w.remove(this.dbs.embedPending, r.id);
   }
-
-  /** Writes the summed counters (read as committed + this transaction's deltas); zeros are removed. */
-  finish() {
-    for (const { key, db, delta } of this.counters.values()) {
-      if (delta.every((d) => d === 0)) continue;
-      const old = db.get(key as Key) as number | number[] | undefined;
-      const base = Array.isArray(old) ? old : old === undefined ? delta.map(() => 0) : [old];
-      const next = base.map((b, i) => b + delta[i]);
-      if (next[0] <= 0) this.w.remove(db, key);
-      else this.w.put(db, key, next.length === 1 ? next[0] : next);
-    }
-  }
 }
 
 /**
@@ -130,7 +103,7 @@ export const pruning = { survivorCost: 4 };
 
 /**
  * BM25 top-k over a scope, exact (k1, b: text/tokens.ts), on the namespace's in-memory lists
- * (keyword-cache.ts); document counts and lengths are read from LMDB. Over a namespace, term at
+ * (keyword-cache.ts), whose document counts and lengths are those of the same state. Over a namespace, term at
  * a time over the query's lists, df being a list's live count; over an entity, each of its
  * documents is looked at once, df counted there. Every candidate is checked against its record.
  */
@@ -143,9 +116,17 @@ export function keywordSearch(
   limit: number,
   now: number,
 ): Scored[] {
-  const stats = dbs.searchStats.get(keys.docStats(scope) as Key) as [number, number] | undefined;
-  if (!stats || stats[0] <= 0 || terms.length === 0) return EMPTY;
-  const [docs, totalLength] = stats;
+  if (terms.length === 0) return EMPTY;
+  const space = cache.space(scope.namespace);
+  // The scope's documents and their average length (BM25's N and avgdl).
+  const docsOf = scope.entity === undefined ? undefined : space.byEntity.get(scope.entity);
+  let { docs, totalLength } = space.stats;
+  if (scope.entity !== undefined) {
+    docs = docsOf?.size ?? 0;
+    totalLength = 0;
+    if (docsOf) for (const d of docsOf) totalLength += space.docLen[d];
+  }
+  if (docs === 0) return EMPTY;
   const avg = totalLength / docs;
   const accepted = new Map<string, MemoryRecord | null>();
   const accept = (id: string) => {
@@ -157,7 +138,6 @@ export function keywordSearch(
     }
     return r;
   };
-  const space = cache.space(scope.namespace);
   // The query's terms that occur, rarest first (ties by term, so sums are made in one order).
   const ts = [...new Set(terms)]
     .map((term) => ({ term, list: space.lists.get(term) }))
@@ -181,11 +161,9 @@ export function keywordSearch(
 
   if (scope.entity !== undefined) {
     // The entity's documents, each looked at once: which of the query's lists hold it.
-    const docsOf = space.byEntity.get(scope.entity);
-    if (!docsOf) return EMPTY;
     const hits: number[] = []; // document, then (list index, tf) pairs, then -1
     const df = ts.map(() => 0);
-    for (const d of docsOf) {
+    for (const d of docsOf!) {
       let found = false;
       for (let k = space.docStart[d]; k < space.docStart[d + 1]; k += 2) {
         const q = listIds.indexOf(space.pool[k]);
