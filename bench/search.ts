@@ -127,7 +127,7 @@ if (parts.has("keyword")) {
   // The bulk load: Storage.apply with 10,000 memories per transaction, each batch's df and
   // length counters summed once; the next batch is built while the previous one commits.
   const batch = 10_000;
-  const loaded = s.dbs.docTerms.getKeysCount({ start: ["big"], end: ["big", "\uffff"] });
+  const loaded = s.dbs.namespaceMemories.getKeysCount({ start: ["big"], end: ["big", "\uffff"] });
   let inFlight: Promise<unknown> = Promise.resolve();
   for (let i = loaded; i < N; i += batch) {
     const ops: MemoryOp[] = [];
@@ -179,7 +179,7 @@ if (parts.has("keyword")) {
     `| one entity (${(N / entities).toLocaleString("en")} memories) | ${ms(en.p50)} | ${ms(en.p99)} | ${en.found.toFixed(1)} | p50 < 2 ms |`,
   );
   say(
-    `\nThe first namespace-wide query of the process took ${ms(ns.first)}: it builds the namespace's in-memory lists from doc_terms.`,
+    `\nThe first namespace-wide query of the process took ${ms(ns.first)}: it builds the namespace's in-memory lists from the terms in namespace_memories.`,
   );
   await s.close();
 }

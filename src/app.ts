@@ -41,7 +41,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     protectedPaths: isPublic ? ["/mcp"] : ["/metrics", "/mcp"],
   };
   // Authentication runs in the pipeline's hook; the plugin only adds the `permission` macro.
-  const authPlugin = auth({ ...authOptions, hook: false });
+  const authPlugin = auth();
   const requests = new RequestMetrics();
   // POST /mcp runs its tools through the app's own REST routes; the app exists by the time it is called.
   let self: { handle(request: Request): Promise<Response> } | undefined;

@@ -47,18 +47,21 @@ async function indexDump(): Promise<string> {
   if (storage.backend !== "lmdb") return "";
   const { dbs } = storage as Awaited<ReturnType<typeof openLmdb>>;
   const out: string[] = [];
-  for (const { key, value } of dbs.docTerms.getRange({})) out.push(JSON.stringify([key, value]));
+  for (const { key, value } of dbs.namespaceMemories.getRange({})) out.push(JSON.stringify([key, value]));
   return out.join("\n");
 }
 
 /**
- * BM25 top-k from scratch, from LMDB's index of record (doc_terms), with no pruning: the scores
+ * BM25 top-k from scratch, from LMDB's index of record (namespace_memories' terms), with no pruning: the scores
  * of what the search must return, rounded (sums may be made in another order).
  */
 function bruteForce(scope: { namespace: string; entity?: string }, terms: string[], limit: number, now: number) {
   const { dbs } = storage as Awaited<ReturnType<typeof openLmdb>>;
   const docs: { id: string; tf: Map<string, number>; len: number }[] = [];
-  for (const { key, value } of dbs.docTerms.getRange({ start: [scope.namespace], end: [scope.namespace, "\uffff"] })) {
+  for (const { key, value } of dbs.namespaceMemories.getRange({
+    start: [scope.namespace],
+    end: [scope.namespace, "\uffff"],
+  })) {
     const [, id] = key as string[];
     const v = value as (string | number)[];
     if (scope.entity !== undefined && v[2] !== scope.entity) continue;

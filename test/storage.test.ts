@@ -83,7 +83,7 @@ test("applies batched into one transaction act in arrival order, and one whose p
   const events = await storage.newestEvents({ namespace: "batch" }, 10);
   expect(events.map((e) => e.event)).toEqual(["ADD", "UPDATE", "ADD"]);
   // The index of record holds exactly the two current memories.
-  expect([...dbs.docTerms.getKeys({ start: ["batch"], end: ["batch", "\uffff"] })].map((k) => (k as string[])[1])).toEqual(
-    [id1, id2],
-  );
+  expect(
+    [...dbs.namespaceMemories.getKeys({ start: ["batch"], end: ["batch", "\uffff"] })].map((k) => (k as string[])[1]),
+  ).toEqual([id1, id2]);
 });

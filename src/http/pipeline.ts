@@ -44,7 +44,7 @@ export function pipeline({ logger, auth, rateLimit, routes, metrics, repeatableQ
       let key = authenticate(request, info.path);
       if (key instanceof Promise) key = await key;
       if (key !== undefined) {
-        info.keyId = key.id;
+        info.key = key;
         take?.(key.id);
       }
       allowMethod(request.method, info.path);
@@ -56,6 +56,6 @@ export function pipeline({ logger, auth, rateLimit, routes, metrics, repeatableQ
       const now = performance.now();
       const status = statusOf(set);
       metrics.observe(request.method, route || "(unmatched)", status, info ? (now - info.at) / 1000 : 0);
-      logRequest(logger, request, status, info, info?.keyId, now);
+      logRequest(logger, request, status, info, info?.key?.id, now);
     });
 }

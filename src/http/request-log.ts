@@ -6,8 +6,8 @@ export interface RequestInfo {
   at: number;
   id: string;
   path: string;
-  /** The key that authenticated it, once known. */
-  keyId?: string;
+  /** The key that authenticated it, once known (the pipeline's; keys/auth.ts reads it back). */
+  key?: { id: string };
 }
 
 const started = new WeakMap<Request, RequestInfo>();

@@ -32,8 +32,13 @@ export class EventClock {
     this.lastMs.clear();
   }
 
-  next(namespace: string, now = Date.now()): { seq: number; atMs: number } {
+  /** Re-reads the clock if an import moved it: call once at the start of each write transaction. */
+  sync() {
     if (this.dbs.meta.get("clockEpoch") !== this.epoch) this.reload();
+  }
+
+  /** The next seq and time of an event of `namespace`, within a write transaction begun with sync(). */
+  next(namespace: string, now = Date.now()): { seq: number; atMs: number } {
     let last = this.lastMs.get(namespace);
     if (last === undefined) {
       const [key] = [

@@ -123,10 +123,10 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       const r = p.created;
       w.put(dbs.memories, r.id, r);
       w.put(dbs.entityMemories, keys.entityMemory(r.namespace, r.entity, r.id), null);
-      w.put(dbs.namespaceMemories, keys.namespaceMemory(r.namespace, r.id), null);
       if (r.expiresAt !== undefined) w.put(dbs.expiries, keys.expiry(r.expiresAt, r.id), null);
       overlay.set(r.id, r);
-      if (indexOn) indexChange(ix, undefined, r, vectorOf(op));
+      // namespace_memories, the keyword index and the vectors (search.ts).
+      indexChange(ix, undefined, r, vectorOf(op));
     }
     if (p.target && p.target !== overlay.get(p.target.id)) {
       const r = p.target;
@@ -135,11 +135,10 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       overlay.set(r.id, r);
       if (r.state !== "current") {
         w.remove(dbs.entityMemories, keys.entityMemory(r.namespace, r.entity, r.id));
-        w.remove(dbs.namespaceMemories, keys.namespaceMemory(r.namespace, r.id));
         if (before?.expiresAt !== undefined) w.remove(dbs.expiries, keys.expiry(before.expiresAt, r.id));
       }
-      // The keyword index and vectors follow the memory in this same transaction.
-      if (indexOn) indexChange(ix, before, r, p.created ? undefined : vectorOf(op));
+      // namespace_memories, the keyword index and vectors follow the memory in this same transaction.
+      indexChange(ix, before, r, p.created ? undefined : vectorOf(op));
     }
     return { event, memory: p.created ?? p.target! };
   }
@@ -186,9 +185,10 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       .transaction(() =>
         IndexWriter.collect(writers, () => {
           if (pending === batch) pending = undefined;
+          clock.sync();
           const w = new Writes();
           try {
-            const ix = new IndexWriter(dbs, w);
+            const ix = new IndexWriter(dbs, w, indexOn);
             const overlay = new Map<string, MemoryRecord>();
             for (const item of batch) results.push(plan(w, ix, overlay, item));
           } catch {
@@ -200,7 +200,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
           }
           batch.forEach((item, i) => {
             const w = new Writes();
-            const ix = new IndexWriter(dbs, w);
+            const ix = new IndexWriter(dbs, w, indexOn);
             try {
               results.push(plan(w, ix, new Map(), item));
             } catch (e) {

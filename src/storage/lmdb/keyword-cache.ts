@@ -205,9 +205,9 @@ export class KeywordCache {
     let s = this.spaces.get(namespace);
     if (s) return s;
     s = new KeywordSpace();
-    for (const { key, value } of this.dbs.docTerms.getRange({ start: [namespace], end: [namespace, END] })) {
+    for (const { key, value } of this.dbs.namespaceMemories.getRange({ start: [namespace], end: [namespace, END] })) {
       // Keys are unique, so nothing to replace.
-      s.add((key as string[])[1], value as DocTerms, true);
+      if (value !== null) s.add((key as string[])[1], value as DocTerms, true);
     }
     // An empty one is not kept: searches of names never written would pile up.
     if (s.stats.docs > 0) this.spaces.set(namespace, s);
@@ -223,7 +223,8 @@ export class KeywordCache {
     refreshTouched(
       touched,
       (ns) => this.spaces.has(ns),
-      ([ns, , id]) => this.dbs.docTerms.get(keys.docTerms(ns, id)) as DocTerms | undefined,
+      ([ns, , id]) =>
+        (this.dbs.namespaceMemories.get(keys.namespaceMemory(ns, id)) ?? undefined) as DocTerms | undefined,
       ([ns, , id]) => this.spaces.get(ns)!.remove(id),
       ([ns, , id], terms) => this.spaces.get(ns)!.add(id, terms),
     );

@@ -7,7 +7,8 @@
  *   meta               name                                -> value ("format": the data dir's format version)
  *   memories           [memoryId]                          -> MemoryRecord (kept after delete, with its state)
  *   entity_memories    [namespace, entity, memoryId]       -> null  (current memories of an entity)
- *   namespace_memories [namespace, memoryId]               -> null  (current memories of a namespace; format 2)
+ *   namespace_memories [namespace, memoryId]               -> DocTerms (current memories of a namespace; format 2;
+ *                                                             their terms since format 5, see below)
  *   expiries           [expiresAtMs, memoryId]             -> null  (what the TTL sweeper deletes next)
  *   events             seq                                 -> EventRecord  (seq: global, strictly increasing)
  *   events_by_ns       [namespace, atMs, seq]              -> null
@@ -25,19 +26,20 @@
  * Idempotency keys are printable ASCII (no 0x00), keyed per API key so that two keys
  * never see each other's answers.
  *
- * The search index (format 3; keyed by memory id since format 5), written in the same
- * transaction as the memory it indexes; it holds the memories with state "current" (an expired
- * one until the sweeper deletes it; reads check expiry):
- *   doc_terms          [namespace, memoryId]               -> [length, createdAt, entity, term, tf, term, tf, ...]
- *                                                             (the memory's terms, in one value)
+ * The search index (format 3), written in the same transaction as the memory it indexes; it
+ * holds the memories with state "current" (an expired one until the sweeper deletes it; reads
+ * check expiry):
+ *   namespace_memories [namespace, memoryId]               -> [length, createdAt, entity, term, tf, term, tf, ...]
+ *                                                             (DocTerms: the memory's terms, in the value of its
+ *                                                             namespace_memories entry; format 5)
  *   vectors            [namespace, entity, memoryId]       -> float32 bytes, length 1 (binary encoding);
  *                                                             a scope's vectors are one range scan
  *   embed_pending      [memoryId]                          -> null  (current memories owed an embedding)
  *
- * So indexing a memory writes one value, whatever its number of terms, and since ids are UUIDv7
- * the new ones of a write land together at the end of their namespace (keyed by entity, 64
- * stores of 64 entities dirtied 64 pages). The inverted lists (term -> memories) of a namespace are
- * built in memory from doc_terms on its first search and kept in step after each commit
+ * So indexing a memory costs no write of its own, whatever its number of terms, and since ids are
+ * UUIDv7 the new entries of a write land together at the end of their namespace (format 3 kept
+ * terms in doc_terms keyed by entity, and df counters: 64 stores of 64 entities dirtied 64 more
+ * pages). The inverted lists (term -> memories) of a namespace are built in memory from these values on its first search and kept in step after each commit
  * (keyword-cache.ts); document counts and lengths are summed there, a term's df is the live
  * length of its list, an entity's df is counted over the entity's documents there; createdAt
  * orders equal scores without reading records. Terms are not in keys, so their length does not meet the 2 KB
@@ -62,7 +64,6 @@ export const dbNames = {
   eventsByMemory: "events_by_memory",
   apiKeys: "api_keys",
   apiKeyHashes: "api_key_hashes",
-  docTerms: "doc_terms",
   vectors: "vectors",
   embedPending: "embed_pending",
   erasures: "erasures",
@@ -89,7 +90,6 @@ export const keys = {
   eventByNs: (ns: string, atMs: number, seq: number) => [ns, atMs, seq],
   eventByEntity: (ns: string, entity: string, atMs: number, seq: number) => [ns, entity, atMs, seq],
   eventByMemory: (ns: string, memoryId: string, atMs: number, seq: number) => [ns, memoryId, atMs, seq],
-  docTerms: (ns: string, id: string) => [ns, id],
   vector: (ns: string, entity: string, id: string) => [ns, entity, id],
   erasure: (ns: string, entity: string, atMs: number) => [ns, entity, atMs],
   idempotency: (keyId: string, key: string) => [keyId, key],
@@ -104,7 +104,7 @@ export const keys = {
 
 /**
  * The format this release writes. 1: the first release (no meta); 2: namespace_memories;
- * 3: the search index; 4: erasures, idempotency, idempotency_expiries; 5: doc_terms keyed by
- * memory id, no search_stats.
+ * 3: the search index; 4: erasures, idempotency, idempotency_expiries; 5: the terms in
+ * namespace_memories' values, no doc_terms or search_stats.
  */
 export const FORMAT_VERSION = 5;

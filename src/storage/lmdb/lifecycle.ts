@@ -103,6 +103,7 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
 
     erase(namespace, entity, actorKeyId, now = Date.now()) {
       return write((w) => {
+        clock.sync();
         // Every memory of the entity has at least its ADD or REPLACE event under the entity.
         const ids = new Set<string>();
         const seqs = new Set<number>();
@@ -233,7 +234,6 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
             w.put(dbs.memories, r.id, rec);
             if (r.state === "current") {
               w.put(dbs.entityMemories, keys.entityMemory(r.namespace, r.entity, r.id), null);
-              w.put(dbs.namespaceMemories, keys.namespaceMemory(r.namespace, r.id), null);
               if (r.expiresAt !== undefined) w.put(dbs.expiries, keys.expiry(r.expiresAt, r.id), null);
               ix.add(rec as MemoryRecord);
             }

@@ -24,10 +24,6 @@ export async function migrate(env: RootDatabase, dbs: Dbs, dataDir: string): Pro
     });
   }
   if (dbs.meta.get("format") === undefined) await env.transaction(() => dbs.meta.putSync("format", FORMAT_VERSION));
-  // Format 3 as first written (before its release) kept per-term postings instead of doc_terms:
-  // current memories with no doc_terms at all means such a store, whose index is built here.
-  const none = (db: Dbs[keyof Dbs]) => [...db.getKeys({ limit: 1 })].length === 0;
-  if (none(dbs.docTerms) && !none(dbs.entityMemories)) await env.transaction(() => rebuildIndex(dbs, false));
   await env.flushed;
 }
 
@@ -42,9 +38,9 @@ const steps: Record<number, (dbs: Dbs, env: RootDatabase) => void> = {
   },
   // 4: erasures, idempotency and idempotency_expiries start empty; opening them creates them.
   3() {},
-  // 5: doc_terms keyed by memory id, with the entity in the value; search_stats dropped.
+  // 5: each memory's terms in its namespace_memories value; doc_terms and search_stats dropped.
   4(dbs, env) {
-    env.openDB("search_stats", {}).dropSync();
+    for (const name of ["doc_terms", "search_stats"]) env.openDB(name, {}).dropSync();
     rebuildIndex(dbs, false);
   },
 };
@@ -60,7 +56,7 @@ steps[2] = (dbs) => {
  * for embedding. Returns the number of memories indexed.
  */
 export function rebuildIndex(dbs: Dbs, embeddings: boolean): number {
-  dbs.docTerms.clearSync();
+  dbs.namespaceMemories.clearSync();
   if (embeddings) for (const db of [dbs.vectors, dbs.embedPending]) db.clearSync();
   // Staged writes applied in batches keep memory flat on large stores.
   const batch = 2000;

@@ -29,19 +29,21 @@ export class IndexWriter {
   readonly keywordTouched: [string, string, string][] = [];
   /** The vector keys this transaction wrote or removed, for the in-memory vectors (vector-cache.ts). */
   readonly vectorsTouched: [string, string, string][] = [];
+  /** `terms` false (bench/search.ts's index-off baseline only): namespace_memories without terms. */
   constructor(
     private readonly dbs: Dbs,
     private readonly w: Writes,
+    private readonly terms = true,
   ) {
     IndexWriter.collecting?.push(this);
   }
 
-  /** Indexes (sign 1) or unindexes (sign -1) a memory's content: one value. */
+  /** Lists (sign 1) or unlists (sign -1) a current memory in namespace_memories, with its terms: one value. */
   private change(r: MemoryRecord, sign: 1 | -1) {
-    this.keywordTouched.push([r.namespace, r.entity, r.id]);
-    const key = keys.docTerms(r.namespace, r.id);
-    if (sign > 0) this.w.put(this.dbs.docTerms, key, packTerms(r.content, r.createdAt, r.entity));
-    else this.w.remove(this.dbs.docTerms, key);
+    const key = keys.namespaceMemory(r.namespace, r.id);
+    if (sign < 0) this.w.remove(this.dbs.namespaceMemories, key);
+    else this.w.put(this.dbs.namespaceMemories, key, this.terms ? packTerms(r.content, r.createdAt, r.entity) : null);
+    if (this.terms) this.keywordTouched.push([r.namespace, r.entity, r.id]);
   }
 
   /** Indexes a current memory's content. */
