@@ -124,21 +124,29 @@ export function authenticate(
   secret: string,
   now = Date.now(),
 ): KeyRecord | Promise<KeyRecord> {
-  const hash = hashOf(secret);
-  if (root && sameHash(root.hash, hash)) return admitKey(storage, root, root, hash, now);
+  const digest = Bun.SHA256.hash(secret) as Uint8Array;
+  if (root && timingSafeEqual(digest, digestOf(root))) return admitKey(storage, root, root, now);
+  const hash = Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).toString("hex");
   const hit = cachedKey(storage, hash, now);
-  if (hit) return admitKey(storage, root, hit, hash, now);
-  return readKeyByHash(storage, hash, now).then((found) => admitKey(storage, root, found, hash, now));
+  if (hit) return admitKey(storage, root, hit, now);
+  return readKeyByHash(storage, hash, now).then((found) => admitKey(storage, root, found, now));
 }
 
-function admitKey(
-  storage: Storage,
-  root: KeyRecord | undefined,
-  found: KeyRecord | undefined,
-  hash: string,
-  now: number,
-): KeyRecord {
-  const key = found && (found === root || sameHash(found.hash, hash)) ? found : undefined;
+/**
+ * The root key's digest as bytes, made once. Stored keys are found by the hash itself (in the
+ * cache or the store), so only the root key is compared, in constant time.
+ */
+const rootDigests = new WeakMap<KeyRecord, Buffer>();
+function digestOf(root: KeyRecord): Buffer {
+  let d = rootDigests.get(root);
+  if (!d) {
+    d = Buffer.from(root.hash, "hex");
+    rootDigests.set(root, d);
+  }
+  return d;
+}
+
+function admitKey(storage: Storage, root: KeyRecord | undefined, key: KeyRecord | undefined, now: number): KeyRecord {
   if (!key || key.revokedAt !== null) throw new ApiError("unauthorized", "unknown or revoked API key");
   if (key.expiresAt !== null && key.expiresAt <= now) throw new ApiError("unauthorized", "the API key has expired");
   if (key !== root && now - (lastUsedWrites.get(key.id) ?? 0) > 60_000) {
@@ -181,13 +189,6 @@ async function readKeyByHash(storage: Storage, hash: string, now: number): Promi
     cache.set(hash, { key, at: now });
   }
   return key;
-}
-
-/** Constant-time comparison of two hex digests: the time does not depend on where they differ. */
-function sameHash(a: string, b: string) {
-  const x = Buffer.from(a, "utf8");
-  const y = Buffer.from(b, "utf8");
-  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 /** Whether a key's permission includes `needed`. */
