@@ -150,6 +150,9 @@ if (parts.has("keyword")) {
   }
   await inFlight;
   const loadS = (performance.now() - t0) / 1000;
+  // The load's garbage (a million op objects made in this process) is not what a server that
+  // received its memories over time carries into its searches: collect it before measuring.
+  Bun.gc(true);
   const Q = 1000;
   const run = (entity?: string) => {
     const lat: number[] = [];
@@ -166,11 +169,24 @@ if (parts.has("keyword")) {
       return { p50: pct(lat.slice(50), 50), p99: pct(lat.slice(50), 99), found: found / Q, first: lat[0] };
     })();
   };
+  // The first search of the namespace loads its lists (in slices: other work runs between them);
+  // how long it took, and the longest the event loop was held meanwhile.
+  let last = performance.now();
+  let held = 0;
+  const ticker = setInterval(() => {
+    const t = performance.now();
+    held = Math.max(held, t - last);
+    last = t;
+  }, 1);
+  const b0 = performance.now();
+  await s.keywordSearch({ namespace: "big" }, queryTerms("w0 w1 w2"), {}, 10);
+  const build = performance.now() - b0;
+  clearInterval(ticker);
   const ns = await run();
   const en = await run("e7");
   say(`\n## Keyword search at ${N.toLocaleString("en")} memories (LMDB, 1 caller)\n`);
   say(
-    `Namespace \`big\`: ${N.toLocaleString("en")} memories of 6–15 words drawn Zipf-like from 20,000 words, over 1,000 entities; loaded through Storage.apply (index on, 10,000 per transaction) in ${loaded ? "an earlier run" : `${loadS.toFixed(0)} s`}. Queries: 3 words drawn the same way, limit 10, ${Q} queries (first 50 as warm-up).\n`,
+    `Namespace \`big\`: ${N.toLocaleString("en")} memories of 6–15 words drawn Zipf-like from 20,000 words, over 1,000 entities; loaded through Storage.apply (index on, 10,000 per transaction) in ${loaded ? "an earlier run" : `${loadS.toFixed(0)} s`}, then a full garbage collection. Queries: 3 words drawn the same way, limit 10, ${Q} queries (first 50 as warm-up).\n`,
   );
   say("| scope | p50 | p99 | hits per query | target |");
   say("|---|---|---|---|---|");
@@ -179,7 +195,7 @@ if (parts.has("keyword")) {
     `| one entity (${(N / entities).toLocaleString("en")} memories) | ${ms(en.p50)} | ${ms(en.p99)} | ${en.found.toFixed(1)} | p50 < 2 ms |`,
   );
   say(
-    `\nThe first namespace-wide query of the process took ${ms(ns.first)}: it builds the namespace's in-memory lists from the terms in namespace_memories.`,
+    `\nThe first search of the namespace in the process took ${ms(build)}: it loads the namespace's in-memory lists from the terms in namespace_memories, in slices; the event loop was never held longer than ${ms(held)} meanwhile, so other requests were served.`,
   );
   await s.close();
 }

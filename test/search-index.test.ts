@@ -261,3 +261,75 @@ test("in-memory keyword lists stay exact through removals and compaction", () =>
     }
   }
 });
+
+// The in-memory copies are LMDB's: PostgreSQL searches in the database.
+test.skipIf(backend !== "lmdb")(
+  "a namespace's first search loads it in slices: other work runs between them, and writes meanwhile are followed exactly",
+  async () => {
+    const ns = "slices";
+    const unit = (i: number) => Float32Array.from({ length: 8 }, (_, j) => (j === i % 8 ? 1 : 0.01 * (i % 5)));
+    const add = (i: number): MemoryOp => ({
+      event: "ADD",
+      create: {
+        id: Bun.randomUUIDv7(),
+        namespace: ns,
+        entity: `e${i % 3}`,
+        content: `${vocab[i % vocab.length]} ${vocab[(i * 7) % vocab.length]} n${i}`,
+        category: "general",
+        importance: 0.5,
+        vector: unit(i),
+      },
+    });
+    const first = await storage.apply(
+      Array.from({ length: 300 }, (_, i) => add(i)),
+      null,
+    );
+    const ids = first.map((d) => d!.memory.id);
+    const queries = ["tea cafe", "dog", "n7 n8 piano"];
+    const answers = async () => {
+      const out: unknown[] = [];
+      for (const q of queries)
+        for (const entity of [undefined, "e1"])
+          out.push(
+            (await storage.keywordSearch({ namespace: ns, entity }, queryTerms(q), {}, 20)).map((h) => [
+              h.memory.id,
+              h.score.toFixed(9),
+            ]),
+          );
+      for (const i of [0, 3, 6])
+        out.push((await storage.semanticSearch({ namespace: ns }, unit(i), {}, 20)).map((h) => h.memory.id));
+      return out;
+    };
+    const { loading } = await import("../src/storage/lmdb/touched");
+    const { slice, between } = loading;
+    loading.slice = 7; // about 43 slices for 300 memories
+    try {
+      await storage.rebuildSearchIndex(); // a process that has not searched this namespace yet
+      let turns = 0;
+      let writes: Promise<unknown> | undefined;
+      // After the first slice, the writes run (and commit) before the load goes on.
+      loading.between = async () => {
+        turns++;
+        writes ??= Promise.all([
+          storage.apply([{ event: "DELETE", target: ids[1], reason: "deleted" }], null),
+          storage.apply(
+            [{ event: "MERGE", target: ids[2], patch: { content: "piano piano tea", vector: unit(3) } }],
+            null,
+          ),
+          storage.apply([add(1000), add(1001)], null),
+          storage.apply([{ event: "DELETE", target: ids[299], reason: "deleted" }], null),
+        ]);
+        await writes;
+      };
+      await answers();
+      expect(turns).toBeGreaterThan(40);
+      const loaded = await answers();
+      await storage.rebuildSearchIndex(); // loaded again from LMDB, with nothing written meanwhile
+      expect(loaded).toEqual(await answers());
+      expect(JSON.stringify(loaded)).not.toContain(ids[1]);
+      expect(JSON.stringify(loaded)).not.toContain(ids[299]);
+    } finally {
+      Object.assign(loading, { slice, between });
+    }
+  },
+);

@@ -14,12 +14,12 @@ import {
   StorageError,
 } from "../storage";
 import { EventClock } from "./clock";
-import { KeywordCache } from "./keyword-cache";
+import { keywordCache as newKeywordCache } from "./keyword-cache";
 import { binaryDbs, dbNames, END, FORMAT_VERSION, keys } from "./layout";
 import { lmdbLifecycle } from "./lifecycle";
 import { migrate, rebuildIndex } from "./migrate";
 import { IndexWriter, indexChange, keywordSearch, semanticSearch } from "./search";
-import { VectorCache } from "./vector-cache";
+import { vectorCache as newVectorCache } from "./vector-cache";
 
 export type Dbs = Record<keyof typeof dbNames, Database>;
 
@@ -80,8 +80,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   }
   const clock = new EventClock(dbs);
   const flushed = () => Promise.resolve(env.flushed).then(() => undefined);
-  const vectorCache = new VectorCache(dbs);
-  const keywordCache = new KeywordCache(dbs);
+  const vectorCache = newVectorCache(dbs);
+  const keywordCache = newKeywordCache(dbs);
   /**
    * Runs a write plan durably. The in-memory keyword lists and vectors follow what it committed:
    * every IndexWriter the plan made is collected (IndexWriter.collect), and the memories and
@@ -325,11 +325,11 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     },
 
     async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
-      return keywordSearch(dbs, keywordCache, scope, terms, filter, limit, now);
+      return keywordSearch(dbs, await keywordCache.get(scope.namespace), scope, terms, filter, limit, now);
     },
 
     async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
-      return semanticSearch(dbs, vectorCache, scope, vector, filter, limit, now);
+      return semanticSearch(dbs, await vectorCache.get(scope.namespace), scope, vector, filter, limit, now);
     },
 
     async pendingEmbeddings(limit) {

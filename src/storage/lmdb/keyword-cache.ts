@@ -9,7 +9,7 @@
 import { termCounts } from "../../text/tokens";
 import type { Dbs } from "./index";
 import { END, keys } from "./layout";
-import { refreshTouched, type Touched } from "./touched";
+import { loadSlice, NamespaceCache } from "./touched";
 
 const grown = <T extends Int32Array | Float64Array | Uint8Array>(a: T, size: number): T => {
   if (size <= a.length) return a;
@@ -196,42 +196,27 @@ export function packTerms(content: string, createdAt: number, entity: string): D
 }
 
 /** The in-memory postings of every namespace searched so far. */
-export class KeywordCache {
-  private readonly spaces = new Map<string, KeywordSpace>();
-  constructor(private readonly dbs: Dbs) {}
+export type KeywordCache = NamespaceCache<KeywordSpace, DocTerms>;
 
-  /** The namespace's postings, built from LMDB the first time (kept once it holds any). */
-  space(namespace: string): KeywordSpace {
-    let s = this.spaces.get(namespace);
-    if (s) return s;
-    s = new KeywordSpace();
-    for (const { key, value } of this.dbs.namespaceMemories.getRange({ start: [namespace], end: [namespace, END] })) {
-      // Keys are unique, so nothing to replace.
-      if (value !== null) s.add((key as string[])[1], value as DocTerms, true);
-    }
-    // An empty one is not kept: searches of names never written would pile up.
-    if (s.stats.docs > 0) this.spaces.set(namespace, s);
-    return s;
-  }
-
-  /**
-   * After a committed write: re-indexes the memories whose keyword index it changed
-   * ([namespace, entity, id] as indexed or unindexed), as LMDB now holds them.
-   */
-  refresh(touched: readonly Touched[]) {
-    if (touched.length === 0 || this.spaces.size === 0) return;
-    refreshTouched(
-      touched,
-      (ns) => this.spaces.has(ns),
-      ([ns, , id]) =>
-        (this.dbs.namespaceMemories.get(keys.namespaceMemory(ns, id)) ?? undefined) as DocTerms | undefined,
-      ([ns, , id]) => this.spaces.get(ns)!.remove(id),
-      ([ns, , id], terms) => this.spaces.get(ns)!.add(id, terms),
-    );
-  }
-
-  /** Forgets every namespace (after a rebuild). */
-  clear() {
-    this.spaces.clear();
-  }
+export function keywordCache(dbs: Dbs): KeywordCache {
+  return new NamespaceCache<KeywordSpace, DocTerms>({
+    empty: () => new KeywordSpace(),
+    load: (s, ns, after, limit) =>
+      loadSlice(
+        (start, end, n) => dbs.namespaceMemories.getRange({ start, end, limit: n }),
+        [ns],
+        [ns, END],
+        after,
+        limit,
+        (key, value) => {
+          // Entries without terms (written with the index off) are listed, not indexed.
+          if (value !== null) s.add(key[1] as string, value as DocTerms, true);
+        },
+      ),
+    keep: (s) => s.stats.docs > 0,
+    read: ([ns, , id]) =>
+      (dbs.namespaceMemories.get(keys.namespaceMemory(ns, id)) ?? undefined) as DocTerms | undefined,
+    drop: (s, [, , id]) => s.remove(id),
+    put: (s, [, , id], terms) => s.add(id, terms),
+  });
 }

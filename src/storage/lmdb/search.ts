@@ -5,9 +5,9 @@ import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
 import type { Dbs, Writes } from "./index";
-import { type KeywordCache, type KeywordSpace, type List, packTerms } from "./keyword-cache";
+import { type KeywordSpace, type List, packTerms } from "./keyword-cache";
 import { keys } from "./layout";
-import type { VectorCache } from "./vector-cache";
+import type { Space } from "./vector-cache";
 
 /**
  * Stages index changes for one write transaction and notes what they touched, so the in-memory
@@ -111,7 +111,7 @@ export const pruning = { survivorCost: 4 };
  */
 export function keywordSearch(
   dbs: Dbs,
-  cache: KeywordCache,
+  space: KeywordSpace,
   scope: MemoryScope,
   terms: string[],
   filter: SearchFilter,
@@ -119,7 +119,6 @@ export function keywordSearch(
   now: number,
 ): Scored[] {
   if (terms.length === 0) return EMPTY;
-  const space = cache.space(scope.namespace);
   // The scope's documents and their average length (BM25's N and avgdl).
   const docsOf = scope.entity === undefined ? undefined : space.byEntity.get(scope.entity);
   let { docs, totalLength } = space.stats;
@@ -349,7 +348,7 @@ function topAccepted(
  */
 export function semanticSearch(
   dbs: Dbs,
-  cache: VectorCache,
+  space: Space,
   scope: MemoryScope,
   query: Float32Array,
   filter: SearchFilter,
@@ -357,7 +356,7 @@ export function semanticSearch(
   now: number,
 ): Scored[] {
   const q = normalized(query);
-  const { ids, sims } = cache.space(scope.namespace).score(scope.entity, q);
+  const { ids, sims } = space.score(scope.entity, q);
   const scores = new Map<string, number>();
   const accept = (id: string) => {
     const m = dbs.memories.get(id) as MemoryRecord | undefined;

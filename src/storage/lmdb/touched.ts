@@ -1,3 +1,5 @@
+import type { Key } from "lmdb";
+
 /** A memory's key in a namespace-scoped index: [namespace, entity, memoryId]. */
 export type Touched = readonly [string, string, string];
 
@@ -25,4 +27,123 @@ export function refreshTouched<V>(
     for (const k of ks) if (found?.[0][0] !== k[0]) drop(k);
     if (found) put(found[0], found[1]);
   }
+}
+
+/** How one index is copied into memory per namespace (see NamespaceCache). */
+export interface CacheSource<S, V> {
+  empty(): S;
+  /**
+   * Reads up to `limit` entries of `namespace` from LMDB into `s`, starting after the key
+   * `after` (from the start when undefined); returns the last key read, or undefined when the
+   * namespace had no more.
+   */
+  load(s: S, namespace: string, after: Key[] | undefined, limit: number): Key[] | undefined;
+  /** Whether a loaded copy is worth keeping (an empty one is not: searches of unused names would pile up). */
+  keep(s: S): boolean;
+  /** A touched memory's entry as LMDB now holds it. */
+  read(key: Touched): V | undefined;
+  drop(s: S, key: Touched): void;
+  put(s: S, key: Touched, value: V): void;
+}
+
+/**
+ * Entries read per slice of a first load, and what runs between slices: by default one turn of
+ * the event loop, so other requests are served (tests make it wait for their writes).
+ */
+export const loading = {
+  slice: 5000,
+  between: (): Promise<unknown> => new Promise((resolve) => setImmediate(resolve)),
+};
+
+/**
+ * In-memory copies of an index, per namespace: loaded from LMDB on first use, in slices so that a
+ * large namespace does not hold up every other request while it loads (concurrent first uses
+ * share one load), and kept in step with every committed write (refresh). Writes that commit
+ * while a namespace loads are re-read once it has loaded, so the copy ends exact whatever the
+ * slices saw.
+ */
+export class NamespaceCache<S, V> {
+  private readonly ready = new Map<string, S>();
+  private readonly loads = new Map<string, { done: Promise<S>; touched: Touched[] }>();
+  private generation = 0;
+  constructor(private readonly source: CacheSource<S, V>) {}
+
+  /** The namespace's copy; a promise while it loads. */
+  get(namespace: string): S | Promise<S> {
+    const s = this.ready.get(namespace);
+    if (s) return s;
+    const running = this.loads.get(namespace);
+    if (running) return running.done;
+    // In the map before the first slice runs: a namespace that loads at once removes it again.
+    const entry: { done: Promise<S>; touched: Touched[] } = { touched: [], done: undefined as never };
+    this.loads.set(namespace, entry);
+    entry.done = this.load(namespace, entry.touched);
+    return entry.done;
+  }
+
+  private async load(namespace: string, touched: Touched[]): Promise<S> {
+    const generation = this.generation;
+    const s = this.source.empty();
+    try {
+      for (let after = this.source.load(s, namespace, undefined, loading.slice); after !== undefined; ) {
+        await loading.between();
+        after = this.source.load(s, namespace, after, loading.slice);
+      }
+      this.apply(touched, (ns) => (ns === namespace ? s : undefined));
+      if (generation === this.generation && this.source.keep(s)) this.ready.set(namespace, s);
+      return s;
+    } finally {
+      if (this.loads.get(namespace)?.touched === touched) this.loads.delete(namespace);
+    }
+  }
+
+  /** After a committed write: follows what it touched in every loaded (or loading) namespace. */
+  refresh(touched: readonly Touched[]) {
+    if (touched.length === 0) return;
+    if (this.loads.size > 0) for (const t of touched) this.loads.get(t[0])?.touched.push(t);
+    if (this.ready.size > 0) this.apply(touched, (ns) => this.ready.get(ns));
+  }
+
+  private apply(touched: readonly Touched[], spaceOf: (namespace: string) => S | undefined) {
+    refreshTouched(
+      touched,
+      (ns) => spaceOf(ns) !== undefined,
+      (k) => this.source.read(k),
+      (k) => this.source.drop(spaceOf(k[0])!, k),
+      (k, v) => this.source.put(spaceOf(k[0])!, k, v),
+    );
+  }
+
+  /** Forgets every namespace (after a rebuild); loads under way are not kept. */
+  clear() {
+    this.generation++;
+    this.ready.clear();
+    this.loads.clear();
+  }
+}
+
+/**
+ * Reads up to `limit` entries of the range [prefix, end) after the key `after` (or from the
+ * start): CacheSource.load's walk over one LMDB range. Returns the last key read, or undefined
+ * when none was left.
+ */
+export function loadSlice<K extends Key[]>(
+  range: (start: Key, end: Key, limit: number) => Iterable<{ key: Key; value: unknown }>,
+  prefix: Key[],
+  end: Key[],
+  after: K | undefined,
+  limit: number,
+  add: (key: K, value: unknown) => void,
+): K | undefined {
+  let last: K | undefined;
+  let n = 0;
+  // The range starts at `after` itself (inclusive): one more, and skip it.
+  for (const { key, value } of range(after ?? prefix, end, after ? limit + 1 : limit)) {
+    const k = key as K;
+    if (after && n === 0 && k.length === after.length && k.every((x, i) => x === after[i])) continue;
+    add(k, value);
+    last = k;
+    n++;
+  }
+  return n < limit ? undefined : last;
 }

@@ -7,7 +7,7 @@
 import { type DotKernel, dotKernel } from "./dot";
 import type { Dbs } from "./index";
 import { END } from "./layout";
-import { refreshTouched, type Touched } from "./touched";
+import { loadSlice, NamespaceCache } from "./touched";
 
 const PAGE = 65536;
 const align = (n: number) => Math.ceil(n / PAGE) * PAGE;
@@ -29,6 +29,11 @@ export class Space {
   private readonly rowOf = new Map<string, number>();
   private readonly byEntity = new Map<string, Set<number>>();
   private readonly odd = new Map<string, Odd>();
+
+  /** How many vectors it holds. */
+  get size() {
+    return this.rows + this.odd.size;
+  }
 
   /** Sets (v given) or removes a memory's vector. */
   set(id: string, entity: string, v: Float32Array | undefined) {
@@ -144,43 +149,26 @@ export class Space {
 const toFloats = (b: Uint8Array) => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 
 /** The in-memory vectors of every namespace searched so far. */
-export class VectorCache {
-  private readonly spaces = new Map<string, Space>();
-  constructor(private readonly dbs: Dbs) {}
+export type VectorCache = NamespaceCache<Space, Float32Array>;
 
-  /** The namespace's vectors, loaded from LMDB the first time. */
-  space(namespace: string): Space {
-    let s = this.spaces.get(namespace);
-    if (s) return s;
-    s = new Space();
-    for (const { key, value } of this.dbs.vectors.getRange({ start: [namespace], end: [namespace, END] })) {
-      const [, entity, id] = key as [string, string, string];
-      s.set(id, entity, toFloats(value as Uint8Array));
-    }
-    this.spaces.set(namespace, s);
-    return s;
-  }
-
-  /**
-   * After a committed write: re-reads the vectors of the memories it touched, at the keys it
-   * touched them ([namespace, entity, id]), in the namespaces already loaded.
-   */
-  refresh(touched: readonly Touched[]) {
-    if (touched.length === 0 || this.spaces.size === 0) return;
-    refreshTouched(
-      touched,
-      (ns) => this.spaces.has(ns),
-      (k) => {
-        const b = this.dbs.vectors.get(k as unknown as string[]) as Uint8Array | undefined;
-        return b && toFloats(b);
-      },
-      ([ns, entity, id]) => this.spaces.get(ns)!.set(id, entity, undefined),
-      ([ns, entity, id], v) => this.spaces.get(ns)!.set(id, entity, v),
-    );
-  }
-
-  /** Forgets every namespace (after a rebuild). */
-  clear() {
-    this.spaces.clear();
-  }
+export function vectorCache(dbs: Dbs): VectorCache {
+  return new NamespaceCache<Space, Float32Array>({
+    empty: () => new Space(),
+    load: (s, ns, after, limit) =>
+      loadSlice(
+        (start, end, n) => dbs.vectors.getRange({ start, end, limit: n }),
+        [ns],
+        [ns, END],
+        after,
+        limit,
+        (key, value) => s.set(key[2] as string, key[1] as string, toFloats(value as Uint8Array)),
+      ),
+    keep: (s) => s.size > 0,
+    read: (k) => {
+      const b = dbs.vectors.get(k as unknown as string[]) as Uint8Array | undefined;
+      return b && toFloats(b);
+    },
+    drop: (s, [, entity, id]) => s.set(id, entity, undefined),
+    put: (s, [, entity, id], v) => s.set(id, entity, v),
+  });
 }
