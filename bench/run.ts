@@ -422,8 +422,12 @@ lines.push(
 );
 // Lifecycle figures (export, import, erase, list paging): bench/lifecycle.ts, also runnable alone.
 lines.push(await lifecycleBench(1_000_000, log));
-const notes = Bun.file(join(import.meta.dir, "notes.md"));
-if (await notes.exists()) lines.push(await notes.text());
+// What bounds the figures (notes.md), and the search figures of bench/search.ts, which runs apart
+// (search-results.md: it takes minutes and 2.3 GiB of its own).
+for (const name of ["notes.md", "search-results.md"]) {
+  const f = Bun.file(join(import.meta.dir, name));
+  if (await f.exists()) lines.push(await f.text());
+}
 writeFileSync(join(import.meta.dir, "results.md"), lines.join("\n"));
 rmSync(work, { recursive: true, force: true });
 log("wrote bench/results.md");

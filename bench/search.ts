@@ -1,6 +1,7 @@
 // Search quality and speed, at the storage interface (what POST /v1/memory/search runs, without
 // HTTP): `bun run bench/search.ts` prints a Markdown section; `make bench` does not run it (it
-// takes minutes on its own). Figures go into bench/results.md by hand.
+// takes minutes on its own). Figures go into bench/search-results.md by hand, which make bench
+// appends to bench/results.md.
 //   1. quality on bench/search-set.json: recall@5 and MRR, keyword and hybrid (fake embedder)
 //   2. keyword latency at BENCH_SEARCH_N memories (default 1,000,000), namespace and entity scope
 //   3. semantic latency: an entity of 10,000 vectors, a namespace of 100,000 (768 dimensions)
