@@ -1,11 +1,12 @@
 // The inverted index of a namespace, in memory: per term a list of (document, tf, length) in
 // typed arrays, so a namespace-wide keyword search over common words scores hundreds of thousands
-// of postings in a few milliseconds. LMDB holds the index of record (each memory's terms in one
-// value, and the document counts and lengths: layout.ts), written in the apply transaction; this
-// is built from it on the namespace's first search and kept in step by the storage after each
-// committed write that changed it (it re-reads those memories from LMDB and indexes what is
-// current, so it follows the committed state whatever order commits land in). Every candidate is
-// checked against its memory record, so a memory that is no longer current is never returned.
+// of postings in a few milliseconds. LMDB holds the index of record (each memory's terms in the
+// value of its namespace_memories entry: layout.ts), written in the apply transaction; this is
+// built from it on the namespace's first search (in slices: touched.ts) and kept in step by the
+// storage after each committed write that changed it (it re-reads those memories from LMDB and
+// indexes what is current, so it follows the committed state whatever order commits land in).
+// Document counts and lengths are summed here. Every candidate is checked against its memory
+// record, so a memory that is no longer current is never returned.
 import { termCounts } from "../../text/tokens";
 import type { Dbs } from "./index";
 import { END, keys } from "./layout";

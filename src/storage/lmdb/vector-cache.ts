@@ -1,8 +1,8 @@
 // Vectors of a namespace held in memory as one float32 matrix (WebAssembly memory, scored by
 // dot.ts), so a semantic search does not copy every stored vector out of LMDB. Built from LMDB
-// on a namespace's first semantic search, and kept in step by the storage after each committed
-// write that touched vectors (it re-reads those vectors from LMDB, so it follows the committed
-// state whatever order commits land in). A row of a memory that is no longer current may linger
+// on a namespace's first semantic search (in slices: touched.ts), and kept in step by the
+// storage after each committed write that touched vectors (it re-reads those vectors from LMDB,
+// so it follows the committed state whatever order commits land in). A row of a memory that is no longer current may linger
 // until that refresh: search checks every candidate against its memory record anyway.
 import { type DotKernel, dotKernel } from "./dot";
 import type { Dbs } from "./index";
