@@ -6,11 +6,15 @@
 //   2. keyword latency at BENCH_SEARCH_N memories (default 1,000,000), namespace and entity scope
 //   3. semantic latency: an entity of 10,000 vectors, a namespace of 100,000 (768 dimensions)
 //   4. apply throughput with the index on and off, same run; peak RSS
+// BENCH_SEARCH_DATABASE_URL (a PostgreSQL server; a fresh database is made on it) runs the
+// keyword part on PostgreSQL instead, e.g. BENCH_SEARCH_N=100000 BENCH_SEARCH_PARTS=keyword.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { SQL } from "bun";
 import { fuse } from "../src/search/service";
 import { openLmdb } from "../src/storage/lmdb/index";
+import { openPostgres } from "../src/storage/postgres/index";
 import type { MemoryOp, Scored } from "../src/storage/storage";
 import { queryTerms } from "../src/text/tokens";
 import { canonicalizer, fakeVector } from "../test/fake-embedder";
@@ -35,6 +39,14 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 const ms = (x: number) => `${x.toFixed(2)} ms`;
+/** A new database on the PostgreSQL server of `url`. */
+async function freshDatabase(url: string): Promise<string> {
+  const name = `memd_search_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const admin = new SQL(url);
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  await admin.close();
+  return url.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
+}
 function rng(seed: number) {
   return () => {
     seed = (seed + 0x6d2b79f5) | 0;
@@ -122,13 +134,24 @@ if (parts.has("keyword")) {
   // BENCH_SEARCH_DIR keeps the loaded store there, so later runs skip the load.
   const keep = process.env.BENCH_SEARCH_DIR;
   if (keep) mkdirSync(keep, { recursive: true });
-  const s = keep ? await openLmdb(keep) : await tempStore();
+  const pgUrl = process.env.BENCH_SEARCH_DATABASE_URL;
+  const s = pgUrl
+    ? await openPostgres({
+        url: await freshDatabase(pgUrl),
+        pool: 10,
+        connectTimeoutMs: 5000,
+        statementTimeoutMs: 600_000,
+      })
+    : keep
+      ? await openLmdb(keep)
+      : await tempStore();
   const entities = 1000;
   const t0 = performance.now();
   // The bulk load: Storage.apply with 10,000 memories per transaction, each batch's df and
   // length counters summed once; the next batch is built while the previous one commits.
   const batch = 10_000;
-  const loaded = s.dbs.namespaceMemories.getKeysCount({ start: ["big"], end: ["big", "\uffff"] });
+  const loaded =
+    s.backend === "lmdb" ? s.dbs.namespaceMemories.getKeysCount({ start: ["big"], end: ["big", "\uffff"] }) : 0;
   let inFlight: Promise<unknown> = Promise.resolve();
   for (let i = loaded; i < N; i += batch) {
     const ops: MemoryOp[] = [];
@@ -185,7 +208,7 @@ if (parts.has("keyword")) {
   clearInterval(ticker);
   const ns = await run();
   const en = await run("e7");
-  say(`\n## Keyword search at ${N.toLocaleString("en")} memories (LMDB, 1 caller)\n`);
+  say(`\n## Keyword search at ${N.toLocaleString("en")} memories (${pgUrl ? "PostgreSQL" : "LMDB"}, 1 caller)\n`);
   say(
     `Namespace \`big\`: ${N.toLocaleString("en")} memories of 6–15 words drawn Zipf-like from 20,000 words, over 1,000 entities; loaded through Storage.apply (index on, 10,000 per transaction) in ${loaded ? "an earlier run" : `${loadS.toFixed(0)} s`}, then a full garbage collection. Queries: 3 words drawn the same way, limit 10, ${Q} queries (first 50 as warm-up).\n`,
   );
@@ -195,9 +218,10 @@ if (parts.has("keyword")) {
   say(
     `| one entity (${(N / entities).toLocaleString("en")} memories) | ${ms(en.p50)} | ${ms(en.p99)} | ${en.found.toFixed(1)} | p50 < 2 ms |`,
   );
-  say(
-    `\nThe first search of the namespace in the process took ${ms(build)}: it loads the namespace's in-memory lists from the terms in namespace_memories, in slices; the event loop was never held longer than ${ms(held)} meanwhile, so other requests were served.`,
-  );
+  if (s.backend === "lmdb")
+    say(
+      `\nThe first search of the namespace in the process took ${ms(build)}: it loads the namespace's in-memory lists from the terms in namespace_memories, in slices; the event loop was never held longer than ${ms(held)} meanwhile, so other requests were served.`,
+    );
   await s.close();
 }
 
