@@ -155,6 +155,27 @@ describe("keyword search", () => {
     ]);
   });
 
+  test("many equal scores: the newest win; a filter that only old ones pass still finds them", async () => {
+    // 90 equal scores (more than the candidates a backend may look at first: 4 × limit + 16).
+    const ns = "ties";
+    const ids: string[] = [];
+    for (let i = 0; i < 90; i++)
+      ids.push(
+        await store(plain, {
+          namespace: ns,
+          entity: `u${i % 3}`,
+          content: "green tea",
+          category: i < 5 ? "old" : "new",
+        }),
+      );
+    const ids10 = (r: { body: { results: { id: string }[] } }) => r.body.results.map((x) => x.id);
+    // createdAt strictly increases in a namespace, so the newest ten are the last ten stored.
+    expect(ids10(await search(plain, { namespace: ns, query: "tea" }))).toEqual(ids.slice(-10).reverse());
+    expect(ids10(await search(plain, { namespace: ns, query: "tea", category: "old", limit: 10 }))).toEqual(
+      ids.slice(0, 5).reverse(),
+    );
+  });
+
   test("case and accents are folded; Chinese and Japanese text without spaces is found", async () => {
     const ns = "i18n";
     await store(plain, { namespace: ns, entity: "u", content: "Loves the Café de Flore in PARIS" });

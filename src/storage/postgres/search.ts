@@ -104,7 +104,12 @@ function filterSql(filter: SearchFilter, now: number, params: unknown[]): string
   return where;
 }
 
-/** BM25 (k1 1.2, b 0.75) over the scope's postings, in one statement; best first, ties newer first. */
+/**
+ * BM25 (k1 1.2, b 0.75) over the scope's postings, in one statement; best first, ties newer first.
+ * The postings of the query's terms are read once (df by a window over them), and only the best
+ * `pool` scores (with every tie at the cut) are joined to their memories and filtered; when fewer
+ * than `limit` of those pass the filter, the statement runs again over all of them.
+ */
 export async function keywordSearch(
   sql: SQL,
   scope: MemoryScope,
@@ -115,26 +120,30 @@ export async function keywordSearch(
   memoryOf: (r: Record<string, unknown>) => MemoryRecord,
 ): Promise<Scored[]> {
   if (terms.length === 0) return [];
-  const params: unknown[] = [scope.namespace, scope.entity ?? "", `{${terms.map(pgArrayItem).join(",")}}`];
-  const byEntity = scope.entity !== undefined ? "AND t.entity = $2" : "";
-  const where = filterSql(filter, now, params);
-  params.push(limit);
-  const { k1, b } = BM25;
-  const rows = await sql.unsafe(
-    `WITH st AS (SELECT docs::float8 AS docs, total_len::float8 / docs AS avg FROM search_stats
-                 WHERE namespace = $1 AND entity = $2 AND docs > 0),
-          df AS (SELECT t.term, count(*)::float8 AS df FROM memory_terms t
-                 WHERE t.namespace = $1 ${byEntity} AND t.term = ANY($3::text[]) GROUP BY t.term),
-          sc AS (SELECT t.memory_id, sum(ln(1 + (st.docs - df.df + 0.5) / (df.df + 0.5))
-                          * (t.tf * ${k1 + 1}) / (t.tf + ${k1} * (1 - ${b} + ${b} * t.doc_len / st.avg))) AS score
-                 FROM memory_terms t JOIN df ON df.term = t.term CROSS JOIN st
-                 WHERE t.namespace = $1 ${byEntity} AND t.term = ANY($3::text[])
-                 GROUP BY t.memory_id)
-     SELECT m.*, sc.score FROM sc JOIN memories m ON m.id = sc.memory_id
-     WHERE ${where}
-     ORDER BY sc.score DESC, m.created_at DESC, m.id DESC LIMIT $${params.length}`,
-    params,
-  );
+  const run = async (pool: number | null) => {
+    const params: unknown[] = [scope.namespace, scope.entity ?? "", `{${terms.map(pgArrayItem).join(",")}}`, pool];
+    const byEntity = scope.entity !== undefined ? "AND t.entity = $2" : "";
+    const where = filterSql(filter, now, params);
+    params.push(limit);
+    const { k1, b } = BM25;
+    return sql.unsafe(
+      `WITH st AS (SELECT docs::float8 AS docs, total_len::float8 / docs AS avg FROM search_stats
+                   WHERE namespace = $1 AND entity = $2 AND docs > 0),
+            p AS (SELECT t.memory_id, t.tf, t.doc_len, count(*) OVER (PARTITION BY t.term)::float8 AS df
+                  FROM memory_terms t WHERE t.namespace = $1 ${byEntity} AND t.term = ANY($3::text[])),
+            sc AS (SELECT p.memory_id, sum(ln(1 + (st.docs - p.df + 0.5) / (p.df + 0.5))
+                            * (p.tf * ${k1 + 1}) / (p.tf + ${k1} * (1 - ${b} + ${b} * p.doc_len / st.avg))) AS score
+                   FROM p CROSS JOIN st GROUP BY p.memory_id),
+            top AS (SELECT * FROM sc WHERE $4::int IS NULL OR sc.score >= COALESCE(
+                      (SELECT score FROM sc ORDER BY score DESC OFFSET $4::int - 1 LIMIT 1), '-Infinity'::float8))
+       SELECT m.*, top.score FROM top JOIN memories m ON m.id = top.memory_id
+       WHERE ${where}
+       ORDER BY top.score DESC, m.created_at DESC, m.id DESC LIMIT $${params.length}`,
+      params,
+    );
+  };
+  let rows = await run(limit * 4 + 16);
+  if (rows.length < limit) rows = await run(null);
   return rows.map((r: Record<string, unknown>) => ({ memory: memoryOf(r), score: Number(r.score) }));
 }
 
