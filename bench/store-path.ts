@@ -3,11 +3,12 @@
 // memd each round; medians over the rounds. Server on CPU 0, wrk on CPU 1. `make bench` runs it
 // for LMDB and PostgreSQL (bench/run.ts); alone:
 //   bun run bench/store-path.ts [rounds] [--source] [--memd PATH]... [--database-url URL]
-//     [--data-root DIR] [--secs N]
+//     [--data-root DIR] [--secs N] [--unpinned]
 // --memd (repeatable) compares several binaries in one run (e.g. before and after a change);
 // --data-root puts the LMDB data dirs there (e.g. /dev/shm, to take a busy disk's fsync out of
 // an A/B comparison of CPU work; the answers still wait for the flush). --database-url makes a
-// fresh database per round on that server.
+// fresh database per round on that server. --unpinned lets the servers (ceiling and memd alike)
+// use both cores; wrk stays on CPU 1.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,8 +31,11 @@ function cpuMs(pid: number): number {
   return ((Number(f[11]) + Number(f[12])) * 1000) / ticks;
 }
 
+/** Servers run on CPU 0 only, unless --unpinned (both cores, shared with wrk on CPU 1). */
+const serverCpus = process.argv.includes("--unpinned") ? "0,1" : "0";
+
 async function start(cmd: string[], env: Record<string, string>, port: number) {
-  const proc = Bun.spawn(["taskset", "-c", "0", ...cmd], {
+  const proc = Bun.spawn(["taskset", "-c", serverCpus, ...cmd], {
     env: { PATH: process.env.PATH!, ...env },
     stdout: "ignore",
     stderr: "inherit",
@@ -183,6 +187,7 @@ if (import.meta.main) {
       memd: { type: "string", multiple: true },
       "database-url": { type: "string" },
       "data-root": { type: "string" },
+      unpinned: { type: "boolean" },
       secs: { type: "string" },
     },
     allowPositionals: true,
