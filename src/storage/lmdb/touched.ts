@@ -51,7 +51,7 @@ export interface CacheSource<S, V> {
  * the event loop, so other requests are served (tests make it wait for their writes).
  */
 export const loading = {
-  slice: 5000,
+  slice: 1000,
   between: (): Promise<unknown> => new Promise((resolve) => setImmediate(resolve)),
 };
 
