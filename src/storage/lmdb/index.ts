@@ -111,14 +111,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     overlay: Map<string, MemoryRecord>,
   ): Applied {
     const event: EventRecord = { ...p.event, seq };
-    const { namespace: ns, atMs } = event;
-    w.put(dbs.events, seq, event);
-    w.put(dbs.eventsByNs, keys.eventByNs(ns, atMs, seq), null);
-    w.put(dbs.eventsByEntity, keys.eventByEntity(ns, event.entity, atMs, seq), null);
-    w.put(dbs.eventsByMemory, keys.eventByMemory(ns, event.memoryId, atMs, seq), null);
-    // A REPLACE also belongs to the history of the memory it superseded.
-    if (event.mergedFromId && event.mergedFromId !== event.memoryId)
-      w.put(dbs.eventsByMemory, keys.eventByMemory(ns, event.mergedFromId, atMs, seq), null);
+    putEvent(w, dbs, event);
     if (p.created) {
       const r = p.created;
       w.put(dbs.memories, r.id, r);
@@ -482,6 +475,18 @@ function firstKeyOf(keys: Iterable<Key>): unknown[] | undefined {
 export { FORMAT_VERSION };
 
 /** Puts and removes staged by a write plan; applied together once the plan has finished. */
+/** Stages an event and its index entries. */
+export function putEvent(w: Writes, dbs: Dbs, event: EventRecord) {
+  const { namespace: ns, atMs, seq } = event;
+  w.put(dbs.events, seq, event);
+  w.put(dbs.eventsByNs, keys.eventByNs(ns, atMs, seq), null);
+  w.put(dbs.eventsByEntity, keys.eventByEntity(ns, event.entity, atMs, seq), null);
+  w.put(dbs.eventsByMemory, keys.eventByMemory(ns, event.memoryId, atMs, seq), null);
+  // A REPLACE also belongs to the history of the memory it superseded.
+  if (event.mergedFromId && event.mergedFromId !== event.memoryId)
+    w.put(dbs.eventsByMemory, keys.eventByMemory(ns, event.mergedFromId, atMs, seq), null);
+}
+
 export class Writes {
   private readonly ops: [db: Database, key: unknown, value: unknown, remove: boolean][] = [];
   put(db: Database, key: unknown, value: unknown) {

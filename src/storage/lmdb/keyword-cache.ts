@@ -9,7 +9,7 @@
 // record, so a memory that is no longer current is never returned.
 import { termCounts } from "../../text/tokens";
 import type { Dbs } from "./index";
-import { END, keys } from "./layout";
+import { keys } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 
 const grown = <T extends Int32Array | Float64Array | Uint8Array>(a: T, size: number): T => {
@@ -203,17 +203,10 @@ export function keywordCache(dbs: Dbs): KeywordCache {
   return new NamespaceCache<KeywordSpace, DocTerms>({
     empty: () => new KeywordSpace(),
     load: (s, ns, after, limit) =>
-      loadSlice(
-        (start, end, n) => dbs.namespaceMemories.getRange({ start, end, limit: n }),
-        [ns],
-        [ns, END],
-        after,
-        limit,
-        (key, value) => {
-          // Entries without terms (written with the index off) are listed, not indexed.
-          if (value !== null) s.add(key[1] as string, value as DocTerms, true);
-        },
-      ),
+      loadSlice(dbs.namespaceMemories, ns, after, limit, (key, value) => {
+        // Entries without terms (written with the index off) are listed, not indexed.
+        if (value !== null) s.add(key[1] as string, value as DocTerms, true);
+      }),
     keep: (s) => s.stats.docs > 0,
     read: ([ns, , id]) =>
       (dbs.namespaceMemories.get(keys.namespaceMemory(ns, id)) ?? undefined) as DocTerms | undefined,

@@ -7,7 +7,7 @@ import type { ErasureRecord, EventRecord, ExportRecord, IdempotencyEntry, KeyRec
 import { isCurrent } from "../records";
 import type { Applied, LifecycleMethods, MemoryOp } from "../storage";
 import type { EventClock } from "./clock";
-import type { Dbs, Writes } from "./index";
+import { type Dbs, putEvent, type Writes } from "./index";
 import { END, keys } from "./layout";
 import { IndexWriter } from "./search";
 
@@ -237,15 +237,8 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
               if (r.expiresAt !== undefined) w.put(dbs.expiries, keys.expiry(r.expiresAt, r.id), null);
               ix.add(rec as MemoryRecord);
             }
-          } else if (r.type === "event") {
-            const { namespace: ns, atMs, seq } = r;
-            w.put(dbs.events, seq, rec);
-            w.put(dbs.eventsByNs, keys.eventByNs(ns, atMs, seq), null);
-            w.put(dbs.eventsByEntity, keys.eventByEntity(ns, r.entity, atMs, seq), null);
-            w.put(dbs.eventsByMemory, keys.eventByMemory(ns, r.memoryId, atMs, seq), null);
-            if (r.mergedFromId && r.mergedFromId !== r.memoryId)
-              w.put(dbs.eventsByMemory, keys.eventByMemory(ns, r.mergedFromId, atMs, seq), null);
-          } else if (r.type === "key") {
+          } else if (r.type === "event") putEvent(w, dbs, rec as EventRecord);
+          else if (r.type === "key") {
             w.put(dbs.apiKeys, r.id, rec);
             if (r.revokedAt === null) w.put(dbs.apiKeyHashes, r.hash, r.id);
           } else w.put(dbs.erasures, key, rec);

@@ -401,34 +401,9 @@ export function semanticSearch(
 
 /** Indexes of `k` largest of the first `n` values (ties broken anyhow), best first. */
 function bestValues(values: Float64Array, n: number, k: number): number[] {
-  if (k >= n) return Array.from({ length: n }, (_, i) => i).sort((a, b) => values[b] - values[a]);
-  const heap = new Int32Array(k); // indexes, the smallest value at the root
-  let size = 0;
-  for (let i = 0; i < n; i++) {
-    const v = values[i];
-    if (size < k) {
-      let c = size++;
-      while (c > 0) {
-        const p = (c - 1) >> 1;
-        if (values[heap[p]] <= v) break;
-        heap[c] = heap[p];
-        c = p;
-      }
-      heap[c] = i;
-    } else if (v > values[heap[0]]) {
-      let c = 0;
-      for (;;) {
-        const l = 2 * c + 1;
-        if (l >= k) break;
-        const m = l + 1 < k && values[heap[l + 1]] < values[heap[l]] ? l + 1 : l;
-        if (values[heap[m]] >= v) break;
-        heap[c] = heap[m];
-        c = m;
-      }
-      heap[c] = i;
-    }
-  }
-  return Array.from(heap).sort((a, b) => values[b] - values[a]);
+  return topIndexes(values, k, n)
+    .sort((a, b) => values[b] - values[a])
+    .slice(0, k);
 }
 
 /**

@@ -1,4 +1,5 @@
-import type { Key } from "lmdb";
+import type { Database, Key } from "lmdb";
+import { END } from "./layout";
 
 /** A memory's key in a namespace-scoped index: [namespace, entity, memoryId]. */
 export type Touched = readonly [string, string, string];
@@ -123,23 +124,23 @@ export class NamespaceCache<S, V> {
 }
 
 /**
- * Reads up to `limit` entries of the range [prefix, end) after the key `after` (or from the
- * start): CacheSource.load's walk over one LMDB range. Returns the last key read, or undefined
- * when none was left.
+ * Reads up to `limit` entries of `namespace` in `db` (keys [namespace, ...]) after the key
+ * `after` (or from the start): CacheSource.load's walk over one LMDB range. Returns the last key
+ * read, or undefined when none was left.
  */
-export function loadSlice<K extends Key[]>(
-  range: (start: Key, end: Key, limit: number) => Iterable<{ key: Key; value: unknown }>,
-  prefix: Key[],
-  end: Key[],
-  after: K | undefined,
+export function loadSlice(
+  db: Database,
+  namespace: string,
+  after: Key[] | undefined,
   limit: number,
-  add: (key: K, value: unknown) => void,
-): K | undefined {
-  let last: K | undefined;
+  add: (key: Key[], value: unknown) => void,
+): Key[] | undefined {
+  let last: Key[] | undefined;
   let n = 0;
   // The range starts at `after` itself (inclusive): one more, and skip it.
-  for (const { key, value } of range(after ?? prefix, end, after ? limit + 1 : limit)) {
-    const k = key as K;
+  const range = db.getRange({ start: after ?? [namespace], end: [namespace, END], limit: after ? limit + 1 : limit });
+  for (const { key, value } of range) {
+    const k = key as Key[];
     if (after && n === 0 && k.length === after.length && k.every((x, i) => x === after[i])) continue;
     add(k, value);
     last = k;

@@ -6,7 +6,6 @@
 // until that refresh: search checks every candidate against its memory record anyway.
 import { type DotKernel, dotKernel } from "./dot";
 import type { Dbs } from "./index";
-import { END } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 
 const PAGE = 65536;
@@ -155,13 +154,8 @@ export function vectorCache(dbs: Dbs): VectorCache {
   return new NamespaceCache<Space, Float32Array>({
     empty: () => new Space(),
     load: (s, ns, after, limit) =>
-      loadSlice(
-        (start, end, n) => dbs.vectors.getRange({ start, end, limit: n }),
-        [ns],
-        [ns, END],
-        after,
-        limit,
-        (key, value) => s.set(key[2] as string, key[1] as string, toFloats(value as Uint8Array)),
+      loadSlice(dbs.vectors, ns, after, limit, (key, value) =>
+        s.set(key[2] as string, key[1] as string, toFloats(value as Uint8Array)),
       ),
     keep: (s) => s.size > 0,
     read: (k) => {
