@@ -11,7 +11,7 @@
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SQL } from "bun";
+import { createDatabase } from "../test/helpers";
 import { startWrk, type WrkResult, wrk } from "./wrk";
 
 const root = join(import.meta.dir, "..");
@@ -74,13 +74,7 @@ async function stop(...servers: Server[]) {
   await Promise.all(servers.map((s) => s.proc.exited));
 }
 
-async function freshDatabase(): Promise<string> {
-  const name = `memd_bench_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  const admin = new SQL(baseUrl!);
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  await admin.close();
-  return baseUrl!.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
-}
+const freshDatabase = () => createDatabase(baseUrl!);
 
 /** Raw store at 64 connections, after a 1 s warm-up; on several servers, the 64 connections split between them. */
 async function rawStore(servers: Server[], script?: string): Promise<WrkResult> {

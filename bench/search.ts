@@ -11,13 +11,13 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { SQL } from "bun";
 import { fuse } from "../src/search/service";
 import { openLmdb } from "../src/storage/lmdb/index";
 import { openPostgres } from "../src/storage/postgres/index";
 import type { MemoryOp, Scored } from "../src/storage/storage";
 import { queryTerms } from "../src/text/tokens";
 import { canonicalizer, fakeVector } from "../test/fake-embedder";
+import { createDatabase, seededRandom } from "../test/helpers";
 import type { SearchSet } from "./search-set";
 
 const N = Number(process.env.BENCH_SEARCH_N ?? 1_000_000);
@@ -39,23 +39,7 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 const ms = (x: number) => `${x.toFixed(2)} ms`;
-/** A new database on the PostgreSQL server of `url`. */
-async function freshDatabase(url: string): Promise<string> {
-  const name = `memd_search_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  const admin = new SQL(url);
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  await admin.close();
-  return url.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
-}
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = rng(42);
+const rand = seededRandom(42);
 
 // 1. Quality
 if (parts.has("quality")) {
@@ -137,7 +121,7 @@ if (parts.has("keyword")) {
   const pgUrl = process.env.BENCH_SEARCH_DATABASE_URL;
   const s = pgUrl
     ? await openPostgres({
-        url: await freshDatabase(pgUrl),
+        url: await createDatabase(pgUrl),
         pool: 10,
         connectTimeoutMs: 5000,
         statementTimeoutMs: 600_000,
@@ -181,7 +165,7 @@ if (parts.has("keyword")) {
   const run = (entity?: string) => {
     const lat: number[] = [];
     let found = 0;
-    const qword = zipfOf(rng(7)); // the same queries whatever was loaded in this run
+    const qword = zipfOf(seededRandom(7)); // the same queries whatever was loaded in this run
     return (async () => {
       for (let i = 0; i < Q; i++) {
         const q = `${qword()} ${qword()} ${qword()}`;

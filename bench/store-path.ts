@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { SQL } from "bun";
+import { createDatabase } from "../test/helpers";
 
 const repo = join(import.meta.dir, "..");
 const key = "memd_bench_root_key_0123456789abcdef";
@@ -84,17 +84,6 @@ async function measure(cmd: string[], env: Record<string, string>, port: number,
   }
 }
 
-async function freshDatabase(url: string): Promise<string> {
-  const name = `memd_sp_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
-  const admin = new SQL(url);
-  try {
-    await admin.unsafe(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.close();
-  }
-  return url.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
-}
-
 export interface StorePathOptions {
   rounds?: number;
   secs?: number;
@@ -145,7 +134,7 @@ export async function storePath(o: StorePathOptions = {}): Promise<StorePathRow[
     log(`round ${i + 1}: ceiling ${ceil.rps.toFixed(0)} req/s ${ceil.cpuUs.toFixed(1)} µs/req`);
     for (const [label, cmd] of Object.entries(memd)) {
       const dir = mkdtempSync(join(o.dataRoot ?? tmpdir(), "memd-bench-"));
-      const storage = o.databaseUrl ? ["--database-url", await freshDatabase(o.databaseUrl)] : [];
+      const storage = o.databaseUrl ? ["--database-url", await createDatabase(o.databaseUrl)] : [];
       const m = await measure(
         [...cmd, "serve", "--port", String(port), "--data-dir", dir, ...storage],
         { MEMD_API_KEY: key, MEMD_LOG_LEVEL: "info" },

@@ -4,21 +4,11 @@
  * byte. Reproduce a failure with FUZZ_SEED=<seed> (and FUZZ_COUNT to change the count).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { dumpStorage, startTestServer, type TestServer } from "./helpers";
+import { dumpStorage, seededRandom, startTestServer, type TestServer } from "./helpers";
 
 const seed = Number(process.env.FUZZ_SEED ?? 20260601);
 const count = Number(process.env.FUZZ_COUNT ?? 12_000);
 const inFlight = 16;
-
-/** mulberry32: small, fast, and the same sequence for the same seed. */
-function prng(a: number) {
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface BadRequest {
   kind: string;
@@ -374,7 +364,7 @@ afterAll(() => s.stop());
 test(`${count} bad requests (seed ${seed}): all 4xx with the error shape, server alive, store unchanged`, async () => {
   const beforeApi = await exportApi();
   const beforeStore = await exportStore();
-  const next = generator(prng(seed));
+  const next = generator(seededRandom(seed));
   const requests = Array.from({ length: count }, next);
   const failures: string[] = [];
   const kinds = new Map<string, number>();

@@ -29,17 +29,29 @@ export function postgresUrl(): string {
   return url;
 }
 
-/** A new empty database on the test PostgreSQL; its URL. */
-export async function freshDatabase(): Promise<string> {
-  const url = postgresUrl();
+/** A new empty database on the PostgreSQL server of `serverUrl` (tests and benchmarks); its URL. */
+export async function createDatabase(serverUrl: string): Promise<string> {
   const name = `memd_t_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
-  const admin = new SQL(url);
+  const admin = new SQL(serverUrl);
   try {
     await admin.unsafe(`CREATE DATABASE ${name}`);
   } finally {
     await admin.close();
   }
-  return url.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
+  return serverUrl.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
+}
+
+/** A new empty database on the test PostgreSQL; its URL. */
+export const freshDatabase = () => createDatabase(postgresUrl());
+
+/** mulberry32: a small seeded generator of numbers in [0, 1), so a failure or a figure can be replayed. */
+export function seededRandom(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
 
 /** On PostgreSQL, one database per data dir, so a test that restarts on "the same data dir" gets its data back. */

@@ -8,7 +8,7 @@ import { pruning } from "../src/storage/lmdb/search";
 import { isCurrent, type MemoryRecord } from "../src/storage/records";
 import type { MemoryOp, Storage } from "../src/storage/storage";
 import { bm25, idf, queryTerms } from "../src/text/tokens";
-import { backend, freshDatabase, tempDir } from "./helpers";
+import { backend, freshDatabase, seededRandom, tempDir } from "./helpers";
 
 let storage: Storage;
 const tmp = tempDir();
@@ -27,16 +27,6 @@ afterAll(async () => {
   await storage.close();
   tmp.cleanup();
 });
-
-/** mulberry32: a small seeded generator, so a failure can be replayed. */
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const vocab =
   "tea coffee Café cafe dog cat Lisbon paris nurse piano runs daily vegan meat 北京 烤鸭 sails boat red blue".split(
@@ -85,7 +75,7 @@ function bruteForce(scope: { namespace: string; entity?: string }, terms: string
 
 test("incremental index ranks exactly as a rebuilt one after every step", async () => {
   const seed = Number(process.env.SEARCH_PROPERTY_SEED ?? 20260101);
-  const rand = rng(seed);
+  const rand = seededRandom(seed);
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)];
   const text = () => Array.from({ length: 1 + Math.floor(rand() * 7) }, () => pick(vocab)).join(" ");
   const ns = "prop";
@@ -222,7 +212,7 @@ test("semantic search follows every change of vectors at once, after the scope w
 
 test("in-memory keyword lists stay exact through removals and compaction", () => {
   const space = new KeywordSpace(5);
-  const rand = rng(7);
+  const rand = seededRandom(7);
   const live = new Map<string, { entity: string; v: (string | number)[] }>();
   for (let i = 0; i < 400; i++) {
     const id = `m${Math.floor(rand() * 60)}`;
