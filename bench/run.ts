@@ -10,6 +10,7 @@ import { startFakeModel } from "../test/fake-model";
 import { lifecycleBench } from "./lifecycle";
 import { describeRow, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
+import { type WrkResult, wrk } from "./wrk";
 
 const root = join(import.meta.dir, "..");
 const bin = join(root, "dist/memd");
@@ -64,49 +65,9 @@ async function stop(s: Server) {
   await s.proc.exited;
 }
 
-interface WrkResult {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-}
-
-const unitMs: Record<string, number> = { us: 0.001, ms: 1, s: 1000 };
-
-/** One wrk run pinned to the load CPU; latencies in ms. */
-function wrk(url: string, conns: number, opts: { body?: unknown; secs?: number } = {}): WrkResult {
-  const script = opts.body === undefined ? "get.lua" : "post.lua";
-  const args = [
-    "taskset",
-    "-c",
-    loadCpu,
-    "wrk",
-    "-t1",
-    `-c${conns}`,
-    `-d${opts.secs ?? seconds}s`,
-    "--latency",
-    "-s",
-    join(import.meta.dir, script),
-    url,
-  ];
-  const p = Bun.spawnSync(args, {
-    env: { ...process.env, KEY: key, BODY: opts.body === undefined ? "" : JSON.stringify(opts.body) },
-  });
-  const out = p.stdout.toString();
-  if (p.exitCode !== 0) throw new Error(`wrk failed: ${p.stderr.toString()}${out}`);
-  const pct = (n: string) => {
-    const m = new RegExp(`^\\s+${n}%\\s+([\\d.]+)(us|ms|s)\\s*$`, "m").exec(out);
-    return m ? Number(m[1]) * unitMs[m[2]] : Number.NaN;
-  };
-  const errs = /Non-2xx or 3xx responses: (\d+)/.exec(out);
-  const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-  return {
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
-    p50: pct("50"),
-    p99: pct("99"),
-    errors: Number(errs?.[1] ?? 0) + (sock ? sock.slice(1).reduce((a, b) => a + Number(b), 0) : 0),
-  };
-}
+/** One wrk run pinned to the load CPU (bench/wrk.ts); latencies in ms. */
+const runWrk = (url: string, conns: number, opts: { body?: unknown; secs?: number } = {}) =>
+  wrk(url, conns, { key, cpu: loadCpu, secs: opts.secs ?? seconds, body: opts.body });
 
 const f0 = (n: number) => Math.round(n).toLocaleString("en-US");
 const ms = (n: number) => `${n.toFixed(2)} ms`;
@@ -126,19 +87,19 @@ const ceiling = await startPinned(
   {},
   ceilingPort,
 );
-wrk(`${ceiling.url}/`, 64, { body: storeBody, secs: 1 }); // warm-up
-const ceil = wrk(`${ceiling.url}/`, 64, { body: storeBody });
+await runWrk(`${ceiling.url}/`, 64, { body: storeBody, secs: 1 }); // warm-up
+const ceil = await runWrk(`${ceiling.url}/`, 64, { body: storeBody });
 await stop(ceiling);
 
 log("raw store");
 const rawDir = join(work, "raw");
 let s = await startMemd(rawDir);
-wrk(`${s.url}/v1/memory`, 64, { body: storeBody, secs: 1 });
-const store1 = wrk(`${s.url}/v1/memory`, 1, { body: storeBody });
-const store64 = wrk(`${s.url}/v1/memory`, 64, { body: storeBody });
+await runWrk(`${s.url}/v1/memory`, 64, { body: storeBody, secs: 1 });
+const store1 = await runWrk(`${s.url}/v1/memory`, 1, { body: storeBody });
+const store64 = await runWrk(`${s.url}/v1/memory`, 64, { body: storeBody });
 await stop(s);
 s = await startMemd(rawDir, { MEMD_LOG_LEVEL: "info" });
-const store64info = wrk(`${s.url}/v1/memory`, 64, { body: storeBody });
+const store64info = await runWrk(`${s.url}/v1/memory`, 64, { body: storeBody });
 await stop(s);
 
 // 1b. Issue 13's figure: CPU per durable raw store and req/s as ratios to the ceiling, alternating
@@ -198,19 +159,21 @@ for (const n of [10_000, 1_000_000]) {
   s = await startMemd(dir);
   const r: Record<string, WrkResult> = {};
   for (const answer of [10, 200]) {
-    r[`diff ${answer}`] = wrk(`${s.url}/v1/memory/diff`, 1, {
+    r[`diff ${answer}`] = await runWrk(`${s.url}/v1/memory/diff`, 1, {
       body: { namespace: "bench", since: loaded.since, limit: answer },
       secs: readSecs,
     });
-    r[`events ns ${answer}`] = wrk(`${s.url}/v1/memory/events?namespace=bench&limit=${answer}`, 1, { secs: readSecs });
-    r[`events memoryId ${answer}`] = wrk(
+    r[`events ns ${answer}`] = await runWrk(`${s.url}/v1/memory/events?namespace=bench&limit=${answer}`, 1, {
+      secs: readSecs,
+    });
+    r[`events memoryId ${answer}`] = await runWrk(
       `${s.url}/v1/memory/events?memoryId=${loaded.hot[answer]}&limit=${answer}`,
       1,
       { secs: readSecs },
     );
   }
   // Some writes on the big store too, so the peak covers both paths.
-  r.store64 = wrk(`${s.url}/v1/memory`, 64, { body: storeBody, secs: readSecs });
+  r.store64 = await runWrk(`${s.url}/v1/memory`, 64, { body: storeBody, secs: readSecs });
   reads[n] = r;
   if (n === 1_000_000) {
     const status = await Bun.file(`/proc/${s.proc.pid}/status`).text();
