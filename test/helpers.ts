@@ -83,6 +83,22 @@ if (testBinary && !existsSync(testBinary))
 export const memdCommand = (...args: string[]) =>
   testBinary ? [testBinary, ...args] : [process.execPath, "run", join(repo, "src/main.ts"), ...args];
 
+/**
+ * Runs a memd command (memdCommand, from the repo root) with exactly the environment `env`, to
+ * its end or for at most 20 s; its output and exit code.
+ */
+export async function runMemd(args: string[], env: Record<string, string | undefined>) {
+  const proc = Bun.spawn(memdCommand(...args), { cwd: repo, env, stdout: "pipe", stderr: "pipe" });
+  const timer = setTimeout(() => proc.kill("SIGKILL"), 20_000);
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  clearTimeout(timer);
+  return { out, err, code };
+}
+
 /** A fresh temp data dir; removed by `cleanup()`. */
 export function tempDir(prefix = "memd-test-"): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));

@@ -1,25 +1,10 @@
 /** `memd keys ...` as users run it: a separate process on the data dir of a running server. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { join } from "node:path";
 import { parseDuration } from "../src/keys/cli";
-import { memdCommand, spawnServer, startTestServer, type TestServer, tempDir } from "./helpers";
+import { runMemd, spawnServer, startTestServer, type TestServer, tempDir } from "./helpers";
 
-const root = join(import.meta.dir, "..");
-
-async function memd(args: string[], env: Record<string, string> = {}) {
-  const proc = Bun.spawn(memdCommand(...args), {
-    cwd: root,
-    env: { ...process.env, MEMD_DATA_DIR: "", MEMD_DATABASE_URL: s?.databaseUrl ?? "", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { out, err, code };
-}
+const memd = (args: string[], env: Record<string, string> = {}) =>
+  runMemd(args, { ...process.env, MEMD_DATA_DIR: "", MEMD_DATABASE_URL: s?.databaseUrl ?? "", ...env });
 
 // No word boundary after the secret: base64url may end it with "-", which \b would cut off (a 1-in-64 flake).
 const secretIn = (text: string) => /\b(memd_[\w-]+)/.exec(text)?.[1];

@@ -4,29 +4,16 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { SQL } from "bun";
-import { backend, dumpStorage, startTestServer, type TestServer, tempDir } from "./helpers";
+import { backend, dumpStorage, runMemd, startTestServer, type TestServer, tempDir } from "./helpers";
 
-const root = join(import.meta.dir, "..");
 const marker = `ZQXMARK${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
 const tmp = tempDir();
 let s: TestServer;
 let writeKey: string;
 let scopedAdmin: string;
 
-async function memd(args: string[], env: Record<string, string> = {}) {
-  const proc = Bun.spawn([process.execPath, "run", "src/main.ts", ...args], {
-    cwd: root,
-    env: { ...process.env, MEMD_DATA_DIR: "", MEMD_DATABASE_URL: s.databaseUrl ?? "", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { out, err, code };
-}
+const memd = (args: string[], env: Record<string, string> = {}) =>
+  runMemd(args, { ...process.env, MEMD_DATA_DIR: "", MEMD_DATABASE_URL: s.databaseUrl ?? "", ...env });
 
 beforeAll(async () => {
   s = await startTestServer({ dataDir: tmp.dir });

@@ -9,6 +9,7 @@ import {
   dumpStorage,
   freshDatabase,
   rootSecret,
+  runMemd,
   type ServerProcess,
   spawnServer,
   startTestServer,
@@ -16,7 +17,6 @@ import {
   tempDir,
 } from "./helpers";
 
-const root = join(import.meta.dir, "..");
 const tmp = tempDir("memd-transfer-");
 let s: TestServer;
 let writeKey: string;
@@ -26,20 +26,7 @@ let nsAdmin: string;
 type Place = { flags: string[] };
 let source: Place;
 
-async function memd(args: string[]) {
-  const proc = Bun.spawn([process.execPath, "run", "src/main.ts", ...args], {
-    cwd: root,
-    env: { ...process.env, MEMD_DATA_DIR: "", MEMD_DATABASE_URL: "" },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { out, err, code };
-}
+const memd = (args: string[]) => runMemd(args, { ...process.env, MEMD_DATA_DIR: "", MEMD_DATABASE_URL: "" });
 
 /** A fresh empty store of the other backend. */
 async function otherStore(name: string): Promise<Place> {

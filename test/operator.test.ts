@@ -3,9 +3,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { memdCommand, rootSecret, spawnServer, startTestServer, type TestServer, tempDir } from "./helpers";
+import { rootSecret, runMemd, spawnServer, startTestServer, type TestServer, tempDir } from "./helpers";
 
-const repo = join(import.meta.dir, "..");
 const dirs: (() => void)[] = [];
 afterAll(() => {
   for (const cleanup of dirs) cleanup();
@@ -17,22 +16,8 @@ const fresh = () => {
 };
 
 /** Runs a memd command to its end (bounded), with a clean environment. */
-async function memd(args: string[], env: Record<string, string> = {}) {
-  const proc = Bun.spawn(memdCommand(...args), {
-    cwd: repo,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const timer = setTimeout(() => proc.kill("SIGKILL"), 20_000);
-  const [out, err, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  clearTimeout(timer);
-  return { out, err, code };
-}
+const memd = (args: string[], env: Record<string, string> = {}) =>
+  runMemd(args, { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, ...env });
 
 const stop = async (p: { proc: Bun.Subprocess }) => {
   p.proc.kill("SIGTERM");
