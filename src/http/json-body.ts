@@ -75,15 +75,9 @@ const noBodyError = (method: string) =>
 
 /**
  * Refuses a body on GET, HEAD and DELETE: no route of those methods reads one, and Elysia's
- * default parser would otherwise take anything (a nested 200 KB body, text/plain). Register
- * after authentication (401 comes first).
+ * default parser would otherwise take anything (a nested 200 KB body, text/plain). The request
+ * pipeline calls it after authentication (401 comes first).
  */
-export const refuseBodies = () =>
-  new Elysia({ name: "refuse-bodies" }).onRequest(function refuseBodyHook({ request }) {
-    refuseBody(request);
-  });
-
-/** refuseBodies' check, for the request pipeline. */
 export function refuseBody(request: Request) {
   if (takesNoBody(request.method) && hasBody(request)) throw noBodyError(request.method);
 }

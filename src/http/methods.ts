@@ -1,4 +1,3 @@
-import { Elysia } from "elysia";
 import { ApiError } from "./errors";
 
 export interface RouteInfo {
@@ -47,19 +46,9 @@ function allowedFor(table: Table, path: string): Set<string> | undefined {
  * A known path with the wrong method answers 405 `method_not_allowed` with an `Allow` header,
  * rather than 404, or a 400 from a parameterized route that happens to match
  * (GET /v1/memory/diff would otherwise reach GET /v1/memory/:id). `routes` is read on the first
- * request, when every route is registered. Register after authentication (401 comes first).
+ * request, when every route is registered. The request pipeline calls the check, a function of
+ * method and path (no query), after authentication (401 comes first).
  */
-export function methodGuard(routes: () => RouteInfo[]) {
-  const check = methodCheck(routes);
-  return new Elysia({ name: "method-guard" }).onRequest(function allowMethod({ request }) {
-    const url = request.url;
-    const start = url.indexOf("/", url.indexOf("//") + 2);
-    const q = url.indexOf("?", start);
-    check(request.method, q === -1 ? url.slice(start) : url.slice(start, q));
-  });
-}
-
-/** methodGuard's check as a function of method and path (no query), for the request pipeline. */
 export function methodCheck(routes: () => RouteInfo[]): (method: string, path: string) => void {
   let table: Table | undefined;
   return (method, path) => {

@@ -13,7 +13,7 @@ export interface PipelineOptions {
   auth: AuthOptions;
   /** Token buckets per key; none when rate limiting is off. */
   rateLimit?: Omit<RateLimitOptions, "bucketOf">;
-  /** Every route of the app, read on the first request (see methodGuard). */
+  /** Every route of the app, read on the first request (see methodCheck). */
   routes: () => RouteInfo[];
   /** Where answered requests are counted by route template and status (served at /metrics). */
   metrics: RequestMetrics;
@@ -27,9 +27,8 @@ export interface PipelineOptions {
  * request id (`x-request-id`), authentication (401 before any body is read), rate limit per key
  * (429), method guard (405 with Allow), strict query string (400), no body on GET/HEAD/DELETE
  * (400). After the answer: one log line and the metrics of the route template and status.
- * The path is cut from the URL once per request, and each check is a plain function, so the
- * plugins they come from (requestLog, auth's hook, rateLimit, methodGuard, strictQuery,
- * refuseBodies) stay usable on their own and mean the same.
+ * The path is cut from the URL once per request, and each check is a plain function of its
+ * feature's module.
  */
 export function pipeline({ logger, auth, rateLimit, routes, metrics, repeatableQuery = [] }: PipelineOptions) {
   const authenticate = authenticator(auth);

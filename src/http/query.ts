@@ -1,4 +1,4 @@
-import { Elysia, t } from "elysia";
+import { t } from "elysia";
 import { ApiError, invalidField } from "./errors";
 import { hasControl } from "./schemas";
 
@@ -14,15 +14,9 @@ export const LimitParam = (max: number, def: number) =>
  * (`%FF%FE`, `a%80`, `%C3%28`) is a 400 naming the parameter instead of being taken literally;
  * a decoded value obeys the rule of body fields (no control characters); and a parameter given
  * twice is a 400, not "the last one wins", unless it is one of `repeatable` (a list such as
- * `tag`). Register after authentication (401 comes first).
+ * `tag`). The request pipeline calls it after authentication (401 comes first); `q` is the index
+ * of the URL's "?" if known.
  */
-export function strictQuery({ repeatable = [] }: { repeatable?: string[] } = {}) {
-  return new Elysia({ name: "strict-query" }).onRequest(function checkQuery({ request }) {
-    checkQueryString(request.url, undefined, repeatable);
-  });
-}
-
-/** strictQuery's check of a URL, for the request pipeline; `q` is the index of its "?" if known. */
 export function checkQueryString(url: string, q = url.indexOf("?"), repeatable: readonly string[] = []) {
   if (q === -1 || q === url.length - 1) return;
   const hash = url.indexOf("#", q);

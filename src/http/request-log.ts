@@ -1,4 +1,3 @@
-import { Elysia } from "elysia";
 import type { Logger } from "../log";
 
 /** What the pipeline knows of a request in flight: start time, id, path (no query). */
@@ -13,7 +12,7 @@ export interface RequestInfo {
 const started = new WeakMap<Request, RequestInfo>();
 const validId = /^[\w.:-]{1,128}$/;
 
-/** Request id and timing of a request, if it passed through requestLog or the pipeline. */
+/** Request id and timing of a request, if it passed through the pipeline. */
 export const requestInfo = (request: Request) => started.get(request);
 
 /** The path of a URL, without the query string. */
@@ -65,19 +64,4 @@ export function logRequest(
     requestId: info?.id,
     keyId,
   });
-}
-
-/**
- * Gives every response an `x-request-id` (the caller's, if it sent a sane one) and writes one
- * log line per request: method, path (no query string), status, milliseconds, request id and
- * key id. Never bodies, never keys. (The app does this in its request pipeline; see pipeline.ts.)
- */
-export function requestLog(logger: Logger, keyIdOf: (r: Request) => string | undefined) {
-  return new Elysia({ name: "request-log" })
-    .onRequest(function tagRequest({ request, set }) {
-      beginRequest(request, set.headers, pathOf(request.url));
-    })
-    .onAfterResponse({ as: "global" }, function logRequestHook({ request, set }) {
-      logRequest(logger, request, statusOf(set), started.get(request), keyIdOf(request));
-    });
 }

@@ -1,7 +1,6 @@
 import { Elysia } from "elysia";
 import type { Core } from "../core";
 import { ApiError } from "../http/errors";
-import { requestInfo } from "../http/request-log";
 import type { auth } from "../keys/auth";
 
 /**
@@ -151,8 +150,8 @@ export interface MetricsOptions {
   modelStats?: () => ModelStats | undefined;
   /** Hook for the embedding feature's running totals (see EmbedStats). */
   embedStats?: () => EmbedStats | undefined;
-  /** Request counters filled by the request pipeline (src/http/pipeline.ts); without them, a hook of its own counts. */
-  requests?: RequestMetrics;
+  /** Request counters filled by the request pipeline (src/http/pipeline.ts). */
+  requests: RequestMetrics;
 }
 
 /**
@@ -165,9 +164,8 @@ export function metricsRoutes({
   public: isPublic,
   modelStats,
   embedStats,
-  requests: counted,
+  requests,
 }: MetricsOptions) {
-  const requests = counted ?? new RequestMetrics();
   const started = Date.now();
   const render = async () =>
     [
@@ -180,12 +178,6 @@ export function metricsRoutes({
     ].join("\n");
   const text = { "content-type": "text/plain; version=0.0.4; charset=utf-8" };
   const base = new Elysia({ name: "metrics" }).use(authPlugin);
-  if (!counted)
-    base.onAfterResponse({ as: "global" }, function countRequest({ request, route, set }) {
-      const info = requestInfo(request);
-      const status = typeof set.status === "number" ? set.status : 200;
-      requests.observe(request.method, route || "(unmatched)", status, info ? (performance.now() - info.at) / 1000 : 0);
-    });
   const detail = {
     summary: "Prometheus metrics",
     description: isPublic
