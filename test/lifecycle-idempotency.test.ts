@@ -154,11 +154,13 @@ describe("bad keys and failed requests", () => {
 
   test("entries expire: the sweeper drops them after 24 hours", async () => {
     const storage = s.server.core.storage;
-    expect(await storage.claimIdempotency("kx", "old", "h", 1000, 60_000)).toEqual({ state: "claimed" });
-    await storage.finishIdempotency("kx", "old", 200, "{}", 2000);
-    expect((await storage.claimIdempotency("kx", "old", "h", 1500, 60_000)).state).toBe("done");
-    expect(await storage.sweepIdempotency(Date.now(), 100)).toBeGreaterThanOrEqual(1);
-    expect(await storage.claimIdempotency("kx", "old", "other", 3000, 60_000)).toEqual({ state: "claimed" });
+    // Times a day ahead: the server's own sweeper (real time) must not drop the entry first.
+    const t = Date.now() + 86_400_000;
+    expect(await storage.claimIdempotency("kx", "old", "h", t + 1000, 60_000)).toEqual({ state: "claimed" });
+    await storage.finishIdempotency("kx", "old", 200, "{}", t + 2000);
+    expect((await storage.claimIdempotency("kx", "old", "h", t + 1500, 60_000)).state).toBe("done");
+    expect(await storage.sweepIdempotency(t + 2500, 100)).toBeGreaterThanOrEqual(1);
+    expect(await storage.claimIdempotency("kx", "old", "other", t + 3000, 60_000)).toEqual({ state: "claimed" });
     await storage.releaseIdempotency("kx", "old");
   });
 });
