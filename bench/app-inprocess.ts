@@ -2,8 +2,9 @@
 // through the app's own handler (app.handle), 64 in flight, against a bare handler that parses
 // the same body and answers small JSON, alternating. `--fake-storage` answers apply() from the
 // shared planner without writing, which leaves the request pipeline, validation, the route and
-// the answer; without it, the LMDB store (data dir on /dev/shm) is included.
-//   bun run bench/app-inprocess.ts [rounds] [--fake-storage]
+// the answer; without it, the LMDB store (data dir on /dev/shm) is included. `--direct` calls the
+// direct route (http/direct.ts) that the listening server answers the raw store with.
+//   bun run bench/app-inprocess.ts [rounds] [--fake-storage] [--direct]
 import { mkdtempSync, rmSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { buildApp } from "../src/app";
@@ -18,7 +19,7 @@ import type { Storage } from "../src/storage/storage";
 
 const { values, positionals } = parseArgs({
   args: process.argv.slice(2),
-  options: { "fake-storage": { type: "boolean" } },
+  options: { "fake-storage": { type: "boolean" }, direct: { type: "boolean" } },
   allowPositionals: true,
 });
 const secret = "memd_bench_root_key_0123456789abcdef";
@@ -51,6 +52,10 @@ const request = () =>
     body,
     headers: { "content-type": "application/json", authorization: `Bearer ${secret}` },
   });
+// The raw store's direct route (http/direct.ts), as the listening server serves it.
+const direct = (app.config.serve as { routes: Record<string, { POST: (r: Request) => Promise<Response> }> }).routes[
+  "/v1/memory"
+].POST;
 const bare = async (req: Request) => {
   const b = (await req.json()) as { content: string };
   return Response.json({ ok: true, length: b.content.length });
@@ -74,7 +79,7 @@ async function run(handle: (r: Request) => Promise<Response>, n: number) {
 const rounds = Number(positionals[0] ?? 3);
 for (let i = 1; i <= rounds; i++) {
   const ceiling = await run(bare, 64 * 500);
-  const memd = await run((r) => app.handle(r), 64 * 300);
+  const memd = await run(values.direct ? direct : (r) => app.handle(r), 64 * 300);
   console.log(
     `round ${i}: bare ${ceiling.toFixed(1)} µs, memd ${memd.toFixed(1)} µs CPU per request${values["fake-storage"] ? " (storage not written)" : ""}`,
   );

@@ -12,7 +12,7 @@ import { auth } from "./keys/auth";
 import { keyRoutes } from "./keys/index";
 import type { KeyRecord } from "./keys/model";
 import { mcpRoutes } from "./mcp/index";
-import { memoryRoutes, type SmartStore } from "./memory/index";
+import { directStore, memoryRoutes, type SmartStore } from "./memory/index";
 import { healthRoutes } from "./ops/health";
 import { type EmbedStats, type ModelStats, metricsRoutes, RequestMetrics } from "./ops/metrics";
 import { openapiRoutes } from "./ops/openapi";
@@ -46,18 +46,19 @@ export function buildApp(core: Core, options: AppOptions = {}) {
   // POST /mcp runs its tools through the app's own REST routes; the app exists by the time it is called.
   let self: { handle(request: Request): Promise<Response> } | undefined;
   let routes: () => RouteInfo[] = () => [];
-  const app = new Elysia({ normalize: false, aot: true })
-    // Request id, 401, 429, 405, strict query, no body on GET: one hook; log line and metrics: one hook.
-    .use(
-      pipeline({
-        logger: core.logger,
-        auth: authOptions,
-        rateLimit: limits,
-        routes: () => routes(),
-        metrics: requests,
-        repeatableQuery: ["tag"],
-      }),
-    )
+  // Request id, 401, 429, 405, strict query, no body on GET: one hook; log line and metrics: one hook.
+  const requestPipeline = pipeline({
+    logger: core.logger,
+    auth: authOptions,
+    rateLimit: limits,
+    routes: () => routes(),
+    metrics: requests,
+    repeatableQuery: ["tag"],
+  });
+  // The raw store is also served outside Elysia's hooks when listening (http/direct.ts).
+  const direct = requestPipeline.direct([directStore(core)], (request) => self!.handle(request));
+  const app = new Elysia({ normalize: false, aot: true, serve: { routes: direct } })
+    .use(requestPipeline.hooks)
     .use(errorHandler(core.logger))
     .use(jsonBody({ maxBytes: maxBodyBytes, freeForm: ["metadata"] }))
     .use(authPlugin)

@@ -39,33 +39,43 @@ export function jsonBody({
         if (hasBody(request)) throw noBodyError(request.method);
         return;
       }
-      const type = (contentType ?? "").split(";")[0].trim().toLowerCase();
-      if (type !== "application/json")
+      if (!isJsonType(contentType))
         throw new ApiError("unsupported_media_type", "send the body as JSON with Content-Type: application/json");
       const declared = Number(request.headers.get("content-length") ?? 0);
       if (declared > maxBytes) throw tooLarge(maxBytes);
-      const bytes = await request.arrayBuffer();
-      if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
-      let text: string;
-      try {
-        text = utf8.decode(bytes);
-      } catch {
-        throw new ApiError("invalid_request", "the body is not valid UTF-8");
-      }
-      // Deep nesting overflows the stack in the validator and costs seconds of CPU: refuse it first.
-      if (nestingExceeds(text, maxDepth))
-        throw new ApiError("invalid_request", `the body is nested deeper than ${maxDepth} levels`);
-      let value: unknown;
-      try {
-        value = JSON.parse(text);
-      } catch {
-        throw new ApiError("invalid_request", "the body is not valid JSON");
-      }
-      refuseDangerousKeys(value, freeForm);
-      return value;
+      return parseJsonBody(await request.arrayBuffer(), { maxBytes, maxDepth, freeForm });
     },
   );
 }
+
+/** A body's bytes as strict JSON (the checks of jsonBody after the media type), or a 413/400 thrown. */
+export function parseJsonBody(
+  bytes: ArrayBuffer | Uint8Array,
+  { maxBytes = maxBodyBytes, maxDepth = limits.jsonDepth, freeForm = [] }: JsonBodyOptions = {},
+): unknown {
+  if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    throw new ApiError("invalid_request", "the body is not valid UTF-8");
+  }
+  // Deep nesting overflows the stack in the validator and costs seconds of CPU: refuse it first.
+  if (nestingExceeds(text, maxDepth))
+    throw new ApiError("invalid_request", `the body is nested deeper than ${maxDepth} levels`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ApiError("invalid_request", "the body is not valid JSON");
+  }
+  refuseDangerousKeys(value, freeForm);
+  return value;
+}
+
+/** Whether a Content-Type names JSON, as jsonBody accepts it (parameters such as charset aside). */
+export const isJsonType = (contentType: string | null) =>
+  contentType === "application/json" || (contentType ?? "").split(";")[0].trim().toLowerCase() === "application/json";
 
 const takesNoBody = (method: string) => method === "GET" || method === "HEAD" || method === "DELETE";
 const hasBody = (r: Request) =>

@@ -1,12 +1,14 @@
 import { Elysia } from "elysia";
 import { type AuthOptions, authenticator } from "../keys/auth";
+import type { KeyRecord } from "../keys/model";
 import type { Logger } from "../log";
 import type { RequestMetrics } from "../ops/metrics";
+import { type DirectRoute, directRoutes } from "./direct";
 import { refuseBody } from "./json-body";
 import { methodCheck, type RouteInfo } from "./methods";
 import { checkQueryString } from "./query";
 import { type RateLimitOptions, tokenBuckets } from "./rate-limit";
-import { beginRequest, logRequest, requestInfo, statusOf } from "./request-log";
+import { beginRequest, logRequest, type RequestInfo, requestInfo, statusOf } from "./request-log";
 
 export interface PipelineOptions {
   logger: Logger;
@@ -28,13 +30,18 @@ export interface PipelineOptions {
  * (429), method guard (405 with Allow), strict query string (400), no body on GET/HEAD/DELETE
  * (400). After the answer: one log line and the metrics of the route template and status.
  * The path is cut from the URL once per request, and each check is a plain function of its
- * feature's module.
+ * feature's module. `direct` makes routes served outside Elysia with the same checks and records.
  */
 export function pipeline({ logger, auth, rateLimit, routes, metrics, repeatableQuery = [] }: PipelineOptions) {
   const authenticate = authenticator(auth);
   const take = rateLimit ? tokenBuckets(rateLimit) : undefined;
   const allowMethod = methodCheck(routes);
-  return new Elysia({ name: "pipeline" })
+  const finish = (request: Request, route: string, status: number, info: RequestInfo | undefined) => {
+    const now = performance.now();
+    metrics.observe(request.method, route, status, info ? (now - info.at) / 1000 : 0);
+    logRequest(logger, request, status, info, info?.key?.id, now);
+  };
+  const hooks = new Elysia({ name: "pipeline" })
     .onRequest(async function admitRequest({ request, set }) {
       const url = request.url;
       const start = url.indexOf("/", url.indexOf("//") + 2);
@@ -51,10 +58,13 @@ export function pipeline({ logger, auth, rateLimit, routes, metrics, repeatableQ
       refuseBody(request);
     })
     .onAfterResponse({ as: "global" }, function recordRequest({ request, route, set }) {
-      const info = requestInfo(request);
-      const now = performance.now();
-      const status = statusOf(set);
-      metrics.observe(request.method, route || "(unmatched)", status, info ? (now - info.at) / 1000 : 0);
-      logRequest(logger, request, status, info, info?.key?.id, now);
+      finish(request, route || "(unmatched)", statusOf(set), requestInfo(request));
     });
+  /** Direct routes (see direct.ts) with this pipeline's authentication, buckets, metrics and log. */
+  const direct = (
+    // biome-ignore lint/suspicious/noExplicitAny: each route has its own body type
+    list: DirectRoute<any, KeyRecord>[],
+    app: (request: Request) => Promise<Response>,
+  ) => directRoutes(list, { logger, authenticate, take, finish }, app);
+  return { hooks, direct };
 }

@@ -29,6 +29,12 @@ export function pathOf(url: string) {
  */
 export const newRequestId = (): string => crypto.randomUUID();
 
+/** A request's id: the caller's `x-request-id` if sane, else a new one. */
+export function requestIdOf(request: Request): string {
+  const given = request.headers.get("x-request-id");
+  return given !== null && validId.test(given) ? given : newRequestId();
+}
+
 /** Starts a request: its id (the caller's, if sane) set as `x-request-id`, and its start time. */
 export function beginRequest(
   request: Request,
@@ -36,8 +42,7 @@ export function beginRequest(
   path: string,
   at = performance.now(),
 ): RequestInfo {
-  const given = request.headers.get("x-request-id");
-  const id = given !== null && validId.test(given) ? given : newRequestId();
+  const id = requestIdOf(request);
   const info: RequestInfo = { at, id, path };
   started.set(request, info);
   headers["x-request-id"] = id;

@@ -2,12 +2,14 @@ import { Elysia, t } from "elysia";
 import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { embedHeaders, newCost } from "../embedding/client";
+import type { DirectRoute } from "../http/direct";
 import { ApiError } from "../http/errors";
 import { idempotent } from "../http/idempotency";
 import { queryLimit } from "../http/query";
 import { isUuid, jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
-import { covers, requireNamespace } from "../keys/service";
+import type { KeyRecord } from "../keys/model";
+import { covers, permits, requireNamespace } from "../keys/service";
 import {
   EntityQuery,
   EraseRequest,
@@ -55,6 +57,30 @@ const unavailable: SmartStore = async () => {
   throw new ApiError("extraction_unavailable", "smart store (infer: true) is not available; send infer: false");
 };
 
+/** A raw store's answer (infer: false), with its embedding cost headers. */
+async function storeRawAnswer(core: Core, body: StoreRequest, keyId: string, headers: Record<string, unknown>) {
+  const cost = newCost();
+  const res = await storeRaw(core, body, keyId, cost);
+  Object.assign(headers, embedHeaders(cost));
+  return res;
+}
+
+/**
+ * POST /v1/memory as a direct route (http/direct.ts) for its plain case, a raw store without an
+ * Idempotency-Key: the same answer as the app's route below, outside Elysia's hooks.
+ */
+export const directStore = (core: Core): DirectRoute<StoreRequest, KeyRecord> => ({
+  path: "/v1/memory",
+  allows: (key) => permits(key, "read_write"),
+  body: StoreRequest,
+  freeForm: ["metadata"],
+  serves: (request, body) => body.infer === false && request.headers.get("idempotency-key") === null,
+  handle(body, key, headers) {
+    requireNamespace(key, body.namespace);
+    return storeRawAnswer(core, body, key.id, headers);
+  },
+});
+
 /** Routes of the memory feature: store (raw or smart), and reads of current memories. */
 export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, smartStore: SmartStore = unavailable) =>
   new Elysia({ name: "memory" })
@@ -65,10 +91,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         requireNamespace(apiKey, body.namespace);
         return idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, async () => {
           if (body.infer !== false) return smartStore(body, apiKey.id, set);
-          const cost = newCost();
-          const res = await storeRaw(core, body, apiKey.id, cost);
-          Object.assign(set.headers, embedHeaders(cost));
-          return res;
+          return storeRawAnswer(core, body, apiKey.id, set.headers);
         });
       },
       {

@@ -20,6 +20,9 @@
  *   idempotency        [keyId, idempotencyKey]             -> IdempotencyEntry (format 4; pending or the answer)
  *   idempotency_expiries [expiresAtMs, keyId, idempotencyKey] -> null (format 4; what the sweeper drops next)
  *
+ * Every msgpack sub-database also holds its shared structures (format 6) under the symbol key
+ * Symbol.for("structures"), outside every range.
+ *
  * meta also holds "clockEpoch", a counter that `memd import` bumps: a running server's event clock
  * sees it change and re-reads the last seq and event times, so imported events never collide with
  * new ones; "seqFloor", the largest seq of an import under way, which new events stay above.
@@ -105,6 +108,7 @@ export const keys = {
 /**
  * The format this release writes. 1: the first release (no meta); 2: namespace_memories;
  * 3: the search index; 4: erasures, idempotency, idempotency_expiries; 5: the terms in
- * namespace_memories' values, no doc_terms or search_stats.
+ * namespace_memories' values, no doc_terms or search_stats; 6: records' field names in each
+ * sub-database's shared structures (older releases could not read those records).
  */
-export const FORMAT_VERSION = 5;
+export const FORMAT_VERSION = 6;
