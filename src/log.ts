@@ -27,12 +27,26 @@ function bufferedStdout() {
   };
 }
 
+/** The time now in ISO 8601, formatted once per millisecond (lines of one batch share it). */
+let lastMs = 0;
+let lastIso = "";
+function isoNow(): string {
+  const now = Date.now();
+  if (now !== lastMs) {
+    lastMs = now;
+    lastIso = new Date(now).toISOString();
+  }
+  return lastIso;
+}
+
 /** A structured JSON logger: one line per entry on stdout. Callers never pass content or secrets. */
 export function createLogger(level: LogLevel, write?: (line: string) => void): Logger {
   const out = write ? { write, flush() {} } : bufferedStdout();
   const at = (l: LogLevel) => (msg: string, fields?: Record<string, unknown>) => {
     if (rank[l] < rank[level]) return;
-    out.write(`${JSON.stringify({ time: new Date().toISOString(), level: l, msg, ...fields })}\n`);
+    const entry: Record<string, unknown> = { time: isoNow(), level: l, msg };
+    for (const k in fields) entry[k] = fields[k];
+    out.write(`${JSON.stringify(entry)}\n`);
   };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), flush: out.flush };
 }

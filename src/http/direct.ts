@@ -23,7 +23,10 @@ export interface DirectRoute<Body, Key extends DirectKey> {
   path: string;
   /** Whether the key may use the route at all (the app answers 403 when not). */
   allows(key: Key): boolean;
-  /** The route's body schema, as the app's route declares it. */
+  /**
+   * The route's body schema, as the app's route declares it, in plain TypeBox: Elysia's
+   * coercing types (t.Integer, t.Numeric) would let through strings that the app converts.
+   */
   body: TSchema;
   /** Top-level fields of the body holding free-form objects (see refuseDangerousKeys). */
   freeForm?: readonly string[];

@@ -12,14 +12,23 @@ export interface Planned {
 }
 
 function recordOf(m: NewMemory, atMs: number): MemoryRecord {
-  const { ttlSeconds, vector: _vector, ...fields } = m;
-  return {
-    ...fields,
-    createdAt: atMs,
-    updatedAt: atMs,
-    ...(ttlSeconds !== undefined ? { expiresAt: atMs + Math.ceil(ttlSeconds * 1000) } : {}),
-    state: "current",
-  };
+  // Assigned field by field, in the record's order, rather than spread: on every store.
+  const r = {
+    id: m.id,
+    namespace: m.namespace,
+    entity: m.entity,
+    content: m.content,
+    category: m.category,
+    importance: m.importance,
+  } as MemoryRecord;
+  if (m.tags !== undefined) r.tags = m.tags;
+  if (m.metadata !== undefined) r.metadata = m.metadata;
+  if (m.source !== undefined) r.source = m.source;
+  r.createdAt = atMs;
+  r.updatedAt = atMs;
+  if (m.ttlSeconds !== undefined) r.expiresAt = atMs + Math.ceil(m.ttlSeconds * 1000);
+  r.state = "current";
+  return r;
 }
 
 function patched(r: MemoryRecord, op: Extract<MemoryOp, { patch: unknown }>, atMs: number): MemoryRecord {
@@ -50,10 +59,21 @@ export function planOp(
   switch (op.event) {
     case "ADD": {
       const created = recordOf(op.create, atMs);
-      return {
-        created,
-        event: { ...base, ...on(created), event: "ADD", oldContent: null, newContent: created.content, reason: null },
+      // The fields of base and on(created), assigned: the common case, on every store.
+      const event: Planned["event"] = {
+        atMs,
+        actorKeyId,
+        mergedFromId: null,
+        namespace: created.namespace,
+        entity: created.entity,
+        memoryId: created.id,
+        category: created.category,
+        event: "ADD",
+        oldContent: null,
+        newContent: created.content,
+        reason: null,
       };
+      return { created, event };
     }
     case "REPLACE": {
       const t = target!;

@@ -25,10 +25,12 @@ const asciiWord = /[a-z0-9]+/g;
 /** The terms of a text in order, repeats kept (term frequency counts them). */
 export function tokenize(text: string): string[] {
   // The common case, without the segmenter (about 10x faster; same terms: test/tokens.test.ts).
-  if (plainAscii.test(text) && !joined.test(text))
-    return (text.toLowerCase().match(asciiWord) ?? []).map((w) =>
-      w.length > MAX_TERM_LENGTH ? w.slice(0, MAX_TERM_LENGTH) : w,
-    );
+  if (plainAscii.test(text) && !joined.test(text)) {
+    const words = text.toLowerCase().match(asciiWord) ?? [];
+    for (let i = 0; i < words.length; i++)
+      if (words[i].length > MAX_TERM_LENGTH) words[i] = words[i].slice(0, MAX_TERM_LENGTH);
+    return words;
+  }
   return segmented(text);
 }
 

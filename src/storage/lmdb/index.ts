@@ -110,7 +110,9 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     seq: number,
     overlay: Map<string, MemoryRecord>,
   ): Applied {
-    const event: EventRecord = { ...p.event, seq };
+    // The planned event is this plan's own: its seq is added in place.
+    const event = p.event as EventRecord;
+    event.seq = seq;
     putEvent(w, dbs, event);
     if (p.created) {
       const r = p.created;
