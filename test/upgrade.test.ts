@@ -4,7 +4,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { openEnv } from "../src/storage/lmdb/index";
+import { openEnv, openLmdb } from "../src/storage/lmdb/index";
 import { FORMAT_VERSION } from "../src/storage/lmdb/layout";
 import { spawnServer, tempDir } from "./helpers";
 
@@ -95,3 +95,44 @@ test("a data dir from a newer release is refused with a clear message and exit 1
   expect(Buffer.compare(readFileSync(join(dataDir, "data.mdb")), before)).toBe(0);
   expect(formatOf(dataDir)).toBe(FORMAT_VERSION + 1);
 }, 30_000);
+
+test("format 6: new records name their fields once, in the shared structures; records written before read as they were", async () => {
+  const dataDir = copyOfV1();
+  const storage = await openLmdb(dataDir);
+  const before = await storage.currentMemories({ namespace: "acme" }, 100);
+  const oldEvents = await storage.newestEvents({ namespace: "acme" }, 100);
+  expect(before.length).toBeGreaterThan(0);
+  const [added] = await storage.apply(
+    [
+      {
+        event: "ADD",
+        create: {
+          id: Bun.randomUUIDv7(),
+          namespace: "acme",
+          entity: "new",
+          content: "written by format 6",
+          category: "general",
+          importance: 0.5,
+        },
+      },
+    ],
+    null,
+  );
+  // A value that defines its own record starts with msgpackr's record definition (0xd4 0x72);
+  // one that uses a shared structure starts with the structure's id (0x40 to 0x7f).
+  const first = (bytes: Uint8Array | undefined) => bytes![0];
+  expect(first(storage.dbs.memories.getBinary(added!.memory.id))).toBeWithin(0x40, 0x80);
+  expect(first(storage.dbs.events.getBinary(added!.event.seq))).toBeWithin(0x40, 0x80);
+  expect(first(storage.dbs.memories.getBinary(before[0].id))).toBe(0xd4);
+  await storage.close();
+  const again = await openLmdb(dataDir);
+  try {
+    expect(again.dbs.meta.get("format")).toBe(FORMAT_VERSION);
+    const after = await again.currentMemories({ namespace: "acme" }, 100);
+    expect(after.find((m) => m.id === added!.memory.id)).toEqual(added!.memory);
+    expect(after.filter((m) => m.id !== added!.memory.id)).toEqual(before);
+    expect((await again.newestEvents({ namespace: "acme" }, 100)).slice(1)).toEqual(oldEvents);
+  } finally {
+    await again.close();
+  }
+});

@@ -46,6 +46,14 @@ export interface LmdbStorage extends Storage {
   write<T>(plan: (w: Writes) => T): Promise<T>;
 }
 
+/**
+ * Where each msgpack sub-database keeps the field names of its records (lmdb-js shared
+ * structures, format 6): a value then holds only its field values. Without it every event and
+ * memory carried its own field names (an event took 233 bytes, now 127), and msgpackr defined
+ * its record shape anew on every write. A symbol key lies outside every range read.
+ */
+const sharedStructuresKey = Symbol.for("structures");
+
 /** Opens the LMDB environment of a data dir (no creation, no migration): for tools such as backup. */
 export function openEnv(dataDir: string, options: LmdbOptions = {}): { env: RootDatabase; dbs: Dbs } {
   const env = open({
@@ -60,7 +68,7 @@ export function openEnv(dataDir: string, options: LmdbOptions = {}): { env: Root
   const dbs = Object.fromEntries(
     Object.entries(dbNames).map(([k, name]) => [
       k,
-      env.openDB(name, binaryDbs.has(name) ? { encoding: "binary" } : {}),
+      env.openDB(name, binaryDbs.has(name) ? { encoding: "binary" } : { sharedStructuresKey }),
     ]),
   ) as Dbs;
   return { env, dbs };
