@@ -43,7 +43,6 @@ describe("POST /v1/memory (infer: false) over HTTP", () => {
     expect(r.headers.get("x-request-id")).toBe("direct-1");
     expect(r.headers.get("x-memd-embed-calls")).toBe("0");
     expect(r.headers.get("x-memd-embed-tokens")).toBe("0");
-    // biome-ignore lint/suspicious/noExplicitAny: checked whole just below
     const body = (await r.json()) as any;
     expect(body).toEqual({
       memories: [
