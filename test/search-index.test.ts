@@ -7,7 +7,7 @@ import { KeywordSpace } from "../src/storage/lmdb/keyword-cache";
 import { pruning } from "../src/storage/lmdb/search";
 import { isCurrent, type MemoryRecord } from "../src/storage/records";
 import type { MemoryOp, Storage } from "../src/storage/storage";
-import { bm25, idf, queryTerms } from "../src/text/tokens";
+import { bm25, idf, queryTerms, termCounts } from "../src/text/tokens";
 import { backend, freshDatabase, seededRandom, tempDir } from "./helpers";
 
 let storage: Storage;
@@ -42,22 +42,22 @@ async function indexDump(): Promise<string> {
 }
 
 /**
- * BM25 top-k from scratch, from LMDB's index of record (namespace_memories' terms), with no pruning: the scores
+ * BM25 top-k from scratch, from LMDB's index of record (the memories namespace_memories lists, their records'
+ * content tokenized), with no pruning: the scores
  * of what the search must return, rounded (sums may be made in another order).
  */
 function bruteForce(scope: { namespace: string; entity?: string }, terms: string[], limit: number, now: number) {
   const { dbs } = storage as Awaited<ReturnType<typeof openLmdb>>;
   const docs: { id: string; tf: Map<string, number>; len: number }[] = [];
-  for (const { key, value } of dbs.namespaceMemories.getRange({
+  for (const key of dbs.namespaceMemories.getKeys({
     start: [scope.namespace],
     end: [scope.namespace, "\uffff"],
   })) {
     const [, id] = key as string[];
-    const v = value as (string | number)[];
-    if (scope.entity !== undefined && v[2] !== scope.entity) continue;
-    const tf = new Map<string, number>();
-    for (let i = 3; i < v.length; i += 2) tf.set(v[i] as string, v[i + 1] as number);
-    docs.push({ id, tf, len: v[0] as number });
+    const r = dbs.memories.get(id) as MemoryRecord;
+    if (scope.entity !== undefined && r.entity !== scope.entity) continue;
+    const { tf, length } = termCounts(r.content);
+    docs.push({ id, tf, len: length });
   }
   const avg = docs.reduce((a, d) => a + d.len, 0) / docs.length;
   const w = terms.map((t) => idf(docs.length, docs.filter((d) => d.tf.has(t)).length));

@@ -34,7 +34,7 @@ interface Pending {
 
 export interface LmdbOptions {
   mapSizeMb?: number;
-  /** false: apply skips the search index (only for bench/search.ts's index-off baseline). */
+  /** false: the in-memory keyword lists do not follow applies (only for bench/search.ts's index-off baseline). */
   searchIndex?: boolean;
 }
 

@@ -1,13 +1,16 @@
 // The inverted index of a namespace, in memory: per term a list of (document, tf, length) in
 // typed arrays, so a namespace-wide keyword search over common words scores hundreds of thousands
-// of postings in a few milliseconds. LMDB holds the index of record (each memory's terms in the
-// value of its namespace_memories entry: layout.ts), written in the apply transaction; this is
-// built from it on the namespace's first search (in slices: touched.ts) and kept in step by the
-// storage after each committed write that changed it (it re-reads those memories from LMDB and
-// indexes what is current, so it follows the committed state whatever order commits land in).
+// of postings in a few milliseconds. LMDB holds what it is built from: the namespace's current
+// memories (namespace_memories, written in the apply transaction) and their records, whose
+// content is tokenized here (format 6; format 5 stored the terms, at 3-5 µs of a raw store's
+// CPU, for namespaces never searched too). It is built on the namespace's first search (in
+// slices: touched.ts) and kept in step by the storage after each committed write that changed it
+// (it re-reads those memories from LMDB and indexes what is current, so it follows the committed
+// state whatever order commits land in).
 // Document counts and lengths are summed here. Every candidate is checked against its memory
 // record, so a memory that is no longer current is never returned.
 import { termCounts } from "../../text/tokens";
+import type { MemoryRecord } from "../records";
 import type { Dbs } from "./index";
 import { keys } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
@@ -186,7 +189,7 @@ export class KeywordSpace {
   }
 }
 
-/** A memory's indexed terms as stored in LMDB: [length, createdAt, entity, term, tf, term, tf, ...]. */
+/** A memory's indexed terms: [length, createdAt, entity, term, tf, term, tf, ...]. */
 export type DocTerms = (string | number)[];
 
 export function packTerms(content: string, createdAt: number, entity: string): DocTerms {
@@ -200,16 +203,20 @@ export function packTerms(content: string, createdAt: number, entity: string): D
 export type KeywordCache = NamespaceCache<KeywordSpace, DocTerms>;
 
 export function keywordCache(dbs: Dbs): KeywordCache {
+  /** A listed memory's terms, from its record. */
+  const termsOf = (id: string): DocTerms | undefined => {
+    const r = dbs.memories.get(id) as MemoryRecord | undefined;
+    return r && packTerms(r.content, r.createdAt, r.entity);
+  };
   return new NamespaceCache<KeywordSpace, DocTerms>({
     empty: () => new KeywordSpace(),
     load: (s, ns, after, limit) =>
-      loadSlice(dbs.namespaceMemories, ns, after, limit, (key, value) => {
-        // Entries without terms (written with the index off) are listed, not indexed.
-        if (value !== null) s.add(key[1] as string, value as DocTerms, true);
+      loadSlice(dbs.namespaceMemories, ns, after, limit, (key) => {
+        const terms = termsOf(key[1] as string);
+        if (terms) s.add(key[1] as string, terms, true);
       }),
     keep: (s) => s.stats.docs > 0,
-    read: ([ns, , id]) =>
-      (dbs.namespaceMemories.get(keys.namespaceMemory(ns, id)) ?? undefined) as DocTerms | undefined,
+    read: ([ns, , id]) => (dbs.namespaceMemories.doesExist(keys.namespaceMemory(ns, id)) ? termsOf(id) : undefined),
     drop: (s, [, , id]) => s.remove(id),
     put: (s, [, , id], terms) => s.add(id, terms),
   });

@@ -7,8 +7,8 @@
  *   meta               name                                -> value ("format": the data dir's format version)
  *   memories           [memoryId]                          -> MemoryRecord (kept after delete, with its state)
  *   entity_memories    [namespace, entity, memoryId]       -> null  (current memories of an entity)
- *   namespace_memories [namespace, memoryId]               -> DocTerms (current memories of a namespace; format 2;
- *                                                             their terms since format 5, see below)
+ *   namespace_memories [namespace, memoryId]               -> null  (current memories of a namespace; format 2;
+ *                                                             format 5 held their terms here, see below)
  *   expiries           [expiresAtMs, memoryId]             -> null  (what the TTL sweeper deletes next)
  *   events             seq                                 -> EventRecord  (seq: global, strictly increasing)
  *   events_by_ns       [namespace, atMs, seq]              -> null
@@ -32,22 +32,21 @@
  * The search index (format 3), written in the same transaction as the memory it indexes; it
  * holds the memories with state "current" (an expired one until the sweeper deletes it; reads
  * check expiry):
- *   namespace_memories [namespace, memoryId]               -> [length, createdAt, entity, term, tf, term, tf, ...]
- *                                                             (DocTerms: the memory's terms, in the value of its
- *                                                             namespace_memories entry; format 5)
+ *   namespace_memories [namespace, memoryId]               -> null  (the keyword index's documents)
  *   vectors            [namespace, entity, memoryId]       -> float32 bytes, length 1 (binary encoding);
  *                                                             a scope's vectors are one range scan
  *   embed_pending      [memoryId]                          -> null  (current memories owed an embedding)
  *
- * So indexing a memory costs no write of its own, whatever its number of terms, and since ids are
- * UUIDv7 the new entries of a write land together at the end of their namespace (format 3 kept
- * terms in doc_terms keyed by entity, and df counters: 64 stores of 64 entities dirtied 64 more
- * pages). The inverted lists (term -> memories) of a namespace are built in memory from these values on its first search and kept in step after each commit
- * (keyword-cache.ts); document counts and lengths are summed there, a term's df is the live
- * length of its list, an entity's df is counted over the entity's documents there; createdAt
- * orders equal scores without reading records. Terms are not in keys, so their length does not meet the 2 KB
- * key limit. A namespace's vectors are likewise loaded into memory on its first semantic search
- * (vector-cache.ts).
+ * Terms are not stored (format 6). The inverted lists (term -> memories) of a namespace are built
+ * in memory on its first search, by tokenizing the records its namespace_memories entries name,
+ * and kept in step after each commit (keyword-cache.ts); document counts and lengths are summed
+ * there, a term's df is the live length of its list, an entity's df is counted over the entity's
+ * documents there; createdAt orders equal scores without reading records. So a raw store writes
+ * nothing for the index but its namespace_memories entry, and tokenizes only for namespaces
+ * someone searches. (Format 3 kept terms in doc_terms keyed by entity, with df counters: 64
+ * stores of 64 entities dirtied 64 more pages; format 5 kept them in namespace_memories' values:
+ * tokenizing and encoding them cost 3-5 µs of a store's ~20 µs apply, bench/store-apply.ts.) A namespace's vectors are
+ * likewise loaded into memory on its first semantic search (vector-cache.ts).
  *
  * Namespaces and entities may not hold control characters, so no string part contains the 0x00
  * separator and two different (namespace, entity) pairs can never share a range. Memory ids are
@@ -109,6 +108,7 @@ export const keys = {
  * The format this release writes. 1: the first release (no meta); 2: namespace_memories;
  * 3: the search index; 4: erasures, idempotency, idempotency_expiries; 5: the terms in
  * namespace_memories' values, no doc_terms or search_stats; 6: records' field names in each
- * sub-database's shared structures (older releases could not read those records).
+ * sub-database's shared structures (older releases could not read those records), and no terms
+ * in namespace_memories' values.
  */
 export const FORMAT_VERSION = 6;

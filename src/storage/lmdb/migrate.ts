@@ -43,9 +43,12 @@ const steps: Record<number, (dbs: Dbs, env: RootDatabase) => void> = {
     for (const name of ["doc_terms", "search_stats"]) env.openDB(name, {}).dropSync();
     rebuildIndex(dbs, false);
   },
-  // 6: records written from now on name their fields in the shared structures (see openEnv);
-  // records written before keep their own names and read as they are.
-  5() {},
+  // 6: records written from now on name their fields in the shared structures (see openEnv;
+  // records written before keep their own names and read as they are); namespace_memories'
+  // values hold no terms (the in-memory lists tokenize the records).
+  5(dbs) {
+    rebuildIndex(dbs, false);
+  },
 };
 
 /** 3: the search index, built from the current memories (no vectors: `memd reindex` embeds). */

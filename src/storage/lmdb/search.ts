@@ -5,7 +5,7 @@ import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
 import type { Dbs, Writes } from "./index";
-import { type KeywordSpace, type List, packTerms } from "./keyword-cache";
+import type { KeywordSpace, List } from "./keyword-cache";
 import { keys } from "./layout";
 import type { Space } from "./vector-cache";
 
@@ -29,21 +29,27 @@ export class IndexWriter {
   readonly keywordTouched: [string, string, string][] = [];
   /** The vector keys this transaction wrote or removed, for the in-memory vectors (vector-cache.ts). */
   readonly vectorsTouched: [string, string, string][] = [];
-  /** `terms` false (bench/search.ts's index-off baseline only): namespace_memories without terms. */
+  /**
+   * `follow` false (bench/search.ts's index-off baseline only): the in-memory lists are not told
+   * of the change.
+   */
   constructor(
     private readonly dbs: Dbs,
     private readonly w: Writes,
-    private readonly terms = true,
+    private readonly follow = true,
   ) {
     IndexWriter.collecting?.push(this);
   }
 
-  /** Lists (sign 1) or unlists (sign -1) a current memory in namespace_memories, with its terms: one value. */
+  /**
+   * Lists (sign 1) or unlists (sign -1) a current memory in namespace_memories. Its terms are
+   * not stored: the in-memory lists tokenize its record when they load or follow it.
+   */
   private change(r: MemoryRecord, sign: 1 | -1) {
     const key = keys.namespaceMemory(r.namespace, r.id);
     if (sign < 0) this.w.remove(this.dbs.namespaceMemories, key);
-    else this.w.put(this.dbs.namespaceMemories, key, this.terms ? packTerms(r.content, r.createdAt, r.entity) : null);
-    if (this.terms) this.keywordTouched.push([r.namespace, r.entity, r.id]);
+    else this.w.put(this.dbs.namespaceMemories, key, null);
+    if (this.follow) this.keywordTouched.push([r.namespace, r.entity, r.id]);
   }
 
   /** Indexes a current memory's content. */
