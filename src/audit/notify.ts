@@ -23,9 +23,14 @@ export class CommitNotifier {
     };
   }
 
+  /** Whether any stream listens (pings without one do nothing). */
+  get listening() {
+    return this.byNamespace.size > 0;
+  }
+
   /** Events of `namespace` were committed; without a namespace (e.g. a sweep over many), wakes every stream. */
   ping(namespace?: string) {
-    if (this.byNamespace.size === 0) return;
+    if (!this.listening) return;
     if (namespace === undefined) {
       for (const set of this.byNamespace.values()) for (const wake of set) wake();
       return;
@@ -42,6 +47,7 @@ export class CommitNotifier {
 export function notifyingStorage(storage: Storage, notifier: CommitNotifier): Storage {
   const apply: Storage["apply"] = async (ops, actorKeyId, now) => {
     const done = await storage.apply(ops, actorKeyId, now);
+    if (!notifier.listening) return done;
     const namespaces = new Set<string>();
     for (const d of done) if (d) namespaces.add(d.event.namespace);
     for (const ns of namespaces) notifier.ping(ns);

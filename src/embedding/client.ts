@@ -100,9 +100,13 @@ export async function embedTexts(s: EmbedSettings, texts: string[], cost: EmbedC
  * batched call before the write transaction. Without a model the ops are returned as they are;
  * when the call fails they carry "pending", so the store succeeds and the worker catches up.
  */
-export async function withVectors(core: Core, ops: MemoryOp[], cost: EmbedCost): Promise<MemoryOp[]> {
+export function withVectors(core: Core, ops: MemoryOp[], cost: EmbedCost): MemoryOp[] | Promise<MemoryOp[]> {
   const s = embedSettings(core.config);
-  if (!s) return ops;
+  // Without a model, no promise: this runs on every store.
+  return s ? embedOps(core, s, ops, cost) : ops;
+}
+
+async function embedOps(core: Core, s: EmbedSettings, ops: MemoryOp[], cost: EmbedCost): Promise<MemoryOp[]> {
   const texts: string[] = [];
   const at: number[] = [];
   ops.forEach((op, i) => {
