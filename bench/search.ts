@@ -204,7 +204,7 @@ if (parts.has("keyword")) {
   );
   if (s.backend === "lmdb")
     say(
-      `\nThe first search of the namespace in the process took ${ms(build)}: it loads the namespace's in-memory lists from the terms in namespace_memories, in slices; the event loop was never held longer than ${ms(held)} meanwhile, so other requests were served.`,
+      `\nThe first search of the namespace in the process took ${ms(build)}: it builds the namespace's in-memory lists from the memories namespace_memories lists (their records tokenized), in slices; the event loop was never held longer than ${ms(held)} meanwhile, so other requests were served.`,
     );
   await s.close();
 }
