@@ -3,12 +3,13 @@
 // memd each round; medians over the rounds. Server on CPU 0, wrk on CPU 1. `make bench` runs it
 // for LMDB and PostgreSQL (bench/run.ts); alone:
 //   bun run bench/store-path.ts [rounds] [--source] [--memd PATH]... [--database-url URL]
-//     [--data-root DIR] [--secs N] [--unpinned]
+//     [--data-root DIR] [--secs N] [--unpinned] [--floor]
 // --memd (repeatable) compares several binaries in one run (e.g. before and after a change);
 // --data-root puts the LMDB data dirs there (e.g. /dev/shm, to take a busy disk's fsync out of
 // an A/B comparison of CPU work; the answers still wait for the flush). --database-url makes a
 // fresh database per round on that server. --unpinned lets the servers (ceiling and memd alike)
-// use both cores; wrk stays on CPU 1.
+// use both cores; wrk stays on CPU 1. --floor adds bench/store-floor.ts (HTTP and the LMDB
+// apply with no app around them) as one more server of the comparison.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -174,6 +175,7 @@ if (import.meta.main) {
     options: {
       source: { type: "boolean" },
       memd: { type: "string", multiple: true },
+      floor: { type: "boolean" },
       "database-url": { type: "string" },
       "data-root": { type: "string" },
       unpinned: { type: "boolean" },
@@ -184,6 +186,8 @@ if (import.meta.main) {
   const memd: Record<string, string[]> = {};
   if (values.source) memd.source = [process.execPath, "run", join(repo, "src/main.ts")];
   for (const path of values.memd ?? []) memd[path] = [path];
+  if (values.floor)
+    memd["floor (HTTP + LMDB apply, no app)"] = [process.execPath, "run", join(import.meta.dir, "store-floor.ts")];
   if (Object.keys(memd).length === 0) memd["dist/memd"] = [join(repo, "dist/memd")];
   const rows = await storePath({
     rounds: Number(positionals[0] ?? 3),
