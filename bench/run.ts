@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { crashRound } from "../test/crash-run";
 import { startFakeModel } from "../test/fake-model";
 import { lifecycleBench } from "./lifecycle";
-import { describeRow, type StorePathRow, storePath } from "./store-path";
+import { describeRow, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
 import { type WrkResult, wrk } from "./wrk";
 
@@ -106,10 +106,24 @@ await stop(s);
 // with it in each round (bench/store-path.ts), on LMDB and on a PostgreSQL if one is given
 // (`make bench` runs under scripts/with-postgres, which provides a throwaway one).
 const pathRounds = Number(process.env.BENCH_STORE_PATH_ROUNDS ?? 3);
-const storePaths: { backend: string; row: StorePathRow }[] = [];
-log(`store path against the ceiling, LMDB, ${pathRounds} rounds`);
-for (const row of await storePath({ rounds: pathRounds, secs: seconds, memd: { memd: [bin] }, log }))
-  storePaths.push({ backend: "LMDB (data dir on the bench's disk)", row });
+const storePaths: { backend: string; row: StorePathRow; unpinned?: boolean }[] = [];
+log(`store path against the ceiling, LMDB, ${pathRounds} rounds, with the floor (bench/store-floor.ts)`);
+for (const row of await storePath({
+  rounds: pathRounds,
+  secs: seconds,
+  memd: { memd: [bin], floor: floorCommand },
+  log,
+}))
+  storePaths.push({
+    backend:
+      row.label === "floor"
+        ? "LMDB floor: HTTP and the LMDB apply, no app (bench/store-floor.ts; not memd)"
+        : "LMDB (data dir on the bench's disk)",
+    row,
+  });
+log(`store path against the ceiling, LMDB, servers unpinned, ${pathRounds} rounds`);
+for (const row of await storePath({ rounds: pathRounds, secs: seconds, memd: { memd: [bin] }, unpinned: true, log }))
+  storePaths.push({ backend: "LMDB, servers unpinned (both cores; wrk on CPU 1)", row, unpinned: true });
 const pgUrl = process.env.MEMD_BENCH_DATABASE_URL ?? process.env.MEMD_TEST_DATABASE_URL;
 if (pgUrl?.startsWith("postgres")) {
   log(`store path against the ceiling, PostgreSQL, ${pathRounds} rounds`);
@@ -123,6 +137,8 @@ if (pgUrl?.startsWith("postgres")) {
     storePaths.push({ backend: "PostgreSQL (local, fsync on; its own CPU not counted)", row });
 } else log(`no PostgreSQL for the store path figure (${pgUrl ?? "MEMD_BENCH_DATABASE_URL unset"})`);
 for (const { row } of storePaths) log(describeRow(row));
+/** The rows of memd itself (the floor is context, not a target). */
+const memdPaths = storePaths.filter(({ row }) => row.label !== "floor");
 
 // 2. Diff and events latency at 10,000 and 1,000,000 stored events (bulk-loaded, see load.ts).
 interface Loaded {
@@ -300,14 +316,14 @@ lines.push(
   "| target | figure | |",
   "|---|---|---|",
   `| raw store ≥ 40% of the ceiling at 64 connections | ${pctOf(store64.rps, ceil.rps)} (${f0(store64.rps)} / ${f0(ceil.rps)} req/s) | ${ok(ratio64 >= 0.4)} |`,
-  ...storePaths.map(
+  ...memdPaths.map(
     ({ backend, row }) =>
       `| durable raw store CPU ≤ 3× the ceiling's per request, ${backend} | ${row.cpuRatio.toFixed(2)}× (${row.cpuUs.toFixed(1)} / ${row.ceilingCpuUs.toFixed(1)} µs), median of ${row.rounds.length} | ${ok(row.cpuRatio <= 3)} |`,
   ),
-  ...storePaths.map(
-    ({ backend, row }) =>
-      `| raw store ≥ 40% of the ceiling's req/s, server pinned, ${backend} | ${pctOf(row.rpsRatio, 1)}, median of ${row.rounds.length} | ${ok(row.rpsRatio >= 0.4)} |`,
-  ),
+  ...memdPaths.map(({ backend, row, unpinned }) => {
+    const want = unpinned ? 0.3 : 0.4;
+    return `| raw store ≥ ${pctOf(want, 1)} of the ceiling's req/s, ${unpinned ? "" : "server pinned, "}${backend} | ${pctOf(row.rpsRatio, 1)}, median of ${row.rounds.length} | ${ok(row.rpsRatio >= want)} |`;
+  }),
   `| diff/events p99 < 5 ms, 200-event answer, 1,000,000 events | worst ${ms(p99at1M200)} | ${ok(p99at1M200 < 5)} |`,
   `| ... and ≤ 1.5× the 10,000-event figure | worst ${worstGrowth.toFixed(2)}x | ${ok(worstGrowth <= 1.5)} |`,
   `| smart-store overhead < 2 ms p50 | ${ms(overhead)} | ${ok(overhead < 2)} |`,
@@ -325,7 +341,7 @@ lines.push(
   "",
   "## Store path against the ceiling (issue 13)",
   "",
-  `Server CPU time per request (utime + stime of the server process over the run / requests) and req/s at 64 connections, each as a ratio to the ceiling measured in the same round (bench/store-path.ts; ${pathRounds} rounds alternating ceiling and memd, medians of the per-round ratios). Log level info (one line per request).`,
+  `Server CPU time per request (utime + stime of the server process over the run / requests) and req/s at 64 connections, each as a ratio to the ceiling measured in the same round (bench/store-path.ts; ${pathRounds} rounds alternating ceiling and memd, medians of the per-round ratios). Log level info (one line per request). The floor row is not memd: a bare Bun.serve that parses the body and applies the store through LMDB, with no authentication, validation, log or metrics (bench/store-floor.ts), to show how much of memd's figure the storage alone takes.`,
   "",
   "| backend | CPU per store | ceiling CPU per request | CPU ratio | req/s | ceiling req/s | req/s ratio | per round (CPU ratio / req/s ratio) |",
   "|---|---|---|---|---|---|---|---|",

@@ -32,11 +32,11 @@ function cpuMs(pid: number): number {
   return ((Number(f[11]) + Number(f[12])) * 1000) / ticks;
 }
 
-/** Servers run on CPU 0 only, unless --unpinned (both cores, shared with wrk on CPU 1). */
-const serverCpus = process.argv.includes("--unpinned") ? "0,1" : "0";
+/** Servers run on CPU 0 only, unless unpinned (both cores, shared with wrk on CPU 1). */
+const serverCpus = (unpinned = false) => (unpinned ? "0,1" : "0");
 
-async function start(cmd: string[], env: Record<string, string>, port: number) {
-  const proc = Bun.spawn(["taskset", "-c", serverCpus, ...cmd], {
+async function start(cmd: string[], env: Record<string, string>, port: number, unpinned?: boolean) {
+  const proc = Bun.spawn(["taskset", "-c", serverCpus(unpinned), ...cmd], {
     env: { PATH: process.env.PATH!, ...env },
     stdout: "ignore",
     stderr: "inherit",
@@ -71,8 +71,15 @@ interface Figure {
   cpuUs: number;
 }
 
-async function measure(cmd: string[], env: Record<string, string>, port: number, path: string, secs: number) {
-  const s = await start(cmd, env, port);
+async function measure(
+  cmd: string[],
+  env: Record<string, string>,
+  port: number,
+  path: string,
+  secs: number,
+  unpinned?: boolean,
+) {
+  const s = await start(cmd, env, port, unpinned);
   try {
     wrk(`${s.url}${path}`, 1); // warm-up
     const before = cpuMs(s.proc.pid);
@@ -92,6 +99,8 @@ export interface StorePathOptions {
   memd?: Record<string, string[]>;
   databaseUrl?: string;
   dataRoot?: string;
+  /** The servers (ceiling and memd alike) may use both cores; wrk stays on CPU 1. */
+  unpinned?: boolean;
   /** One line per round and server, as it is measured. */
   log?: (line: string) => void;
 }
@@ -114,6 +123,9 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
+/** bench/store-floor.ts as a server of the comparison: HTTP and the LMDB apply, no app. */
+export const floorCommand = [process.execPath, "run", join(import.meta.dir, "store-floor.ts")];
+
 /** Measures every memd of `memd` against the ceiling, alternating within each round. */
 export async function storePath(o: StorePathOptions = {}): Promise<StorePathRow[]> {
   const rounds = o.rounds ?? 3;
@@ -130,6 +142,7 @@ export async function storePath(o: StorePathOptions = {}): Promise<StorePathRow[
       port++,
       "/",
       secs,
+      o.unpinned,
     );
     ceilings.push(ceil);
     log(`round ${i + 1}: ceiling ${ceil.rps.toFixed(0)} req/s ${ceil.cpuUs.toFixed(1)} µs/req`);
@@ -142,6 +155,7 @@ export async function storePath(o: StorePathOptions = {}): Promise<StorePathRow[
         port++,
         "/v1/memory",
         secs,
+        o.unpinned,
       );
       rmSync(dir, { recursive: true, force: true });
       figures[label].push(m);
@@ -194,6 +208,7 @@ if (import.meta.main) {
     secs: Number(values.secs ?? 5),
     memd,
     databaseUrl: values["database-url"],
+    unpinned: values.unpinned,
     dataRoot: values["data-root"],
   });
   for (const r of rows) console.log(describeRow(r));
