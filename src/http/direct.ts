@@ -95,7 +95,8 @@ export function directRoutes<Key extends DirectKey>(
         let response: Response;
         try {
           const value = await route.handle(body, key, headers);
-          // JSON.stringify and a plain Response: Response.json cost ~4x as much here (bench/notes.md).
+          // JSON.stringify and a plain Response: in a profile of the server, Response.json took 9%
+          // of the samples and JSON.stringify 2% (bench/notes.md).
           headers["content-type"] = "application/json;charset=utf-8";
           response = new Response(JSON.stringify(value), { headers });
         } catch (error) {

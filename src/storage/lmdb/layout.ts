@@ -45,8 +45,9 @@
  * nothing for the index but its namespace_memories entry, and tokenizes only for namespaces
  * someone searches. (Format 3 kept terms in doc_terms keyed by entity, with df counters: 64
  * stores of 64 entities dirtied 64 more pages; format 5 kept them in namespace_memories' values:
- * tokenizing and encoding them cost 3-5 µs of a store's ~20 µs apply, bench/store-apply.ts.) A namespace's vectors are
- * likewise loaded into memory on its first semantic search (vector-cache.ts).
+ * tokenizing and encoding them cost 3-5 µs of a store's ~20 µs apply, bench/store-apply.ts.)
+ * A namespace's vectors are likewise loaded into memory on its first semantic search
+ * (vector-cache.ts).
  *
  * Namespaces and entities may not hold control characters, so no string part contains the 0x00
  * separator and two different (namespace, entity) pairs can never share a range. Memory ids are
