@@ -15,6 +15,7 @@ import { createLogger } from "./log";
 import { startTtlSweeper } from "./memory/ttl";
 import { openStorage } from "./storage/index";
 import { type DataDirLock, lockDataDir } from "./storage/lock";
+import { settledStorage } from "./storage/settle";
 import type { Storage } from "./storage/storage";
 
 /** Where the data lives, for logs: the data dir, or the database host (never the password). */
@@ -116,7 +117,7 @@ export async function startServer(
       throw new StartError(`${where}: ${(e as Error).message}`);
     }
     const notifier = new CommitNotifier();
-    const core: Core = { storage: notifyingStorage(storage, notifier), notifier, config, logger };
+    const core: Core = { storage: notifyingStorage(settledStorage(storage), notifier), notifier, config, logger };
     const root: KeyRecord | undefined = config.apiKey ? rootKeyFromSecret(config.apiKey) : undefined;
     // Aborted when the grace period ends: model calls in flight stop and answer 503 shutting_down.
     const shutdown = new AbortController();

@@ -9,6 +9,23 @@ const store = (namespace: string, entity: string, content: string) =>
   s.json("POST", "/v1/memory", { namespace, entity, content, infer: false });
 
 describe("POST /v1/memory/diff", () => {
+  test("a store sent after the client read its clock is after that since; one answered before it is not", async () => {
+    // Each round in a fresh namespace, as fast as the client can go: both stores and the clock
+    // reading usually share a millisecond, which event times alone (whole milliseconds, `since`
+    // exclusive) could not tell apart.
+    for (let i = 0; i < 30; i++) {
+      const ns = `clock-${i}`;
+      await store(ns, "u", "answered before");
+      const since = new Date().toISOString();
+      await store(ns, "u", "sent after");
+      const d = await s.json("POST", "/v1/memory/diff", { namespace: ns, since });
+      expect({ i, created: d.body.created.map((c: { content: string }) => c.content) }).toEqual({
+        i,
+        created: ["sent after"],
+      });
+    }
+  });
+
   test("created items since a time, with the documented shape", async () => {
     const before = new Date().toISOString();
     await Bun.sleep(2);

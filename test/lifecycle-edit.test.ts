@@ -123,8 +123,6 @@ describe("PATCH /v1/memory/:id", () => {
   test("changes in place, records UPDATE (reason edited); content shows in the diff's updated", async () => {
     const m = await store("edit", "e", "Lives in Lisbon", { tags: ["home"], metadata: { a: 1 } });
     const since = new Date().toISOString();
-    // `since` is exclusive, and a write can land in the same millisecond.
-    await Bun.sleep(2);
     const r = await s.json("PATCH", `/v1/memory/${m.id}`, { content: "Lives in Porto", importance: 0.9 });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ id: m.id, content: "Lives in Porto", importance: 0.9, tags: ["home"] });
@@ -142,7 +140,6 @@ describe("PATCH /v1/memory/:id", () => {
 
     // Other fields only: an UPDATE event, nothing in the diff.
     const since2 = new Date().toISOString();
-    await Bun.sleep(2);
     const r2 = await s.json("PATCH", `/v1/memory/${m.id}`, { tags: null, metadata: null, category: "place" });
     expect(r2.status).toBe(200);
     expect(r2.body.tags).toBeUndefined();

@@ -3,6 +3,14 @@
 import { type EventRecord, isCurrent, type MemoryRecord } from "./records";
 import type { MemoryOp, NewMemory } from "./storage";
 
+/**
+ * The earliest time an event written at `now` may carry: the next millisecond. A client that read
+ * its clock before sending a write (`since` for diff and events, which is exclusive) then always
+ * finds the write after it, even when both fall in the same millisecond (see settle.ts for the
+ * other direction).
+ */
+export const stampFloor = (now: number) => now + 1;
+
 export interface Planned {
   event: Omit<EventRecord, "seq">;
   /** The memory created by the op (ADD, REPLACE), now current. */

@@ -1,3 +1,4 @@
+import { stampFloor } from "../ops";
 import type { Dbs } from "./index";
 import { END } from "./layout";
 
@@ -46,7 +47,7 @@ export class EventClock {
       ] as [string, number, number][];
       last = key ? key[1] : 0;
     } else this.lastMs.delete(namespace);
-    const atMs = Math.max(now, last + 1);
+    const atMs = Math.max(stampFloor(now), last + 1);
     this.lastMs.set(namespace, atMs);
     if (this.lastMs.size > MAX_NAMESPACES) this.lastMs.delete(this.lastMs.keys().next().value!);
     return { seq: ++this.seq, atMs };

@@ -4,7 +4,7 @@
 // an entity's lock row), never from state kept in one process.
 import { SQL, type TransactionSQL } from "bun";
 import { keyedMutex } from "../mutex";
-import { planOp, targetIsLive, targetOf, vectorOf } from "../ops";
+import { planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
 import type { EventRecord, KeyRecord, MemoryRecord } from "../records";
 import { type Applied, type EventScope, type MemoryOp, type Storage, StorageError } from "../storage";
 import { pgLifecycle } from "./lifecycle";
@@ -235,12 +235,13 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     const namespaces = [...perNamespace.keys()].sort();
     const counts = namespaces.map((ns) => perNamespace.get(ns)!);
     // Takes each clock row's lock for the rest of the transaction and reserves `count` stamps.
+    const floor = stampFloor(now);
     const clocks = await tx`
         INSERT INTO namespace_clock AS c (namespace, last_ms)
-        SELECT ns, ${now}::bigint + n - 1 FROM unnest(${sql.array(namespaces, "text")}::text[], ${sql.array(counts, "int8")}::bigint[]) AS t(ns, n)
+        SELECT ns, ${floor}::bigint + n - 1 FROM unnest(${sql.array(namespaces, "text")}::text[], ${sql.array(counts, "int8")}::bigint[]) AS t(ns, n)
         ORDER BY ns
         ON CONFLICT (namespace) DO UPDATE
-          SET last_ms = GREATEST(${now}::bigint, c.last_ms + 1) + (EXCLUDED.last_ms - ${now}::bigint)
+          SET last_ms = GREATEST(${floor}::bigint, c.last_ms + 1) + (EXCLUDED.last_ms - ${floor}::bigint)
         RETURNING namespace, last_ms`;
     const nextMs = new Map<string, number>();
     for (const c of clocks)
