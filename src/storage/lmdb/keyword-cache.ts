@@ -12,7 +12,6 @@
 import { termCounts } from "../../text/tokens";
 import type { MemoryRecord } from "../records";
 import type { Dbs } from "./index";
-import { keys } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 
 const grown = <T extends Int32Array | Float64Array | Uint8Array>(a: T, size: number): T => {
@@ -203,20 +202,26 @@ export function packTerms(content: string, createdAt: number, entity: string): D
 export type KeywordCache = NamespaceCache<KeywordSpace, DocTerms>;
 
 export function keywordCache(dbs: Dbs): KeywordCache {
-  /** A listed memory's terms, from its record. */
-  const termsOf = (id: string): DocTerms | undefined => {
+  /**
+   * A memory's terms, from its record, if namespace_memories lists it under `namespace`: a memory
+   * is listed exactly while its record is current (both written in one transaction), and never
+   * changes namespace, so the record alone answers.
+   */
+  const termsOf = (namespace: string, id: string): DocTerms | undefined => {
     const r = dbs.memories.get(id) as MemoryRecord | undefined;
-    return r && packTerms(r.content, r.createdAt, r.entity);
+    return r?.state === "current" && r.namespace === namespace
+      ? packTerms(r.content, r.createdAt, r.entity)
+      : undefined;
   };
   return new NamespaceCache<KeywordSpace, DocTerms>({
     empty: () => new KeywordSpace(),
     load: (s, ns, after, limit) =>
       loadSlice(dbs.namespaceMemories, ns, after, limit, (key) => {
-        const terms = termsOf(key[1] as string);
+        const terms = termsOf(ns, key[1] as string);
         if (terms) s.add(key[1] as string, terms, true);
       }),
     keep: (s) => s.stats.docs > 0,
-    read: ([ns, , id]) => (dbs.namespaceMemories.doesExist(keys.namespaceMemory(ns, id)) ? termsOf(id) : undefined),
+    read: ([ns, , id]) => termsOf(ns, id),
     drop: (s, [, , id]) => s.remove(id),
     put: (s, [, , id], terms) => s.add(id, terms),
   });
