@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { crashRound } from "../test/crash-run";
 import { startFakeModel } from "../test/fake-model";
 import { lifecycleBench } from "./lifecycle";
-import { describeRow, floorCommand, type StorePathRow, storePath } from "./store-path";
+import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
 import { type WrkResult, wrk } from "./wrk";
 
@@ -107,20 +107,24 @@ await stop(s);
 // (`make bench` runs under scripts/with-postgres, which provides a throwaway one).
 const pathRounds = Number(process.env.BENCH_STORE_PATH_ROUNDS ?? 3);
 const storePaths: { backend: string; row: StorePathRow; unpinned?: boolean }[] = [];
-log(`store path against the ceiling, LMDB, ${pathRounds} rounds, with the floor (bench/store-floor.ts)`);
+log(`store path against the ceiling, LMDB, ${pathRounds} rounds, with the floors (bench/store-floor.ts)`);
+/** The floors: not memd, context for its figure (bench/store-floor.ts). */
+const floors: Record<string, { command: string[]; backend: string }> = {
+  floor: { command: floorCommand, backend: "LMDB floor: HTTP and memd's LMDB apply, no app" },
+  ...Object.fromEntries(
+    [1, 4, 7].map((n) => [
+      `entries ${n}`,
+      { command: entriesFloorCommand(n), backend: `floor: HTTP and ${n} durable LMDB entries, nothing else` },
+    ]),
+  ),
+};
 for (const row of await storePath({
   rounds: pathRounds,
   secs: seconds,
-  memd: { memd: [bin], floor: floorCommand },
+  memd: { memd: [bin], ...Object.fromEntries(Object.entries(floors).map(([k, f]) => [k, f.command])) },
   log,
 }))
-  storePaths.push({
-    backend:
-      row.label === "floor"
-        ? "LMDB floor: HTTP and the LMDB apply, no app (bench/store-floor.ts; not memd)"
-        : "LMDB (data dir on the bench's disk)",
-    row,
-  });
+  storePaths.push({ backend: floors[row.label]?.backend ?? "LMDB (data dir on the bench's disk)", row });
 log(`store path against the ceiling, LMDB, servers unpinned, ${pathRounds} rounds`);
 for (const row of await storePath({ rounds: pathRounds, secs: seconds, memd: { memd: [bin] }, unpinned: true, log }))
   storePaths.push({ backend: "LMDB, servers unpinned (both cores; wrk on CPU 1)", row, unpinned: true });
@@ -137,8 +141,8 @@ if (pgUrl?.startsWith("postgres")) {
     storePaths.push({ backend: "PostgreSQL (local, fsync on; its own CPU not counted)", row });
 } else log(`no PostgreSQL for the store path figure (${pgUrl ?? "MEMD_BENCH_DATABASE_URL unset"})`);
 for (const { row } of storePaths) log(describeRow(row));
-/** The rows of memd itself (the floor is context, not a target). */
-const memdPaths = storePaths.filter(({ row }) => row.label !== "floor");
+/** The rows of memd itself (the floors are context, not targets). */
+const memdPaths = storePaths.filter(({ row }) => !(row.label in floors));
 
 // 2. Diff and events latency at 10,000 and 1,000,000 stored events (bulk-loaded, see load.ts).
 interface Loaded {
@@ -341,7 +345,7 @@ lines.push(
   "",
   "## Store path against the ceiling (issue 13)",
   "",
-  `Server CPU time per request (utime + stime of the server process over the run / requests) and req/s at 64 connections, each as a ratio to the ceiling measured in the same round (bench/store-path.ts; ${pathRounds} rounds alternating ceiling and memd, medians of the per-round ratios). Log level info (one line per request). The floor row is not memd: a bare Bun.serve that parses the body and applies the store through LMDB, with no authentication, validation, log or metrics (bench/store-floor.ts), to show how much of memd's figure the storage alone takes.`,
+  `Server CPU time per request (utime + stime of the server process over the run / requests) and req/s at 64 connections, each as a ratio to the ceiling measured in the same round (bench/store-path.ts; ${pathRounds} rounds alternating ceiling and memd, medians of the per-round ratios). Log level info (one line per request). The floor rows are not memd (bench/store-floor.ts): a bare Bun.serve that parses the body and applies the store through memd's LMDB storage, with no authentication, validation, log or metrics, to show how much of memd's figure the storage alone takes; and the same server writing only N LMDB entries per request (the body as a record, N - 1 index entries), group-committed and flushed as memd does, to show what durable writes through lmdb-js cost by their number. memd's raw store writes 7 entries.`,
   "",
   "| backend | CPU per store | ceiling CPU per request | CPU ratio | req/s | ceiling req/s | req/s ratio | per round (CPU ratio / req/s ratio) |",
   "|---|---|---|---|---|---|---|---|",

@@ -3,13 +3,14 @@
 // memd each round; medians over the rounds. Server on CPU 0, wrk on CPU 1. `make bench` runs it
 // for LMDB and PostgreSQL (bench/run.ts); alone:
 //   bun run bench/store-path.ts [rounds] [--source] [--memd PATH]... [--database-url URL]
-//     [--data-root DIR] [--secs N] [--unpinned] [--floor]
+//     [--data-root DIR] [--secs N] [--unpinned] [--floor] [--entries N]...
 // --memd (repeatable) compares several binaries in one run (e.g. before and after a change);
 // --data-root puts the LMDB data dirs there (e.g. /dev/shm, to take a busy disk's fsync out of
 // an A/B comparison of CPU work; the answers still wait for the flush). --database-url makes a
 // fresh database per round on that server. --unpinned lets the servers (ceiling and memd alike)
 // use both cores; wrk stays on CPU 1. --floor adds bench/store-floor.ts (HTTP and the LMDB
-// apply with no app around them) as one more server of the comparison.
+// apply with no app around them) as one more server of the comparison; --entries N
+// (repeatable) adds its `--entries N` mode (HTTP and N durable LMDB entries per request).
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -125,6 +126,8 @@ const median = (xs: number[]) => {
 
 /** bench/store-floor.ts as a server of the comparison: HTTP and the LMDB apply, no app. */
 export const floorCommand = [process.execPath, "run", join(import.meta.dir, "store-floor.ts")];
+/** bench/store-floor.ts `--entries N`: HTTP and N durable, group-committed LMDB entries per request. */
+export const entriesFloorCommand = (n: number) => [...floorCommand, "--entries", String(n)];
 
 /** Measures every memd of `memd` against the ceiling, alternating within each round. */
 export async function storePath(o: StorePathOptions = {}): Promise<StorePathRow[]> {
@@ -190,6 +193,7 @@ if (import.meta.main) {
       source: { type: "boolean" },
       memd: { type: "string", multiple: true },
       floor: { type: "boolean" },
+      entries: { type: "string", multiple: true },
       "database-url": { type: "string" },
       "data-root": { type: "string" },
       unpinned: { type: "boolean" },
@@ -200,8 +204,9 @@ if (import.meta.main) {
   const memd: Record<string, string[]> = {};
   if (values.source) memd.source = [process.execPath, "run", join(repo, "src/main.ts")];
   for (const path of values.memd ?? []) memd[path] = [path];
-  if (values.floor)
-    memd["floor (HTTP + LMDB apply, no app)"] = [process.execPath, "run", join(import.meta.dir, "store-floor.ts")];
+  if (values.floor) memd["floor (HTTP + LMDB apply, no app)"] = floorCommand;
+  for (const n of values.entries ?? [])
+    memd[`floor of ${n} entries (HTTP + ${n} durable LMDB entries)`] = entriesFloorCommand(Number(n));
   if (Object.keys(memd).length === 0) memd["dist/memd"] = [join(repo, "dist/memd")];
   const rows = await storePath({
     rounds: Number(positionals[0] ?? 3),
