@@ -14,7 +14,7 @@ export interface PipelineOptions {
   logger: Logger;
   auth: AuthOptions;
   /** Token buckets per key; none when rate limiting is off. */
-  rateLimit?: Omit<RateLimitOptions, "bucketOf">;
+  rateLimit?: RateLimitOptions;
   /** Every route of the app, read on the first request (see methodCheck). */
   routes: () => RouteInfo[];
   /** Where answered requests are counted by route template and status (served at /metrics). */

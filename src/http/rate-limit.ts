@@ -1,4 +1,3 @@
-import { Elysia } from "elysia";
 import { ApiError } from "./errors";
 
 export interface RateLimitOptions {
@@ -6,8 +5,6 @@ export interface RateLimitOptions {
   rps: number;
   /** Most tokens a bucket holds; defaults to `rps` (at least 1). */
   burst?: number;
-  /** The bucket a request draws from; `undefined` means not limited (e.g. no key). */
-  bucketOf: (request: Request) => string | undefined;
   /** Clock in milliseconds; tests pass their own. */
   now?: () => number;
 }
@@ -18,24 +15,15 @@ interface Bucket {
 }
 
 /**
- * A token bucket per bucket id (for memd: per key). A request takes one token; with none left it
- * gets 429 `rate_limited` and a `Retry-After` in whole seconds (at least 1). Register it after
- * the hook that identifies the caller, so `bucketOf` can see who it is.
+ * A token bucket per bucket id (for memd: per key), as the request pipeline takes them: a request
+ * takes one token; with none left, 429 `rate_limited` is thrown with a `Retry-After` in whole
+ * seconds (at least 1).
  */
-export function rateLimit({ bucketOf, ...options }: RateLimitOptions) {
-  const take = tokenBuckets(options);
-  return new Elysia().onRequest(function limitRate({ request }) {
-    const id = bucketOf(request);
-    if (id !== undefined) take(id);
-  });
-}
-
-/** rateLimit's buckets as a function of the bucket id, for the request pipeline: throws 429 when empty. */
 export function tokenBuckets({
   rps,
   burst = Math.max(1, Math.ceil(rps)),
   now = () => performance.now(),
-}: Omit<RateLimitOptions, "bucketOf">): (id: string) => void {
+}: RateLimitOptions): (id: string) => void {
   // One entry per bucket id ever seen; with per-key ids that is bounded by the number of keys.
   const buckets = new Map<string, Bucket>();
   return (id) => {
