@@ -114,7 +114,10 @@ const floors: Record<string, { command: string[]; backend: string }> = {
   ...Object.fromEntries(
     [1, 4, 7].map((n) => [
       `entries ${n}`,
-      { command: entriesFloorCommand(n), backend: `floor: HTTP and ${n} durable LMDB entries, nothing else` },
+      {
+        command: entriesFloorCommand(n),
+        backend: `floor: HTTP and ${n} durable LMDB ${n === 1 ? "entry" : "entries"}, nothing else`,
+      },
     ]),
   ),
 };

@@ -53,14 +53,14 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     rateLimit: limits,
     routes: () => routes(),
     metrics: requests,
-    repeatableQuery: ["tag"],
+    repeatableQuery: { "*": ["tag"], "/v1/export": ["namespace"] },
   });
   // The raw store is also served outside Elysia's hooks when listening (http/direct.ts).
   const direct = requestPipeline.direct([directStore(core)], (request) => self!.handle(request));
   const app = new Elysia({ normalize: false, aot: true, serve: { routes: direct } })
     .use(requestPipeline.hooks)
     .use(errorHandler(core.logger))
-    .use(jsonBody({ maxBytes: maxBodyBytes, freeForm: ["metadata"] }))
+    .use(jsonBody({ maxBytes: maxBodyBytes, freeForm: ["metadata", "params.arguments.metadata"] }))
     .use(authPlugin)
     .use(healthRoutes(core))
     .use(

@@ -23,7 +23,7 @@ Usage:
                            manage API keys on the data dir; memd keys --help
   memd reindex [flags]     rebuild the search index (and embeddings, with an embedding model)
                            from the memories; for upgrades and repairs, with the server stopped
-  memd mcp [--url <url> | --data-dir <dir>] [--namespace <ns>] [--entity <e>]
+  memd mcp [--url <url> [--key <key>] | --data-dir <dir>] [--namespace <ns>] [--entity <e>]
                            an MCP server on stdio for agents; memd mcp --help
   memd version             print the version and commit
   memd --help              this text; memd serve --help lists every setting

@@ -98,11 +98,62 @@ describe("built client against a server started by the built test kit", () => {
     expect([down.status, down.code]).toEqual([0, "network_error"]);
   });
 
+  test("writes take an Idempotency-Key per call: a retry gets the first answer and writes nothing", async () => {
+    const c = memd.client;
+    const req = { namespace: "idem", entity: "u", content: "Ordered a bike", infer: false };
+    const first = await c.store(req, { idempotencyKey: "order-1" });
+    expect(await c.store(req, { idempotencyKey: "order-1" })).toEqual(first);
+    expect((await c.list({ namespace: "idem" })).memories).toHaveLength(1);
+    const reused = await c.store({ ...req, content: "Ordered a car" }, { idempotencyKey: "order-1" }).catch((e) => e);
+    expect([reused.status, reused.code]).toEqual([422, "idempotency_key_reused"]);
+    const id = first.memories[0].id;
+    const edited = await c.update(id, { content: "Ordered a red bike" }, { idempotencyKey: "edit-1" });
+    expect(await c.update(id, { content: "Ordered a red bike" }, { idempotencyKey: "edit-1" })).toEqual(edited);
+    expect(await c.delete(id, { idempotencyKey: "del-1" })).toEqual({ deleted: true });
+    expect(await c.delete(id, { idempotencyKey: "del-1" })).toEqual({ deleted: true });
+    expect((await c.events({ memoryId: id })).map((e) => e.event)).toEqual(["DELETE", "UPDATE", "ADD"]);
+    await c.store({ ...req, entity: "v" });
+    const q = { namespace: "idem", entity: "v" };
+    expect(await c.deleteEntity(q, { idempotencyKey: "ent-1" })).toEqual({ deleted: 1 });
+    expect(await c.deleteEntity(q, { idempotencyKey: "ent-1" })).toEqual({ deleted: 1 });
+  });
+
   test("stream() refuses what a retry cannot fix", async () => {
     const it = memd.client.stream({ namespace: "ns", after: "garbage" });
     const err = await it.next().catch((e) => e);
     expect([err.status, err.code]).toEqual([400, "invalid_request"]);
   });
+});
+
+test("stream() waits at least the server's Retry-After before reconnecting after a 503", async () => {
+  const tries: number[] = [];
+  const fake = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch() {
+      tries.push(performance.now());
+      if (tries.length === 1)
+        return Response.json(
+          { error: { code: "shutting_down", message: "x" } },
+          { status: 503, headers: { "retry-after": "1" } },
+        );
+      const event = { event: "ADD", memoryId: "m", newContent: "after the wait" };
+      return new Response(`id: c1\nevent: memory\ndata: ${JSON.stringify(event)}\n\n`, {
+        headers: { "content-type": "text/event-stream" },
+      });
+    },
+  });
+  try {
+    const c = client.createClient({ url: `http://127.0.0.1:${fake.port}`, key: "k" });
+    for await (const m of c.stream({ namespace: "s", retryMs: 10 })) {
+      expect(m).toMatchObject({ cursor: "c1", event: { newContent: "after the wait" } });
+      break;
+    }
+    // retryMs alone would have reconnected after 10 ms; the server asked for 1 s.
+    expect(tries[1] - tries[0]).toBeGreaterThanOrEqual(950);
+  } finally {
+    fake.stop(true);
+  }
 });
 
 test("stream() resumes by itself across a server restart, losing and repeating nothing", async () => {

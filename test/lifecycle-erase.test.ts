@@ -207,11 +207,15 @@ describe("erase", () => {
     test("on PostgreSQL, memd compact prints what to run; after VACUUM FULL no row holds the marker", async () => {
       const r = await memd(["compact"]);
       expect(r.code).toBe(0);
-      expect(r.out).toContain("VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency;");
+      expect(r.out).toContain(
+        "VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency, memory_terms, memory_vectors;",
+      );
       const sql = new SQL(s.databaseUrl!);
       try {
-        await sql.unsafe("VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency");
-        for (const table of ["memories", "events", "erasures", "idempotency"]) {
+        await sql.unsafe(
+          "VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency, memory_terms, memory_vectors",
+        );
+        for (const table of ["memories", "events", "erasures", "idempotency", "memory_terms", "memory_vectors"]) {
           const [row] = await sql.unsafe(`SELECT count(*) AS n FROM ${table} t WHERE t::text LIKE '%${marker}%'`);
           expect({ table, n: Number(row.n) }).toEqual({ table, n: 0 });
         }

@@ -139,6 +139,15 @@ describe("GET /v1/export", () => {
     expect(records(await team.text())).toEqual(
       records((await memd(["export", ...source.flags, "--namespace", "team"])).out),
     );
+    // `namespace` repeats for several (and only here: elsewhere a repeated parameter is a 400).
+    const both = await s.api("GET", "/v1/export?namespace=team&namespace=solo");
+    expect(both.status).toBe(200);
+    const bothRecords = records(await both.text());
+    expect(bothRecords).toEqual(
+      records((await memd(["export", ...source.flags, "--namespace", "team", "--namespace", "solo"])).out),
+    );
+    expect(new Set(bothRecords.map((l) => JSON.parse(l).namespace))).toEqual(new Set(["team", "solo"]));
+    expect((await s.json("GET", "/v1/memory?namespace=team&namespace=solo")).status).toBe(400);
   }, 60_000);
 
   test("400, 403 and nothing changes", async () => {

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { runTool, tools } from "../src/mcp/tools";
 import { buildBinary } from "./binary-helpers";
 import { startTestServer, type TestServer, tempDir } from "./helpers";
 
@@ -160,6 +161,18 @@ describe("over HTTP: POST /mcp", () => {
 
     const list = await call(c, "list_memories", { ...at, limit: 10 });
     expect(list.data.memories).toHaveLength(3);
+    expect(list.data.nextCursor).toBeNull();
+    // Paged as GET /v1/memory pages: nextCursor until null, nothing lost or repeated; filters as there.
+    const first = await call(c, "list_memories", { ...at, limit: 2 });
+    expect(first.data.memories).toHaveLength(2);
+    const second = await call(c, "list_memories", { ...at, limit: 2, cursor: first.data.nextCursor });
+    expect(second.data).toMatchObject({ nextCursor: null });
+    expect([...first.data.memories, ...second.data.memories].map((m: any) => m.id)).toEqual(
+      list.data.memories.map((m: any) => m.id),
+    );
+    const tagged = await call(c, "list_memories", { ...at, tags: ["drinks"] });
+    expect(tagged.data.memories.map((m: any) => m.id)).toEqual([teaId]);
+    expect((await call(c, "list_memories", { ...at, category: "no-such" })).data.memories).toEqual([]);
 
     const changes = await call(c, "changes", at);
     expect(changes.data).toMatchObject({ changeCount: 3, summary: "3 new, 0 updated, 0 replaced", hasMore: false });
@@ -172,6 +185,22 @@ describe("over HTTP: POST /mcp", () => {
     const entity = await call(c, "history", { ...at, limit: 2 });
     expect(entity.data.events).toHaveLength(2);
     expect(entity.data.events[0]).toMatchObject({ memoryId: teaId, event: "DELETE" });
+  });
+
+  test("remember keeps metadata keys such as constructor and prototype, as POST /v1/memory does", async () => {
+    const c = await overHttp(acmeKey);
+    const metadata = { constructor: "kept", prototype: { nested: true } };
+    const r = await call(c, "remember", { namespace: "acme", entity: "meta", content: "x", infer: false, metadata });
+    expect(r.isError).toBe(false);
+    expect((await s.json("GET", `/v1/memory/${r.data.memories[0].id}`)).body.metadata).toEqual(metadata);
+    // "__proto__" stays refused everywhere in a body (it cannot round-trip).
+    const proto = await s.api(
+      "POST",
+      "/mcp",
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"remember","arguments":{"namespace":"acme","entity":"meta","content":"y","metadata":{"__proto__":{"a":1}}}}}',
+      { key: acmeKey, headers: { "content-type": "application/json", accept: "application/json, text/event-stream" } },
+    );
+    expect(proto.status).toBe(400);
   });
 
   // One bad input per tool: refused with memd's code and message as a tool error, not a protocol error.
@@ -246,7 +275,7 @@ test("the log shows the transport's own status, and a tool's REST calls under th
   expect((await post("application/json", "mcp-406")).status).toBe(406);
   const ok = await post("application/json, text/event-stream", "mcp-ok");
   expect(ok.status).toBe(200);
-  expect(((await ok.json()) as any).result.structuredContent).toEqual({ memories: [] });
+  expect(((await ok.json()) as any).result.structuredContent).toEqual({ memories: [], nextCursor: null });
   // Request lines are written after the answer is sent: wait for them, within a bound.
   const linesOf = (id: string) =>
     s.logs
@@ -333,6 +362,25 @@ test(
     expect((await p.client.listTools()).tools).toHaveLength(6);
   }),
 );
+
+test("a --url with a path (memd behind a proxy at /memd) keeps it in every call", async () => {
+  const proxy = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch(req) {
+      const url = new URL(req.url);
+      if (!url.pathname.startsWith("/memd/")) return new Response("not under /memd", { status: 404 });
+      return fetch(s.url + url.pathname.slice("/memd".length) + url.search, req);
+    },
+  });
+  try {
+    const tool = tools.find((t) => t.name === "list_memories")!;
+    const env = { fetch, authorization: `Bearer ${readKey}`, baseUrl: `http://127.0.0.1:${proxy.port}/memd/` };
+    expect(await runTool(tool, { namespace: "acme", entity: "u1" }, env)).toMatchObject({ nextCursor: null });
+  } finally {
+    proxy.stop(true);
+  }
+});
 
 describe("memd mcp command line", () => {
   const run = (args: string[], env: Record<string, string> = {}) => {

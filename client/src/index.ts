@@ -52,6 +52,15 @@ export interface ClientOptions {
   headers?: Record<string, string>;
 }
 
+/** Per-call options of the writes that the server makes safe to retry. */
+export interface WriteOptions {
+  /**
+   * Sent as `Idempotency-Key` (1 to 255 printable ASCII characters): a retry with the same key
+   * and request within 24 hours gets the first answer and writes nothing again.
+   */
+  idempotencyKey?: string;
+}
+
 /** Query of `list`: current memories of a namespace or entity, newest first, a page at a time. */
 export interface ListOptions {
   namespace: string;
@@ -84,7 +93,10 @@ export interface StreamOptions {
   since?: string;
   /** Stops the stream (the iterator then ends). */
   signal?: AbortSignal;
-  /** Wait before reconnecting after a dropped connection, in ms; doubles up to 10 s while failing. Default 500. */
+  /**
+   * Wait before reconnecting after a dropped connection, in ms; doubles up to 10 s while failing,
+   * and is at least the server's Retry-After (429, 503). Default 500.
+   */
   retryMs?: number;
 }
 
@@ -110,12 +122,15 @@ export function createClient(options: ClientOptions) {
   const doFetch = options.fetch ?? fetch;
   const auth = { ...options.headers, authorization: `Bearer ${options.key}` };
 
-  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  async function call<T>(method: string, path: string, body?: unknown, write?: WriteOptions): Promise<T> {
+    const headers: Record<string, string> = { ...auth };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (write?.idempotencyKey !== undefined) headers["idempotency-key"] = write.idempotencyKey;
     let res: Response;
     try {
       res = await doFetch(base + path, {
         method,
-        headers: body === undefined ? auth : { ...auth, "content-type": "application/json" },
+        headers,
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (e) {
@@ -128,7 +143,7 @@ export function createClient(options: ClientOptions) {
 
   return {
     /** Stores a memory: `infer: false` verbatim, otherwise (the default) extracted by the server's model. */
-    store: (req: StoreRequest) => call<StoreResponse>("POST", "/v1/memory", req),
+    store: (req: StoreRequest, write?: WriteOptions) => call<StoreResponse>("POST", "/v1/memory", req, write),
     /** What changed since a time, folded per memory. */
     diff: (req: DiffRequest) => call<DiffResponse>("POST", "/v1/memory/diff", req),
     /** Audit events, newest first. */
@@ -138,14 +153,16 @@ export function createClient(options: ClientOptions) {
     /** One current memory; `MemdError` 404 when unknown, gone or outside the key's namespaces. */
     get: (memoryId: string) => call<Memory>("GET", `/v1/memory/${id(memoryId)}`),
     /** Deletes one memory (event DELETE). */
-    delete: (memoryId: string) => call<{ deleted: true }>("DELETE", `/v1/memory/${id(memoryId)}`),
+    delete: (memoryId: string, write?: WriteOptions) =>
+      call<{ deleted: true }>("DELETE", `/v1/memory/${id(memoryId)}`, undefined, write),
     /** Deletes every current memory of an entity (one DELETE event each). */
-    deleteEntity: (q: { namespace: string; entity: string }) =>
-      call<{ deleted: number }>("DELETE", `/v1/memory${query(q)}`),
+    deleteEntity: (q: { namespace: string; entity: string }, write?: WriteOptions) =>
+      call<{ deleted: number }>("DELETE", `/v1/memory${query(q)}`, undefined, write),
     /** Ranked search over current memories: by words, by meaning, or both. */
     search: (req: SearchRequest) => call<SearchResponse>("POST", "/v1/memory/search", req),
     /** Corrects a memory in place (event UPDATE); `null` removes tags or metadata. */
-    update: (memoryId: string, patch: PatchRequest) => call<Memory>("PATCH", `/v1/memory/${id(memoryId)}`, patch),
+    update: (memoryId: string, patch: PatchRequest, write?: WriteOptions) =>
+      call<Memory>("PATCH", `/v1/memory/${id(memoryId)}`, patch, write),
     /** Erases every memory of an entity and their content in the audit trail (admin). */
     erase: (req: EraseRequest) => call<Erasure>("POST", "/v1/memory/erase", req),
     /** API keys (admin). */
@@ -200,6 +217,8 @@ async function* streamEvents(
   let cursor: string | undefined = opts.after;
   const q = { namespace: opts.namespace, entity: opts.entity };
   while (!opts.signal?.aborted) {
+    /** The server's Retry-After (429, 503), in ms: the wait before reconnecting is at least that. */
+    let asked = 0;
     const abort = new AbortController();
     const onAbort = () => abort.abort();
     opts.signal?.addEventListener("abort", onAbort);
@@ -216,6 +235,7 @@ async function* streamEvents(
           body = JSON.parse(text);
         } catch {}
         if (permanent(res.status)) throw errorOf(res.status, body, text);
+        asked = Number(res.headers.get("retry-after") ?? 0) * 1000 || 0;
       } else if (res?.body) {
         for await (const m of parseSse(res.body)) {
           // The first message (and overflow) carry a cursor without an event: remember it all the same.
@@ -237,7 +257,7 @@ async function* streamEvents(
       abort.abort();
     }
     if (opts.signal?.aborted) return;
-    await sleep(retry, opts.signal);
+    await sleep(Math.max(retry, asked), opts.signal);
     retry = Math.min(10_000, Math.max(firstRetry, retry * 2));
   }
 }

@@ -100,10 +100,10 @@ export function refuseBody(request: Request) {
 const dangerousKeys = new Set(["__proto__", "constructor", "prototype"]);
 
 /**
- * Throws a 400 naming the path of the first dangerous key in `value`. Inside the top-level
- * fields listed in `freeForm` (for memd: metadata) "constructor" and "prototype" are plain keys
- * and round-trip; "__proto__" is refused everywhere, because it cannot round-trip through the
- * store's encoding.
+ * Throws a 400 naming the path of the first dangerous key in `value`. Inside the fields whose
+ * dotted paths are listed in `freeForm` (for memd: `metadata`, and `params.arguments.metadata` of
+ * an MCP call) "constructor" and "prototype" are plain keys and round-trip; "__proto__" is
+ * refused everywhere, because it cannot round-trip through the store's encoding.
  */
 export function refuseDangerousKeys(value: unknown, freeForm: readonly string[] = [], path = "", free = false) {
   if (value === null || typeof value !== "object") return;
@@ -119,12 +119,7 @@ export function refuseDangerousKeys(value: unknown, freeForm: readonly string[] 
       throw new ApiError("invalid_request", `${at}: "${key}" is not allowed as a key`, [
         { field: at, message: `"${key}" is not allowed as a key` },
       ]);
-    refuseDangerousKeys(
-      (value as Record<string, unknown>)[key],
-      freeForm,
-      at,
-      free || (path === "" && freeForm.includes(key)),
-    );
+    refuseDangerousKeys((value as Record<string, unknown>)[key], freeForm, at, free || freeForm.includes(at));
   }
 }
 

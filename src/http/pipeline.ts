@@ -19,8 +19,11 @@ export interface PipelineOptions {
   routes: () => RouteInfo[];
   /** Where answered requests are counted by route template and status (served at /metrics). */
   metrics: RequestMetrics;
-  /** Query parameters that may repeat (lists such as `tag`); any other given twice is a 400. */
-  repeatableQuery?: string[];
+  /**
+   * Query parameters that may repeat (lists such as `tag`), by path; "*" for the paths not named
+   * (a path's own list replaces it). Any other parameter given twice is a 400.
+   */
+  repeatableQuery?: Record<string, readonly string[]>;
 }
 
 /**
@@ -32,7 +35,8 @@ export interface PipelineOptions {
  * The path is cut from the URL once per request, and each check is a plain function of its
  * feature's module. `direct` makes routes served outside Elysia with the same checks and records.
  */
-export function pipeline({ logger, auth, rateLimit, routes, metrics, repeatableQuery = [] }: PipelineOptions) {
+export function pipeline({ logger, auth, rateLimit, routes, metrics, repeatableQuery = {} }: PipelineOptions) {
+  const repeatable = (path: string) => repeatableQuery[path] ?? repeatableQuery["*"];
   const authenticate = authenticator(auth);
   const take = rateLimit ? tokenBuckets(rateLimit) : undefined;
   const allowMethod = methodCheck(routes);
@@ -54,7 +58,7 @@ export function pipeline({ logger, auth, rateLimit, routes, metrics, repeatableQ
         take?.(key.id);
       }
       allowMethod(request.method, info.path);
-      if (q !== -1) checkQueryString(url, q, repeatableQuery);
+      if (q !== -1) checkQueryString(url, q, repeatable(info.path));
       refuseBody(request);
     })
     .onAfterResponse({ as: "global" }, function recordRequest({ request, route, set }) {

@@ -26,7 +26,10 @@ export interface ToolDefaults {
 /** How the tools reach memd. */
 export interface ToolEnv {
   fetch: Fetch;
-  /** Origin the REST paths are appended to, e.g. http://127.0.0.1:8420 (any origin for app.handle). */
+  /**
+   * Base URL the REST paths are appended to, e.g. http://127.0.0.1:8420, or https://host/memd
+   * behind a proxy (any origin for app.handle).
+   */
   baseUrl: string;
   /** The Authorization header value sent with every call ("Bearer memd_…"), if any. */
   authorization?: string;
@@ -51,10 +54,12 @@ export function restClient(env: ToolEnv) {
   return async function rest(
     method: "GET" | "POST" | "DELETE",
     path: string,
-    input: { query?: Record<string, string | number | undefined>; body?: unknown } = {},
+    input: { query?: Record<string, string | number | string[] | undefined>; body?: unknown } = {},
   ): Promise<unknown> {
-    const url = new URL(path, env.baseUrl);
-    for (const [k, v] of Object.entries(input.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    // Appended, not resolved: a base URL with a path (https://host/memd) keeps it.
+    const url = new URL(env.baseUrl.replace(/\/+$/, "") + path);
+    for (const [k, v] of Object.entries(input.query ?? {}))
+      for (const one of Array.isArray(v) ? v : v === undefined ? [] : [v]) url.searchParams.append(k, String(one));
     const headers: Record<string, string> = { accept: "application/json", ...env.headers };
     if (env.authorization) headers.authorization = env.authorization;
     if (input.body !== undefined) headers["content-type"] = "application/json";
@@ -159,6 +164,11 @@ const ListInput = Type.Object(
     namespace: described(ListQuery.properties.namespace, nsText),
     entity: Type.Optional(described(ListQuery.properties.entity, `${entityText}; absent: the whole namespace`)),
     limit: Type.Optional(Limit(1000, 100)),
+    category: Type.Optional(described(ListQuery.properties.category, "only memories of this category")),
+    tags: Type.Optional(described(ListQuery.properties.tag, "only memories carrying all of these tags")),
+    cursor: Type.Optional(
+      described(ListQuery.properties.cursor, "for the next page: the previous answer's nextCursor (null: no more)"),
+    ),
   },
   { additionalProperties: false },
 );
@@ -230,14 +240,15 @@ export const tools: ToolDef[] = [
     description:
       "List the current memories of an entity (or of a whole namespace when entity is left out), newest first, " +
       "each with its id, content, category, importance, tags and creation time. Expired, deleted and replaced memories are not shown. " +
-      "Use it to review everything known about an entity; use recall to find what is relevant to a question.",
+      "Use it to review everything known about an entity; use recall to find what is relevant to a question. " +
+      "While the answer's nextCursor is not null there are more: call again with cursor set to it.",
     readOnly: true,
     defaulted: ["namespace", "entity"],
     input: ListInput,
-    run: (args, rest) =>
+    run: ({ tags, ...args }, rest) =>
       rest("GET", "/v1/memory", {
-        query: args as Record<string, string | number | undefined>,
-      }).then((page) => ({ memories: (page as { memories: unknown[] }).memories })),
+        query: { ...(args as Record<string, string | number | undefined>), tag: tags as string[] | undefined },
+      }),
   },
   {
     name: "forget",
@@ -267,7 +278,7 @@ export const tools: ToolDef[] = [
     name: "history",
     title: "History",
     description:
-      "The audit trail, newest first: every event (ADD, MERGE, REPLACE, DELETE, SKIP_DUPLICATE, KEEP_EXISTING) with the old and new content, " +
+      "The audit trail, newest first: every event (ADD, MERGE, REPLACE, UPDATE, DELETE, SKIP_DUPLICATE, KEEP_EXISTING) with the old and new content, " +
       "the reason and the time. Give memoryId for the whole story of one memory (including the memory that replaced it), " +
       "or namespace and entity for everything that happened to an entity. Use it to explain why memd holds what it holds.",
     readOnly: true,
@@ -288,7 +299,9 @@ export function inputSchemaOf(tool: ToolDef, defaults: ToolDefaults = {}): TObje
     const d = tool.defaulted.includes(k as keyof ToolDefaults) ? defaults[k as keyof ToolDefaults] : undefined;
     if (d === undefined) properties[k] = s;
     else {
-      properties[k] = { ...s, description: `${s.description ?? k}; default: ${d}` };
+      // With a default in force, leaving the entity out means that entity, not the whole namespace.
+      const text = (s.description ?? k).replace("; absent: the whole namespace", "");
+      properties[k] = { ...s, description: `${text}; default: ${d}` };
       required.delete(k);
     }
   }

@@ -51,7 +51,7 @@ export async function compactStore(dataDir: string): Promise<{ before: number; a
 export const postgresCompactAdvice = `On PostgreSQL, deleted and erased rows stay in the table files until they are vacuumed.
 To rewrite the tables without them (this locks each table while it runs), connect with psql and run:
 
-  VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency;
+  VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency, memory_terms, memory_vectors;
 
 A plain VACUUM marks the space reusable but does not overwrite it. Old row versions can also
 remain in the write-ahead log, in WAL archives and in base backups until those are rotated out.
