@@ -174,6 +174,15 @@ describe("PATCH /v1/memory/:id", () => {
       const r = await s.json("PATCH", `/v1/memory/${id}`, body, key ? { key } : undefined);
       expect({ name, status: r.status, code: r.body?.error?.code }).toEqual({ name, status, code });
     }
+    // No body at all, with or without a JSON media type: 400 as well (not 415).
+    for (const headers of [{ "content-type": "application/json" }, {}] as Record<string, string>[]) {
+      const r = await s.api("PATCH", `/v1/memory/${m.id}`, undefined, { headers });
+      expect({ headers, status: r.status, code: ((await r.json()) as any).error.code }).toEqual({
+        headers,
+        status: 400,
+        code: "invalid_request",
+      });
+    }
     expect(await dumpStorage(s.server.core.storage)).toBe(before);
   });
 });

@@ -190,6 +190,12 @@ describe("memd import", () => {
       ["newer format", bad(0, header.replace('"format":1', '"format":9')), /line 1: export format 9/],
       ["second header", bad(4, header), /line 5: a second header line/],
       ["empty file", "", /line 1: the file is empty/],
+      // One id twice, far apart (a later batch than its first line): refused before any write.
+      [
+        "id twice",
+        `${good.join("\n")}\n${JSON.stringify({ ...memory, content: "again" })}`,
+        /appears twice \(first on line \d+\)/,
+      ],
     ];
     for (const [name, text, message] of cases) {
       const path = join(tmp.dir, `bad-${name.replaceAll(" ", "-")}.jsonl`);
@@ -214,9 +220,12 @@ describe("memd import", () => {
     const full = await memd(["import", file, ...target.flags]);
     expect({ code: full.code, err: full.err }).toMatchObject({ code: 0, err: expect.stringContaining("imported") });
     expect(full.err).toMatch(/import: writing: .*records/);
-    // Run again: everything is there; nothing to do.
+    // Run again: every id exists now, so it is refused (nothing written); --skip-existing leaves them.
     const again = await memd(["import", file, ...target.flags]);
-    expect(again).toMatchObject({ code: 0, err: expect.stringContaining("already in the store; nothing to write") });
+    expect(again.code).toBe(1);
+    expect(again.err).toMatch(/refused, nothing written: line 2: .* already exists, as does every record of the file/);
+    const skipping = await memd(["import", file, "--skip-existing", ...target.flags]);
+    expect(skipping).toMatchObject({ code: 0, err: expect.stringContaining("imported 0 records") });
 
     const back = await memd(["export", ...target.flags, "--keys"]);
     expect(records(back.out)).toEqual(records(readFileSync(file, "utf8")));

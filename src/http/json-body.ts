@@ -39,6 +39,9 @@ export function jsonBody({
         if (hasBody(request)) throw noBodyError(request.method);
         return;
       }
+      // An edit without a body changes nothing: the same 400 with or without a media type.
+      if (request.method === "PATCH" && !hasBody(request))
+        throw new ApiError("invalid_request", "the body is empty; send the fields to change as a JSON object");
       if (!isJsonType(contentType))
         throw new ApiError("unsupported_media_type", "send the body as JSON with Content-Type: application/json");
       const declared = Number(request.headers.get("content-length") ?? 0);

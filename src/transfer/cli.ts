@@ -23,7 +23,8 @@ export const importUsage = `Usage:
 
 Checks every line of FILE first and writes nothing if one is bad (it names the line and why).
 Records whose id already exists are refused unless --skip-existing (which leaves them as they
-are). An interrupted import is completed by running the same command again.
+are), and so is an id that appears twice in FILE. An interrupted import is completed by running
+the same command again.
 `;
 
 export const compactUsage = `Usage:
@@ -114,10 +115,6 @@ export async function runTransferCommand(
       const checking = new Progress("import: checking", undefined, io.err);
       const plan = await planImport(storage, file, { skipExisting }, checking);
       checking.finish();
-      if (plan.present === plan.records && plan.records > 0 && !skipExisting) {
-        io.err.write(`memd: every record of ${file} is already in the store; nothing to write\n`);
-        return 0;
-      }
       const writing = new Progress("import: writing", plan.records, io.err);
       const done = await runImport(storage, file, plan, { skipExisting }, writing);
       writing.finish();

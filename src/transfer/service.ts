@@ -114,10 +114,11 @@ export interface ImportPlan {
 }
 
 /**
- * Reads the whole file and checks every line before anything is written: its shape, and
- * whether its id exists. Existing records are refused (with the first one's line) unless
- * `skipExisting`, except when they are identical to their lines and come first: that is an
- * import of the same file that was interrupted (or finished), which this run completes.
+ * Reads the whole file and checks every line before anything is written: its shape, that no
+ * id appears twice in it, and whether its id exists. Existing records are refused (with the
+ * first one's line) unless `skipExisting`, except when they are identical to their lines and
+ * come first while others follow: that is an import of the same file that was interrupted,
+ * which this run completes. A file whose every record is already there is refused too.
  */
 export async function planImport(
   storage: Storage,
@@ -130,7 +131,12 @@ export async function planImport(
   const header = parseHeader(first.done ? undefined : first.value[1]);
   const plan: ImportPlan = { header, records: 0, present: 0, conflicting: 0, maxSeq: 0 };
   let absentSeen = false;
+  let firstPresent: [number, ExportRecord] | undefined;
   let batch: [number, ExportRecord][] = [];
+  // The line of each id seen so far (events by seq, others by their key): one id twice in a
+  // file would pass the store's check and fail half way through the writes.
+  const seqLines = new Map<number, number>();
+  const idLines = new Map<string, number>();
   const check = async () => {
     const found = await storage.existing(batch.map(([, r]) => r));
     found.forEach((f, i) => {
@@ -142,6 +148,7 @@ export async function planImport(
           throw new ImportError(line, `${describe(r)} already exists with other contents (--skip-existing leaves it)`);
       } else {
         plan.present++;
+        firstPresent ??= [line, r];
         if (absentSeen && !options.skipExisting)
           throw new ImportError(line, `${describe(r)} already exists (--skip-existing leaves it)`);
       }
@@ -151,15 +158,32 @@ export async function planImport(
   for await (const [line, text] of lines) {
     if (text.trim() === "") continue;
     const r = parseRecord(line, text);
-    if (r.type === "event") plan.maxSeq = Math.max(plan.maxSeq, r.seq);
+    const firstLine = r.type === "event" ? seqLines.get(r.seq) : idLines.get(idOf(r));
+    if (firstLine !== undefined)
+      throw new ImportError(line, `${describe(r)} appears twice (first on line ${firstLine})`);
+    if (r.type === "event") {
+      seqLines.set(r.seq, line);
+      plan.maxSeq = Math.max(plan.maxSeq, r.seq);
+    } else idLines.set(idOf(r), line);
     batch.push([line, r]);
     plan.records++;
     progress?.tick();
     if (batch.length >= BATCH) await check();
   }
   if (batch.length) await check();
+  if (firstPresent && plan.present === plan.records && !options.skipExisting) {
+    const [line, r] = firstPresent;
+    throw new ImportError(
+      line,
+      `${describe(r)} already exists, as does every record of the file (--skip-existing leaves them)`,
+    );
+  }
   return plan;
 }
+
+/** A record's id within its type (events are keyed by seq). */
+const idOf = (r: Exclude<ExportRecord, { type: "event" }>) =>
+  r.type === "erasure" ? `erasure ${r.namespace}\u0000${r.entity}\u0000${r.atMs}` : `${r.type} ${r.id}`;
 
 const describe = (r: ExportRecord) =>
   r.type === "event"
