@@ -207,6 +207,32 @@ const scenarios: Scenario[] = [
     status: 401,
     code: "unauthorized",
   },
+  // U+0000 (only a \u escape carries it): PostgreSQL text cannot hold it, so no backend takes it.
+  ...(
+    [
+      ["content", { ...ok, content: "a\u0000b" }],
+      ["source", { ...ok, source: "s\u0000" }],
+      ["tags[1]", { ...ok, tags: ["t", "\u0000"] }],
+      ["metadata.k", { ...ok, metadata: { k: "v\u0000" } }],
+    ] as const
+  ).map(([field, body]) => ({
+    name: `U+0000 in ${field}`,
+    method: "POST",
+    path: "/v1/memory",
+    body: JSON.stringify(body),
+    status: 400,
+    code: "invalid_request",
+    field,
+  })),
+  {
+    name: "U+0000 in a search query",
+    method: "POST",
+    path: "/v1/memory/search",
+    body: JSON.stringify({ namespace: "n", query: "tea\u0000" }),
+    status: 400,
+    code: "invalid_request",
+    field: "query",
+  },
   { name: "unknown route", method: "GET", path: "/v1/nothing", status: 404, code: "not_found" },
   {
     name: "unknown memory id",

@@ -88,6 +88,18 @@ describe("raw store (infer: false)", () => {
     expect(m.importance).toBe(0.5);
   });
 
+  test("a lone surrogate (a \\u escape) is stored as one U+FFFD, on either backend, in every field", async () => {
+    const raw =
+      '{"namespace":"acme","entity":"user-s","content":"lone \\ud800 x","tags":["t\\udc00"],"metadata":{"k\\ud800":"v"},"infer":false}';
+    const r = await s.api("POST", "/v1/memory", raw);
+    expect(r.status).toBe(200);
+    const id = ((await r.json()) as any).memories[0].id;
+    const m = (await s.json("GET", `/v1/memory/${id}`)).body;
+    expect([m.content, m.tags, m.metadata]).toEqual(["lone \ufffd x", ["t\ufffd"], { "k\ufffd": "v" }]);
+    const events = (await s.json("GET", `/v1/memory/events?memoryId=${id}`)).body;
+    expect(events[0].newContent).toBe("lone \ufffd x");
+  });
+
   test("ids are time-ordered and many stores in one millisecond get distinct, increasing times", async () => {
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>

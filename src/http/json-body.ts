@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { limits } from "../config/limits";
-import { ApiError } from "./errors";
+import { ApiError, invalidField } from "./errors";
 
 export interface JsonBodyOptions {
   /** Largest body accepted, in bytes. */
@@ -73,6 +73,33 @@ export function parseJsonBody(
     throw new ApiError("invalid_request", "the body is not valid JSON");
   }
   refuseDangerousKeys(value, freeForm);
+  // Only a \u escape can put U+0000 or a lone surrogate into a string of valid UTF-8 JSON.
+  return text.includes("\\u") ? wellFormed(value, "") : value;
+}
+
+/**
+ * Refuses U+0000 in any string of a body (400 naming its path): PostgreSQL text cannot hold it,
+ * and both backends must answer alike. Replaces lone surrogates with U+FFFD, as the two backends
+ * would otherwise store them differently (one or three replacement characters).
+ */
+function wellFormed(value: unknown, path: string): unknown {
+  if (typeof value === "string") {
+    if (value.includes("\u0000")) throw invalidField(path || "(body)", "must not contain the character U+0000");
+    return value.isWellFormed() ? value : value.toWellFormed();
+  }
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) value[i] = wellFormed(value[i], `${path}[${i}]`);
+    return value;
+  }
+  const o = value as Record<string, unknown>;
+  for (const key of Object.keys(o)) {
+    const at = path ? `${path}.${key}` : key;
+    const clean = wellFormed(key, at) as string;
+    const v = wellFormed(o[key], at);
+    if (clean !== key) delete o[key];
+    o[clean] = v;
+  }
   return value;
 }
 

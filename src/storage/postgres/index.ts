@@ -148,7 +148,12 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       max,
       connectionTimeout: Math.max(1, Math.ceil(o.connectTimeoutMs / 1000)),
       idleTimeout: 60,
-      connection: { statement_timeout: String(o.statementTimeoutMs), application_name: "memd" },
+      // synchronous_commit on whatever the role's or database's default: a 2xx means committed to disk.
+      connection: {
+        statement_timeout: String(o.statementTimeoutMs),
+        application_name: "memd",
+        synchronous_commit: "on",
+      },
     });
   const sql = connect(o.pool);
   // Smart stores hold an entity's lock row for the length of a model call: on their own
