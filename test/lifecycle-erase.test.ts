@@ -39,7 +39,7 @@ describe("erase", () => {
   test("every memory and event of the entity loses its content; a diff client sees them deleted, content null", async () => {
     const a = await store("alice", `Alice's phone is ${marker}-1`, {
       tags: [`${marker}-tag`],
-      metadata: { note: `${marker}-meta` },
+      metadata: { note: `${marker}-meta`, [`${marker}-key`]: "a field name is personal data too" },
       source: `${marker}-src`,
     });
     const b = await store("alice", `Alice lives at ${marker}-2`);

@@ -124,14 +124,42 @@ test("format 6: new records name their fields once, in the shared structures; re
   expect(first(storage.dbs.memories.getBinary(added!.memory.id))).toBeWithin(0x40, 0x80);
   expect(first(storage.dbs.events.getBinary(added!.event.seq))).toBeWithin(0x40, 0x80);
   expect(first(storage.dbs.memories.getBinary(before[0].id))).toBe(0xd4);
+  // A memory with every optional field shares its record shape too; the keys of its metadata
+  // (anyone's words) stay in its own value, so erasing it leaves none in the shared structures.
+  const [full] = await storage.apply(
+    [
+      {
+        event: "ADD",
+        create: {
+          id: Bun.randomUUIDv7(),
+          namespace: "acme",
+          entity: "new",
+          content: "with everything",
+          category: "general",
+          importance: 0.5,
+          tags: ["t"],
+          metadata: { "private-field-name": { nested: 1 } },
+          source: "s",
+          ttlSeconds: 3600,
+        },
+      },
+    ],
+    null,
+  );
+  expect(first(storage.dbs.memories.getBinary(full!.memory.id))).toBeWithin(0x40, 0x80);
+  const shared = JSON.stringify(storage.dbs.memories.get(Symbol.for("structures") as never));
+  expect(shared).toContain("expiresAt");
+  expect(shared).not.toContain("private-field-name");
+  expect(shared).not.toContain("nested");
+  expect((await storage.getMemory(full!.memory.id))?.metadata).toEqual({ "private-field-name": { nested: 1 } });
   await storage.close();
   const again = await openLmdb(dataDir);
   try {
     expect(again.dbs.meta.get("format")).toBe(FORMAT_VERSION);
     const after = await again.currentMemories({ namespace: "acme" }, 100);
     expect(after.find((m) => m.id === added!.memory.id)).toEqual(added!.memory);
-    expect(after.filter((m) => m.id !== added!.memory.id)).toEqual(before);
-    expect((await again.newestEvents({ namespace: "acme" }, 100)).slice(1)).toEqual(oldEvents);
+    expect(after.filter((m) => m.id !== added!.memory.id && m.id !== full!.memory.id)).toEqual(before);
+    expect((await again.newestEvents({ namespace: "acme" }, 100)).slice(2)).toEqual(oldEvents);
   } finally {
     await again.close();
   }

@@ -54,6 +54,27 @@ export interface LmdbStorage extends Storage {
  */
 const sharedStructuresKey = Symbol.for("structures");
 
+/**
+ * The field names of the records kept in msgpack sub-databases (storage/records.ts). Only record
+ * shapes made of these are shared; any other object, such as metadata (whose keys are anyone's
+ * words), defines its shape inside its own value, so that erasing the value erases its keys and
+ * `memd compact` leaves none behind.
+ */
+const recordFields = new Set(
+  [
+    ["id", "namespace", "entity", "content", "category", "importance", "tags", "metadata", "source"],
+    ["createdAt", "updatedAt", "expiresAt", "state"],
+    ["seq", "memoryId", "event", "oldContent", "newContent", "mergedFromId", "reason", "atMs", "actorKeyId"],
+    ["name", "permission", "namespaces", "lastUsedAt", "revokedAt", "hash"],
+    ["memories", "events", "keyId", "key", "status", "body"],
+  ].flat(),
+);
+/** lmdb-js passes shouldShareStructure on to msgpackr; its DatabaseOptions type leaves it out. */
+const msgpackOptions = {
+  sharedStructuresKey,
+  shouldShareStructure: (keys: string[]) => keys.every((k) => recordFields.has(k)),
+};
+
 /** Opens the LMDB environment of a data dir (no creation, no migration): for tools such as backup. */
 export function openEnv(dataDir: string, options: LmdbOptions = {}): { env: RootDatabase; dbs: Dbs } {
   const env = open({
@@ -68,7 +89,7 @@ export function openEnv(dataDir: string, options: LmdbOptions = {}): { env: Root
   const dbs = Object.fromEntries(
     Object.entries(dbNames).map(([k, name]) => [
       k,
-      env.openDB(name, binaryDbs.has(name) ? { encoding: "binary" } : { sharedStructuresKey }),
+      env.openDB(name, binaryDbs.has(name) ? { encoding: "binary" } : msgpackOptions),
     ]),
   ) as Dbs;
   return { env, dbs };
