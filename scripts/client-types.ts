@@ -5,11 +5,13 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Kind, OptionalKind, type TSchema } from "@sinclair/typebox";
 import { AuditEvent, DiffRequest, DiffResponse, EventKind, EventsQuery, StreamQuery } from "../src/audit/model";
+import { EntitiesQuery, EntitiesResponse, NamespacesQuery, NamespacesResponse } from "../src/browse/model";
 import { ModelAnswer } from "../src/extraction/model";
 import { ApiKey, CreatedKey, CreateKeyRequest, Permission } from "../src/keys/model";
 import {
   EraseRequest,
   Erasure,
+  ErasuresQuery,
   ListQuery,
   ListResponse,
   Memory,
@@ -28,6 +30,11 @@ const exported: Record<string, TSchema> = {
   PatchRequest,
   EraseRequest,
   Erasure,
+  ErasuresQuery,
+  NamespacesQuery,
+  NamespacesResponse,
+  EntitiesQuery,
+  EntitiesResponse,
   SearchRequest,
   SearchResponse,
   EventKind,

@@ -82,6 +82,30 @@ describe("built client against a server started by the built test kit", () => {
     expect(await c.deleteEntity({ namespace: "ns", entity: "gone" })).toEqual({ deleted: 2 });
     await c.store({ namespace: "ns", entity: "forget-me", content: "secret", infer: false });
     expect(await c.erase({ namespace: "ns", entity: "forget-me" })).toMatchObject({ entity: "forget-me", memories: 1 });
+    expect((await c.erasures({ namespace: "ns" })).map((e) => e.entity)).toEqual(["forget-me"]);
+
+    // The browsing reads and the export.
+    expect(await c.me()).toMatchObject({ permission: "admin", namespaces: ["*"] });
+    const nss = await c.namespaces({ limit: 1 });
+    expect(nss.namespaces).toHaveLength(1);
+    const more = await c.namespaces({ cursor: nss.nextCursor! });
+    expect([...nss.namespaces, ...more.namespaces].map((n) => n.namespace)).toContain("ns");
+    const ents = await c.entities({ namespace: "ns" });
+    expect(ents.entities.map((e) => e.entity)).toEqual(expect.arrayContaining(["u", "gone", "forget-me"]));
+    const lines = [];
+    for await (const line of c.export({ namespaces: ["ns"] })) lines.push(line);
+    expect(lines[0]).toMatchObject({ type: "header" });
+    expect(lines.filter((l) => l.type === "memory").length).toBeGreaterThan(2);
+    expect(lines.every((l) => l.type === "header" || l.namespace === "ns")).toBe(true);
+    const notAdmin = client.createClient({
+      url: memd.url,
+      key: (await c.keys.create({ name: "w", permission: "read_write", namespaces: ["ns"] })).secret,
+    });
+    const refused = await notAdmin
+      .export()
+      .next()
+      .catch((e) => e);
+    expect([refused.status, refused.code]).toEqual([403, "forbidden"]);
 
     const invalid = await c.diff({ namespace: "ns", since: "yesterday" }).catch((e) => e);
     expect(invalid.details).toEqual([{ field: "since", message: expect.any(String) }]);

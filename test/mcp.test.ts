@@ -205,8 +205,18 @@ describe("over HTTP: POST /mcp", () => {
 
   // One bad input per tool: refused with memd's code and message as a tool error, not a protocol error.
   test.each([
-    ["remember", { namespace: "acme", entity: "u1" }, /^invalid_request: .*content/],
-    ["remember", { namespace: "acme", entity: "u1", content: "x", colour: "red" }, /^invalid_request: /],
+    ["remember", { namespace: "acme", entity: "u1" }, /^invalid_request: invalid request: content: is required$/],
+    [
+      "remember",
+      { namespace: "acme", entity: "u1", content: "x", colour: "red" },
+      /^invalid_request: invalid request: colour: is not a known field$/,
+    ],
+    [
+      "remember",
+      { namespace: "acme", entity: "u1", content: "" },
+      /^invalid_request: invalid request: content: must be a string that is not blank$/,
+    ],
+    ["forget", {}, /^invalid_request: invalid request: id: is required$/],
     ["recall", { namespace: "acme", entity: "u1" }, /^invalid_request: .*query/],
     ["list_memories", { namespace: "acme", limit: 0 }, /^invalid_request: .*limit/],
     ["forget", { id: "not-a-uuid" }, /^invalid_request: .*id/],

@@ -7,10 +7,15 @@ import type {
   CreateKeyRequest,
   DiffRequest,
   DiffResponse,
+  EntitiesQuery,
+  EntitiesResponse,
   EraseRequest,
   Erasure,
+  ErasuresQuery,
   ListResponse,
   Memory,
+  NamespacesQuery,
+  NamespacesResponse,
   PatchRequest,
   SearchRequest,
   SearchResponse,
@@ -100,6 +105,9 @@ export interface StreamOptions {
   retryMs?: number;
 }
 
+/** One line of an export: the header first, then records (`type` memory, event or erasure). */
+export type ExportLine = { type: string } & Record<string, unknown>;
+
 /** One message of the live change stream. */
 export interface StreamEvent {
   /** Resume from here: pass as `after`, or it is sent as Last-Event-ID on reconnection. */
@@ -165,6 +173,22 @@ export function createClient(options: ClientOptions) {
       call<Memory>("PATCH", `/v1/memory/${id(memoryId)}`, patch, write),
     /** Erases every memory of an entity and their content in the audit trail (admin). */
     erase: (req: EraseRequest) => call<Erasure>("POST", "/v1/memory/erase", req),
+    /** The erasures of a namespace or entity, oldest first (admin). */
+    erasures: (q: ErasuresQuery) => call<Erasure[]>("GET", `/v1/memory/erasures${query(q)}`),
+    /** The calling key (never its secret). */
+    me: () => call<ApiKey>("GET", "/v1/me"),
+    /** Namespaces the key covers that hold data, in name order; page on with `nextCursor`. */
+    namespaces: (q: Omit<NamespacesQuery, "limit"> & { limit?: number } = {}) =>
+      call<NamespacesResponse>("GET", `/v1/namespaces${query(q)}`),
+    /** Entities of a namespace with their memory counts; page on with `nextCursor`. */
+    entities: (q: Omit<EntitiesQuery, "limit"> & { limit?: number }) =>
+      call<EntitiesResponse>("GET", `/v1/entities${query(q)}`),
+    /**
+     * An export as JSON Lines, parsed one line at a time (admin): the header, then every memory,
+     * event and erasure of the namespaces given (all, for a key covering `*`).
+     */
+    export: (q: { namespaces?: string[] } = {}) =>
+      exportLines(base, doFetch, auth, `/v1/export${query({ namespace: q.namespaces })}`),
     /** API keys (admin). */
     keys: {
       /** The secret is in this answer only. */
@@ -184,6 +208,33 @@ export function createClient(options: ClientOptions) {
 }
 
 export type MemdClient = ReturnType<typeof createClient>;
+
+async function* exportLines(
+  base: string,
+  doFetch: typeof fetch,
+  auth: Record<string, string>,
+  path: string,
+): AsyncGenerator<ExportLine, void, undefined> {
+  let res: Response;
+  try {
+    res = await doFetch(base + path, { headers: auth });
+  } catch (e) {
+    throw new MemdError(0, "network_error", `memd unreachable at ${base}: ${(e as Error).message}`);
+  }
+  if (!res.ok || !res.body) return void (await answer(res));
+  const decoder = new TextDecoder();
+  let rest = "";
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    rest += decoder.decode(chunk, { stream: true });
+    for (let nl = rest.indexOf("\n"); nl !== -1; nl = rest.indexOf("\n")) {
+      const line = rest.slice(0, nl);
+      rest = rest.slice(nl + 1);
+      if (line.trim()) yield JSON.parse(line) as ExportLine;
+    }
+  }
+  rest += decoder.decode();
+  if (rest.trim()) yield JSON.parse(rest) as ExportLine;
+}
 
 async function answer<T>(res: Response): Promise<T> {
   const text = await res.text();

@@ -86,6 +86,48 @@ export interface Erasure {
   events: number;
 }
 
+export interface ErasuresQuery {
+  namespace: string;
+  entity?: string;
+}
+
+export interface NamespacesQuery {
+  /** 1 to 1000; default 100 */
+  limit?: string;
+  /** nextCursor of the previous page */
+  cursor?: string;
+}
+
+export interface NamespacesResponse {
+  namespaces: Array<{
+    namespace: string;
+    /** current memories */
+    memories: number;
+    /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+    lastEventAt: string;
+  }>;
+  nextCursor: string | null;
+}
+
+export interface EntitiesQuery {
+  namespace: string;
+  /** 1 to 1000; default 100 */
+  limit?: string;
+  /** nextCursor of the previous page */
+  cursor?: string;
+}
+
+export interface EntitiesResponse {
+  entities: Array<{
+    entity: string;
+    /** current memories */
+    memories: number;
+    /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+    lastChangeAt: string;
+  }>;
+  nextCursor: string | null;
+}
+
 export interface SearchRequest {
   namespace: string;
   entity?: string;

@@ -11,6 +11,8 @@
 import { type TObject, type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { DiffRequest, EventsQuery } from "../audit/model";
+import { Uuid } from "../http/schemas";
+import { detailsInWords } from "../http/validation-words";
 import { ListQuery, StoreRequest } from "../memory/model";
 import { SearchRequest } from "../search/model";
 
@@ -174,7 +176,7 @@ const ListInput = Type.Object(
 );
 
 const ForgetInput = Type.Object(
-  { id: described(EventsQuery.properties.memoryId, "the id of the memory to delete, as remember or recall gave it") },
+  { id: described(Uuid, "the id of the memory to delete, as remember or recall gave it") },
   { additionalProperties: false },
 );
 
@@ -316,13 +318,11 @@ export async function runTool(tool: ToolDef, rawArgs: unknown, env: ToolEnv): Pr
   const schema = inputSchemaOf(tool, env.defaults);
   const args = { ...((rawArgs ?? {}) as Record<string, unknown>) };
   if (!Value.Check(schema, args)) {
-    const details = [...Value.Errors(schema, args)].slice(0, 20).map((e) => ({
-      field: e.path.replace(/^\//, "").replaceAll("/", ".") || "(arguments)",
-      message: e.message,
-    }));
+    // In words, one per field, as the REST API answers a bad body.
+    const details = detailsInWords(Value.Errors(schema, args));
     throw new ToolError(
       "invalid_request",
-      `invalid arguments: ${details.map((d) => `${d.field}: ${d.message}`).join("; ")}`,
+      `invalid request: ${details.map((d) => `${d.field}: ${d.message}`).join("; ")}`,
       details,
     );
   }
