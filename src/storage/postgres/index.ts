@@ -178,9 +178,10 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
 
   // A database that stops answering (frozen, or cut off without a reset) cannot cancel the
   // statement it never sees, and the driver waits for TCP to give up: so each call also has a
-  // deadline of its own, a connect plus a statement, past which it answers storage_unavailable.
-  // The abandoned statement finishes or fails in the background when the database returns.
-  const callLimitMs = o.connectTimeoutMs + o.statementTimeoutMs;
+  // deadline of its own, the statement timeout (waiting for a connection included), past which
+  // it answers storage_unavailable. The abandoned statement finishes or fails in the background
+  // when the database returns.
+  const callLimitMs = o.statementTimeoutMs;
 
   /**
    * Runs a database call, mapping connection trouble (and no answer within `limitMs`) to
