@@ -42,7 +42,12 @@ describe("field rules", () => {
     ["query missing", { namespace: "v" }, "query"],
     ["query empty", { ...ok, query: "" }, "query"],
     ["query blank", { ...ok, query: "   \n" }, "query"],
-    ["query over 1000 characters", { ...ok, query: "a".repeat(1001) }, "query"],
+    [
+      "query over 1000 characters",
+      { ...ok, query: "a".repeat(1001) },
+      "query: must be a string of 1 to 1000 characters",
+    ],
+    ["query over 1000 emoji", { ...ok, query: "😀".repeat(1001) }, "query: must be a string of 1 to 1000 characters"],
     ["query not a string", { ...ok, query: 5 }, "query"],
     ["limit 0", { ...ok, limit: 0 }, "limit"],
     ["limit 101", { ...ok, limit: 101 }, "limit"],
@@ -65,7 +70,9 @@ describe("field rules", () => {
     });
 
   test("a query of 1000 characters and limits 1 and 100 are accepted; defaults: keyword, limit 10", async () => {
-    for (const body of [{ ...ok, query: "a".repeat(1000) }, { ...ok, limit: 1 }, { ...ok, limit: 100 }, ok]) {
+    // Characters, not UTF-16 units: 1000 emoji are 2000 units.
+    const emoji = { ...ok, query: "😀".repeat(1000) };
+    for (const body of [{ ...ok, query: "a".repeat(1000) }, emoji, { ...ok, limit: 1 }, { ...ok, limit: 100 }, ok]) {
       const r = await search(plain, body);
       expect(r.status).toBe(200);
       expect(r.body).toEqual({ results: [], mode: "keyword" });

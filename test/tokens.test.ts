@@ -48,3 +48,9 @@ test("tokenize: the ASCII fast path agrees with Intl.Segmenter", () => {
   for (const text of ["The user prefers green tea.", "e-mail me at 10:30, ok?", "U.S.A. 3.14 it's", "snake_case x", ""])
     expect(tokenize(text)).toEqual(segmented(text));
 });
+
+test("case folding beyond lower case: ß and final sigma fold as Unicode's full case folding does", () => {
+  expect(tokenize("Straße STRASSE strasse")).toEqual(["strasse", "strasse", "strasse"]);
+  expect(tokenize("ΟΔΟΣ οδος")).toEqual(["οδοσ", "οδοσ"]);
+  expect(tokenize("Café CAFE ＣＡＦＥ")).toEqual(["cafe", "cafe", "cafe"]);
+});

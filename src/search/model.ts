@@ -9,7 +9,8 @@ export const SearchRequest = t.Object(
   {
     namespace: Name,
     entity: t.Optional(Name),
-    query: t.String({ minLength: 1, maxLength: 1000, pattern: "\\S", description: "1 to 1000 characters, not blank" }),
+    // Characters, not UTF-16 units: the length is checked by search() (an emoji is one character).
+    query: t.String({ minLength: 1, pattern: "\\S", description: "1 to 1000 characters, not blank" }),
     // In a JSON body a limit must be a number (Elysia's t.Integer would also take "10").
     limit: t.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })),
     mode: t.Optional(

@@ -74,8 +74,13 @@ export async function rank(core: Core, o: RankOptions): Promise<{ hits: Scored[]
   return { hits: fuse([k, s], o.limit), mode: "hybrid" };
 }
 
+/** The longest query, in characters (code points). */
+const maxQueryChars = 1000;
+
 /** POST /v1/memory/search: never a memory that is not current at the time of the answer. */
 export async function search(core: Core, req: SearchRequest, cost: EmbedCost): Promise<SearchResponse> {
+  if (req.query.length > maxQueryChars && [...req.query].length > maxQueryChars)
+    throw invalidField("query", `must be a string of 1 to ${maxQueryChars} characters, not blank`);
   const mode = resolveMode(core, req.mode);
   const { hits, mode: used } = await rank(core, {
     scope: { namespace: req.namespace, entity: req.entity },

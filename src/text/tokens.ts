@@ -10,8 +10,20 @@ const cjk = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hang
 /** Terms are cut to this many UTF-16 units, so that index keys stay well under LMDB's limit. */
 export const MAX_TERM_LENGTH = 64;
 
-/** Case- and accent-folded form of a text: NFKD, combining marks removed, lower case. */
-export const fold = (text: string): string => text.normalize("NFKD").replace(marks, "").toLowerCase();
+/** Lower case leaves these apart from their case folding (Unicode CaseFolding.txt, full). */
+const unfolded = /[ßς]/g;
+const folding: Record<string, string> = { ß: "ss", ς: "σ" };
+
+/**
+ * Case- and accent-folded form of a text: NFKD, combining marks removed, lower case, and the
+ * full case folding of ß (STRASSE finds Straße) and final sigma.
+ */
+export const fold = (text: string): string =>
+  text
+    .normalize("NFKD")
+    .replace(marks, "")
+    .toLowerCase()
+    .replace(unfolded, (c) => folding[c]);
 
 /**
  * Plain ASCII text where no punctuation sits between two letters or digits, and no underscore:

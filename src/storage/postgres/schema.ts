@@ -139,6 +139,11 @@ export const migrations: string[] = [
   );
   CREATE INDEX idempotency_expiry ON idempotency (expires_at);
   `,
+  // Terms now fold ß to ss and final sigma to sigma: the stored terms of such memories are rebuilt.
+  `
+  UPDATE search_state SET needs_rebuild = true
+    WHERE EXISTS (SELECT 1 FROM memories WHERE state = 'current' AND (content LIKE '%ß%' OR content LIKE '%ς%'));
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;
