@@ -324,6 +324,16 @@ describe("the page in Chromium", () => {
     await context.close();
   }, 60_000);
 
+  test("live: the namespaces list shows a new namespace within 2 s", async () => {
+    const { context, page } = await open();
+    await signIn(page, rootSecret);
+    await page.getByText("acme").first().waitFor();
+    await page.locator("#live[data-state=live]").waitFor();
+    await raw("zz-live", "carol", "Carol joined the team");
+    await page.getByRole("link", { name: "zz-live" }).waitFor({ timeout: 2000 });
+    await context.close();
+  }, 60_000);
+
   test("a read key gets a read-only page: no edit, delete or erase controls", async () => {
     const { context, page } = await open();
     await signIn(page, keys.read.secret);
@@ -536,6 +546,10 @@ describe("the page in Chromium", () => {
     expect(csp).toContain("default-src 'self'");
     expect(csp).toContain("connect-src 'self'");
     expect(csp).not.toContain("unsafe-inline");
+    // Anything else under /ui: a 404 with the same policy.
+    const missing = await fetch(`${s.url}/ui/nope`);
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get("content-security-policy")).toBe(csp);
     const html = await res.text();
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)/); // no inline script
     expect(html).not.toMatch(/<style|style=/);
@@ -548,6 +562,8 @@ describe("the page in Chromium", () => {
     expect(requested.length).toBeGreaterThan(0);
     const outside = requested.filter((u) => new URL(u).hostname !== "127.0.0.1");
     expect(outside).toEqual([]);
+    // The page names its icon, so the browser never asks for a /favicon.ico that is not there.
+    expect(requested.filter((u) => new URL(u).pathname === "/favicon.ico")).toEqual([]);
     expect(dialogs).toEqual([]);
     expect(pageErrors).toEqual([]);
   });

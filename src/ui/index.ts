@@ -30,6 +30,7 @@ const html = `<!doctype html>
     <meta name="referrer" content="no-referrer" />
     <title>memd</title>
     <link rel="stylesheet" href="/ui/app.css" />
+    <link rel="icon" href="/ui/icon.svg" type="image/svg+xml" />
     <script type="module" src="/ui/app.js"></script>
   </head>
   <body>
@@ -57,6 +58,16 @@ const headers = (type: string) => ({
 
 const page = () => new Response(html, { headers: headers("text/html; charset=utf-8") });
 
+// The tab's icon, so that the browser does not ask for /favicon.ico (a 404 in its console).
+const icon = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#2f3b52"/><path d="M4 12V4l4 5 4-5v8" fill="none" stroke="#fff" stroke-width="1.6"/></svg>`;
+
+/** Anything else under /ui: a 404 in the API's shape, with the page's headers (its policy too). */
+const notFound = () =>
+  new Response(JSON.stringify({ error: { code: "not_found", message: "no such file under /ui" } }), {
+    status: 404,
+    headers: headers("application/json"),
+  });
+
 /**
  * The web page at /ui: a static page and its script and styles, all embedded at build time. It
  * needs no key to load; it asks for one and calls the API like any client.
@@ -72,4 +83,6 @@ export const uiRoutes = () =>
     )
     .get("/ui/app.css", () => new Response(css, { headers: headers("text/css; charset=utf-8") }), {
       detail: { hide: true },
-    });
+    })
+    .get("/ui/icon.svg", () => new Response(icon, { headers: headers("image/svg+xml") }), { detail: { hide: true } })
+    .get("/ui/*", notFound, { detail: { hide: true } });

@@ -56,14 +56,14 @@ function setLive(state: StreamState | "off") {
           : "";
 }
 
-function watch(namespace: string, entity: string | undefined, onEvent: (e: AuditEvent) => void) {
+function watch(namespace: string, entity: string | undefined, onEvent: (e: AuditEvent) => void | Promise<void>) {
   closeStream?.();
   let timer: number | undefined;
   closeStream = openStream(namespace, entity, {
     onEvent: (e) => {
       // Coalesce bursts: one reload per 150 ms, well inside the 2 s the page promises.
       clearTimeout(timer);
-      timer = window.setTimeout(() => onEvent(e), 150);
+      timer = window.setTimeout(() => Promise.resolve(onEvent(e)).catch(showError), 150);
     },
     onState: setLive,
     onError: showError,
@@ -288,7 +288,35 @@ async function namespacesView(token: number) {
     location.hash = nsHref(jump.value.trim());
   });
   fill(main, title("Namespaces"), t.el, form);
-  if (current(token)) await t.load();
+  if (!current(token)) return;
+  await t.load();
+  if (current(token)) pollNamespaces(token, () => t.load());
+}
+
+/**
+ * No stream covers every namespace, so the list is polled each second while it is shown and
+ * reloaded when its first page changes; the header says whether the polls get through.
+ */
+function pollNamespaces(token: number, reload: () => Promise<void>) {
+  let last: string | undefined;
+  let failing = false;
+  const poll = async () => {
+    try {
+      const r = await api<{ namespaces: NamespaceInfo[] }>("GET", "/v1/namespaces");
+      const now = JSON.stringify(r.namespaces);
+      if (last !== undefined && now !== last && current(token)) await reload();
+      last = now;
+      failing = false;
+      if (current(token)) setLive("live");
+    } catch (e) {
+      if (!failing && current(token)) showError(e);
+      failing = true;
+      if (current(token)) setLive("reconnecting");
+    }
+  };
+  const timer = window.setInterval(poll, 1000);
+  closeStream = () => window.clearInterval(timer);
+  poll();
 }
 
 // ---------------------------------------------------------------- entities
@@ -319,7 +347,7 @@ async function namespaceView(ns: string, token: number) {
   };
   fill(main, title(ns, link(changesHref(ns), "What changed since…", { class: "button" })), holder);
   await render();
-  if (current(token)) watch(ns, undefined, () => render().catch(showError));
+  if (current(token)) watch(ns, undefined, render);
 }
 
 // ---------------------------------------------------------------- memories of an entity
