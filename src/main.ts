@@ -51,7 +51,7 @@ function configFrom(args: string[], check: (c: Config) => Config = (c) => c) {
 }
 
 async function serve(args: string[]) {
-  if (args.includes("--help") || args.includes("-h")) {
+  if (wantsHelp(args)) {
     process.stdout.write(
       `Usage: memd serve [flags]\n\nEvery flag can also be set by its environment variable; flags win.\n\n${settingsHelp()}\n`,
     );
@@ -79,7 +79,25 @@ async function serve(args: string[]) {
   process.on("SIGINT", () => void onSignal("SIGINT"));
 }
 
+const wantsHelp = (args: string[]) => args.includes("--help") || args.includes("-h");
+
+const backupUsage = `Usage: memd backup <dest> [--data-dir <dir>]
+
+Copies the LMDB store to <dest>, a new directory, as one consistent snapshot; safe while a
+server runs. The copy opens as a data dir of its own. On PostgreSQL, use the database's own
+tools (pg_dump, or base backups with WAL archiving).
+`;
+
+const reindexUsage = `Usage: memd reindex [serve flags]
+
+Rebuilds the keyword index from the current memories and, with an embedding model set
+(--embed-base-url, --embed-model), embeds every current memory again. For upgrades and repairs;
+on LMDB the server must be stopped (the data dir is locked). Takes the settings of memd serve
+(memd serve --help), e.g. --data-dir or --database-url.
+`;
+
 async function backup(args: string[]) {
+  if (wantsHelp(args)) return void process.stdout.write(backupUsage);
   const positionals: string[] = [];
   let flags: [string, string][];
   try {
@@ -122,7 +140,8 @@ switch (command) {
     process.exitCode = await runKeysCommand(rest);
     break;
   case "reindex": {
-    process.exitCode = await reindex(configFrom(rest), (line) => process.stdout.write(`${line}\n`));
+    if (wantsHelp(rest)) process.stdout.write(reindexUsage);
+    else process.exitCode = await reindex(configFrom(rest), (line) => process.stdout.write(`${line}\n`));
     break;
   }
   case "export":

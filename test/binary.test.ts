@@ -29,6 +29,10 @@ test.each([
   [["version"], 0, /^memd \d+\.\d+\.\d+ /],
   [["--help"], 0, /Usage:[\s\S]*memd version/],
   [["serve", "--help"], 0, /--data-dir[\s\S]*MEMD_METRICS_PUBLIC/],
+  // Every command answers --help with its usage.
+  ...["keys", "backup", "export", "import", "compact", "reindex", "mcp"].map(
+    (c) => [[c, "--help"], 0, new RegExp(`^Usage:\\s+memd ${c}`)] as [string[], number, RegExp],
+  ),
 ])("memd %p exits %d", (args, code, out) => {
   const r = run(...args);
   expect(r.code).toBe(code);
