@@ -10,4 +10,6 @@ export interface Core {
   notifier: CommitNotifier;
   config: Config;
   logger: Logger;
+  /** Aborted when the shutdown grace ends: model and embedding calls in flight stop (503 shutting_down). */
+  shutdown?: AbortSignal;
 }

@@ -117,10 +117,16 @@ export async function startServer(
       throw new StartError(`${where}: ${(e as Error).message}`);
     }
     const notifier = new CommitNotifier();
-    const core: Core = { storage: notifyingStorage(settledStorage(storage), notifier), notifier, config, logger };
-    const root: KeyRecord | undefined = config.apiKey ? rootKeyFromSecret(config.apiKey) : undefined;
-    // Aborted when the grace period ends: model calls in flight stop and answer 503 shutting_down.
+    // Aborted when the grace period ends: model and embedding calls in flight stop and answer 503 shutting_down.
     const shutdown = new AbortController();
+    const core: Core = {
+      storage: notifyingStorage(settledStorage(storage), notifier),
+      notifier,
+      config,
+      logger,
+      shutdown: shutdown.signal,
+    };
+    const root: KeyRecord | undefined = config.apiKey ? rootKeyFromSecret(config.apiKey) : undefined;
     const streams = new StreamHub();
     const app = buildApp(core, {
       root,

@@ -83,6 +83,56 @@ test("SIGTERM with grace 2000 ms: 16 stalled uploads and 4 hung model calls; exi
   }
 }, 30_000);
 
+test("embedding calls in flight are aborted when the grace ends: 503 shutting_down, nothing written", async () => {
+  let embedCalls = 0;
+  const hung = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch() {
+      embedCalls++;
+      return new Promise<Response>(() => {}); // never answers
+    },
+  });
+  const dir = tempDir("memd-shutdown3-");
+  const embed = [
+    "--embed-base-url",
+    `http://127.0.0.1:${hung.port}/v1`,
+    "--embed-model",
+    "e",
+    "--embed-timeout-ms",
+    "60000",
+  ];
+  const s = await spawnServer(["--data-dir", dir.dir, "--shutdown-grace-ms", "1000", ...embed], {
+    MEMD_API_KEY: rootSecret,
+  });
+  try {
+    const answer = (path: string, body: object) =>
+      fetch(`${s.url}${path}`, { method: "POST", headers, body: JSON.stringify(body) }).then(
+        async (r) => ({ status: r.status, code: ((await r.json()) as { error?: { code: string } }).error?.code }),
+        () => ({ status: 0, code: "connection closed" }),
+      );
+    const store = answer("/v1/memory", { namespace: "e", entity: "u", content: "I like tea", infer: false });
+    const search = answer("/v1/memory/search", { namespace: "e", query: "tea", mode: "semantic" });
+    for (const deadline = Date.now() + 10_000; embedCalls < 2 && Date.now() < deadline; ) await Bun.sleep(10);
+    expect(embedCalls).toBe(2);
+    s.proc.kill("SIGTERM");
+    expect(await s.proc.exited).toBe(0);
+    expect([await store, await search]).toEqual(Array(2).fill({ status: 503, code: "shutting_down" }));
+  } finally {
+    s.proc.kill("SIGKILL");
+    hung.stop(true);
+  }
+  const again = await spawnServer(["--data-dir", dir.dir], { MEMD_API_KEY: rootSecret });
+  try {
+    const events = await fetch(`${again.url}/v1/memory/events?namespace=e`, { headers });
+    expect(await events.json()).toEqual([]);
+  } finally {
+    again.proc.kill("SIGTERM");
+    await again.proc.exited;
+    dir.cleanup();
+  }
+}, 30_000);
+
 test("a second signal exits at once", async () => {
   fake.reply({ hang: true });
   const dir = tempDir("memd-shutdown2-");

@@ -5,6 +5,7 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { embedMany } from "ai";
 import type { Config } from "../config/config";
 import type { Core } from "../core";
+import { ApiError } from "../http/errors";
 import type { MemoryOp } from "../storage/storage";
 
 export interface EmbedSettings {
@@ -62,16 +63,23 @@ const models = new WeakMap<EmbedSettings, ReturnType<ReturnType<typeof createOpe
 
 /**
  * Embeds `texts` in one call (the SDK would split only past 2048 inputs), adding to `cost` and
- * the totals. Throws EmbedError; messages never hold the key or the upstream body.
+ * the totals. Throws EmbedError; messages never hold the key or the upstream body. `stop` (the
+ * server's shutdown) aborts the call with 503 shutting_down instead.
  */
-export async function embedTexts(s: EmbedSettings, texts: string[], cost: EmbedCost): Promise<Float32Array[]> {
+export async function embedTexts(
+  s: EmbedSettings,
+  texts: string[],
+  cost: EmbedCost,
+  stop?: AbortSignal,
+): Promise<Float32Array[]> {
   if (texts.length === 0) return [];
   let model = models.get(s);
   if (!model) {
     model = createOpenAICompatible({ name: "memd", baseURL: s.baseUrl, apiKey: s.apiKey }).embeddingModel(s.model);
     models.set(s, model);
   }
-  const signal = AbortSignal.timeout(s.timeoutMs);
+  const timeout = AbortSignal.timeout(s.timeoutMs);
+  const signal = stop ? AbortSignal.any([timeout, stop]) : timeout;
   const started = performance.now();
   cost.calls++;
   embeddingStats.calls++;
@@ -89,7 +97,8 @@ export async function embedTexts(s: EmbedSettings, texts: string[], cost: EmbedC
     return r.embeddings.map((e) => Float32Array.from(e));
   } catch {
     embeddingStats.errors++;
-    throw new EmbedError(signal.aborted);
+    if (stop?.aborted) throw new ApiError("shutting_down", "the server is shutting down");
+    throw new EmbedError(timeout.aborted);
   } finally {
     embeddingStats.latencyMs += performance.now() - started;
   }
@@ -119,8 +128,9 @@ async function embedOps(core: Core, s: EmbedSettings, ops: MemoryOp[], cost: Emb
   if (texts.length === 0) return ops;
   let vectors: (Float32Array | "pending")[];
   try {
-    vectors = await embedTexts(s, texts, cost);
+    vectors = await embedTexts(s, texts, cost, core.shutdown);
   } catch (e) {
+    if (!(e instanceof EmbedError)) throw e;
     core.logger.warn("embedding failed; stored without vectors, the worker retries", { error: (e as Error).message });
     vectors = texts.map(() => "pending");
   }

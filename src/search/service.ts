@@ -58,7 +58,7 @@ export async function rank(core: Core, o: RankOptions): Promise<{ hits: Scored[]
   if (o.mode === "keyword") return { hits: await keyword(o.limit), mode: "keyword" };
   let vector: Float32Array;
   try {
-    [vector] = await embedTexts(embedSettings(core.config)!, [o.query], o.cost);
+    [vector] = await embedTexts(embedSettings(core.config)!, [o.query], o.cost, core.shutdown);
   } catch (e) {
     if (!(e instanceof EmbedError)) throw e;
     if (o.mode === "semantic")
