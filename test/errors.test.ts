@@ -233,6 +233,32 @@ const scenarios: Scenario[] = [
     code: "invalid_request",
     field: "query",
   },
+  // One rule per field, whichever route takes it.
+  ...(
+    [
+      ["a tag with a control character", "/v1/memory", { ...ok, tags: ["a\u0001"] }, "tags[0]"],
+      [
+        "a search category with U+0085",
+        "/v1/memory/search",
+        { namespace: "n", query: "q", category: "a\u0085b" },
+        "category",
+      ],
+      [
+        "a search tag with a control character",
+        "/v1/memory/search",
+        { namespace: "n", query: "q", tags: ["\u0007"] },
+        "tags[0]",
+      ],
+    ] as const
+  ).map(([name, path, body, field]) => ({
+    name,
+    method: "POST",
+    path,
+    body: JSON.stringify(body),
+    status: 400,
+    code: "invalid_request",
+    field,
+  })),
   { name: "unknown route", method: "GET", path: "/v1/nothing", status: 404, code: "not_found" },
   {
     name: "unknown memory id",

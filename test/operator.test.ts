@@ -276,6 +276,15 @@ describe("bad input and answers a client can act on", () => {
       { name: "k", permission: "read", namespaces: ["*"], expiresAt: "soon" },
       "expiresAt",
     ],
+    // Not a string at all: the same words.
+    [
+      "key expiresAt, a number",
+      "POST",
+      "/v1/keys",
+      { name: "k", permission: "read", namespaces: ["*"], expiresAt: 5 },
+      "expiresAt",
+    ],
+    ["diff since, a number", "POST", "/v1/memory/diff", { namespace: "op", since: 5 }, "since"],
   ])("an impossible date (%s) is refused", async (_, method, path, body, field) => {
     const r = await s.json(method, path, body);
     expect(r.status).toBe(400);
@@ -328,9 +337,9 @@ describe("bad input and answers a client can act on", () => {
       "tags, several bad",
       { ...store, tags: ["", 5, "x".repeat(65)] },
       [
-        { field: "tags[0]", message: "must be a string of 1 to 64 characters" },
-        { field: "tags[1]", message: "must be a string of 1 to 64 characters" },
-        { field: "tags[2]", message: "must be a string of 1 to 64 characters" },
+        { field: "tags[0]", message: "must be a string of 1 to 64 characters without control characters" },
+        { field: "tags[1]", message: "must be a string of 1 to 64 characters without control characters" },
+        { field: "tags[2]", message: "must be a string of 1 to 64 characters without control characters" },
       ],
     ],
     ["an unknown field", { ...store, colour: "red" }, [{ field: "colour", message: "is not a known field" }]],

@@ -48,6 +48,8 @@ export function describeSchema(s: Record<string, unknown> | undefined): string {
       if (s.pattern === noControlPattern) return `must be a string${chars(s)} without control characters`;
       if (typeof s.pattern === "string" && s.pattern.includes("[0-9a-fA-F]{8}")) return "must be a UUID";
       if (s.pattern === "\\S") return "must be a string that is not blank";
+      // Times are strings the handler parses; a schema failure (a number, say) gets the same words.
+      if (String(s.description ?? "").startsWith("ISO 8601")) return "must be an ISO 8601 timestamp";
       if (s.pattern === "^[0-9]{1,7}$") {
         const max = /^1 to (\d+)/.exec(String(s.description ?? ""))?.[1];
         return `must be a whole number from 1 to ${max ?? "1000"}`;
@@ -64,7 +66,10 @@ export function describeSchema(s: Record<string, unknown> | undefined): string {
       return "must be true or false";
     case "array": {
       const items = s.items as Record<string, unknown> | undefined;
-      const of = items?.type === "string" ? ` strings${chars(items)}` : " items";
+      const of =
+        items?.type === "string"
+          ? ` strings${chars(items)}${items.pattern === noControlPattern ? " without control characters" : ""}`
+          : " items";
       const n = s.maxItems as number | undefined;
       const min = s.minItems as number | undefined;
       if (n !== undefined && min) return `must be a list of ${min} to ${n}${of}`;

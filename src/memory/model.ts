@@ -6,9 +6,11 @@ import { Name, NoControlText, Timestamp, Uuid } from "../http/schemas";
 
 export { Name };
 
-const Category = NoControlText(1, limits.categoryChars);
+/** The rules of a memory's fields, shared by every schema that takes them (search filters, the export format). */
+export const Category = NoControlText(1, limits.categoryChars);
 const Importance = t.Number({ minimum: 0, maximum: 1 });
-const Tags = t.Array(t.String({ minLength: 1, maxLength: limits.tagChars }), { maxItems: limits.tags });
+export const Tag = NoControlText(1, limits.tagChars);
+const Tags = t.Array(Tag, { maxItems: limits.tags });
 const Metadata = t.Record(t.String(), t.Unknown(), { description: "a JSON object, at most 16 KiB serialized" });
 const Source = t.String({ minLength: 1, maxLength: limits.sourceChars });
 

@@ -1,6 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
-import { Memory, Name } from "../memory/model";
+import { limits } from "../config/limits";
+import { Category, Memory, Name, Tag } from "../memory/model";
 
 export const searchModes = ["keyword", "semantic", "hybrid"] as const;
 export type SearchMode = (typeof searchModes)[number];
@@ -19,8 +20,8 @@ export const SearchRequest = t.Object(
         { description: "default: hybrid when an embedding model is configured, else keyword" },
       ),
     ),
-    category: t.Optional(t.String({ minLength: 1, maxLength: 64, pattern: "^[^\\u0000-\\u001f\\u007f]+$" })),
-    tags: t.Optional(t.Array(t.String({ minLength: 1, maxLength: 64 }), { maxItems: 32 })),
+    category: t.Optional(Category),
+    tags: t.Optional(t.Array(Tag, { maxItems: limits.tags })),
   },
   { additionalProperties: false },
 );

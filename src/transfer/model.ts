@@ -3,13 +3,16 @@
 // `type`. Written by `memd export` and GET /v1/export, read by `memd import`.
 import { Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { limits } from "../config/limits";
+import { Name } from "../http/schemas";
+import { Category, Tag } from "../memory/model";
 import { eventKinds, permissions } from "../storage/records";
 
 /** The version of the export format; an import refuses other versions. */
 export const EXPORT_FORMAT = 1;
 
 const uuid = Type.String({ pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" });
-const name = Type.String({ minLength: 1, maxLength: 128, pattern: "^[^\\u0000-\\u001f\\u007f]+$" });
+const name = Name;
 const ms = Type.Integer({ minimum: 0, maximum: 8.64e15 });
 const nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
 
@@ -30,11 +33,11 @@ const MemoryLine = Type.Object(
     namespace: name,
     entity: name,
     content: Type.String(),
-    category: Type.String({ minLength: 1, maxLength: 64 }),
+    category: Category,
     importance: Type.Number({ minimum: 0, maximum: 1 }),
-    tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 32 })),
+    tags: Type.Optional(Type.Array(Tag, { maxItems: limits.tags })),
     metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    source: Type.Optional(Type.String({ maxLength: 256 })),
+    source: Type.Optional(Type.String({ maxLength: limits.sourceChars })),
     createdAt: ms,
     updatedAt: ms,
     expiresAt: Type.Optional(ms),
@@ -66,7 +69,7 @@ const KeyLine = Type.Object(
   {
     type: Type.Literal("key"),
     id: Type.String({ minLength: 1, maxLength: 64 }),
-    name: Type.String({ minLength: 1, maxLength: 128 }),
+    name: Name,
     permission: Type.Union(permissions.map((p) => Type.Literal(p))),
     namespaces: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
     expiresAt: Type.Union([ms, Type.Null()]),
