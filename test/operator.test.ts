@@ -46,6 +46,20 @@ test("a second server on a taken port exits 1 with one line, creates nothing, an
   }
 }, 30_000);
 
+test("a data.mdb that is not an LMDB store: exit 1 with one line naming it (not a crash), for serve and the tools", async () => {
+  const dir = fresh();
+  writeFileSync(join(dir, "data.mdb"), "garbage, not a store\n".repeat(10));
+  const file = join(dir, "data.mdb");
+  const served = await memd(["serve", "--port", "0", "--data-dir", dir], { MEMD_API_KEY: rootSecret });
+  expect([served.code, served.err]).toEqual([
+    1,
+    `memd: data dir ${dir}: cannot open the store: ${file} is not an LMDB store (damaged, or not written by memd)\n`,
+  ]);
+  const listed = await memd(["keys", "list", "--data-dir", dir]);
+  expect(listed.code).toBe(1);
+  expect(listed.err).toContain(`${file} is not an LMDB store`);
+});
+
 test("a second server on a data dir in use exits 1 naming the dir and the pid; keys and backup still work beside it", async () => {
   const dir = fresh();
   const a = await spawnServer(["--data-dir", dir], { MEMD_API_KEY: rootSecret });

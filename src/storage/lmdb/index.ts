@@ -1,6 +1,8 @@
 // The LMDB backend: one embedded environment in the data dir. Reads are synchronous; every
 // write is one transaction batched with concurrent ones into a shared commit (group commit), and
 // resolves only after that commit is flushed to disk.
+import { closeSync, openSync, readSync } from "node:fs";
+import { join } from "node:path";
 import { type Database, type Key, open, type RootDatabase } from "lmdb";
 import { keyedMutex } from "../mutex";
 import { type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
@@ -77,6 +79,7 @@ const msgpackOptions = {
 
 /** Opens the LMDB environment of a data dir (no creation, no migration): for tools such as backup. */
 export function openEnv(dataDir: string, options: LmdbOptions = {}): { env: RootDatabase; dbs: Dbs } {
+  checkHeader(join(dataDir, "data.mdb"));
   const env = open({
     path: dataDir,
     mapSize: (options.mapSizeMb ?? 65536) * 1024 * 1024,
@@ -93,6 +96,28 @@ export function openEnv(dataDir: string, options: LmdbOptions = {}): { env: Root
     ]),
   ) as Dbs;
   return { env, dbs };
+}
+
+/**
+ * Refuses a data.mdb that does not start with LMDB's meta page (its magic number within the first
+ * page header): the native library would crash the process on it instead of failing.
+ */
+function checkHeader(file: string) {
+  let head: Buffer;
+  try {
+    const fd = openSync(file, "r");
+    try {
+      head = Buffer.alloc(64);
+      head = head.subarray(0, readSync(fd, head, 0, 64, 0));
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return; // no store yet (LMDB creates it), or one LMDB reports on itself
+  }
+  if (head.length === 0) return;
+  const magic = Buffer.from([0xde, 0xc0, 0xef, 0xbe]); // MDB_MAGIC 0xBEEFC0DE, little-endian
+  if (!head.includes(magic)) throw new Error(`${file} is not an LMDB store (damaged, or not written by memd)`);
 }
 
 /**
