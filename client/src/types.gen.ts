@@ -24,8 +24,8 @@ export interface StoreResponse {
 
 export interface Memory {
   id: string;
-  namespace?: string;
-  entity?: string;
+  namespace: string;
+  entity: string;
   content: string;
   category: string;
   importance: number;
@@ -33,7 +33,7 @@ export interface Memory {
   metadata?: Record<string, unknown>;
   source?: string;
   /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
-  createdAt?: string;
+  createdAt: string;
   /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
   updatedAt?: string;
   /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
@@ -143,8 +143,8 @@ export interface SearchRequest {
 export interface SearchResponse {
   results: Array<{
     id: string;
-    namespace?: string;
-    entity?: string;
+    namespace: string;
+    entity: string;
     content: string;
     category: string;
     importance: number;
@@ -152,7 +152,7 @@ export interface SearchResponse {
     metadata?: Record<string, unknown>;
     source?: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
-    createdAt?: string;
+    createdAt: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
     updatedAt?: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */

@@ -39,15 +39,15 @@ export const StoredEvent = t.Union(storedKinds.map((k) => t.Literal(k)));
 
 export const Memory = t.Object({
   id: Uuid,
-  namespace: t.Optional(t.String()),
-  entity: t.Optional(t.String()),
+  namespace: t.String(),
+  entity: t.String(),
   content: t.String(),
   category: t.String(),
   importance: t.Number(),
   tags: t.Optional(t.Array(t.String())),
   metadata: t.Optional(t.Record(t.String(), t.Unknown())),
   source: t.Optional(t.String()),
-  createdAt: t.Optional(Timestamp),
+  createdAt: Timestamp,
   updatedAt: t.Optional(Timestamp),
   expiresAt: t.Optional(Timestamp),
   event: t.Optional(StoredEvent),

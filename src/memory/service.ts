@@ -22,14 +22,14 @@ const iso = isoTime;
 /** The public shape of a memory: fields that were never given are absent, not null. */
 export function toMemory(r: MemoryRecord, event?: Memory["event"]): Memory {
   // Assigned one by one, in this order (the JSON's), rather than spread: on every answer.
-  const m: Memory = {
+  const m = {
     id: r.id,
     namespace: r.namespace,
     entity: r.entity,
     content: r.content,
     category: r.category,
     importance: r.importance,
-  };
+  } as Memory;
   if (r.tags) m.tags = r.tags;
   if (r.metadata) m.metadata = r.metadata;
   if (r.source !== undefined) m.source = r.source;
