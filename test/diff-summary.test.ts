@@ -22,6 +22,38 @@ const ev = (event: EventKind, memoryId: string, f: Partial<EventRecord> = {}): E
 describe("summarizeDiff: net change per memory", () => {
   const cases: { name: string; events: EventRecord[]; expect: Record<string, unknown> }[] = [
     {
+      name: "changed and changed back: no net change",
+      events: [
+        ev("UPDATE", "a", { oldContent: "orig", newContent: "changed", reason: "edited" }),
+        ev("UPDATE", "a", { oldContent: "changed", newContent: "orig", reason: "edited" }),
+      ],
+      expect: { updated: [], created: [], changeCount: 0, summary: "0 new, 0 updated, 0 replaced" },
+    },
+    {
+      name: "created, then its content and category edited: the latest of both",
+      events: [
+        ev("ADD", "a", { newContent: "Old text", category: "cat1" }),
+        ev("UPDATE", "a", { oldContent: "Old text", newContent: "New text", category: "cat2", reason: "edited" }),
+      ],
+      expect: { created: [{ id: "a", content: "New text", category: "cat2" }] },
+    },
+    {
+      name: "created, then only its category edited: the latest category",
+      events: [
+        ev("ADD", "a", { newContent: "text", category: "cat1" }),
+        ev("UPDATE", "a", { oldContent: "text", newContent: "text", category: "cat2", reason: "edited" }),
+      ],
+      expect: { created: [{ id: "a", content: "text", category: "cat2" }] },
+    },
+    {
+      name: "a chain of replacements: the last replacement's category",
+      events: [
+        ev("REPLACE", "b2", { mergedFromId: "b1", oldContent: "B1", newContent: "B2", category: "x" }),
+        ev("REPLACE", "b3", { mergedFromId: "b2", oldContent: "B2", newContent: "B3", category: "y" }),
+      ],
+      expect: { replaced: [{ oldId: "b1", oldContent: "B1", newId: "b3", newContent: "B3", category: "y" }] },
+    },
+    {
       name: "created then merged: one created item with the latest content",
       events: [ev("ADD", "a", { newContent: "v1" }), ev("MERGE", "a", { oldContent: "v1", newContent: "v2" })],
       expect: { created: [{ id: "a", content: "v2" }], updated: [], deleted: [], replaced: [] },

@@ -69,6 +69,13 @@ describe("POST /v1/memory/diff", () => {
     });
   });
 
+  test("since: null, as an answer gives it back, means from the beginning", async () => {
+    const all = await s.json("POST", "/v1/memory/diff", { namespace: "acme" });
+    const again = await s.json("POST", "/v1/memory/diff", { namespace: "acme", since: all.body.since });
+    expect(all.body.since).toBeNull();
+    expect([again.status, again.body]).toEqual([200, all.body]);
+  });
+
   test("accepts ISO 8601 variants and rejects what is not ISO 8601", async () => {
     for (const since of [
       "2026-01-01",

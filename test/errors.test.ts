@@ -259,6 +259,16 @@ const scenarios: Scenario[] = [
     code: "invalid_request",
     field,
   })),
+  // An empty body with the JSON media type: 400 on every route (the raw store's own route too).
+  ...["/v1/memory", "/v1/memory/diff", "/v1/memory/search", "/v1/memory/erase", "/v1/keys"].map((path) => ({
+    name: `an empty JSON body on ${path}`,
+    method: "POST",
+    path,
+    body: "",
+    headers: json,
+    status: 400,
+    code: "invalid_request",
+  })),
   { name: "unknown route", method: "GET", path: "/v1/nothing", status: 404, code: "not_found" },
   {
     name: "unknown memory id",

@@ -122,11 +122,18 @@ describe("tolerant parsing", () => {
     ["missing fact", '{"operations":[{"decision":"ADD"}]}'],
     ["missing decision", '{"operations":[{"fact":"x"}]}'],
     ["unknown decision", '{"operations":[{"fact":"x","decision":"MAYBE"}]}'],
-    ["importance out of range", '{"operations":[{"fact":"x","decision":"ADD","importance":7}]}'],
+    ["importance not a number", '{"operations":[{"fact":"x","decision":"ADD","importance":"high"}]}'],
     ["no operations key", '{"facts":["x"]}'],
     ["truncated", '{"operations":[{"fact":"x","decision":"ADD"}'],
   ])("invalid: %s", (_name, text) => {
     expect(parseAnswer(text).ok).toBe(false);
+  });
+
+  test("an importance outside 0-1 is brought to its bound, not refused", () => {
+    const r = parseAnswer(
+      '{"operations":[{"fact":"x","decision":"ADD","importance":7},{"fact":"y","decision":"ADD","importance":-1}]}',
+    );
+    expect(r.ok && r.answer.operations.map((o) => o.importance)).toEqual([1, 0]);
   });
 
   test("an empty operations list is a valid answer", () => {

@@ -93,6 +93,27 @@ describe("each decision, its events, response items and diff", () => {
     expect(d.created.map((c: any) => c.content)).toEqual(["User likes green tea", "User lives in Lyon"]);
   });
 
+  test("a fact repeated in one answer is added once and counted in skipped; an importance outside 0-1 is brought to its bound", async () => {
+    fake.script([
+      answer(
+        { fact: "Has two cats", decision: "ADD", importance: 1.5 },
+        { fact: "has two cats.", decision: "ADD" },
+        { fact: "Dislikes rain", decision: "ADD", importance: -2 },
+      ),
+    ]);
+    const r = await smart(s, {
+      namespace: "repeat",
+      entity: "u",
+      content: "I have two cats. I have two cats. Rain, no.",
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.skipped).toBe(1);
+    expect(r.body.memories.map((m: any) => [m.content, m.importance])).toEqual([
+      ["Has two cats", 1],
+      ["Dislikes rain", 0],
+    ]);
+  });
+
   test("SKIP_DUPLICATE: an event on the existing memory, counted in skipped; handles, never ids, reach the model", async () => {
     const id = await raw(s, "skip", "u", "User lives in Paris");
     fake.reply((req) =>

@@ -200,8 +200,8 @@ export interface StreamQuery {
 export interface DiffRequest {
   namespace: string;
   entity?: string;
-  /** ISO 8601; changes strictly after it */
-  since?: string;
+  /** ISO 8601; changes strictly after it; null or absent: from the beginning */
+  since?: string | null;
   limit?: number;
 }
 

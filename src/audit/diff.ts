@@ -68,15 +68,19 @@ export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since"
       // An edit shows as a content change only when the content changed; other fields only in events.
       // falls through
       case "MERGE": {
-        if (e.event === "UPDATE" && e.oldContent === e.newContent) break;
-        const content = e.newContent ?? "";
         const c = created.get(id);
         const chain = replacementOf.get(id);
+        const u = updated.get(id);
+        // An item already holding this memory shows its latest category, whatever else changed.
+        if (c) c.category = e.category;
+        else if (chain !== undefined) replaced.get(chain)!.category = e.category;
+        else if (u) u.category = e.category;
+        if (e.event === "UPDATE" && e.oldContent === e.newContent) break;
+        const content = e.newContent ?? "";
         if (c) c.content = content;
         else if (chain !== undefined) replaced.get(chain)!.newContent = content;
         else {
-          const u = updated.get(id);
-          if (u) Object.assign(u, { content, category: e.category, updatedAt: iso(e.atMs) });
+          if (u) Object.assign(u, { content, updatedAt: iso(e.atMs) });
           else
             updated.set(id, {
               id,
@@ -109,6 +113,7 @@ export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since"
           Object.assign(replaced.get(chain)!, {
             newId: id,
             newContent: item.newContent,
+            category: item.category,
             reason: item.reason,
             replacedAt: item.replacedAt,
           });
@@ -133,7 +138,8 @@ export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since"
 
   const out = {
     created: [...created.values()],
-    updated: [...updated.values()],
+    // Changed and changed back inside the window: no net change.
+    updated: [...updated.values()].filter((u) => u.content !== u.previousContent),
     deleted: [...deleted.values()],
     replaced: [...replaced.values()],
   };

@@ -26,7 +26,7 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
       "/v1/memory/diff",
       async ({ body, apiKey }) => {
         requireNamespace(apiKey, body.namespace);
-        const afterMs = body.since === undefined ? -1 : parseSince(body.since);
+        const afterMs = body.since == null ? -1 : parseSince(body.since);
         const limit = body.limit ?? limits.diffDefault;
         const scope = { namespace: body.namespace, entity: body.entity };
         // One extra event tells whether there is more after this page.

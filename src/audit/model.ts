@@ -42,11 +42,14 @@ export const EventsQuery = t.Object(
 );
 export type EventsQuery = typeof EventsQuery.static;
 
+const sinceText = "ISO 8601; changes strictly after it; null or absent: from the beginning";
+
 export const DiffRequest = t.Object(
   {
     namespace: Name,
     entity: t.Optional(Name),
-    since: t.Optional(t.String({ maxLength: 64, description: "ISO 8601; changes strictly after it" })),
+    // null (an answer's own `since`, sent back) means from the beginning, as absent does.
+    since: t.Optional(t.Nullable(t.String({ maxLength: 64, description: sinceText }), { description: sinceText })),
     limit: t.Optional(BodyLimit(limits.pageMax, limits.diffDefault)),
   },
   { additionalProperties: false },

@@ -195,15 +195,20 @@ function coerce(value: unknown): unknown {
   const operations = ops.map((op) => {
     if (op === null || typeof op !== "object") return op;
     const kept = Object.entries(op).filter(([, v]) => v !== null);
-    const clean = Object.fromEntries(
-      kept.map(([k, v]) => [k, k === "decision" && typeof v === "string" ? v.trim().toUpperCase() : v]),
-    );
+    const clean = Object.fromEntries(kept.map(([k, v]) => [k, loosen(k, v)]));
     return Value.Default(
       ModelAnswer.properties.operations.items,
       Value.Clean(ModelAnswer.properties.operations.items, clean),
     );
   });
   return { operations };
+}
+
+/** What a model gets slightly wrong and means plainly: a decision's case, an importance out of 0–1. */
+function loosen(key: string, v: unknown): unknown {
+  if (key === "decision" && typeof v === "string") return v.trim().toUpperCase();
+  if (key === "importance" && typeof v === "number" && Number.isFinite(v)) return Math.min(1, Math.max(0, v));
+  return v;
 }
 
 // Each candidate costs a scan to its end; the cap keeps a long, bracket-heavy answer linear.

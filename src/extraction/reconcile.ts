@@ -48,7 +48,8 @@ function cleanReason(r: string | undefined, fallback: string): string {
  * current memories (`current`), before anything is written. An operation with an unoffered
  * handle, a missing target, an empty or oversized fact, or a second change to one memory is
  * dropped and logged (without content). An ADD of a fact that exactly duplicates a current
- * memory becomes a SKIP_DUPLICATE on it; a repeated ADD in the same answer is dropped.
+ * memory becomes a SKIP_DUPLICATE on it; a repeated ADD in the same answer is dropped and
+ * counted in `repeated` (skipped, as the built-in extractor counts a repeated sentence).
  */
 export function validateOperations(
   ops: readonly Operation[],
@@ -58,7 +59,7 @@ export function validateOperations(
   maxFactBytes: number,
   /** Memories this request already decided (exact duplicates settled before the model): not changed again. */
   decided: ReadonlySet<string> = new Set(),
-): Change[] {
+): { changes: Change[]; repeated: number } {
   const byNorm = new Map(current.map((m) => [normalizeFact(m.content), m]));
   const added = new Set<string>();
   const changed = new Set<string>();
@@ -110,14 +111,16 @@ export function validateOperations(
         return { kind: "DELETE", fact, target, reason: cleanReason(op.reason, "no longer true") };
     }
   };
-  const out: Change[] = [];
+  const changes: Change[] = [];
+  let repeated = 0;
   ops.forEach((op, index) => {
     const result = check(op);
+    if (result === "repeated fact") repeated++;
     if (typeof result === "string")
       logger.warn("dropped model operation", { index, decision: op.decision, why: result });
-    else out.push(result);
+    else changes.push(result);
   });
-  return out;
+  return { changes, repeated };
 }
 
 /** The storage op that carries out a checked change. */

@@ -220,6 +220,6 @@ async function storeWithModel(
     core.config.maxContentBytes,
     new Set(changes.map((c) => (c.kind === "ADD" ? "" : c.target.id))),
   );
-  extractionStats.droppedOperations += operations.length - checked.length;
-  return applyChanges(core, req, actorKeyId, [...changes, ...checked], 0, embedCost);
+  extractionStats.droppedOperations += operations.length - checked.changes.length;
+  return applyChanges(core, req, actorKeyId, [...changes, ...checked.changes], checked.repeated, embedCost);
 }

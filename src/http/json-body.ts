@@ -42,7 +42,8 @@ export function jsonBody({
       // An edit without a body changes nothing: the same 400 with or without a media type.
       if (request.method === "PATCH" && !hasBody(request))
         throw new ApiError("invalid_request", "the body is empty; send the fields to change as a JSON object");
-      if (!isJsonType(contentType))
+      // Elysia leaves contentType empty when there is no body: the header still says what was meant.
+      if (!isJsonType(contentType || request.headers.get("content-type")))
         throw new ApiError("unsupported_media_type", "send the body as JSON with Content-Type: application/json");
       const declared = Number(request.headers.get("content-length") ?? 0);
       if (declared > maxBytes) throw tooLarge(maxBytes);
@@ -57,6 +58,7 @@ export function parseJsonBody(
   { maxBytes = maxBodyBytes, maxDepth = limits.jsonDepth, freeForm = [] }: JsonBodyOptions = {},
 ): unknown {
   if (bytes.byteLength > maxBytes) throw tooLarge(maxBytes);
+  if (bytes.byteLength === 0) throw new ApiError("invalid_request", "the body is empty; send a JSON object");
   let text: string;
   try {
     text = utf8.decode(bytes);
