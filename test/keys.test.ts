@@ -195,7 +195,7 @@ describe("x-request-id", () => {
     ["400", "GET", "/v1/memory?namespace=own&limit=0", rootSecret, 400],
     ["415", "POST", "/v1/memory", rootSecret, 415],
   ] as const)("on a %s answer, generated or echoed, and in the log line", async (name, method, path, key, status) => {
-    const given = `trace-${name.replace(/\W/g, "_")}.a:b`;
+    const given = `trace/${name.replace(/\W/g, "_")} a:b=c;d`;
     const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
     if (method === "POST") headers["content-type"] = "text/plain";
     const generated = await fetch(s.url + path, { method, headers, body: method === "POST" ? "x" : undefined });

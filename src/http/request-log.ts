@@ -10,7 +10,8 @@ export interface RequestInfo {
 }
 
 const started = new WeakMap<Request, RequestInfo>();
-const validId = /^[\w.:-]{1,128}$/;
+/** A caller's id is kept when it is 1 to 200 printable ASCII characters (spaces inside allowed). */
+const validId = /^[\x21-\x7e](?:[\x20-\x7e]{0,198}[\x21-\x7e])?$/;
 
 /** Request id and timing of a request, if it passed through the pipeline. */
 export const requestInfo = (request: Request) => started.get(request);

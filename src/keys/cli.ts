@@ -13,7 +13,7 @@ export const keysUsage = `Usage:
   memd keys list [--data-dir D]
   memd keys revoke ID [--data-dir D]
 
-Works on the data dir directly, also while the server runs; changes apply to the next request.
+Works on the data dir directly, also while the server runs; a running server sees changes within a second.
   --permission   read, read_write or admin (each includes the ones before it)
   --namespace    an exact namespace, a prefix pattern such as team-a/* (every namespace starting
                  with "team-a/"), or * for all; repeat for several
@@ -154,7 +154,7 @@ async function revoke(args: string[], io: Output): Promise<number> {
       io.err(`memd: no live key with id "${positional[0]}"\n`);
       return 1;
     }
-    io.out(`Revoked key ${positional[0]}; its next request gets 401.\n`);
+    io.out(`Revoked key ${positional[0]}; requests with it get 401 within a second.\n`);
     return 0;
   } finally {
     await store.close();
