@@ -158,6 +158,7 @@ switch (command) {
   }
   case "version":
   case "--version":
+    if (rest.length > 0) fail(`${command} takes no arguments; got "${rest[0]}"`);
     process.stdout.write(`memd ${version} (${commit})\n`);
     break;
   case "help":

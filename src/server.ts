@@ -189,7 +189,9 @@ export async function startServer(
         heldLock?.release();
         logger.info("memd stopped", {
           version,
+          commit,
           ...storageName(config),
+          address: url,
           ms: Math.round(performance.now() - started),
         });
         logger.flush();

@@ -39,14 +39,18 @@ test.each([
   expect(r.out).toMatch(out);
 });
 
-test.each([[["bogus"]], [["--bogus"]], [["serve", "--port"]], [["serve", "--log-level", "loud"]], [["backup"]]])(
-  "memd %p is refused with a clear message and exit 2",
-  (args) => {
-    const r = run(...args);
-    expect(r.code).toBe(2);
-    expect(r.err).toMatch(/^memd: .+\nRun "memd --help" for usage\.\n$/);
-  },
-);
+test.each([
+  [["bogus"]],
+  [["--bogus"]],
+  [["serve", "--port"]],
+  [["serve", "--log-level", "loud"]],
+  [["backup"]],
+  [["version", "--frob"]],
+])("memd %p is refused with a clear message and exit 2", (args) => {
+  const r = run(...args);
+  expect(r.code).toBe(2);
+  expect(r.err).toMatch(/^memd: .+\nRun "memd --help" for usage\.\n$/);
+});
 
 test("alone in an empty directory: store, diff, events, restart, everything is there", async () => {
   expect(readdirSync(runDir)).toEqual(["memd"]);

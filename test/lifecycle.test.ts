@@ -67,7 +67,19 @@ test("first start prints a root key once on stderr; kill -9 right after a 2xx lo
   for (const id of ids) expect((await fetch(`${second.url}/v1/memory/${id}`, { headers })).status).toBe(200);
   second.proc.kill("SIGTERM");
   expect(await second.proc.exited).toBe(0);
-  expect(second.stdout()).toContain('"msg":"memd stopped"');
+  // The shutdown line names the version, commit, data dir and address, as the start-up line does.
+  const stopped = JSON.parse(
+    second
+      .stdout()
+      .split("\n")
+      .find((l) => l.includes('"msg":"memd stopped"'))!,
+  );
+  expect(stopped).toMatchObject({
+    version: expect.any(String),
+    commit: expect.any(String),
+    dataDir: dir,
+    address: second.url,
+  });
 }, 30_000);
 
 test("memd serve --help lists every setting; unknown flags exit 2", async () => {

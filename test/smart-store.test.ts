@@ -299,6 +299,8 @@ describe("validation: untrusted answers never touch what was not offered", () =>
         { fact: "User likes chess", decision: "ADD", category: "bad\ncategory", importance: 0.9 },
         { fact: "User likes chess", decision: "ADD" },
         { fact: "User plays go", decision: "ADD", category: "x".repeat(65) },
+        // A category that is not a string: only this operation is dropped, not the answer.
+        { fact: "User speaks Dutch", decision: "ADD", category: 42 },
       ),
     );
     await s.settleLogs();
@@ -318,7 +320,8 @@ describe("validation: untrusted answers never touch what was not offered", () =>
     expect((await s.json("GET", `/v1/memory/events?memoryId=${victim}`)).body).toEqual(victimEvents);
     await s.settleLogs();
     const logs = s.logs.slice(logsBefore).join("");
-    expect(logs.match(/dropped model operation/g)).toHaveLength(6);
+    expect(logs.match(/dropped model operation/g)).toHaveLength(7);
+    expect(logs).toContain("category not a string");
     expect(logs).not.toContain("SECRET-INJECTION");
     expect(logs).not.toContain("chess");
     expect(logs).not.toContain(victim);
@@ -375,8 +378,8 @@ describe("failures leave the store and the audit trail byte-identical", () => {
 });
 
 describe("concurrency", () => {
-  test("20 parallel stores of overlapping facts on one entity leave no duplicate", async () => {
-    const t = await startTestServer({ env: llmEnv({ MEMD_MAX_MODEL_CALLS_PER_KEY: "100" }) });
+  test("20 parallel stores of overlapping facts on one entity leave no duplicate (one key, default limits)", async () => {
+    const t = await startTestServer({ env: llmEnv() });
     try {
       const things = ["tea", "coffee", "jazz", "chess", "rain"];
       // A model that rewords "I like X" as "User likes X" (so the exact-duplicate check cannot

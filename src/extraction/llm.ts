@@ -2,7 +2,7 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { Value } from "@sinclair/typebox/value";
 import { generateText, type Output } from "ai";
 import type { StructuredMode } from "../config/config";
-import { type Candidate, ModelAnswer, type Operation } from "./model";
+import { type Candidate, ModelAnswer, NOT_A_CATEGORY, type Operation } from "./model";
 import { buildPrompt } from "./prompt";
 
 export type { StructuredMode };
@@ -204,9 +204,13 @@ function coerce(value: unknown): unknown {
   return { operations };
 }
 
-/** What a model gets slightly wrong and means plainly: a decision's case, an importance out of 0–1. */
+/**
+ * What a model gets slightly wrong and means plainly: a decision's case, an importance out of
+ * 0–1; and a category of the wrong shape, marked so that only its operation is dropped.
+ */
 function loosen(key: string, v: unknown): unknown {
   if (key === "decision" && typeof v === "string") return v.trim().toUpperCase();
+  if (key === "category" && typeof v !== "string") return NOT_A_CATEGORY;
   if (key === "importance" && typeof v === "number" && Number.isFinite(v)) return Math.min(1, Math.max(0, v));
   return v;
 }

@@ -24,6 +24,12 @@ export const Decision = Type.Union(
 );
 export type Decision = typeof Decision.static;
 
+/**
+ * What a category that is not a string (a number, an object) becomes when an answer is read:
+ * the operation is then dropped alone (reconcile.ts), instead of failing the whole answer.
+ */
+export const NOT_A_CATEGORY = "\u0000not a string";
+
 export const Operation = Type.Object({
   fact: Type.String({ description: "one short, self-contained fact" }),
   decision: Decision,

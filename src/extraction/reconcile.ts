@@ -11,7 +11,7 @@ import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model"
 import { newMemory, toMemory } from "../memory/service";
 import type { MemoryOp } from "../storage/storage";
 import { normalizeFact } from "./builtin";
-import type { Operation } from "./model";
+import { NOT_A_CATEGORY, type Operation } from "./model";
 
 /** A checked change. `target` is a memory this request offered (or found as an exact duplicate). */
 export type Change =
@@ -69,6 +69,7 @@ export function validateOperations(
     const fact = op.fact.trim();
     if (!fact) return "empty fact";
     if (Buffer.byteLength(fact, "utf8") > maxFactBytes) return "fact too long";
+    if (op.category === NOT_A_CATEGORY) return "category not a string";
     const category = cleanCategory(op.category);
     const importance = cleanImportance(op.importance);
     if (op.decision === "ADD") {

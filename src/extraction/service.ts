@@ -100,23 +100,26 @@ export function createSmartStore(core: Core, shutdown?: AbortSignal) {
         Object.assign(set.headers, headers());
         return res;
       }
-      const running = inFlight.get(actorKeyId) ?? 0;
-      // Only the model path is limited: it is the one that costs money and upstream capacity.
-      if (running >= core.config.maxModelCallsPerKey) {
-        const message = `at most ${core.config.maxModelCallsPerKey} smart stores per key at a time`;
-        throw new ApiError("rate_limited", message, undefined, { "retry-after": "1" });
-      }
-      inFlight.set(actorKeyId, running + 1);
-      try {
-        const res = await serialized(() => storeWithModel(core, settings, req, actorKeyId, cost, embedCost, shutdown));
-        extractionStats.llmStores++;
-        Object.assign(set.headers, headers());
-        return res;
-      } finally {
-        const n = (inFlight.get(actorKeyId) ?? 1) - 1;
-        if (n > 0) inFlight.set(actorKeyId, n);
-        else inFlight.delete(actorKeyId);
-      }
+      // Only the model path is limited: it is the one that costs money and upstream capacity. A
+      // store counts once it holds its entity (stores queued for one entity call no model yet).
+      const res = await serialized(async () => {
+        const running = inFlight.get(actorKeyId) ?? 0;
+        if (running >= core.config.maxModelCallsPerKey) {
+          const message = `at most ${core.config.maxModelCallsPerKey} smart stores per key at a time`;
+          throw new ApiError("rate_limited", message, undefined, { "retry-after": "1" });
+        }
+        inFlight.set(actorKeyId, running + 1);
+        try {
+          return await storeWithModel(core, settings, req, actorKeyId, cost, embedCost, shutdown);
+        } finally {
+          const n = (inFlight.get(actorKeyId) ?? 1) - 1;
+          if (n > 0) inFlight.set(actorKeyId, n);
+          else inFlight.delete(actorKeyId);
+        }
+      });
+      extractionStats.llmStores++;
+      Object.assign(set.headers, headers());
+      return res;
     } catch (e) {
       if (e instanceof LlmError) {
         extractionStats.llmErrors++;
