@@ -221,7 +221,11 @@ describe("over HTTP: POST /mcp", () => {
     ["list_memories", { namespace: "acme", limit: 0 }, /^invalid_request: .*limit/],
     ["forget", { id: "not-a-uuid" }, /^invalid_request: .*id/],
     ["forget", { id: "01890000-0000-7000-8000-000000000000" }, /^not_found: no memory with that id$/],
-    ["changes", { namespace: "acme", since: "yesterday" }, /^invalid_request: since: must be an ISO 8601/],
+    [
+      "changes",
+      { namespace: "acme", since: "yesterday" },
+      /^invalid_request: invalid request: since: must be an ISO 8601/,
+    ],
     ["history", { entity: "u1" }, /^invalid_request: namespace: is required unless memoryId is given$/],
     ["no_such_tool", {}, /^not_found: no tool named no_such_tool/],
   ])("%s %j is a tool error", async (name, args, message) => {

@@ -305,6 +305,19 @@ describe("bad input and answers a client can act on", () => {
     expect(r.body.error.details).toEqual([{ field, message: expect.stringContaining("ISO 8601") }]);
   });
 
+  test("several bad fields, some checked beyond the schema's types: each one named at once", async () => {
+    const diff = await s.json("POST", "/v1/memory/diff", { limit: 0, since: "x" });
+    expect(diff.status).toBe(400);
+    expect(diff.body.error.details).toEqual([
+      { field: "namespace", message: "is required" },
+      { field: "since", message: "must be an ISO 8601 timestamp" },
+      { field: "limit", message: expect.stringContaining("from 1 to 1000") },
+    ]);
+    const events = await s.json("GET", "/v1/memory/events?limit=0&namespace=");
+    expect(events.status).toBe(400);
+    expect(events.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(["limit", "namespace"]);
+  });
+
   test("a leap day is a date", async () => {
     expect((await s.json("POST", "/v1/memory/diff", { namespace: "op", since: "2024-02-29" })).status).toBe(200);
   });

@@ -43,13 +43,17 @@ export const EventsQuery = t.Object(
 export type EventsQuery = typeof EventsQuery.static;
 
 const sinceText = "ISO 8601; changes strictly after it; null or absent: from the beginning";
+/** The shape of an ISO 8601 date or time, so that the schema reports a bad `since` with the other fields (the handler checks the rest). */
+const isoShape = "^\\d{4}-\\d{2}-\\d{2}";
 
 export const DiffRequest = t.Object(
   {
     namespace: Name,
     entity: t.Optional(Name),
     // null (an answer's own `since`, sent back) means from the beginning, as absent does.
-    since: t.Optional(t.Nullable(t.String({ maxLength: 64, description: sinceText }), { description: sinceText })),
+    since: t.Optional(
+      t.Nullable(t.String({ maxLength: 64, pattern: isoShape, description: sinceText }), { description: sinceText }),
+    ),
     limit: t.Optional(BodyLimit(limits.pageMax, limits.diffDefault)),
   },
   { additionalProperties: false },
@@ -104,7 +108,9 @@ export const StreamQuery = t.Object(
     namespace: Name,
     entity: t.Optional(Name),
     after: t.Optional(t.String({ maxLength: 128, description: "a cursor (an event's `id:`); events after it" })),
-    since: t.Optional(t.String({ maxLength: 64, description: "ISO 8601; events strictly after it" })),
+    since: t.Optional(
+      t.String({ maxLength: 64, pattern: isoShape, description: "ISO 8601; events strictly after it" }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -2,12 +2,15 @@ import { t } from "elysia";
 import { ApiError, invalidField } from "./errors";
 import { hasControl } from "./schemas";
 
+/** A whole number from 1, as query text (its largest value is checked by queryLimit). */
+export const limitPattern = "^[1-9][0-9]{0,6}$";
+
 /**
  * A `limit` query parameter. Query strings carry text, and Elysia's numeric coercion loses the
  * field name in its errors, so the schema only checks the shape and `queryLimit` the range.
  */
 export const LimitParam = (max: number, def: number) =>
-  t.String({ pattern: "^[0-9]{1,7}$", description: `1 to ${max}; default ${def}` });
+  t.String({ pattern: limitPattern, description: `1 to ${max}; default ${def}` });
 
 /**
  * Refuses query strings that would otherwise be read loosely: an invalid percent escape

@@ -1,5 +1,6 @@
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import type { ErrorDetail } from "./errors";
+import { limitPattern } from "./query";
 import { noControlPattern } from "./schemas";
 
 /** What TypeBox reports per failed check (a ValueError); only the parts we read. */
@@ -50,7 +51,7 @@ export function describeSchema(s: Record<string, unknown> | undefined): string {
       if (s.pattern === "\\S") return "must be a string that is not blank";
       // Times are strings the handler parses; a schema failure (a number, say) gets the same words.
       if (String(s.description ?? "").startsWith("ISO 8601")) return "must be an ISO 8601 timestamp";
-      if (s.pattern === "^[0-9]{1,7}$") {
+      if (s.pattern === limitPattern) {
         const max = /^1 to (\d+)/.exec(String(s.description ?? ""))?.[1];
         return `must be a whole number from 1 to ${max ?? "1000"}`;
       }
