@@ -97,6 +97,7 @@ describe("GET /v1/memory", () => {
   test.each([
     ["malformed cursor", "namespace=list&cursor=notacursor", 400],
     ["cursor of another query", "", 400],
+    ["forged cursor: the right query, a position that is not an id", "FORGED", 400],
     ["limit 0", "namespace=list&limit=0", 400],
     ["limit 1001", "namespace=list&limit=1001", 400],
     ["no namespace", "entity=a", 400],
@@ -107,6 +108,11 @@ describe("GET /v1/memory", () => {
     if (!q) {
       const page = await s.json("GET", "/v1/memory?namespace=list&limit=1");
       q = `namespace=list&entity=a&cursor=${page.body.nextCursor}`;
+    } else if (q === "FORGED") {
+      const page = await s.json("GET", "/v1/memory?namespace=list&limit=1");
+      const real = JSON.parse(Buffer.from(page.body.nextCursor, "base64url").toString("utf8"));
+      const forged = Buffer.from(JSON.stringify({ ...real, b: "-".repeat(36) })).toString("base64url");
+      q = `namespace=list&cursor=${forged}`;
     }
     const r = await s.json("GET", `/v1/memory?${q}`);
     expect(r.status).toBe(status);

@@ -173,6 +173,32 @@ describe("erase", () => {
     expect((await s.json("GET", "/v1/memory?namespace=gdpr&entity=carol")).body.memories).toHaveLength(1);
   });
 
+  test("an erasure among concurrent stores of the entity: what it erased is gone, what landed after it is whole", async () => {
+    const ns = "erase-race";
+    const put = (i: number) =>
+      s.json("POST", "/v1/memory", { namespace: ns, entity: "dave", content: `Dave note ${i}`, infer: false });
+    for (let i = 0; i < 10; i++) await put(i);
+    // Writers keep storing while the erasure runs; the order of their commits is up to the store.
+    const writers = Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; i < 10; i++) expect((await put(100 + w * 10 + i)).status).toBe(200);
+    });
+    const erased = s.json("POST", "/v1/memory/erase", { namespace: ns, entity: "dave" });
+    await Promise.all(writers);
+    expect((await erased).status).toBe(200);
+    // Every current memory kept its content; every memory that lost it is no longer current.
+    const current = (await s.json("GET", `/v1/memory?namespace=${ns}&entity=dave&limit=1000`)).body.memories;
+    expect(current.filter((m: { content: string }) => m.content === "")).toEqual([]);
+    const events = (await s.json("GET", `/v1/memory/events?namespace=${ns}&limit=1000`)).body;
+    const currentIds = new Set(current.map((m: { id: string }) => m.id));
+    const scrubbedAdds = events.filter((e: any) => e.event === "ADD" && e.reason === "erased");
+    for (const e of scrubbedAdds)
+      expect({ id: e.memoryId, current: currentIds.has(e.memoryId) }).toEqual({ id: e.memoryId, current: false });
+    // The erasure counted exactly the memories it erased: the first 10, and the writers' stores that came before it.
+    const [erasure] = (await s.json("GET", `/v1/memory/erasures?namespace=${ns}`)).body;
+    expect(erasure.memories).toBe(scrubbedAdds.length);
+    expect(erasure.memories + current.length).toBe(90);
+  });
+
   test("no record of the store holds the marker any more", async () => {
     expect(await dumpStorage(s.server.core.storage)).not.toContain(marker);
     const exported = await (await s.api("GET", "/v1/export?namespace=gdpr")).text();

@@ -1,6 +1,7 @@
 import type { Core } from "../core";
 import { type EmbedCost, newCost, withVectors } from "../embedding/client";
 import { ApiError, invalidField } from "../http/errors";
+import { isUuid } from "../http/schemas";
 import { isoTime } from "../http/time";
 import { type ErasureRecord, isCurrent } from "../storage/records";
 import type { ListMemoriesQuery, MemoryOp, NewMemory } from "../storage/storage";
@@ -121,7 +122,7 @@ function decodeCursor(q: ListMemoriesQuery, raw: string): string {
   } catch {
     throw badCursor();
   }
-  if (typeof v?.b !== "string" || !/^[0-9a-f-]{36}$/.test(v.b) || v.q !== queryHash(q)) throw badCursor();
+  if (typeof v?.b !== "string" || !isUuid(v.b) || v.q !== queryHash(q)) throw badCursor();
   return v.b;
 }
 

@@ -110,18 +110,21 @@ export function pgLifecycle({ sql, db, applyIn }: PgLifecycleContext): Methods {
               ...(r.expires_at !== null ? { expiresAt: Number(r.expires_at) } : {}),
             }));
           if (ops.length) await applyIn(tx, ops, actorKeyId, now);
+          // Exactly the memories locked above: a store committed meanwhile is after the erasure and
+          // keeps its content, its events and its stored answer.
+          const ids = sql.array(
+            rows.map((r: Row) => r.id as string),
+            "text",
+          );
           await tx`UPDATE memories SET content = '', tags = NULL, metadata = NULL, source = NULL
-            WHERE namespace = ${namespace} AND entity = ${entity}`;
+            WHERE id = ANY(${ids}::uuid[])`;
           const scrubbed = await tx`UPDATE events SET old_content = NULL, new_content = NULL, reason = 'erased'
-            WHERE namespace = ${namespace} AND (
-              memory_id IN (SELECT id FROM memories WHERE namespace = ${namespace} AND entity = ${entity})
-              OR merged_from_id IN (SELECT id FROM memories WHERE namespace = ${namespace} AND entity = ${entity}))
+            WHERE namespace = ${namespace} AND (memory_id = ANY(${ids}::uuid[]) OR merged_from_id = ANY(${ids}::uuid[]))
             RETURNING seq`;
           // Stored answers that name an erased memory (a store's answer holds its content).
           await tx`DELETE FROM idempotency i WHERE i.body IS NOT NULL AND EXISTS (
             SELECT 1 FROM regexp_matches(i.body, ${uuidRegex}, 'g') AS m(x)
-            JOIN memories ON memories.id = lower(m.x[1])::uuid
-            WHERE memories.namespace = ${namespace} AND memories.entity = ${entity})`;
+            WHERE lower(m.x[1])::uuid = ANY(${ids}::uuid[]))`;
           const [last] =
             await tx`SELECT max(at_ms) AS at FROM erasures WHERE namespace = ${namespace} AND entity = ${entity}`;
           const erasure: ErasureRecord = {
