@@ -2,6 +2,7 @@
 // running server) and over stdio (`bun run src/main.ts mcp` and the built `dist/memd mcp`,
 // both against a running memd with --url and on their own data dir with --data-dir).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -351,7 +352,10 @@ describe.each(stdioCases)("over stdio: %s", (_label, command) => {
     explained(async () => {
       const [cmd, ...args] = command();
       const dir = join(tmp.dir, `data-${cmd === bin ? "bin" : "src"}`);
-      const p = await overStdio(cmd, [...args, "--data-dir", dir, "--namespace", "local"]);
+      // A database URL in the environment does not redirect it: the store is the data dir named.
+      const p = await overStdio(cmd, [...args, "--data-dir", dir, "--namespace", "local"], {
+        MEMD_DATABASE_URL: "postgres://memd@127.0.0.1:1/nowhere",
+      });
       const r = await call(p.client, "remember", { entity: "u1", content: "Has a cat named Miso. Walks to work." });
       expect(r.isError).toBe(false);
       expect(r.data.memories).toHaveLength(2);
@@ -363,6 +367,7 @@ describe.each(stdioCases)("over stdio: %s", (_label, command) => {
       const again = await overStdio(cmd, [...args, "--data-dir", dir]);
       const list = await call(again.client, "list_memories", { namespace: "local", entity: "u1" });
       expect(list.data.memories.map((m: any) => m.content)).toEqual(["Walks to work.", "Has a cat named Miso."]);
+      expect(existsSync(join(dir, "data.mdb"))).toBe(true);
     }),
   );
 });

@@ -170,6 +170,26 @@ describe("event stream, in process", () => {
   });
 });
 
+test("a stream ends with event: error (unauthorized) once its key is revoked, and a new one is refused", async () => {
+  const s = await startTestServer();
+  try {
+    const created = await s.json("POST", "/v1/keys", { name: "follower", permission: "read", namespaces: ["r"] });
+    const { id, secret } = created.body;
+    const sub = await subscribe(s.url, secret, "namespace=r");
+    expect((await s.json("DELETE", `/v1/keys/${id}`)).status).toBe(200);
+    // Revoked through this server: the stream ends at its next look at the trail (a poll, 0.5 s).
+    await within(5_000, "stream end after revocation", sub.done);
+    const error = sub.all.find((m) => m.event === "error");
+    expect(JSON.parse(error!.data!)).toEqual({ code: "unauthorized", message: "the key was revoked or has expired" });
+    expect(
+      (await fetch(`${s.url}/v1/memory/events/stream?namespace=r`, { headers: { authorization: `Bearer ${secret}` } }))
+        .status,
+    ).toBe(401);
+  } finally {
+    await s.stop();
+  }
+});
+
 test("stopping the server ends open streams cleanly", async () => {
   const s = await startTestServer();
   const sub = await subscribe(s.url, rootSecret, "namespace=x");

@@ -53,5 +53,15 @@ export function notifyingStorage(storage: Storage, notifier: CommitNotifier): St
     for (const ns of namespaces) notifier.ping(ns);
     return done;
   };
-  return Object.assign(Object.create(storage), { apply });
+  const erase: Storage["erase"] = async (namespace, entity, actorKeyId, now) => {
+    const done = await storage.erase(namespace, entity, actorKeyId, now);
+    notifier.ping(namespace);
+    return done;
+  };
+  const importRecords: Storage["importRecords"] = async (records, options) => {
+    const done = await storage.importRecords(records, options);
+    notifier.ping();
+    return done;
+  };
+  return Object.assign(Object.create(storage), { apply, erase, importRecords });
 }

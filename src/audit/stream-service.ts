@@ -35,7 +35,7 @@ export const defaultStreamOptions: StreamOptions = {
 };
 
 /** Why a stream ended, for the route (to cut a consumer that never drains) and the log. */
-export type StreamEnd = "overflow" | "shutdown" | "cancelled" | "error";
+export type StreamEnd = "overflow" | "shutdown" | "cancelled" | "error" | "unauthorized";
 
 /** Open streams of one server, so that stopping the server can end them all. */
 export class StreamHub {
@@ -111,6 +111,8 @@ export function eventStream(
   hub: StreamHub,
   options: StreamOptions = defaultStreamOptions,
   onEnd: (why: StreamEnd) => void = () => {},
+  /** Whether the caller's key still holds (not revoked, not expired): asked before each read. */
+  allowed: () => Promise<boolean> = async () => true,
 ): ReadableStream<Uint8Array> {
   const codec = new CursorCodec(scope.namespace);
   const { keepaliveMs, pollMs, pageSize, maxBufferedEvents, maxBufferedBytes } = options;
@@ -165,6 +167,14 @@ export function eventStream(
 
   async function run() {
     while (!closed) {
+      if (!(await allowed())) {
+        if (closed) return;
+        send(
+          `event: error\ndata: ${JSON.stringify({ code: "unauthorized", message: "the key was revoked or has expired" })}\n\n`,
+          0,
+        );
+        return end("unauthorized");
+      }
       if (room() <= 0) {
         // Full. While replaying, the backlog waits in storage and is read at the consumer's pace.
         // Once live, more events waiting behind a full buffer mean the consumer cannot keep up.

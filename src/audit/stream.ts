@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { Core } from "../core";
 import { invalidField } from "../http/errors";
 import type { auth } from "../keys/auth";
-import { requireNamespace } from "../keys/service";
+import { requireNamespace, stillValid } from "../keys/service";
 import { parseSince } from "./index";
 import { StreamQuery } from "./model";
 import {
@@ -47,9 +47,18 @@ export const streamRoutes = (
             : await streamStart(core, scope);
       // Bun's idle timeout would cut a quiet stream between keepalives; after an end, give the client time to drain.
       server?.timeout(request, 0);
-      const body = eventStream(core, scope, afterMs, hub, opts, (why) => {
-        if (why === "overflow" || why === "shutdown") server?.timeout(request, drainSeconds);
-      });
+      const body = eventStream(
+        core,
+        scope,
+        afterMs,
+        hub,
+        opts,
+        (why) => {
+          if (why === "overflow" || why === "shutdown" || why === "unauthorized")
+            server?.timeout(request, drainSeconds);
+        },
+        () => stillValid(core.storage, apiKey),
+      );
       return new Response(body, {
         headers: {
           "content-type": "text/event-stream; charset=utf-8",

@@ -191,6 +191,17 @@ async function readKeyByHash(storage: Storage, hash: string, now: number): Promi
   return key;
 }
 
+/**
+ * Whether a key that authenticated a long request (an event stream) is still good now: not
+ * revoked, not expired. Read as a request reads it, through the key cache, so a revocation made
+ * elsewhere ends the stream within a second. The root key lives in the config, not in storage.
+ */
+export async function stillValid(storage: Storage, key: KeyRecord, now = Date.now()): Promise<boolean> {
+  if (key.id === rootKeyId) return key.expiresAt === null || key.expiresAt > now;
+  const found = cachedKey(storage, key.hash, now) ?? (await readKeyByHash(storage, key.hash, now));
+  return found !== undefined && found.revokedAt === null && (found.expiresAt === null || found.expiresAt > now);
+}
+
 /** Whether a key's permission includes `needed`. */
 export const permits = (key: KeyRecord, needed: Permission) =>
   permissions.indexOf(key.permission) >= permissions.indexOf(needed);

@@ -107,8 +107,10 @@ export async function runMcpCommand(args: string[]): Promise<number> {
     const root = process.env.MEMD_API_KEY || `memd_${randomBytes(24).toString("base64url")}`;
     key ??= root;
     try {
+      // The store is the data dir named: a MEMD_DATABASE_URL in the environment does not redirect it.
+      const { MEMD_DATABASE_URL: _ignored, ...env } = process.env;
       const config = loadConfig(["--host", "127.0.0.1", "--port", "0", "--data-dir", opts.dataDir!], {
-        ...process.env,
+        ...env,
         MEMD_API_KEY: root,
       });
       local = await startServer(
