@@ -234,6 +234,18 @@ describe("keyword search", () => {
 });
 
 describe("with an embedding model", () => {
+  test("equal semantic scores: newest first, however many tie (on both backends)", async () => {
+    const ns = "semties";
+    const ids: string[] = [];
+    for (let i = 0; i < 25; i++)
+      ids.push(await store(withModel, { namespace: ns, entity: "a", content: "twenty five equal notes" }));
+    for (const scope of [{ namespace: ns }, { namespace: ns, entity: "a" }])
+      for (const limit of [1, 3]) {
+        const r = await search(withModel, { ...scope, query: "twenty five equal notes", mode: "semantic", limit });
+        expect(r.body.results.map((m: { id: string }) => m.id)).toEqual(ids.slice(-limit).reverse());
+      }
+  });
+
   test("default mode hybrid; semantic finds a paraphrase without a shared word; headers count the call", async () => {
     const ns = "sem";
     const veg = await store(withModel, { namespace: ns, entity: "u", content: "Is vegetarian" });

@@ -499,6 +499,31 @@ test("running totals are exported for the metrics, and /metrics shows them", asy
   expect(extractionStats.builtinStores).toBeGreaterThan(0);
 });
 
+test("candidates come from search over the whole entity, past the 2000 memories read for duplicates", async () => {
+  // 2000 older memories of the entity, written in one batch, then the one that matters.
+  const ops = Array.from({ length: 2000 }, (_, i) => ({
+    event: "ADD" as const,
+    create: {
+      id: Bun.randomUUIDv7(),
+      namespace: "big",
+      entity: "u",
+      content: `routine note number ${i} about the weather`,
+      category: "general",
+      importance: 0.5,
+    },
+  }));
+  await s.server.core.storage.apply(ops, "root");
+  await raw(s, "big", "u", "User is vegetarian");
+  let seen: Map<string, string> | undefined;
+  fake.reply((req) => {
+    seen = offered(req);
+    return answer({ fact: "User does not eat meat", decision: "ADD" });
+  });
+  const r = await smart(s, { namespace: "big", entity: "u", content: "I am still vegetarian" });
+  expect(r.status).toBe(200);
+  expect([...seen!.values()]).toContain("User is vegetarian");
+});
+
 test("a memory decided once in a request is decided: an exact-duplicate SKIP is not followed by a model REPLACE or DELETE", async () => {
   for (const decision of ["REPLACE", "DELETE", "MERGE"]) {
     const ns = `decided-${decision}`;

@@ -181,15 +181,7 @@ async function storeWithModel(
 
   // From hybrid search in the entity (keyword without an embedding model), so that a paraphrase
   // without a shared word ("doesn't eat meat" / "is vegetarian") is still offered.
-  const candidates = await relatedMemories(
-    core,
-    req.namespace,
-    req.entity,
-    content,
-    current,
-    MAX_CANDIDATES,
-    embedCost,
-  );
+  const candidates = await relatedMemories(core, req.namespace, req.entity, content, MAX_CANDIDATES, embedCost);
   const handles = new Map<string, MemoryRecord>(candidates.map((m, i) => [`m${i + 1}`, m]));
   const offered = [...handles].map(([handle, m]) => ({ handle, content: m.content, category: m.category }));
 

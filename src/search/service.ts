@@ -96,16 +96,14 @@ export async function search(core: Core, req: SearchRequest, cost: EmbedCost): P
 }
 
 /**
- * The memories of an entity most related to `content`, from `current` (the entity's current
- * memories as read for this request), for the smart store to offer the model: hybrid search when
- * an embedding model is configured, else keyword. At most `max`.
+ * The current memories of an entity most related to `content`, for the smart store to offer the
+ * model: hybrid search when an embedding model is configured, else keyword. At most `max`.
  */
 export async function relatedMemories(
   core: Core,
   namespace: string,
   entity: string,
   content: string,
-  current: readonly MemoryRecord[],
   max: number,
   cost: EmbedCost,
 ): Promise<MemoryRecord[]> {
@@ -117,6 +115,7 @@ export async function relatedMemories(
     limit: max,
     cost,
   });
-  const byId = new Map(current.map((m) => [m.id, m]));
-  return hits.map((h) => byId.get(h.memory.id)).filter((m): m is MemoryRecord => m !== undefined);
+  // Over the whole entity (the caller reads at most its 2000 oldest memories for duplicates).
+  const now = Date.now();
+  return hits.map((h) => h.memory).filter((m) => isCurrent(m, now));
 }

@@ -174,7 +174,9 @@ export async function semanticSearch(
     for (let j = 0; j < v.length; j++) dot += v[j] * q[j];
     scored.push({ id: r.memory_id as string, score: dot });
   }
-  scored.sort((a, b) => b.score - a.score);
+  // Equal scores newest first (ids are UUIDv7), as the answer orders them: so the chunks below are
+  // read in the answer's order and the first `limit` that pass the filters are the answer.
+  scored.sort((a, b) => b.score - a.score || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
   const out: Scored[] = [];
   for (let from = 0; from < scored.length && out.length < limit; ) {
     const chunk = scored.slice(from, from + limit * 4 + 16);
@@ -189,8 +191,6 @@ export async function semanticSearch(
       const m = byId.get(c.id);
       if (m) out.push({ memory: m, score: c.score });
     }
-    // Ties across the chunk edge: keep reading while the next score equals the last kept one.
-    if (out.length >= limit && from < scored.length && scored[from].score === out[limit - 1]?.score) continue;
   }
   return out.sort(byScoreThenNewer).slice(0, limit);
 }
