@@ -331,6 +331,12 @@ describe("the page in Chromium", () => {
     await page.locator("#live[data-state=live]").waitFor();
     await raw("zz-live", "carol", "Carol joined the team");
     await page.getByRole("link", { name: "zz-live" }).waitFor({ timeout: 2000 });
+    // The list was reloaded in place: each namespace once.
+    expect(await page.getByRole("link", { name: "acme", exact: true }).count()).toBe(1);
+    // A view that cannot be shown leaves nothing of the previous one under its error.
+    await go(page, "#/m/not-a-uuid");
+    await page.locator("#errors li").first().waitFor();
+    expect(await page.locator("main").textContent()).not.toContain("zz-live");
     await context.close();
   }, 60_000);
 
@@ -410,8 +416,10 @@ describe("the page in Chromium", () => {
       await dialog.getByLabel("Type erin to confirm").fill("eri");
       expect(await confirm.isDisabled()).toBe(true);
       await dialog.getByLabel("Type erin to confirm").fill("erin");
-      await confirm.click();
+      // Enter in the field confirms, as the button does (the form's first button is Cancel).
+      await dialog.getByLabel("Type erin to confirm").press("Enter");
       await page.getByText("0 memories").waitFor();
+      expect(await confirm.isVisible()).toBe(false);
       const list = (await s.json("GET", "/v1/memory?namespace=acme&entity=erin")).body;
       expect(Array.isArray(list) ? list : list.memories).toEqual([]);
       const events = (await s.json("GET", "/v1/memory/events?namespace=acme&entity=erin&limit=100")).body;

@@ -100,8 +100,8 @@ async function route() {
   fill(errors);
   const token = ++viewToken;
   if (!me) return signInView();
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   try {
+    const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
     if (parts[0] === "ns" && parts[1] !== undefined && parts[2] === "e" && parts[3] !== undefined)
       await entityView(parts[1], parts[3], token);
     else if (parts[0] === "ns" && parts[1] !== undefined) await namespaceView(parts[1], token);
@@ -110,6 +110,8 @@ async function route() {
       await changesView(parts[1], parts[2] === "e" ? parts[3] : undefined);
     else await namespacesView(token);
   } catch (e) {
+    // Nothing of the previous view stays under the error.
+    if (current(token)) fill(main, title("Not found"));
     showError(e);
   }
   main.querySelector("h1")?.focus();
@@ -223,6 +225,11 @@ function pagedTable<T>(opts: {
   const loadPage = async (cursor: string | null) => {
     more.disabled = true;
     const page = await opts.load(cursor);
+    // The first page again (a reload): it replaces what was shown.
+    if (cursor === null) {
+      fill(body);
+      total = 0;
+    }
     for (const item of page.rows)
       append(body, [
         h(
@@ -368,6 +375,12 @@ function confirmDialog(opts: {
       input.addEventListener("input", () => {
         ok.disabled = input.value !== opts.typed;
       });
+      // Enter confirms once the name is typed (the form's first button is Cancel).
+      input.addEventListener("keydown", (ev) => {
+        if (ev.key !== "Enter") return;
+        ev.preventDefault();
+        if (!ok.disabled) dialog.close("ok");
+      });
     }
     const dialog = h(
       "dialog",
@@ -485,8 +498,26 @@ async function entityView(ns: string, entity: string, token: number) {
           link(memoryHref(m.id), "History", { "aria-label": `History of: ${m.content.slice(0, 60)}` }),
           canWrite()
             ? [
-                h("button", { type: "button", class: "edit", onclick: () => editForm() }, "Edit"),
-                h("button", { type: "button", class: "delete danger", onclick: () => remove() }, "Delete"),
+                h(
+                  "button",
+                  {
+                    type: "button",
+                    class: "edit",
+                    "aria-label": `Edit: ${m.content.slice(0, 60)}`,
+                    onclick: () => editForm(),
+                  },
+                  "Edit",
+                ),
+                h(
+                  "button",
+                  {
+                    type: "button",
+                    class: "delete danger",
+                    "aria-label": `Delete: ${m.content.slice(0, 60)}`,
+                    onclick: () => remove(),
+                  },
+                  "Delete",
+                ),
               ]
             : null,
         ),
@@ -496,7 +527,7 @@ async function entityView(ns: string, entity: string, token: number) {
       const id = m.id;
       const content = h("textarea", { id: `c-${id}`, rows: "3", required: true }, m.content);
       const cat = h("input", { id: `k-${id}`, value: m.category, required: true });
-      const imp = h("input", { id: `i-${id}`, type: "number", min: "0", max: "1", step: "0.05", value: m.importance });
+      const imp = h("input", { id: `i-${id}`, type: "number", min: "0", max: "1", step: "any", value: m.importance });
       const tags = h("input", { id: `t-${id}`, value: (m.tags ?? []).join(", ") });
       const form = h(
         "form",
@@ -542,6 +573,9 @@ async function entityView(ns: string, entity: string, token: number) {
         } catch (e) {
           showError(e);
         }
+      });
+      form.addEventListener("keydown", (ev) => {
+        if (ev.key === "Escape") done();
       });
       fill(li, form);
       content.focus();
