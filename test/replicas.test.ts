@@ -268,6 +268,23 @@ describe("three replicas on one PostgreSQL", () => {
     expect(results.reduce((n, r) => n + r.body.memories.length + r.body.skipped, 0)).toBe(48);
   }, 60_000);
 
+  test("smart stores to a new entity through three replicas at once, each model call slower than the statement timeout: all served, one after another", async () => {
+    fake.reset();
+    fake.reply({
+      delayMs: statementTimeoutMs + 500,
+      answer: JSON.stringify({ operations: [{ fact: "User likes tea", decision: "ADD" }] }),
+    });
+    const results = await Promise.all(
+      replicas.map((r) =>
+        call(r, "POST", "/v1/memory", { namespace: "slow", entity: "new-entity", content: "I like tea" }),
+      ),
+    );
+    // Serialised across replicas by the entity's lock row, never refused while waiting for it.
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+    const listed = await call(replicas[0], "GET", "/v1/memory?namespace=slow&entity=new-entity");
+    expect(listed.body.memories.map((m: any) => m.content)).toEqual(["User likes tea"]);
+  }, 60_000);
+
   test("a key revoked through one replica is refused by the others within 1 s", async () => {
     const created = await call(replicas[0], "POST", "/v1/keys", {
       name: "agent",

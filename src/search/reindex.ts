@@ -20,7 +20,12 @@ export async function reindex(config: Config, out: (line: string) => void): Prom
     out(`memd: reindex: ${(e as Error).message}`);
     return 1;
   }
-  const storage = await openStorage(config);
+  // Rebuilding a large index takes statements far longer than a request's (100,000 memories:
+  // ~13 s on PostgreSQL): an hour each, unless the operator set more.
+  const storage = await openStorage({
+    ...config,
+    dbStatementTimeoutMs: Math.max(config.dbStatementTimeoutMs, 3_600_000),
+  });
   try {
     const core = { storage, config, logger, notifier: new CommitNotifier() };
     const embed = embedSettings(config) !== undefined;

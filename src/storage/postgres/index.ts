@@ -122,7 +122,8 @@ export function keyOf(r: Row): KeyRecord {
 }
 
 /** SQLSTATE classes that mean "the database is not there right now", not "the request is wrong". */
-const unavailableStates = /^(08|57P0|57014|53300|55P03|40001|40P01)/;
+// 25006: a read-only transaction, as on a standby after a failover.
+const unavailableStates = /^(08|57P0|57014|53300|55P03|40001|40P01|25006)/;
 
 const unavailableMessage = "the database is unavailable; try again shortly";
 
@@ -493,10 +494,15 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
         let answered!: () => void;
         const answering = new Promise<void>((resolve) => (answered = resolve));
         let abandoned = false;
+        // The lock row exists before any transaction waits on it: inserted inside the locking
+        // transaction, a second replica's insert would wait for the first one's whole store.
+        await db(
+          () =>
+            lockSql`INSERT INTO entity_locks (namespace, entity) VALUES (${namespace}, ${entity}) ON CONFLICT DO NOTHING`,
+        );
         const locked = lockSql.begin(async (tx) => {
           // Waiting for another replica's smart store is not a stuck statement.
           await tx`SET LOCAL statement_timeout = 300000`;
-          await tx`INSERT INTO entity_locks (namespace, entity) VALUES (${namespace}, ${entity}) ON CONFLICT DO NOTHING`;
           answered();
           await tx`SELECT 1 FROM entity_locks WHERE namespace = ${namespace} AND entity = ${entity} FOR UPDATE`;
           if (abandoned) throw new StorageError("storage_unavailable", unavailableMessage); // rolls back
@@ -524,7 +530,9 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
 
     async notReadyReason() {
       try {
-        await db(() => sql`SELECT 1`);
+        // A database that takes no writes (a standby after a failover) is not ready either.
+        const [r] = await db(() => sql`SELECT current_setting('transaction_read_only') AS ro`);
+        if (r.ro === "on") return "the database is read-only";
         return undefined;
       } catch (e) {
         const mapped = storageError(e);

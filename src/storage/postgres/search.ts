@@ -70,7 +70,10 @@ export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise
         vector: vectorBytes(vector),
       });
   }
-  if (removeIds.length) await tx`DELETE FROM memory_terms WHERE memory_id IN ${tx(removeIds)}`;
+  // Ids as one array parameter and rows in slices: an erasure can touch 100,000 memories, past
+  // PostgreSQL's 65,535 parameters of a statement.
+  if (removeIds.length)
+    await tx`DELETE FROM memory_terms WHERE memory_id = ANY(${tx.array(removeIds, "text")}::uuid[])`;
   for (let i = 0; i < postings.length; i += 5000) await tx`INSERT INTO memory_terms ${tx(postings.slice(i, i + 5000))}`;
   const rows = [...stats.values()].filter((s) => s.docs !== 0 || s.total_len !== 0);
   if (rows.length)
@@ -80,11 +83,12 @@ export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise
         SET docs = s.docs + EXCLUDED.docs, total_len = s.total_len + EXCLUDED.total_len`;
   const ids = [...new Set([...dropVectors, ...vectors.map((v) => v.memory_id as string)])];
   if (ids.length) {
-    await tx`DELETE FROM memory_vectors WHERE memory_id IN ${tx(ids)}`;
-    await tx`DELETE FROM embed_pending WHERE memory_id IN ${tx(ids)}`;
+    await tx`DELETE FROM memory_vectors WHERE memory_id = ANY(${tx.array(ids, "text")}::uuid[])`;
+    await tx`DELETE FROM embed_pending WHERE memory_id = ANY(${tx.array(ids, "text")}::uuid[])`;
   }
-  if (vectors.length) await tx`INSERT INTO memory_vectors ${tx(vectors)}`;
-  if (pending.length) await tx`INSERT INTO embed_pending ${tx(pending.map((memory_id) => ({ memory_id })))}`;
+  for (let i = 0; i < vectors.length; i += 5000) await tx`INSERT INTO memory_vectors ${tx(vectors.slice(i, i + 5000))}`;
+  for (let i = 0; i < pending.length; i += 5000)
+    await tx`INSERT INTO embed_pending ${tx(pending.slice(i, i + 5000).map((memory_id) => ({ memory_id })))}`;
 }
 
 /** Filter conditions on memories `m`, as SQL text with $n parameters appended to `params`. */
