@@ -386,6 +386,8 @@ describe("the page in Chromium", () => {
       await item.getByLabel("Tags (comma separated)").fill("work, travel");
       await item.getByRole("button", { name: "Save" }).click();
       await item.getByText("Carol works from Porto").waitFor();
+      // The keyboard is back on the memory's Edit button, not lost to the page.
+      expect(await page.evaluate(() => (globalThis as any).document.activeElement?.textContent)).toBe("Edit");
       const m = (await s.json("GET", `/v1/memory/${id}`)).body;
       expect(m).toMatchObject({ content: "Carol works from Porto", tags: ["work", "travel"], category: "location" });
       const [last] = (await s.json("GET", `/v1/memory/events?memoryId=${id}&limit=1`)).body;

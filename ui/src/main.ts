@@ -551,6 +551,8 @@ async function entityView(ns: string, entity: string, token: number) {
       const done = () => {
         editing = false;
         show();
+        // Back where the keyboard was: the memory's own Edit button.
+        li.querySelector<HTMLElement>("button.edit")?.focus();
         if (stale) {
           stale = false;
           refresh().catch(showError);
@@ -592,6 +594,8 @@ async function entityView(ns: string, entity: string, token: number) {
         all = all.filter((x) => x.id !== m.id);
         if (results) results = results.filter((x) => x.id !== m.id);
         render();
+        // The deleted memory's place is gone: the keyboard continues from the list's heading.
+        main.querySelector<HTMLElement>("h1")?.focus();
       } catch (e) {
         showError(e);
       }
@@ -826,17 +830,18 @@ async function changesView(ns: string, entity?: string) {
   since.value = localInput(Date.now() - 86400000);
   const out = h("div", { class: "changes", "aria-live": "polite" });
   const pages: (string | null)[] = [];
-  const show = async (from: string) => {
+  const show = async (from: string, refocus?: string) => {
     const d = await api<Diff>("POST", "/v1/memory/diff", { namespace: ns, entity, since: from, limit: 200 });
     pages.push(from);
     const next = h("button", { type: "button", class: "next" }, "Next page");
     next.hidden = !d.hasMore;
-    next.addEventListener("click", () => d.nextSince && show(d.nextSince).catch(showError));
-    const prev = h("button", { type: "button" }, "Previous page");
+    // After paging, the keyboard stays on the same button of the new page.
+    next.addEventListener("click", () => d.nextSince && show(d.nextSince, "button.next").catch(showError));
+    const prev = h("button", { type: "button", class: "prev" }, "Previous page");
     prev.hidden = pages.length < 2;
     prev.addEventListener("click", () => {
       pages.pop();
-      show(pages.pop()!).catch(showError);
+      show(pages.pop()!, "button.prev").catch(showError);
     });
     const section = (name: string, items: Node[]) =>
       h(
@@ -847,7 +852,11 @@ async function changesView(ns: string, entity?: string) {
       );
     fill(
       out,
-      h("p", { class: "summary", role: "status" }, `${d.summary} (${d.changeCount} changes, page ${pages.length})`),
+      h(
+        "p",
+        { class: "summary", role: "status", tabindex: "-1" },
+        `${d.summary} (${d.changeCount} changes, page ${pages.length})`,
+      ),
       section(
         "Created",
         d.created.map((c) =>
@@ -886,6 +895,11 @@ async function changesView(ns: string, entity?: string) {
       h("div", { class: "actions" }, prev, next),
       h("details", {}, h("summary", {}, "The answer as JSON"), h("pre", {}, JSON.stringify(d, null, 2))),
     );
+    if (refocus) {
+      const again = out.querySelector<HTMLElement>(refocus);
+      // A page without that button (the last one has no Next): its summary takes the focus.
+      (again && !again.hidden ? again : out.querySelector<HTMLElement>(".summary"))?.focus();
+    }
   };
   const meta = (category: string, at: string, id: string, extra = "") =>
     h(
