@@ -130,20 +130,17 @@ export function createClient(options: ClientOptions) {
   const doFetch = options.fetch ?? fetch;
   const auth = { ...options.headers, authorization: `Bearer ${options.key}` };
 
+  /** The answer to a request, or MemdError status 0 when none arrived. */
+  const send = (path: string, init: RequestInit) =>
+    doFetch(base + path, init).catch((e) => {
+      throw new MemdError(0, "network_error", `memd unreachable at ${base}: ${(e as Error).message}`);
+    });
+
   async function call<T>(method: string, path: string, body?: unknown, write?: WriteOptions): Promise<T> {
     const headers: Record<string, string> = { ...auth };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (write?.idempotencyKey !== undefined) headers["idempotency-key"] = write.idempotencyKey;
-    let res: Response;
-    try {
-      res = await doFetch(base + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-    } catch (e) {
-      throw new MemdError(0, "network_error", `memd unreachable at ${base}: ${(e as Error).message}`);
-    }
+    const res = await send(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     return answer<T>(res);
   }
 
@@ -188,7 +185,7 @@ export function createClient(options: ClientOptions) {
      * event and erasure of the namespaces given (all, for a key covering `*`).
      */
     export: (q: { namespaces?: string[] } = {}) =>
-      exportLines(base, doFetch, auth, `/v1/export${query({ namespace: q.namespaces })}`),
+      exportLines(() => send(`/v1/export${query({ namespace: q.namespaces })}`, { headers: auth })),
     /** API keys (admin). */
     keys: {
       /** The secret is in this answer only. */
@@ -209,18 +206,9 @@ export function createClient(options: ClientOptions) {
 
 export type MemdClient = ReturnType<typeof createClient>;
 
-async function* exportLines(
-  base: string,
-  doFetch: typeof fetch,
-  auth: Record<string, string>,
-  path: string,
-): AsyncGenerator<ExportLine, void, undefined> {
-  let res: Response;
-  try {
-    res = await doFetch(base + path, { headers: auth });
-  } catch (e) {
-    throw new MemdError(0, "network_error", `memd unreachable at ${base}: ${(e as Error).message}`);
-  }
+/** The JSON Lines of an answer, parsed a line at a time; the request is sent on the first read. */
+async function* exportLines(request: () => Promise<Response>): AsyncGenerator<ExportLine, void, undefined> {
+  const res = await request();
   if (!res.ok || !res.body) return void (await answer(res));
   const decoder = new TextDecoder();
   let rest = "";

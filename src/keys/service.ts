@@ -146,9 +146,16 @@ function digestOf(root: KeyRecord): Buffer {
   return d;
 }
 
+/** Why a key found (or not) for a secret does not admit a request now, if it does not. */
+function keyRefusal(key: KeyRecord | undefined, now: number): string | undefined {
+  if (!key || key.revokedAt !== null) return "unknown or revoked API key";
+  if (key.expiresAt !== null && key.expiresAt <= now) return "the API key has expired";
+  return undefined;
+}
+
 function admitKey(storage: Storage, root: KeyRecord | undefined, key: KeyRecord | undefined, now: number): KeyRecord {
-  if (!key || key.revokedAt !== null) throw new ApiError("unauthorized", "unknown or revoked API key");
-  if (key.expiresAt !== null && key.expiresAt <= now) throw new ApiError("unauthorized", "the API key has expired");
+  const refusal = keyRefusal(key, now);
+  if (refusal !== undefined || !key) throw new ApiError("unauthorized", refusal ?? "unknown or revoked API key");
   if (key !== root && now - (lastUsedWrites.get(key.id) ?? 0) > 60_000) {
     lastUsedWrites.set(key.id, now);
     storage.touchKey(key.id, now).catch(() => {});
@@ -197,9 +204,9 @@ async function readKeyByHash(storage: Storage, hash: string, now: number): Promi
  * elsewhere ends the stream within a second. The root key lives in the config, not in storage.
  */
 export async function stillValid(storage: Storage, key: KeyRecord, now = Date.now()): Promise<boolean> {
-  if (key.id === rootKeyId) return key.expiresAt === null || key.expiresAt > now;
+  if (key.id === rootKeyId) return keyRefusal(key, now) === undefined;
   const found = cachedKey(storage, key.hash, now) ?? (await readKeyByHash(storage, key.hash, now));
-  return found !== undefined && found.revokedAt === null && (found.expiresAt === null || found.expiresAt > now);
+  return keyRefusal(found, now) === undefined;
 }
 
 /** Whether a key's permission includes `needed`. */

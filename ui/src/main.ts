@@ -479,6 +479,9 @@ async function entityView(ns: string, entity: string, token: number) {
 
   const memoryItem = (m: Memory) => {
     const li = h("li", { class: "memory", "data-id": m.id });
+    /** A button acting on this memory, named with its content for a screen reader. */
+    const action = (label: string, cls: string, onclick: () => void) =>
+      h("button", { type: "button", class: cls, "aria-label": `${label}: ${m.content.slice(0, 60)}`, onclick }, label);
     const show = () =>
       fill(
         li,
@@ -497,28 +500,7 @@ async function entityView(ns: string, entity: string, token: number) {
           { class: "actions" },
           link(memoryHref(m.id), "History", { "aria-label": `History of: ${m.content.slice(0, 60)}` }),
           canWrite()
-            ? [
-                h(
-                  "button",
-                  {
-                    type: "button",
-                    class: "edit",
-                    "aria-label": `Edit: ${m.content.slice(0, 60)}`,
-                    onclick: () => editForm(),
-                  },
-                  "Edit",
-                ),
-                h(
-                  "button",
-                  {
-                    type: "button",
-                    class: "delete danger",
-                    "aria-label": `Delete: ${m.content.slice(0, 60)}`,
-                    onclick: () => remove(),
-                  },
-                  "Delete",
-                ),
-              ]
+            ? [action("Edit", "edit", () => editForm()), action("Delete", "delete danger", () => remove())]
             : null,
         ),
       );
