@@ -35,6 +35,8 @@ export interface MemoryPatch {
   importance?: number;
   tags?: string[] | null;
   metadata?: Record<string, unknown> | null;
+  /** When the fact was stated or observed (ms since the epoch). */
+  observedAt?: number;
   /** The embedding of the new content (see VectorUpdate). */
   vector?: VectorUpdate;
 }
@@ -99,6 +101,10 @@ export interface SearchFilter {
   category?: string;
   /** Every one of these tags. */
   tags?: string[];
+  /** Observed at or after this time (ms; see MemoryRecord.observedAt). */
+  observedAfter?: number;
+  /** Observed strictly before this time (ms). */
+  observedBefore?: number;
 }
 
 /** A current memory and its score, higher is better. */
@@ -121,6 +127,10 @@ export interface ListMemoriesQuery {
   category?: string;
   /** Every one of these tags must be on the memory. */
   tags?: string[];
+  /** Observed at or after this time (ms). */
+  observedAfter?: number;
+  /** Observed strictly before this time (ms). */
+  observedBefore?: number;
   limit: number;
   /** Continue with memories older than this memory id (the last one of the previous page). */
   before?: string;
@@ -183,6 +193,14 @@ export interface Storage {
   newestEvents(scope: EventScope, limit: number): Promise<EventRecord[]>;
   /** Up to `limit` events of a scope strictly after `afterMs`, oldest first. */
   eventsAfter(scope: EventScope, afterMs: number, limit: number): Promise<EventRecord[]>;
+  /**
+   * The memories of an entity as they were current at `asOf` (ms), replayed from its events
+   * (storage/asof.ts), newest first (reverse id order). Cost follows the entity's events up to
+   * `asOf` (read through the (namespace, entity, time) event index), not the store.
+   */
+  entityAsOf(namespace: string, entity: string, asOf: number): Promise<MemoryRecord[]>;
+  /** Memory `id` as it was current at `asOf`, or undefined (see entityAsOf). */
+  memoryAsOf(id: string, asOf: number): Promise<MemoryRecord | undefined>;
   /**
    * Namespaces that have events, in name order; cost follows `limit` (a skip scan over the
    * namespace's event index), not the number of memories or events.
@@ -319,6 +337,9 @@ export class StorageError extends Error {
 }
 
 export type { EventKind };
+
+/** The as-of reads, one module per backend (lmdb/asof.ts, postgres/asof.ts). */
+export type AsOfMethods = Pick<Storage, "entityAsOf" | "memoryAsOf">;
 
 /** The methods of a memory's whole life (lists, erasure, export and import, idempotent answers), one module per backend. */
 export type LifecycleMethods = Pick<

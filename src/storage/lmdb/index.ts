@@ -15,6 +15,7 @@ import {
   type Storage,
   StorageError,
 } from "../storage";
+import { lmdbAsOf } from "./asof";
 import { EventClock } from "./clock";
 import { keywordCache as newKeywordCache } from "./keyword-cache";
 import { binaryDbs, dbNames, END, FORMAT_VERSION, keys } from "./layout";
@@ -65,7 +66,7 @@ const sharedStructuresKey = Symbol.for("structures");
 const recordFields = new Set(
   [
     ["id", "namespace", "entity", "content", "category", "importance", "tags", "metadata", "source"],
-    ["createdAt", "updatedAt", "expiresAt", "state"],
+    ["createdAt", "updatedAt", "expiresAt", "state", "observedAt", "oldObservedAt"],
     ["seq", "memoryId", "event", "oldContent", "newContent", "mergedFromId", "reason", "atMs", "actorKeyId"],
     ["name", "permission", "namespaces", "lastUsedAt", "revokedAt", "hash"],
     ["memories", "events", "keyId", "key", "status", "body"],
@@ -461,6 +462,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     serialize: (namespace, entity, fn) => serialize(JSON.stringify([namespace, entity]), fn),
 
     ...lmdbLifecycle({ env, dbs, clock, write, stage, getRecord }),
+
+    ...lmdbAsOf(dbs, getRecord),
 
     async notReadyReason() {
       // isOperational() is in lmdb-js (status "open") but missing from its type declarations.

@@ -7,6 +7,7 @@ import { keyedMutex } from "../mutex";
 import { planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
 import type { EventRecord, KeyRecord, MemoryRecord } from "../records";
 import { type Applied, type EventScope, type MemoryOp, type Storage, StorageError } from "../storage";
+import { pgAsOf } from "./asof";
 import { pgLifecycle } from "./lifecycle";
 import { migrate } from "./schema";
 import { type IndexTouch, keywordSearch, rebuildIndex, semanticSearch, writeIndex } from "./search";
@@ -24,7 +25,7 @@ export interface PostgresStorage extends Storage {
 }
 
 export type Row = Record<string, unknown>;
-/** Rows per multi-row INSERT: under the protocol's 65,535 parameters at 13 columns. */
+/** Rows per multi-row INSERT: under the protocol's 65,535 parameters at 18 columns. */
 const ROWS_PER_INSERT = 2000;
 /** `json` columns come back as their text. */
 export const json = <T>(v: unknown): T => (typeof v === "string" ? JSON.parse(v) : v) as T;
@@ -45,6 +46,7 @@ export function memoryOf(r: Row): MemoryRecord {
     updatedAt: Number(r.updated_at),
     ...(r.expires_at !== null ? { expiresAt: Number(r.expires_at) } : {}),
     state: r.state as MemoryRecord["state"],
+    ...(r.observed_at !== null && r.observed_at !== undefined ? { observedAt: Number(r.observed_at) } : {}),
   };
 }
 
@@ -62,10 +64,11 @@ export const memoryRow = (m: MemoryRecord) => ({
   updated_at: m.updatedAt,
   expires_at: m.expiresAt ?? null,
   state: m.state,
+  observed_at: m.observedAt ?? null,
 });
 
 export function eventOf(r: Row): EventRecord {
-  return {
+  const e: EventRecord = {
     seq: Number(r.seq),
     namespace: r.namespace as string,
     entity: r.entity as string,
@@ -79,6 +82,14 @@ export function eventOf(r: Row): EventRecord {
     atMs: Number(r.at_ms),
     actorKeyId: r.actor_key_id as string | null,
   };
+  // The memory's state after the event (records.ts), on events written since schema 5.
+  if (r.importance !== null && r.importance !== undefined) e.importance = Number(r.importance);
+  if (r.tags !== null && r.tags !== undefined) e.tags = json<string[]>(r.tags);
+  if (r.metadata !== null && r.metadata !== undefined) e.metadata = json<Record<string, unknown>>(r.metadata);
+  if (r.expires_at !== null && r.expires_at !== undefined) e.expiresAt = Number(r.expires_at);
+  if (r.observed_at !== null && r.observed_at !== undefined) e.observedAt = Number(r.observed_at);
+  if (r.old_observed_at !== null && r.old_observed_at !== undefined) e.oldObservedAt = Number(r.old_observed_at);
+  return e;
 }
 
 export const keyRow = (k: KeyRecord) => ({
@@ -105,6 +116,12 @@ export const eventRow = (e: Omit<EventRecord, "seq">) => ({
   category: e.category,
   at_ms: e.atMs,
   actor_key_id: e.actorKeyId,
+  importance: e.importance ?? null,
+  tags: e.tags === undefined ? null : JSON.stringify(e.tags),
+  metadata: e.metadata === undefined ? null : JSON.stringify(e.metadata),
+  expires_at: e.expiresAt ?? null,
+  observed_at: e.observedAt ?? null,
+  old_observed_at: e.oldObservedAt ?? null,
 });
 
 export function keyOf(r: Row): KeyRecord {
@@ -298,7 +315,8 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
           ON CONFLICT (id) DO UPDATE SET
             content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
             tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
-            updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state`;
+            updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state,
+            observed_at = EXCLUDED.observed_at`;
     // The search index changes in this same transaction.
     if (touched.size > 0) await writeIndex(tx, touched.values());
     const planned = results.filter((r) => r !== null).map((r) => r.planned.event);
@@ -527,6 +545,8 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     },
 
     ...pgLifecycle({ sql, db, applyIn }),
+
+    ...pgAsOf({ sql, db }),
 
     async notReadyReason() {
       try {
