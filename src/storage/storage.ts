@@ -97,6 +97,8 @@ export interface NamePage {
 /** Conditions a search result must meet besides its score. */
 export interface SearchFilter {
   category?: string;
+  /** Any one of these categories (and `category`, when given, as well). */
+  categories?: string[];
   /** Every one of these tags. */
   tags?: string[];
 }
