@@ -78,7 +78,8 @@ const KEYWORDS = new Set(
 const pascal = (s: string) => s.replace(/(^|[^A-Za-z0-9]+)([A-Za-z0-9])/g, (_, __, c: string) => c.toUpperCase());
 
 /** A query parameter whose pattern takes only digits is a whole number to a caller. */
-const numericPattern = (s: Schema) => s.type === "string" && typeof s.pattern === "string" && /^\^\[[01]-9\]/.test(s.pattern);
+const numericPattern = (s: Schema) =>
+  s.type === "string" && typeof s.pattern === "string" && /^\^\[[01]-9\]/.test(s.pattern);
 
 function part(doc: OpenApi, method: string, path: string, which: string): Schema | undefined {
   const op = doc.paths[path]?.[method];

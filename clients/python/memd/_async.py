@@ -32,6 +32,8 @@ from ._common import (
 from .types import (
     ApiKey,
     AuditEvent,
+    ContextRequest,
+    ContextResponse,
     CreatedKey,
     CreateKeyRequest,
     DiffRequest,
@@ -167,6 +169,12 @@ class AsyncMemd:
         ``mode`` (keyword, semantic, hybrid), ``category``, ``tags``."""
         return await self._call(_api.search(request, fields))
 
+    async def context(self, request: ContextRequest | None = None, /, **fields: Any) -> ContextResponse:
+        """The text block an agent puts in its prompt before it answers: ``namespace``, ``entity``,
+        ``query``, ``max_tokens`` (``maxTokens``), ``categories``. Answers ``context``, ``memories``,
+        ``tokens``, ``truncated``."""
+        return await self._call(_api.context(request, fields))
+
     async def list(self, request: Fields | None = None, /, **fields: Any) -> ListResponse:
         """Current memories of a namespace or entity, newest first, a page at a time:
         ``namespace``, ``entity``, ``category``, ``tags`` (all must match), ``limit``, ``cursor``
@@ -259,7 +267,7 @@ class AsyncMemd:
         (sent as ``Last-Event-ID``), so nothing is lost or repeated. It waits ``retry`` seconds
         before reconnecting, doubling up to 10 s while failing, and at least the server's
         ``Retry-After``. Errors a retry cannot fix (400, 401, 403, 404) are raised. End it with
-        ``break`` and ``close()``, or use it as a context manager.
+        ``break`` and ``aclose()``, or use it with ``async with``.
         """
         f = fields_of(request, fields)
         state = StreamState(f["namespace"], f.get("entity"), f.get("after"), f.get("since"), retry)

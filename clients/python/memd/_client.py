@@ -32,6 +32,8 @@ from ._common import (
 from .types import (
     ApiKey,
     AuditEvent,
+    ContextRequest,
+    ContextResponse,
     CreatedKey,
     CreateKeyRequest,
     DiffRequest,
@@ -190,6 +192,12 @@ class Memd:
         """Ranked search over current memories: ``namespace``, ``query``, ``entity``, ``limit``,
         ``mode`` (keyword, semantic, hybrid), ``category``, ``tags``."""
         return self._call(_api.search(request, fields))
+
+    def context(self, request: ContextRequest | None = None, /, **fields: Any) -> ContextResponse:
+        """The text block an agent puts in its prompt before it answers: ``namespace``, ``entity``,
+        ``query``, ``max_tokens`` (``maxTokens``), ``categories``. Answers ``context``, ``memories``,
+        ``tokens``, ``truncated``."""
+        return self._call(_api.context(request, fields))
 
     def list(self, request: Fields | None = None, /, **fields: Any) -> ListResponse:
         """Current memories of a namespace or entity, newest first, a page at a time:

@@ -175,6 +175,34 @@ class SearchResponse(TypedDict):
     mode: Literal["keyword", "semantic", "hybrid"]
 
 
+class _ContextRequestRequired(TypedDict):
+    namespace: str
+    entity: str
+
+
+class ContextRequest(_ContextRequestRequired, total=False):
+    #: 1 to 1000 characters, not blank: the search's best hits for it; absent: the most important and most recent memories
+    query: str
+    #: the most tokens (cl100k_base) the context may take; 50 to 20000, default 1000
+    maxTokens: int
+    #: only memories of these categories
+    categories: list[str]
+
+
+class ContextResponse(TypedDict):
+    #: the memories as text for a prompt: grouped by category (## category), each line '- [YYYY-MM-DD] content'; empty when none
+    context: str
+    #: the memories in the context, in the order they appear
+    memories: list[SearchResult]
+    #: tokens of context, by tokenizer; never more than maxTokens
+    tokens: int
+    tokenizer: Literal["cl100k_base"]
+    #: true when some memory that qualified did not fit in maxTokens
+    truncated: bool
+    #: how the memories were picked: the search mode used for query, else importance
+    mode: Literal["keyword", "semantic", "hybrid", "importance"]
+
+
 class _DiffRequestRequired(TypedDict):
     namespace: str
 

@@ -31,6 +31,8 @@ def test_async_client_covers_the_api(server):
             assert (await c.diff(namespace="a", entity="u"))["summary"].startswith("2 new")
             found = await c.search(namespace="a", query="jazz")
             assert [r["id"] for r in found["results"]] == [mid]
+            context = await c.context(namespace="a", entity="u", query="jazz", max_tokens=100)
+            assert "likes free jazz" in context["context"] and context["tokens"] <= 100
             assert (await c.me())["id"] == "root"
             assert [n["namespace"] for n in (await c.namespaces())["namespaces"]] == ["a"]
             assert [e["entity"] for e in (await c.entities(namespace="a"))["entities"]] == ["u"]

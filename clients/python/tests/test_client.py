@@ -223,3 +223,19 @@ def test_timeout_is_a_memd_error_and_not_retried(server):
         with pytest.raises(MemdError) as e:
             c.store(namespace="t", entity="u", content="slow please")
     assert (e.value.status, e.value.code, len(seen.seen)) == (0, "timeout", 1)
+
+
+def test_context_for_a_prompt(server):
+    c = server.client
+    c.store(namespace="ctx", entity="u", content="Prefers green tea over coffee", infer=False, category="preference")
+    c.store(namespace="ctx", entity="u", content="Lives in Lisbon", infer=False, category="place", importance=0.9)
+    found = c.context(namespace="ctx", entity="u", query="green tea", max_tokens=300)
+    assert "Prefers green tea over coffee" in found["context"]
+    assert [m["content"] for m in found["memories"]] == ["Prefers green tea over coffee"]
+    assert 0 < found["tokens"] <= 300 and found["truncated"] is False
+    everything = c.context({"namespace": "ctx", "entity": "u", "categories": ["place"]})
+    assert (everything["mode"], [m["content"] for m in everything["memories"]]) == ("importance", ["Lives in Lisbon"])
+    assert everything["context"].startswith("## place")
+    with pytest.raises(MemdError) as e:
+        c.context(namespace="ctx", entity="u", max_tokens=10)
+    assert e.value.status == 400 and [d["field"] for d in e.value.details] == ["maxTokens"]
