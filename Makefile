@@ -25,11 +25,11 @@ pg-deps: ## PostgreSQL's server binaries (Debian's postgresql package), for the 
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	  { apt-get update -qq && apt-get install -y -qq postgresql; }
 
-browser-deps: ## Debian's Chromium, for the browser tests of the page at /ui (test/ui.test.ts)
+browser-deps: ## Debian's Chromium, for the browser tests of the page at /ui (test/ui/page-in-chromium.test.ts)
 	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }
 
-screenshots: deps browser-deps ## the README's screenshots of the page (docs/screenshots), made by test/ui.test.ts
-	MEMD_UPDATE_SCREENSHOTS=1 $(BUN) test --timeout 120000 test/ui.test.ts
+screenshots: deps browser-deps ## the README's screenshots of the page (docs/screenshots), made by test/ui/page-in-chromium.test.ts
+	MEMD_UPDATE_SCREENSHOTS=1 $(BUN) test --timeout 120000 test/ui/page-in-chromium.test.ts
 
 build: deps ## one self-contained binary: dist/memd; the client package: client/dist (ESM + .d.ts)
 	$(BUN) run scripts/build.ts
