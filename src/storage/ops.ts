@@ -215,9 +215,10 @@ export const byScoreThenNewer = (
 /** Whether a memory meets a search filter (or a list query's filters). */
 export function matchesFilter(
   m: MemoryRecord,
-  f: { category?: string; tags?: string[]; observedAfter?: number; observedBefore?: number },
+  f: { category?: string; categories?: string[]; tags?: string[]; observedAfter?: number; observedBefore?: number },
 ): boolean {
   if (f.category !== undefined && m.category !== f.category) return false;
+  if (f.categories !== undefined && !f.categories.includes(m.category)) return false;
   if (f.observedAfter !== undefined && observedOf(m) < f.observedAfter) return false;
   if (f.observedBefore !== undefined && observedOf(m) >= f.observedBefore) return false;
   if (f.tags?.length) {

@@ -354,3 +354,24 @@ describe("refusals, in words", () => {
     expect(r.body.error.details.map((d: any) => d.field)).toContain(field);
   });
 });
+
+describe("as of a moment: the context block", () => {
+  test("holds exactly the memories of that moment, each dated by when it was observed", async () => {
+    for (const t of instants()) {
+      const r = await s.json("POST", "/v1/memory/context", { namespace: ns, entity, asOf: iso(t), maxTokens: 20000 });
+      expect(r.status).toBe(200);
+      const want = expectedAt(t);
+      expect(r.body.memories.map((m: any) => m.id).sort()).toEqual(want.map((m) => m.id).sort());
+      for (const m of want) expect(r.body.context).toContain(`- [${m.observedAt.slice(0, 10)}] ${m.content}`);
+    }
+    const q = await s.json("POST", "/v1/memory/context", {
+      namespace: ns,
+      entity,
+      query: "tea",
+      asOf: iso(steps[2].last),
+    });
+    expect(q.body.mode).toBe("keyword");
+    expect(q.body.memories.map((m: any) => m.content)).toEqual(["Alice likes jasmine tea"]);
+    expect(q.body.context).toContain("- [2025-05-01] Alice likes jasmine tea");
+  });
+});
