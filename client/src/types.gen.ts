@@ -192,10 +192,16 @@ export interface ContextRequest {
   maxTokens?: number;
   /** only memories of these categories */
   categories?: string[];
+  /** ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md */
+  asOf?: string;
+  /** ISO 8601: only memories observed at or after it */
+  observedAfter?: string;
+  /** ISO 8601: only memories observed strictly before it */
+  observedBefore?: string;
 }
 
 export interface ContextResponse {
-  /** the memories as text for a prompt: grouped by category (## category), each line '- [YYYY-MM-DD] content'; empty when none */
+  /** the memories as text for a prompt: grouped by category (## category), each line '- [YYYY-MM-DD] content' with the date the fact was observed (UTC); empty when none */
   context: string;
   /** the memories in the context, in the order they appear */
   memories: Array<{

@@ -140,7 +140,11 @@ export async function buildContext(core: Core, req: ContextRequest, cost: EmbedC
   if (asOf !== undefined) {
     // As of a moment: the entity's memories then (docs/time.md); a query is matched by keywords,
     // since older versions have no embeddings.
-    const versions = await core.storage.entityAsOf(req.namespace, req.entity, asOf);
+    const { memories: versions } = await core.storage.entityAsOf({
+      namespace: req.namespace,
+      entity: req.entity,
+      asOf,
+    });
     if (req.query !== undefined) {
       candidates = keywordAsOf(versions, queryTerms(req.query), filter, CONTEXT_SEARCH_HITS);
       mode = "keyword";

@@ -3,7 +3,6 @@ import { type EmbedCost, newCost, withVectors } from "../embedding/client";
 import { ApiError, invalidField } from "../http/errors";
 import { isUuid } from "../http/schemas";
 import { isoTime, observedAtField, parseIsoTime } from "../http/time";
-import { matchesFilter } from "../storage/ops";
 import { type ErasureRecord, isCurrent, observedOf } from "../storage/records";
 import type { ListMemoriesQuery, MemoryOp, NewMemory } from "../storage/storage";
 import {
@@ -164,15 +163,8 @@ export function requireEntityForAsOf(entity: string | undefined, what: string) {
 /** A page of an entity's memories as they were current at `asOf`, newest first, as listMemories pages. */
 async function listAsOf(core: Core, q: ListMemoriesQuery, asOf: number) {
   requireEntityForAsOf(q.entity, "a list");
-  const all = await core.storage.entityAsOf(q.namespace, q.entity!, asOf);
-  const out: MemoryRecord[] = [];
-  for (const r of all) {
-    if (q.before !== undefined && r.id >= q.before) continue;
-    if (!matchesFilter(r, q)) continue;
-    if (out.length === q.limit) return { memories: out, next: out.at(-1)!.id };
-    out.push(r);
-  }
-  return { memories: out };
+  const { namespace, entity, before, limit } = q;
+  return core.storage.entityAsOf({ namespace, entity: entity!, asOf, filter: q, before, limit });
 }
 
 /** Memory `id` as it was current at `asOf`, or undefined (see Storage.memoryAsOf). */

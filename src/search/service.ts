@@ -116,7 +116,7 @@ async function searchAsOf(core: Core, req: SearchRequest, filter: SearchFilter, 
       `${req.mode} search cannot answer as of a moment: embeddings are kept for current content only; use mode keyword (docs/time.md)`,
     );
   requireEntityForAsOf(req.entity, "a search");
-  const versions = await core.storage.entityAsOf(req.namespace, req.entity!, asOf);
+  const { memories: versions } = await core.storage.entityAsOf({ namespace: req.namespace, entity: req.entity!, asOf });
   const hits = keywordAsOf(versions, queryTerms(req.query), filter, req.limit ?? 10);
   return { results: hits.map((h) => ({ ...toMemory(h.memory), score: h.score })), mode: "keyword" };
 }

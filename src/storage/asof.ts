@@ -4,6 +4,7 @@
 // change nothing), and versionAt turns that event and the memory's record into the memory as it
 // was then. Expiry needs no event: a version whose expiresAt is at or before the moment is gone,
 // whether or not the sweeper had written its DELETE yet, exactly as reads treat it at that time.
+import { matchesFilter } from "./ops";
 import { type EventKind, type EventRecord, type MemoryRecord, observedOf } from "./records";
 
 /** The event kinds that change a memory's state, as persisted. */
@@ -83,3 +84,75 @@ export function versionAt(
 
 /** Newest first (ids are UUIDv7: id order is creation order), as lists answer. */
 export const byIdDescending = (a: MemoryRecord, b: MemoryRecord): number => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+
+/**
+ * What an event does to each memory it touches, as written in the value of its
+ * events_by_entity entry on LMDB (so that an as-of read folds an entity's history from one range
+ * scan, without reading each event): `+id` (current after it, `+id@expiresAt` with an expiry) or
+ * `-id` (retired by it), joined by commas; empty for an event that changes nothing.
+ */
+export function stateMarks(e: EventRecord): string {
+  return touchedBy(e)
+    .map((id) => (livesAfter(id, e) ? (e.expiresAt === undefined ? `+${id}` : `+${id}@${e.expiresAt}`) : `-${id}`))
+    .join(",");
+}
+
+/** A memory's latest state-changing event up to a moment, as an as-of read folds it. */
+export interface Latest {
+  seq: number;
+  alive: boolean;
+  /** Its expiry after that event, when the event tells it (see carriesState). */
+  expiresAt?: number;
+}
+
+/** Folds one event's marks (stateMarks) into `latest`. */
+export function foldMarks(latest: Map<string, Latest>, seq: number, marks: string) {
+  if (marks === "") return;
+  for (const m of marks.split(",")) {
+    const at = m.indexOf("@");
+    const id = at === -1 ? m.slice(1) : m.slice(1, at);
+    latest.set(id, at === -1 ? { seq, alive: m[0] === "+" } : { seq, alive: true, expiresAt: Number(m.slice(at + 1)) });
+  }
+}
+
+/** Folds an event read whole (one written before stateMarks existed) into `latest`. */
+export function foldEvent(latest: Map<string, Latest>, e: EventRecord) {
+  for (const id of touchedBy(e))
+    latest.set(
+      id,
+      livesAfter(id, e) ? { seq: e.seq, alive: true, expiresAt: e.expiresAt } : { seq: e.seq, alive: false },
+    );
+}
+
+/** The memories of a fold that may be current at `asOf`, newest first, after the cursor `before`. */
+export function candidates(latest: Map<string, Latest>, asOf: number, before?: string): string[] {
+  const out: string[] = [];
+  for (const [id, l] of latest)
+    if (l.alive && (l.expiresAt === undefined || l.expiresAt > asOf) && (before === undefined || id < before))
+      out.push(id);
+  return out.sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
+}
+
+/**
+ * A page from candidate ids (newest first): each made into its version by `load` (undefined when
+ * it was not current after all: expired by its record's expiry, or erased since) and kept when it
+ * meets the filter. `load` takes ids in chunks, so a backend can read them in one round trip.
+ */
+export async function pageOfVersions(
+  ids: readonly string[],
+  load: (ids: string[]) => Promise<(MemoryRecord | undefined)[]> | (MemoryRecord | undefined)[],
+  filter: Parameters<typeof matchesFilter>[1],
+  limit = Number.POSITIVE_INFINITY,
+): Promise<{ memories: MemoryRecord[]; next?: string }> {
+  const out: MemoryRecord[] = [];
+  const chunk = Number.isFinite(limit) ? Math.min(1000, Math.max(64, limit + 1)) : 1000;
+  for (let i = 0; i < ids.length; i += chunk) {
+    for (const v of await load(ids.slice(i, i + chunk))) {
+      if (v === undefined || !matchesFilter(v, filter)) continue;
+      // One more than asked: there is a next page, continuing after the last one shown.
+      if (out.length === limit) return { memories: out, next: out.at(-1)!.id };
+      out.push(v);
+    }
+  }
+  return { memories: out };
+}

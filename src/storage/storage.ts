@@ -147,6 +147,20 @@ export interface MemoryPage {
   next?: string;
 }
 
+/** A page of an entity as of a moment (Storage.entityAsOf). */
+export interface AsOfQuery {
+  namespace: string;
+  entity: string;
+  /** The moment, ms since the epoch. */
+  asOf: number;
+  /** What each version must meet (as a search filter or a list query's filters). */
+  filter?: SearchFilter;
+  /** Continue with memories older than this memory id. */
+  before?: string;
+  /** At most this many; absent: all. */
+  limit?: number;
+}
+
 /** How an import treats a record whose id already exists. */
 export interface ImportOptions {
   /** Leave existing records as they are and go on. */
@@ -201,11 +215,12 @@ export interface Storage {
   /** Up to `limit` events of a scope strictly after `afterMs`, oldest first. */
   eventsAfter(scope: EventScope, afterMs: number, limit: number): Promise<EventRecord[]>;
   /**
-   * The memories of an entity as they were current at `asOf` (ms), replayed from its events
-   * (storage/asof.ts), newest first (reverse id order). Cost follows the entity's events up to
-   * `asOf` (read through the (namespace, entity, time) event index), not the store.
+   * A page of an entity's memories as they were current at `asOf` (ms), replayed from its events
+   * (storage/asof.ts), newest first (reverse id order), filtered like a list. Cost follows the
+   * entity's events up to `asOf` (read through the (namespace, entity, time) event index) and
+   * the page, not the store.
    */
-  entityAsOf(namespace: string, entity: string, asOf: number): Promise<MemoryRecord[]>;
+  entityAsOf(q: AsOfQuery): Promise<MemoryPage>;
   /** Memory `id` as it was current at `asOf`, or undefined (see entityAsOf). */
   memoryAsOf(id: string, asOf: number): Promise<MemoryRecord | undefined>;
   /**

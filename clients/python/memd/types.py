@@ -207,10 +207,16 @@ class ContextRequest(_ContextRequestRequired, total=False):
     maxTokens: int
     #: only memories of these categories
     categories: list[str]
+    #: ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md
+    asOf: str
+    #: ISO 8601: only memories observed at or after it
+    observedAfter: str
+    #: ISO 8601: only memories observed strictly before it
+    observedBefore: str
 
 
 class ContextResponse(TypedDict):
-    #: the memories as text for a prompt: grouped by category (## category), each line '- [YYYY-MM-DD] content'; empty when none
+    #: the memories as text for a prompt: grouped by category (## category), each line '- [YYYY-MM-DD] content' with the date the fact was observed (UTC); empty when none
     context: str
     #: the memories in the context, in the order they appear
     memories: list[SearchResult]

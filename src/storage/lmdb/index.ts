@@ -4,6 +4,7 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { type Database, type Key, open, type RootDatabase } from "lmdb";
+import { stateMarks } from "../asof";
 import { keyedMutex } from "../mutex";
 import { type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
 import { type EventRecord, isCurrent, type KeyRecord, type MemoryRecord } from "../records";
@@ -541,7 +542,8 @@ export function putEvent(w: Writes, dbs: Dbs, event: EventRecord) {
   const { namespace: ns, atMs, seq } = event;
   w.put(dbs.events, seq, event);
   w.put(dbs.eventsByNs, keys.eventByNs(ns, atMs, seq), null);
-  w.put(dbs.eventsByEntity, keys.eventByEntity(ns, event.entity, atMs, seq), null);
+  // The value says what the event did to which memory (as-of reads fold it without the event).
+  w.put(dbs.eventsByEntity, keys.eventByEntity(ns, event.entity, atMs, seq), stateMarks(event));
   w.put(dbs.eventsByMemory, keys.eventByMemory(ns, event.memoryId, atMs, seq), null);
   // A REPLACE also belongs to the history of the memory it superseded.
   if (event.mergedFromId && event.mergedFromId !== event.memoryId)

@@ -12,8 +12,10 @@
  *   expiries           [expiresAtMs, memoryId]             -> null  (what the TTL sweeper deletes next)
  *   events             seq                                 -> EventRecord  (seq: global, strictly increasing)
  *   events_by_ns       [namespace, atMs, seq]              -> null
- *   events_by_entity   [namespace, entity, atMs, seq]      -> null  (also the as-of index: an entity's
- *                                                             history up to a moment is one range scan, asof.ts)
+ *   events_by_entity   [namespace, entity, atMs, seq]      -> null; since format 7 what the event did:
+ *                                                             "+id[@expiresAt]" / "-id" per memory, comma-joined
+ *                                                             (storage/asof.ts stateMarks). The as-of index: an
+ *                                                             entity's history up to a moment is one range scan.
  *   events_by_memory   [namespace, memoryId, atMs, seq]    -> null  (a REPLACE is listed under both memories)
  *   api_keys           [keyId]                             -> KeyRecord (hash of the secret, never the secret)
  *   api_key_hashes     [sha256 hex]                        -> keyId

@@ -1,9 +1,10 @@
 // The PostgreSQL side of as-of reads: each memory's latest state-changing event up to the moment
 // is chosen in the database (DISTINCT ON over the entity's events, read through events_by_entity
-// (namespace, entity, at_ms)), so only one row per memory comes back; the shared rules of
-// storage/asof.ts make the versions.
+// (namespace, entity, at_ms)), and only those of memories that were current then come back; the
+// records of the page are read in chunks, and the shared rules of storage/asof.ts make the
+// versions.
 import type { SQL } from "bun";
-import { byIdDescending, livesAfter, stateKinds, versionAt } from "../asof";
+import { pageOfVersions, stateKinds, versionAt } from "../asof";
 import type { EventRecord, MemoryRecord } from "../records";
 import type { AsOfMethods } from "../storage";
 import { eventOf, memoryOf, type Row } from "./index";
@@ -13,11 +14,17 @@ export interface PgAsOfContext {
   db<T>(fn: () => Promise<T>): Promise<T>;
 }
 
+/** Sorts after every UUID: no cursor. */
+const noCursor = "ffffffff-ffff-ffff-ffff-ffffffffffff";
+
 export function pgAsOf({ sql, db }: PgAsOfContext): AsOfMethods {
   const kinds = sql.array([...stateKinds], "text");
   return {
-    async entityAsOf(namespace, entity, asOf) {
-      // A REPLACE sets two memories' state: the new one (memory_id) and the one it retired.
+    async entityAsOf(q) {
+      const { namespace, entity, asOf } = q;
+      const before = q.before ?? noCursor;
+      // A REPLACE sets two memories' state: the new one (memory_id) and the one it retired. An
+      // event that tells no expiry (older ones) leaves it to the record (versionAt).
       const rows = await db(
         () => sql`
           WITH touched AS (
@@ -30,25 +37,26 @@ export function pgAsOf({ sql, db }: PgAsOfContext): AsOfMethods {
           ), latest AS (
             SELECT DISTINCT ON (mid) mid, seq FROM touched ORDER BY mid, at_ms DESC
           )
-          SELECT latest.mid, e.* FROM latest JOIN events e ON e.seq = latest.seq`,
+          SELECT latest.mid, e.* FROM latest JOIN events e ON e.seq = latest.seq
+          WHERE latest.mid < ${before}::uuid AND e.event <> 'DELETE' AND e.memory_id = latest.mid
+            AND (e.expires_at IS NULL OR e.expires_at > ${asOf})
+          ORDER BY latest.mid DESC`,
       );
-      const live = new Map<string, EventRecord>();
-      for (const r of rows as Row[]) {
-        const e = eventOf(r);
-        const id = String(r.mid);
-        if (livesAfter(id, e)) live.set(id, e);
-      }
-      if (live.size === 0) return [];
-      const records = new Map<string, MemoryRecord>();
-      const ids = sql.array([...live.keys()], "text");
-      for (const r of await db(() => sql`SELECT * FROM memories WHERE id = ANY(${ids}::uuid[])`))
-        records.set(r.id as string, memoryOf(r));
-      const out: MemoryRecord[] = [];
-      for (const [id, e] of live) {
-        const v = versionAt(id, e, records.get(id), asOf);
-        if (v) out.push(v);
-      }
-      return out.sort(byIdDescending);
+      const latest = new Map<string, EventRecord>();
+      for (const r of rows as Row[]) latest.set(String(r.mid), eventOf(r));
+      return pageOfVersions(
+        [...latest.keys()],
+        async (ids) => {
+          const records = new Map<string, MemoryRecord>(
+            (await db(() => sql`SELECT * FROM memories WHERE id = ANY(${sql.array(ids, "text")}::uuid[])`)).map(
+              (r: Row) => [r.id as string, memoryOf(r)] as const,
+            ),
+          );
+          return ids.map((id) => versionAt(id, latest.get(id)!, records.get(id), asOf));
+        },
+        q.filter ?? {},
+        q.limit,
+      );
     },
 
     async memoryAsOf(id, asOf) {
