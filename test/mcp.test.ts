@@ -100,10 +100,10 @@ async function call(client: Client, name: string, args: Record<string, unknown> 
   return { isError: r.isError === true, text, data, structured: r.structuredContent };
 }
 
-const names = ["remember", "recall", "list_memories", "forget", "changes", "history"];
+const names = ["remember", "recall", "get_context", "list_memories", "forget", "changes", "history"];
 
 describe("over HTTP: POST /mcp", () => {
-  test("lists the six tools with JSON Schemas and read-only hints", async () => {
+  test("lists the seven tools with JSON Schemas and read-only hints", async () => {
     const c = await overHttp(readKey);
     const { tools } = await c.listTools();
     expect(tools.map((t) => t.name)).toEqual(names);
@@ -157,6 +157,12 @@ describe("over HTTP: POST /mcp", () => {
     expect(recall.data.mode).toBe("keyword");
     expect(recall.data.results).toHaveLength(1);
     expect(recall.data.results[0].score).toBeGreaterThan(0);
+    // The prompt-ready block: the best hit first, under its category, with its date.
+    const context = await call(c, "get_context", { ...at, query: "tea", maxTokens: 100 });
+    expect(context.isError).toBe(false);
+    expect(context.data.context).toMatch(/^## general\n- \[\d{4}-\d{2}-\d{2}\] Prefers tea over coffee$/);
+    expect(context.data.memories.map((m: any) => m.id)).toEqual([teaId]);
+    expect(context.data.tokens).toBeLessThanOrEqual(100);
     const byTag = await call(c, "recall", { ...at, query: "tea lisbon nurse", tags: ["drinks"] });
     expect(byTag.data.results.map((m: any) => m.id)).toEqual([teaId]);
 
@@ -378,7 +384,7 @@ test(
     const p = await overStdio(bin, ["mcp", "--url", "http://127.0.0.1:1", "--key", "memd_x"]);
     const r = await call(p.client, "list_memories", { namespace: "acme" });
     expect(r).toMatchObject({ isError: true, text: expect.stringMatching(/^unreachable: could not reach memd at /) });
-    expect((await p.client.listTools()).tools).toHaveLength(6);
+    expect((await p.client.listTools()).tools).toHaveLength(7);
   }),
 );
 
@@ -413,7 +419,7 @@ describe("memd mcp command line", () => {
     expect(r.out).toMatch(
       /Usage: memd mcp[\s\S]*--url[\s\S]*MEMD_URL[\s\S]*--data-dir[\s\S]*--namespace[\s\S]*--entity/,
     );
-    expect(r.out).toContain("remember, recall, list_memories, forget, changes, history");
+    expect(r.out).toContain("remember, recall, get_context, list_memories, forget, changes, history");
     expect(run(["--help"]).out).toBe(r.out);
   });
 
