@@ -28,6 +28,7 @@ export const AddRequest = t.Object(
     metadata: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown()))),
     infer: t.Optional(t.Nullable(t.Boolean())),
     expiration_date: t.Optional(t.Nullable(t.String())),
+    filters: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown()))),
   },
   { additionalProperties: true },
 );
@@ -45,6 +46,7 @@ export const SearchRequest = t.Object(
     top_k: t.Optional(t.Nullable(t.Integer({ minimum: 1 }))),
     limit: t.Optional(t.Nullable(t.Integer({ minimum: 1 }))),
     threshold: t.Optional(t.Nullable(t.Number())),
+    keyword_search: t.Optional(t.Nullable(t.Boolean())),
   },
   { additionalProperties: true },
 );

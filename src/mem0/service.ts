@@ -308,13 +308,39 @@ export function compileFilters(filters: unknown, depth = 0): Compiled {
 }
 
 /** The filters of a call with its top-level ids (older clients send those) ANDed in. */
-function filtersOf(body: { filters?: Filters | null } & Ids): Compiled {
+/**
+ * The filters of a read with the fields beside them that also narrow it: top-level ids (older
+ * clients send those), `metadata` and `categories` (search), `start_date` and `end_date` (get all).
+ */
+function filtersOf(body: { filters?: Filters | null } & Ids & Record<string, unknown>): Compiled {
   const parts = [compileFilters(body.filters ?? {})];
   for (const kind of idKinds) {
     const v = body[kind];
     if (typeof v === "string") parts.push(idEquals(kind, v));
   }
+  if (body.metadata != null) parts.push(metadataCondition(body.metadata));
+  if (body.categories != null) {
+    if (!Array.isArray(body.categories)) throw invalidField("categories", "must be a list of categories");
+    parts.push(categoryCondition({ in: body.categories }));
+  }
+  const range: Record<string, unknown> = {};
+  if (body.start_date != null) range.gte = body.start_date;
+  if (body.end_date != null) range.lte = body.end_date;
+  if (Object.keys(range).length) parts.push(timeCondition("created_at", range));
   return and(parts);
+}
+
+/** Query parameters of GET and DELETE /v1/memories/ that memd reads, or may ignore (org_id, project_id: mem0's account). */
+const queryKnown = new Set<string>([...idKinds, "org_id", "project_id"]);
+
+/** Refuses a query parameter memd would otherwise ignore: a filter left out widens a read, or a delete. */
+function onlyKnown(query: Record<string, unknown>, also: string[]) {
+  for (const name of Object.keys(query))
+    if (!queryKnown.has(name) && !also.includes(name))
+      throw invalidField(
+        name,
+        `is not a parameter memd reads here; it takes ${[...idKinds, ...also].join(", ")} (use POST /v3/memories/ for other filters)`,
+      );
 }
 
 // ─── Reads ────────────────────────────────────────────────────────────────────
@@ -388,6 +414,7 @@ export async function listMem0(
 
 /** GET /v1/memories/: a list without page and page_size (both) is a plain array, as mem0's. */
 export async function listByIds(core: Core, namespace: string, query: Record<string, unknown>, url: URL) {
+  onlyKnown(query, ["page", "page_size", "start_date", "end_date", "fields"]);
   const found = await gather(core, namespace, filtersOf(query as Ids));
   const results = found.map((r) => toMem0(r));
   if (query.page === undefined || query.page_size === undefined) return results;
@@ -405,7 +432,14 @@ export async function searchMem0(core: Core, namespace: string, body: SearchRequ
   for (const plan of c.plans) {
     const res = await memdSearch(
       core,
-      { namespace, entity: plan.entity, tags: plan.tags.length ? plan.tags : undefined, query: body.query, limit },
+      {
+        namespace,
+        entity: plan.entity,
+        tags: plan.tags.length ? plan.tags : undefined,
+        query: body.query,
+        limit,
+        mode: body.keyword_search === true ? "keyword" : undefined,
+      },
       newCost(),
     );
     for (const hit of res.results) {
@@ -474,13 +508,18 @@ function messagesOf(body: AddRequest): Message[] {
   return list;
 }
 
+const maxTtlMs = 100 * 365 * 86_400_000;
+
 /** Seconds from now to the end (UTC) of mem0's expiration_date, for memd's ttl. */
 function ttlOf(date: string | null | undefined, now = Date.now()): number | undefined {
   if (date == null) return undefined;
   const day = /^\d{4}-\d{2}-\d{2}$/.test(date) ? parseIsoTime(date) : undefined;
   if (day === undefined) throw invalidField("expiration_date", "must be a date as YYYY-MM-DD");
-  const end = day + 86_400_000;
+  // Visible through that day (UTC), as mem0's. memd counts the ttl from the write, a little after
+  // now: a second's margin keeps the expiry within the day.
+  const end = day + 86_400_000 - 1000;
   if (end <= now) throw invalidField("expiration_date", "is in the past");
+  if (end - now > maxTtlMs) throw invalidField("expiration_date", "is more than 100 years away");
   return (end - now) / 1000;
 }
 
@@ -497,7 +536,14 @@ export async function addMem0(
   body: AddRequest,
   set: { headers: Record<string, unknown> },
 ) {
-  const { entity, tags } = placeOf(body);
+  // The Python client's AddMemoryOptions carries the ids in `filters`; the body's own win.
+  const filters = (body.filters ?? {}) as Ids;
+  const ids: Ids = {};
+  for (const kind of idKinds) {
+    const v = body[kind] ?? (typeof filters[kind] === "string" ? filters[kind] : undefined);
+    if (v != null) ids[kind] = v;
+  }
+  const { entity, tags } = placeOf(ids);
   const messages = messagesOf(body);
   const base: Omit<MemdStore, "content"> = { namespace, entity };
   if (tags.length) base.tags = tags;
@@ -545,7 +591,8 @@ export async function deleteMem0(core: Core, key: KeyRecord, id: string) {
 }
 
 /** DELETE /v1/memories/?user_id=…: every current memory of the ids given (at least one), one transaction. */
-export async function deleteAllMem0(core: Core, key: KeyRecord, namespace: string, ids: Ids) {
+export async function deleteAllMem0(core: Core, key: KeyRecord, namespace: string, ids: Ids & Record<string, unknown>) {
+  onlyKnown(ids, []);
   const given = givenIds(ids);
   if (Object.keys(given).length === 0)
     throw invalidField("user_id", "one of user_id, agent_id, run_id or app_id is required to delete memories");
@@ -559,7 +606,7 @@ export async function deleteAllMem0(core: Core, key: KeyRecord, namespace: strin
 export function deleteEntityMem0(core: Core, key: KeyRecord, namespace: string, type: string, name: string) {
   const kind = idKinds.find((k) => typeOf[k] === type);
   if (!kind) throw new ApiError("not_found", `no entity type "${type}"; the types are user, agent, run and app`);
-  return deleteAllMem0(core, key, namespace, { [kind]: name });
+  return deleteAllMem0(core, key, namespace, { [kind]: name } as Ids);
 }
 
 /** GET /v1/entities/: the namespace's entities that hold memories, with their counts. */
@@ -611,4 +658,6 @@ export const mem0ErrorBody = (e: ApiError) => ({
 
 /** Paths of mem0's API that memd answers (their errors take mem0's shape). */
 export const isMem0Path = (path: string) =>
-  /^\/v1\/(ping|memories|entities)\/|^\/v[23]\/(memories|entities)\//.test(path);
+  /^\/v1\/(ping|memories|entities|batch|event|exports|feedback|summary)\/|^\/v[23]\/(memories|entities|profiles)\/|^\/api\/v1\//.test(
+    path,
+  );

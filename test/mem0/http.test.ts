@@ -181,6 +181,56 @@ describe("mem0 paths the TypeScript client does not use", () => {
   });
 });
 
+describe("fields beside the filters", () => {
+  test("expiration_date becomes memd's ttl: the memory is read until the end of that day (UTC)", async () => {
+    const day = new Date(Date.now() + 3 * 86_400_000).toISOString().slice(0, 10);
+    const r = await add("ida", "Ida's coupon", { expiration_date: day });
+    expect(r.body.results[0].expiration_date).toBe(day);
+    const own = await s.json("GET", `/v1/memory/${r.body.results[0].id}`);
+    expect(own.body.expiresAt).toStartWith(`${day}T23:59:5`);
+    expect((await add("ida", "x", { expiration_date: "2001-01-01" })).body.detail).toContain("in the past");
+  });
+
+  test("add takes the ids in filters (the Python client's AddMemoryOptions)", async () => {
+    const r = await mem0("POST", "/v3/memories/add/", {
+      messages: "Gil knits",
+      filters: { user_id: "gil" },
+      infer: false,
+    });
+    expect(r.body.results[0]).toMatchObject({ memory: "Gil knits", user_id: "gil" });
+  });
+
+  test("search narrows by top-level metadata and categories; keyword_search asks memd for keyword mode", async () => {
+    await add("hal", "Hal hikes in the Alps", { metadata: { season: "summer" } });
+    await add("hal", "Hal hikes in the snow", { metadata: { season: "winter" } });
+    const r = await mem0("POST", "/v3/memories/search/", {
+      query: "hikes",
+      filters: { user_id: "hal" },
+      metadata: { season: "winter" },
+      categories: ["general"],
+      keyword_search: true,
+    });
+    expect(r.body.results.map((m: any) => m.memory)).toEqual(["Hal hikes in the snow"]);
+    const none = await mem0("POST", "/v3/memories/search/", {
+      query: "hikes",
+      filters: { user_id: "hal" },
+      categories: ["work"],
+    });
+    expect(none.body.results).toEqual([]);
+  });
+
+  test("a query parameter memd would ignore is refused, so a delete never reaches wider than asked", async () => {
+    const del = await mem0("DELETE", "/v1/memories/?user_id=hal&metadata=%7B%7D");
+    expect(del.status).toBe(400);
+    expect(del.body.detail).toContain("metadata: is not a parameter memd reads here");
+    expect((await mem0("GET", "/v1/memories/?user_id=hal")).body).toHaveLength(2);
+    const list = await mem0("GET", "/v1/memories/?user_id=hal&keywords=snow");
+    expect(list.status).toBe(400);
+    // mem0's account ids are accepted and ignored.
+    expect((await mem0("GET", "/v1/memories/?user_id=hal&org_id=o&project_id=p")).status).toBe(200);
+  });
+});
+
 describe("which namespace a mem0 call lands in", () => {
   test("a key of several namespaces names one with the header; without it and without the setting: 400 naming the ways", async () => {
     const root = { key: rootSecret };
