@@ -4,7 +4,7 @@ LOCAL_BUN   := $(CURDIR)/.tools/node_modules/.bin/bun
 BUN         ?= $(or $(shell command -v bun 2>/dev/null),$(LOCAL_BUN))
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: soak deps pg-deps browser-deps python-deps screenshots run test build bench bench-postgres bench-deps fmt lint check clean
+.PHONY: soak deps pg-deps browser-deps python-deps screenshots run test build release bench bench-postgres bench-deps fmt lint check clean
 
 deps: node_modules/.installed
 
@@ -30,21 +30,25 @@ pg-deps: ## PostgreSQL's server binaries and PgBouncer (Debian's postgresql and 
 	@command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || \
 	  { apt-get update -qq && apt-get install -y -qq pgbouncer; }
 
-python-deps: ## Debian's python3 with httpx and pytest, for the Python client's tests (clients/python)
-	@/usr/bin/python3 -c 'import httpx, pytest' 2>/dev/null || \
-	  { apt-get update -qq && apt-get install -y -qq python3 python3-httpx python3-pytest; }
+python-deps: ## Debian's python3 with httpx and pytest (and pip, setuptools, wheel to install the package), for clients/python's tests
+	@/usr/bin/python3 -c 'import httpx, pytest, pip, setuptools, wheel' 2>/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq python3 python3-httpx python3-pytest python3-pip python3-setuptools python3-wheel; }
 
-browser-deps: ## Debian's Chromium, for the browser tests of the page at /ui (test/ui.test.ts)
+browser-deps: ## Debian's Chromium, for the browser tests of the page at /ui (test/ui/page-in-chromium.test.ts)
 	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }
 
-screenshots: deps browser-deps ## the README's screenshots of the page (docs/screenshots), made by test/ui.test.ts
-	MEMD_UPDATE_SCREENSHOTS=1 $(BUN) test --timeout 120000 test/ui.test.ts
+screenshots: deps browser-deps ## the README's screenshots of the page (docs/screenshots), made by test/ui/page-in-chromium.test.ts
+	MEMD_UPDATE_SCREENSHOTS=1 $(BUN) test --timeout 120000 test/ui/page-in-chromium.test.ts
 
-build: deps ## one self-contained binary: dist/memd; the client package: client/dist (ESM + .d.ts); checks the clients' generated types
+build: deps ## one self-contained binary: dist/memd; the client package: client/dist (ESM + .d.ts) and its tarball dist/memd-client-<version>.tgz; checks the clients' generated types
 	$(BUN) run scripts/build.ts
 	$(BUN) run scripts/client-types.ts --check
 	$(BUN) run scripts/python-types.ts --check
 	$(BUN) run client/build.ts
+	scripts/pack-client dist
+
+release: deps ## dist/memd-<version>-linux-x64 and -linux-arm64, dist/memd-client-<version>.tgz and dist/SHA256SUMS
+	$(BUN) run scripts/release.ts
 
 bench: build bench-deps pg-deps ## benchmarks (about 17 min); writes bench/results.md (PostgreSQL: a throwaway one)
 	scripts/with-postgres $(BUN) run bench/run.ts

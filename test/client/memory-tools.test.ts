@@ -3,6 +3,8 @@
 // against the fake OpenAI-compatible model, scripted to call the tools; the memory really changes
 // in a real memd, and the model receives the results. Also the plain OpenAI-format dispatcher.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, stepCountIs } from "ai";
 import { memdTools } from "../../client/src/ai";
@@ -153,5 +155,26 @@ describe("the OpenAI-format dispatcher, in a loop of plain fetch calls", () => {
     expect(tools.handles("weather")).toBe(false);
     await expect(tools.run({ name: "weather", arguments: {} })).rejects.toThrow("no tool named weather");
     expect(toolDefinitions.every((t) => t.type === "function" && t.function.parameters.type === "object")).toBe(true);
+  });
+
+  test("docs/tools.md shows client/examples/agent-tools.test.ts as it is, and marks its other ts blocks no-run", () => {
+    const repo = join(import.meta.dir, "../..");
+    const page = readFileSync(join(repo, "docs/tools.md"), "utf8");
+    const blocks = [...page.matchAll(/(<!-- no-run:[^>]*-->\n)?```ts\n([\s\S]*?)```/g)];
+    expect(blocks.length).toBeGreaterThan(1);
+    for (const [, noRun, code] of blocks) {
+      const shown = /^\/\/ (client\/examples\/\S+)\n/.exec(code)?.[1];
+      if (shown) expect(code).toBe(readFileSync(join(repo, shown), "utf8"));
+      else expect(noRun).toBeDefined();
+    }
+  });
+
+  test("the Python client offers the very same tool definitions", () => {
+    const py = Bun.spawnSync(
+      ["/usr/bin/python3", "-c", "import json, memd.tools; print(json.dumps(memd.tools.TOOL_DEFINITIONS))"],
+      { env: { PATH: "/usr/bin:/bin", PYTHONPATH: join(import.meta.dir, "../../clients/python") }, stderr: "pipe" },
+    );
+    if (py.exitCode !== 0) throw new Error(py.stderr.toString());
+    expect(JSON.parse(py.stdout.toString())).toEqual(toolDefinitions);
   });
 });
