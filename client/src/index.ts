@@ -3,6 +3,8 @@
 import type {
   ApiKey,
   AuditEvent,
+  ContextRequest,
+  ContextResponse,
   CreatedKey,
   CreateKeyRequest,
   DiffRequest,
@@ -19,8 +21,6 @@ import type {
   PatchRequest,
   SearchRequest,
   SearchResponse,
-  ContextRequest,
-  ContextResponse,
   StoreRequest,
   StoreResponse,
 } from "./types.gen.js";
