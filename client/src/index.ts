@@ -358,3 +358,5 @@ async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMe
     reader.releaseLock();
   }
 }
+
+export * from "./tools.js";

@@ -149,6 +149,11 @@ export interface ImportOptions {
    * above it from now on, so they never collide with events still to be imported.
    */
   seqFloor?: number;
+  /**
+   * Events take the next free seqs, in batch order, instead of their own (which may be held by
+   * other events); their times and contents are kept. They are not checked for existence.
+   */
+  renumberEvents?: boolean;
 }
 
 /** What claiming an Idempotency-Key found. */
