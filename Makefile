@@ -25,9 +25,9 @@ pg-deps: ## PostgreSQL's server binaries (Debian's postgresql package), for the 
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	  { apt-get update -qq && apt-get install -y -qq postgresql; }
 
-python-deps: ## Debian's python3 with httpx and pytest, for the Python client's tests (clients/python)
-	@/usr/bin/python3 -c 'import httpx, pytest' 2>/dev/null || \
-	  { apt-get update -qq && apt-get install -y -qq python3 python3-httpx python3-pytest; }
+python-deps: ## Debian's python3 with httpx and pytest (and pip, setuptools, wheel to install the package), for clients/python's tests
+	@/usr/bin/python3 -c 'import httpx, pytest, pip, setuptools, wheel' 2>/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq python3 python3-httpx python3-pytest python3-pip python3-setuptools python3-wheel; }
 
 browser-deps: ## Debian's Chromium, for the browser tests of the page at /ui (test/ui/page-in-chromium.test.ts)
 	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }

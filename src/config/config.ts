@@ -42,6 +42,7 @@ export interface Config {
   metricsPublic: boolean;
   streamKeepaliveMs: number;
   shutdownGraceMs: number;
+  mem0Namespace: string | undefined;
 }
 
 interface Setting {
@@ -283,6 +284,17 @@ export const settings: Setting[] = [
     default: 15000,
     parse: int(10, 3_600_000),
     help: "a keepalive comment on idle event streams this often, in ms",
+  },
+  {
+    key: "mem0Namespace",
+    flag: "--mem0-namespace",
+    env: "MEMD_MEM0_NAMESPACE",
+    default: undefined,
+    parse: (raw) => {
+      if (raw.length > 128 || /\p{Cc}/u.test(raw)) throw new Error("expected a namespace name of 1 to 128 characters");
+      return raw;
+    },
+    help: "namespace of mem0 API calls whose key covers more than one and that send no X-Memd-Namespace header",
   },
 ];
 
