@@ -168,12 +168,18 @@ const supported =
   "memd supports user_id, agent_id, run_id, app_id (a value, *, in, ne), created_at and updated_at (gt, gte, lt, lte), categories (a value, in, contains), metadata (key: value), with AND, OR and NOT";
 const badFilter = (what: string) => invalidField("filters", `${what}; ${supported}`);
 
+/** The most memd reads one mem0 call makes; a filter that would need more reads the namespace once. */
+const maxPlans = 32;
+
 function and(parts: Compiled[]): Compiled {
   if (parts.length === 0) return all;
   let plans: Plan[] = parts[0]!.plans;
+  let exact = parts.every((p) => p.exact);
   for (const p of parts.slice(1)) {
-    if (plans.length * p.plans.length > 64) {
+    if (plans.length * p.plans.length > maxPlans) {
+      // Too many combinations: the reads of one side cover the conjunction; the test does the rest.
       if (p.plans.length < plans.length) plans = p.plans;
+      exact = false;
       continue;
     }
     const next: Plan[] = [];
@@ -184,17 +190,17 @@ function and(parts: Compiled[]): Compiled {
       }
     plans = next;
   }
-  return { plans, test: (r) => parts.every((p) => p.test(r)), exact: parts.every((p) => p.exact) };
+  return { plans, test: (r) => parts.every((p) => p.test(r)), exact };
 }
 
 function or(parts: Compiled[]): Compiled {
   if (parts.length === 0) return { plans: [], test: () => false, exact: true };
   const plans = parts.flatMap((p) => p.plans);
-  const wide = plans.some((p) => p.entity === undefined && p.tags.length === 0);
+  const wide = plans.length > maxPlans || plans.some((p) => p.entity === undefined && p.tags.length === 0);
   return {
     plans: wide ? [{ tags: [] }] : plans,
     test: (r) => parts.some((p) => p.test(r)),
-    exact: parts.every((p) => p.exact),
+    exact: !wide && parts.every((p) => p.exact),
   };
 }
 
@@ -510,6 +516,17 @@ function messagesOf(body: AddRequest): Message[] {
 
 const maxTtlMs = 100 * 365 * 86_400_000;
 
+/** Runs `fn`, naming mem0's field where memd's service names its own (`content` is mem0's `messages` or `text`). */
+async function naming<T>(from: string, to: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    const [only, more] = e instanceof ApiError ? (e.details ?? []) : [];
+    if (only && !more && only.field === from) throw invalidField(to, only.message);
+    throw e;
+  }
+}
+
 /** Seconds from now to the end (UTC) of mem0's expiration_date, for memd's ttl. */
 function ttlOf(date: string | null | undefined, now = Date.now()): number | undefined {
   if (date == null) return undefined;
@@ -552,7 +569,9 @@ export async function addMem0(
   if (ttl !== undefined) base.ttl = ttl;
   if (body.infer === false) {
     const requests = messages.map((m) => ({ ...base, content: textOf(m) }));
-    for (const req of requests) checkStoreLimits(core, req);
+    await naming("content", "messages", async () => {
+      for (const req of requests) checkStoreLimits(core, req);
+    });
     const ops: MemoryOp[] = requests.map((req) => ({ event: "ADD", create: newMemory(req, { content: req.content }) }));
     const done = await core.storage.apply(await withVectors(core, ops, newCost()), key.id);
     return { results: done.flatMap((d) => (d ? [toMem0(d.memory, { event: "ADD" })] : [])) };
@@ -560,7 +579,7 @@ export async function addMem0(
   const roles = new Set(messages.map((m) => m.role));
   const content =
     roles.size > 1 ? messages.map((m) => `${m.role}: ${textOf(m)}`).join("\n") : messages.map(textOf).join("\n");
-  const res = await smartStore({ ...base, content, infer: true }, key.id, set);
+  const res = await naming("content", "messages", () => smartStore({ ...base, content, infer: true }, key.id, set));
   return {
     // MERGE changed a memory in place; REPLACE put a new memory in the place of a contradicted one.
     results: res.memories.map((m) => toMem0(recordOf(m), { event: m.event === "ADD" ? "ADD" : "UPDATE" })),
@@ -578,7 +597,8 @@ export async function updateMem0(core: Core, key: KeyRecord, id: string, body: U
   if (body.metadata != null && !Bun.deepEquals(body.metadata, existing.metadata ?? null, true))
     patch.metadata = body.metadata;
   if (Object.keys(patch).length === 0) return toMem0(existing);
-  return toMem0(recordOf(await patchMemory(core, id, patch, key.id, (ns) => covers(key, ns))));
+  const m = await naming("content", "text", () => patchMemory(core, id, patch, key.id, (ns) => covers(key, ns)));
+  return toMem0(recordOf(m));
 }
 
 /** DELETE /v1/memories/{id}/. */

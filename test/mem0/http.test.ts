@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rootSecret, startTestServer, type TestServer } from "../helpers";
+import { subscribe } from "../sse";
 
 let s: TestServer;
 let acme: { id: string; secret: string };
@@ -172,12 +173,43 @@ describe("mem0 paths the TypeScript client does not use", () => {
       ],
       ["bad body", await mem0("POST", "/v3/memories/search/", { query: 5 }), 400, "query"],
       ["user id with a reserved prefix", await add("agent:x", "y"), 400, "may not start with agent:"],
+      ["messages too long", await add("ann", "x".repeat(70_000)), 400, "messages: is 70000 bytes of UTF-8"],
     ];
     for (const [name, r, status, words] of cases) {
       expect([name, r.status]).toEqual([name, status]);
       expect(r.body.detail).toContain(words);
       expect(typeof r.body.code).toBe("string");
     }
+  });
+});
+
+describe("an ordinary memd change", () => {
+  test("a mem0 add is in memd's event stream and diff, and mem0's routes stay out of memd's OpenAPI document", async () => {
+    const since = new Date().toISOString();
+    const sub = await subscribe(s.url, rootSecret, "namespace=acme&entity=jo");
+    try {
+      const r = await add("jo", "Jo collects stamps");
+      await sub.until(1, 5000);
+      expect(sub.events[0]!.event).toMatchObject({ event: "ADD", memoryId: r.body.results[0].id, actorKeyId: acme.id });
+    } finally {
+      sub.close();
+    }
+    const diff = await s.json("POST", "/v1/memory/diff", { namespace: "acme", entity: "jo", since });
+    expect(diff.body.created.map((c: any) => c.content)).toEqual(["Jo collects stamps"]);
+    const doc = (await (await fetch(`${s.url}/v1/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    const paths = Object.keys(doc.paths);
+    expect(paths).toContain("/v1/entities");
+    expect(paths.filter((p) => p.includes("memories") || p.startsWith("/v3") || p.includes("ping"))).toEqual([]);
+  });
+
+  test("a filter of many ids (more than memd reads one by one) still finds exactly its memories", async () => {
+    const many = Array.from({ length: 40 }, (_, i) => `many-${i}`);
+    await add("many-7", "Many seven likes kites");
+    await add("many-33", "Many thirty-three likes kites");
+    const r = await mem0("POST", "/v3/memories/search/", { query: "kites", filters: { user_id: { in: many } } });
+    expect(r.body.results.map((m: any) => m.user_id).sort()).toEqual(["many-33", "many-7"]);
+    const list = await mem0("POST", "/v3/memories/", { filters: { OR: many.map((u) => ({ user_id: u })) } });
+    expect(list.body.count).toBe(2);
   });
 });
 
