@@ -94,3 +94,16 @@ def test_async_stream_resumes_after_a_cut_connection(server):
     seen, ids, proxy = asyncio.run(run())
     assert [m for _, m in seen] == ids
     assert proxy.header(proxy.heads[1], "last-event-id") == seen[1][0]
+
+
+def test_a_key_revoked_while_streaming_ends_the_stream_with_401(server):
+    store(server, "s4", "before")
+    key = server.client.keys.create(name="short-lived", permission="read", namespaces=["s4"])
+    with Memd(server.url, key["secret"]) as reader:
+        with reader.stream(namespace="s4", since="2000-01-01T00:00:00Z", retry=0.05) as events:
+            first = next(events)
+            assert first.event["newContent"] == "before"
+            server.client.keys.revoke(key["id"])
+            with pytest.raises(MemdError) as e:
+                next(events)
+    assert (e.value.status, e.value.code) == (401, "unauthorized")

@@ -144,6 +144,11 @@ export const migrations: string[] = [
   UPDATE search_state SET needs_rebuild = true
     WHERE EXISTS (SELECT 1 FROM memories WHERE state = 'current' AND (content LIKE '%ß%' OR content LIKE '%ς%'));
   `,
+  // Terms are now stemmed in their text's language (issue 21, text/language.ts): every stored
+  // term is rebuilt, so old and new forms never mix. (A tokenizer change needs a step like this.)
+  `
+  UPDATE search_state SET needs_rebuild = true WHERE EXISTS (SELECT 1 FROM memories WHERE state = 'current');
+  `,
   // Memory in time (issue 23): each memory's observed time (valid time; NULL on older rows means
   // its created_at), and events that carry the memory's state after them, so that the trail
   // alone replays every field (storage/asof.ts). Older events keep NULLs there: as-of reads take
