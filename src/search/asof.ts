@@ -1,11 +1,13 @@
-// Keyword search as of a moment: BM25 (the same k1, b and idf as the live index) over the
+// Keyword search as of a moment: BM25 (the same k1, b, idf and term weights as the live index,
+// text/scoring.ts) over the
 // versions of one entity's memories current at that moment (Storage.entityAsOf), computed here,
 // since the live index holds only current content. Document statistics (count, lengths, df) are
 // those of the entity at that moment, as a live search scoped to the entity uses the entity's.
 import { byScoreThenNewer, matchesFilter } from "../storage/ops";
 import type { MemoryRecord } from "../storage/records";
 import type { Scored, SearchFilter } from "../storage/storage";
-import { bm25, idf, termCounts } from "../text/tokens";
+import { bm25, idf, type QueryTerm } from "../text/scoring";
+import { termCounts } from "../text/tokens";
 
 type Counts = ReturnType<typeof termCounts>;
 
@@ -27,13 +29,17 @@ function countsOf(content: string): Counts {
   return c;
 }
 
-/** The `limit` best of `docs` for `terms` (distinct, folded) by BM25, best first, ties newer first. */
+/** The `limit` best of `docs` for `query` (text/tokens.ts queryTerms) by BM25, best first, ties newer first. */
 export function keywordAsOf(
   docs: readonly MemoryRecord[],
-  terms: readonly string[],
+  query: readonly QueryTerm[],
   filter: SearchFilter,
   limit: number,
 ): Scored[] {
+  // A term given twice weighs its heaviest, as the live index takes it.
+  const weightOf = new Map<string, number>();
+  for (const q of query) weightOf.set(q.term, Math.max(weightOf.get(q.term) ?? 0, q.weight));
+  const terms = [...weightOf.keys()];
   if (docs.length === 0 || terms.length === 0) return [];
   const counts = docs.map((d) => countsOf(d.content));
   let total = 0;
@@ -43,7 +49,7 @@ export function keywordAsOf(
     for (const t of terms) if (c.tf.has(t)) df.set(t, df.get(t)! + 1);
   }
   const avg = total / docs.length;
-  const weights = terms.map((t) => idf(docs.length, df.get(t)!));
+  const weights = terms.map((t) => weightOf.get(t)! * idf(docs.length, df.get(t)!));
   const hits: Scored[] = [];
   docs.forEach((memory, i) => {
     const c = counts[i];
