@@ -2,13 +2,14 @@
 // (one connection, requests one after another), for an entity with 10,000 events (ADD, MERGE,
 // REPLACE, DELETE, mixed in time) in a store of 1,000,000 events. Each request asks for a random
 // instant of that entity's history. Runs alone (`bun run bench/time.ts`, prints a Markdown
-// section) and from bench/run.ts. BENCH_TIME_EVENTS changes the store's size;
-// MEMD_BENCH_DATABASE_URL adds the PostgreSQL rows.
+// section) and from bench/run.ts. BENCH_TIME_EVENTS changes the store's size; a PostgreSQL server
+// in MEMD_BENCH_DATABASE_URL or MEMD_TEST_DATABASE_URL (scripts/with-postgres) adds its rows.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStorage } from "../src/storage/index";
 import type { MemoryOp } from "../src/storage/storage";
+import { createDatabase } from "../test/helpers";
 
 const root = join(import.meta.dir, "..");
 const key = "memd_bench_root_key_0123456789abcdef";
@@ -186,7 +187,9 @@ export async function timeBench(log: (s: string) => void = console.error): Promi
   const backends: { name: string; settings: { dataDir: string; databaseUrl?: string }; args: string[] }[] = [
     { name: "LMDB", settings: { dataDir: join(work, "lmdb") }, args: ["--data-dir", join(work, "lmdb")] },
   ];
-  const pg = process.env.MEMD_BENCH_DATABASE_URL;
+  // A fresh database on the bench's PostgreSQL server (make bench runs inside scripts/with-postgres).
+  const pgServer = process.env.MEMD_BENCH_DATABASE_URL ?? process.env.MEMD_TEST_DATABASE_URL;
+  const pg = pgServer?.startsWith("postgres") ? await createDatabase(pgServer) : undefined;
   if (pg)
     backends.push({ name: "PostgreSQL", settings: { dataDir: "", databaseUrl: pg }, args: ["--database-url", pg] });
   try {
