@@ -657,12 +657,17 @@ export async function entitiesMem0(core: Core, namespace: string, query: Record<
   return paginate(found, page, pageSize, url);
 }
 
-/** GET /v1/ping/: what the clients check (status ok), with what memd knows of the call. */
+/**
+ * GET /v1/ping/: what the clients check, with what memd knows of the call. The Python client
+ * will not start without an org_id and a project_id (its project manager checks both); memd has
+ * neither, and answers "memd" for each (the project and webhook routes they lead to are not
+ * served).
+ */
 export function pingMem0(key: KeyRecord, namespace: string | undefined) {
   return {
     status: "ok",
-    org_id: null,
-    project_id: null,
+    org_id: "memd",
+    project_id: "memd",
     user_email: null,
     key_id: key.id,
     namespace: namespace ?? null,

@@ -48,6 +48,9 @@ describe("mem0 paths the TypeScript client does not use", () => {
   test("ping answers the status the clients check", async () => {
     const r = await mem0("GET", "/v1/ping/");
     expect(r).toMatchObject({ status: 200, body: { status: "ok", namespace: "acme", key_id: acme.id } });
+    // The Python client's project manager refuses to start without both.
+    expect(r.body.org_id).toBeTruthy();
+    expect(r.body.project_id).toBeTruthy();
   });
 
   test("Token and Bearer both carry the key; another scheme is a 401 in mem0's shape", async () => {
