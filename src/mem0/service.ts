@@ -428,7 +428,11 @@ export async function listByIds(core: Core, namespace: string, query: Record<str
   return paginate(results, page, pageSize, url);
 }
 
-/** POST /v2|v3/memories/search/: memd's search per read of the filters, merged by score. */
+/** The answer of an add or a search: `{results}`, or the bare list of mem0's old output_format v1.0. */
+const inFormat = (body: { output_format?: unknown }, results: Mem0Memory[]) =>
+  body.output_format === "v1.0" ? results : { results };
+
+/** POST /v1|v2|v3/memories/search/: memd's search per read of the filters, merged by score. */
 export async function searchMem0(core: Core, namespace: string, body: SearchRequest) {
   const c = filtersOf(body);
   const topK = Math.min(body.top_k ?? body.limit ?? 10, topKMax);
@@ -458,7 +462,10 @@ export async function searchMem0(core: Core, namespace: string, body: SearchRequ
     }
   }
   const results = [...best.values()].sort((a, b) => b.score - a.score).slice(0, topK);
-  return { results: results.map((x) => x.r) };
+  return inFormat(
+    body,
+    results.map((x) => x.r),
+  );
 }
 
 /** One current memory the key covers, or 404 (ids outside the key's namespaces cannot be probed). */
@@ -574,16 +581,20 @@ export async function addMem0(
     });
     const ops: MemoryOp[] = requests.map((req) => ({ event: "ADD", create: newMemory(req, { content: req.content }) }));
     const done = await core.storage.apply(await withVectors(core, ops, newCost()), key.id);
-    return { results: done.flatMap((d) => (d ? [toMem0(d.memory, { event: "ADD" })] : [])) };
+    return inFormat(
+      body,
+      done.flatMap((d) => (d ? [toMem0(d.memory, { event: "ADD" })] : [])),
+    );
   }
   const roles = new Set(messages.map((m) => m.role));
   const content =
     roles.size > 1 ? messages.map((m) => `${m.role}: ${textOf(m)}`).join("\n") : messages.map(textOf).join("\n");
   const res = await naming("content", "messages", () => smartStore({ ...base, content, infer: true }, key.id, set));
-  return {
-    // MERGE changed a memory in place; REPLACE put a new memory in the place of a contradicted one.
-    results: res.memories.map((m) => toMem0(recordOf(m), { event: m.event === "ADD" ? "ADD" : "UPDATE" })),
-  };
+  // MERGE changed a memory in place; REPLACE put a new memory in the place of a contradicted one.
+  return inFormat(
+    body,
+    res.memories.map((m) => toMem0(recordOf(m), { event: m.event === "ADD" ? "ADD" : "UPDATE" })),
+  );
 }
 
 /** PUT /v1/memories/{id}/: text and metadata (replaced whole); a body that changes nothing answers the memory. */

@@ -96,6 +96,11 @@ describe("mem0 paths the TypeScript client does not use", () => {
     expect(top.body.results).toHaveLength(2);
     const high = await mem0("POST", "/v3/memories/search/", { query: "bicycle", threshold: 1e9 });
     expect(high.body.results).toEqual([]);
+    // Older clients: v1 search with the ids at the top level, and output_format v1.0 (a bare list).
+    const v1 = await mem0("POST", "/v1/memories/search/", { query: "bicycle", user_id: "ben", output_format: "v1.0" });
+    expect(v1.body.map((m: any) => m.memory)).toEqual(["Ben rides a blue bicycle"]);
+    const v1add = await add("ben", "Ben fixes flats", { output_format: "v1.0" });
+    expect(v1add.body.map((m: any) => [m.memory, m.event])).toEqual([["Ben fixes flats", "ADD"]]);
     const not = await mem0("POST", "/v3/memories/search/", {
       query: "bicycle",
       filters: { AND: [{ user_id: "*" }, { NOT: [{ user_id: { in: ["ann", "ben"] } }] }] },
