@@ -32,7 +32,7 @@ python-deps: ## Debian's python3 with httpx and pytest (and pip, setuptools, whe
 browser-deps: ## Debian's Chromium, for the browser tests of the page at /ui (test/ui/page-in-chromium.test.ts)
 	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }
 
-screenshots: deps browser-deps ## the README's screenshots of the page (docs/screenshots), made by test/ui/page-in-chromium.test.ts
+screenshots: deps browser-deps ## the screenshots of the page in docs/ui.md (docs/screenshots), made by test/ui/page-in-chromium.test.ts
 	MEMD_UPDATE_SCREENSHOTS=1 $(BUN) test --timeout 120000 test/ui/page-in-chromium.test.ts
 
 build: deps ## one self-contained binary: dist/memd; the client package: client/dist (ESM + .d.ts) and its tarball dist/memd-client-<version>.tgz; checks the clients' generated types

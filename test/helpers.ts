@@ -259,7 +259,8 @@ export async function startProcess(
   };
   void drain(proc.stdout, (t) => (out += t));
   void drain(proc.stderr, (t) => (err += t));
-  const deadline = Date.now() + 15_000;
+  // Generous: a loaded machine (CI, or several test runs at once) can take many seconds to start Bun.
+  const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     const m = /"msg":"memd started".*"address":"(http:\/\/[^"]+)"/.exec(out);
     if (m) return { proc, url: m[1], stdout: () => out, stderr: () => err };

@@ -3,6 +3,7 @@
 // in its own way: LMDB with synchronous reads inside one write transaction and group commit,
 // PostgreSQL with one transaction per call and row locks for order across replicas.
 // Feature code imports this file and records.ts, never lmdb or SQL.
+import type { QueryTerm } from "../text/scoring";
 import type {
   ErasureRecord,
   EventKind,
@@ -201,15 +202,15 @@ export interface Storage {
   dueExpiries(now: number, limit: number): Promise<{ id: string; expiresAt: number }[]>;
 
   /**
-   * The `limit` best current memories of a scope for `terms` (folded, distinct; see
-   * text/tokens.ts) by BM25 over the scope's current memories (k1 1.2, b 0.75; document
+   * The `limit` best current memories of a scope for `terms` (text/tokens.ts queryTerms) by BM25
+   * over the scope's current memories (text/scoring.ts: k1, b, the terms' weights; document
    * frequencies and lengths of the scope: the entity when given, else the namespace), best first,
    * ties newer first. The index behind it is written in the same transaction as every change
    * made by apply, so it is never stale.
    */
   keywordSearch(
     scope: MemoryScope,
-    terms: string[],
+    terms: readonly QueryTerm[],
     filter: SearchFilter,
     limit: number,
     now?: number,

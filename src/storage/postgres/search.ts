@@ -1,7 +1,8 @@
 // The PostgreSQL search index: postings, stats, vectors and the embedding queue as plain rows,
 // written by apply inside its transaction; BM25 computed in one SQL statement.
 import type { SQL, TransactionSQL } from "bun";
-import { BM25, termCounts } from "../../text/tokens";
+import { bm25Sql, type QueryTerm } from "../../text/scoring";
+import { termCounts } from "../../text/tokens";
 import { byScoreThenNewer, normalized } from "../ops";
 import type { MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
@@ -113,7 +114,7 @@ function filterSql(filter: SearchFilter, now: number, params: unknown[]): string
 }
 
 /**
- * BM25 (k1 1.2, b 0.75) over the scope's postings, in one statement; best first, ties newer first.
+ * BM25 (text/scoring.ts: k1, b, the terms' weights) over the scope's postings, in one statement; best first, ties newer first.
  * The postings of the query's terms are read once (df by a window over them), and only the best
  * `pool` scores (with every tie at the cut) are joined to their memories and filtered; when fewer
  * than `limit` of those pass the filter, the statement runs again over all of them.
@@ -121,26 +122,34 @@ function filterSql(filter: SearchFilter, now: number, params: unknown[]): string
 export async function keywordSearch(
   sql: SQL,
   scope: MemoryScope,
-  terms: string[],
+  terms: readonly QueryTerm[],
   filter: SearchFilter,
   limit: number,
   now: number,
   memoryOf: (r: Record<string, unknown>) => MemoryRecord,
 ): Promise<Scored[]> {
   if (terms.length === 0) return [];
+  const weights = new Map<string, number>();
+  for (const t of terms) weights.set(t.term, Math.max(weights.get(t.term) ?? 0, t.weight));
   const run = async (pool: number | null) => {
-    const params: unknown[] = [scope.namespace, scope.entity ?? "", `{${terms.map(pgArrayItem).join(",")}}`, pool];
+    const params: unknown[] = [
+      scope.namespace,
+      scope.entity ?? "",
+      `{${[...weights.keys()].map(pgArrayItem).join(",")}}`,
+      pool,
+      `{${[...weights.values()].join(",")}}`,
+    ];
     const byEntity = scope.entity !== undefined ? "AND t.entity = $2" : "";
     const where = filterSql(filter, now, params);
     params.push(limit);
-    const { k1, b } = BM25;
     return sql.unsafe(
       `WITH st AS (SELECT docs::float8 AS docs, total_len::float8 / docs AS avg FROM search_stats
                    WHERE namespace = $1 AND entity = $2 AND docs > 0),
-            p AS (SELECT t.memory_id, t.tf, t.doc_len, count(*) OVER (PARTITION BY t.term)::float8 AS df
-                  FROM memory_terms t WHERE t.namespace = $1 ${byEntity} AND t.term = ANY($3::text[])),
-            sc AS (SELECT p.memory_id, sum(ln(1 + (st.docs - p.df + 0.5) / (p.df + 0.5))
-                            * (p.tf * ${k1 + 1}) / (p.tf + ${k1} * (1 - ${b} + ${b} * p.doc_len / st.avg))) AS score
+            q AS (SELECT * FROM unnest($3::text[], $5::float8[]) AS q(term, weight)),
+            p AS (SELECT t.memory_id, t.tf, t.doc_len, q.weight, count(*) OVER (PARTITION BY t.term)::float8 AS df
+                  FROM memory_terms t JOIN q ON q.term = t.term
+                  WHERE t.namespace = $1 ${byEntity} AND t.term = ANY($3::text[])),
+            sc AS (SELECT p.memory_id, ${bm25Sql("p", "st")} AS score
                    FROM p CROSS JOIN st GROUP BY p.memory_id),
             top AS (SELECT * FROM sc WHERE $4::int IS NULL OR sc.score >= COALESCE(
                       (SELECT score FROM sc ORDER BY score DESC OFFSET $4::int - 1 LIMIT 1), '-Infinity'::float8))
