@@ -18,12 +18,18 @@ node_modules/.installed: package.json bun.lock | $(BUN)
 run: deps ## start the server on ./memd-data (prints a root key on first start)
 	$(BUN) run src/main.ts serve $(ARGS)
 
-test: deps pg-deps browser-deps python-deps build ## the whole suite: on LMDB, again on a throwaway PostgreSQL, and against dist/memd
+test: deps build ## the whole suite: on LMDB, again on a throwaway PostgreSQL, and against dist/memd
+	@# The tools: installed when missing (apt-get, as root), then checked, naming what is still missing.
+	-@$(MAKE) --no-print-directory pg-deps browser-deps python-deps
+	@scripts/check-test-tools
 	BUN=$(BUN) scripts/with-postgres scripts/test $(TESTS)
 
-pg-deps: ## PostgreSQL's server binaries (Debian's postgresql package), for the tests
+pg-deps: ## PostgreSQL's server binaries (Debian's postgresql package), pgbouncer and runuser, for the tests
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	  { apt-get update -qq && apt-get install -y -qq postgresql; }
+	@command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || \
+	  { apt-get update -qq && apt-get install -y -qq pgbouncer; }
+	@command -v runuser >/dev/null || { apt-get update -qq && apt-get install -y -qq util-linux; }
 
 python-deps: ## Debian's python3 with httpx and pytest (and pip, setuptools, wheel to install the package), for clients/python's tests
 	@/usr/bin/python3 -c 'import httpx, pytest, pip, setuptools, wheel' 2>/dev/null || \
