@@ -143,8 +143,9 @@ export const mem0Routes = (core: Core, authPlugin: ReturnType<typeof auth>, smar
         "/v1/entities/",
         ({ query, apiKey, request }) => {
           const url = new URL(request.url);
-          // Without the slash it is memd's own GET /v1/entities (see above).
-          if (!url.pathname.endsWith("/")) return browseEntities(core, apiKey, query);
+          // Without the slash, or naming a namespace (mem0's clients never do), it is memd's own GET /v1/entities.
+          if (!url.pathname.endsWith("/") || url.searchParams.has("namespace"))
+            return browseEntities(core, apiKey, query);
           return entitiesMem0(core, ns(apiKey, request), query, url);
         },
         { permission: "read", detail: hidden },

@@ -78,7 +78,8 @@ export function namespaceOf(key: KeyRecord, header: string | null, setting: stri
 
 function checkId(kind: IdKind, id: string) {
   const room = kind === "user_id" ? limits.nameChars : limits.tagChars - prefixOf[kind].length;
-  if (id.trim() === "" || [...id].length > room || /\p{Cc}/u.test(id))
+  // UTF-16 units, as memd's own schemas count a name's and a tag's length.
+  if (id.trim() === "" || id.length > room || /\p{Cc}/u.test(id))
     throw invalidField(kind, `must be 1 to ${room} characters without control characters`);
   if (kind === "user_id" && prefixed.some(([, p]) => id.startsWith(p)))
     throw invalidField(kind, "may not start with agent:, run: or app: (memd keeps those for the other ids)");
@@ -313,7 +314,6 @@ export function compileFilters(filters: unknown, depth = 0): Compiled {
   return and(parts);
 }
 
-/** The filters of a call with its top-level ids (older clients send those) ANDed in. */
 /**
  * The filters of a read with the fields beside them that also narrow it: top-level ids (older
  * clients send those), `metadata` and `categories` (search), `start_date` and `end_date` (get all).

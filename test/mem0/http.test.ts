@@ -154,6 +154,9 @@ describe("mem0 paths the TypeScript client does not use", () => {
     const bad = await s.json("GET", "/v1/entities");
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toContain("namespace");
+    // A trailing slash on memd's own call (it names a namespace) still gets memd's answer.
+    const slashed = await s.json("GET", "/v1/entities/?namespace=acme");
+    expect(slashed.body.entities.map((e: any) => e.entity)).toContain("ann");
     const theirs = await mem0("GET", "/v1/entities/");
     expect(theirs.body.results.find((e: any) => e.name === "ann")).toMatchObject({ type: "user", total_memories: 2 });
   });
