@@ -7,7 +7,7 @@ import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage
 import type { Dbs, Writes } from "./index";
 import type { KeywordSpace, List } from "./keyword-cache";
 import { keys } from "./layout";
-import type { Space } from "./vector-cache";
+import { ann, type Space } from "./vector-cache";
 
 /**
  * Stages index changes for one write transaction and notes what they touched, so the in-memory
@@ -375,9 +375,11 @@ function topAccepted(
 }
 
 /**
- * Exact cosine top-k over every vector of a scope, scored against the namespace's in-memory
- * matrix (vector-cache.ts); candidates are checked against their memory record, so a memory that
- * is no longer current is never returned.
+ * Cosine top-k over a scope, on the namespace's in-memory codes (vector-cache.ts): the candidates
+ * it offers carry exact scores, read from LMDB; exact for a scope of at most `ann.rescore`
+ * vectors, approximate (the nearest codes) beyond. Candidates are checked against their memory
+ * record, so a memory that is no longer current is never returned; when too few pass, more are
+ * asked for, up to the whole scope.
  */
 export function semanticSearch(
   dbs: Dbs,
@@ -389,19 +391,25 @@ export function semanticSearch(
   now: number,
 ): Scored[] {
   const q = normalized(query);
-  const { ids, sims } = space.score(scope.entity, q);
   const scores = new Map<string, number>();
   const accept = (id: string) => {
     const m = dbs.memories.get(id) as MemoryRecord | undefined;
     return isCurrent(m, now) && m.namespace === scope.namespace && matchesFilter(m, filter) ? m : null;
   };
-  // Only the best few are worth sorting and checking: widen until `limit` pass or all are seen.
-  for (let want = limit * 4 + 16; ; want *= 4) {
-    const order = topIndexes(sims, want);
-    scores.clear();
-    for (const j of order) scores.set(ids[j], sims[j]);
-    const out = topAccepted(scores, accept, limit);
-    if (out.length >= limit || order.length >= sims.length) return out;
+  for (let want = Math.max(limit * 4 + 16, ann.rescore); ; want *= 4) {
+    const { ids, sims, all } = space.nearest(scope.entity, q, want);
+    // Only the best few are worth sorting and checking: widen until `limit` pass or all are seen.
+    for (let check = limit * 4 + 16; ; check *= 4) {
+      const order = topIndexes(sims, check);
+      scores.clear();
+      for (const j of order) scores.set(ids[j], sims[j]);
+      const out = topAccepted(scores, accept, limit);
+      if (out.length >= limit) return out;
+      if (order.length >= sims.length) {
+        if (all) return out;
+        break;
+      }
+    }
   }
 }
 

@@ -32,7 +32,7 @@ export function refreshTouched<V>(
 
 /** How one index is copied into memory per namespace (see NamespaceCache). */
 export interface CacheSource<S, V> {
-  empty(): S;
+  empty(namespace: string): S;
   /**
    * Reads up to `limit` entries of `namespace` from LMDB into `s`, starting after the key
    * `after` (from the start when undefined); returns the last key read, or undefined when the
@@ -84,7 +84,7 @@ export class NamespaceCache<S, V> {
 
   private async load(namespace: string, touched: Touched[]): Promise<S> {
     const generation = this.generation;
-    const s = this.source.empty();
+    const s = this.source.empty(namespace);
     try {
       for (let after = this.source.load(s, namespace, undefined, loading.slice); after !== undefined; ) {
         await loading.between();
