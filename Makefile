@@ -4,7 +4,7 @@ LOCAL_BUN   := $(CURDIR)/.tools/node_modules/.bin/bun
 BUN         ?= $(or $(shell command -v bun 2>/dev/null),$(LOCAL_BUN))
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: deps pg-deps browser-deps screenshots run test build bench bench-postgres bench-deps fmt lint check clean
+.PHONY: deps pg-deps browser-deps python-deps screenshots run test build release bench bench-postgres bench-deps fmt lint check clean
 
 deps: node_modules/.installed
 
@@ -18,23 +18,32 @@ node_modules/.installed: package.json bun.lock | $(BUN)
 run: deps ## start the server on ./memd-data (prints a root key on first start)
 	$(BUN) run src/main.ts serve $(ARGS)
 
-test: deps pg-deps browser-deps build ## the whole suite: on LMDB, again on a throwaway PostgreSQL, and against dist/memd
+test: deps pg-deps browser-deps python-deps build ## the whole suite: on LMDB, again on a throwaway PostgreSQL, and against dist/memd
 	BUN=$(BUN) scripts/with-postgres scripts/test $(TESTS)
 
 pg-deps: ## PostgreSQL's server binaries (Debian's postgresql package), for the tests
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	  { apt-get update -qq && apt-get install -y -qq postgresql; }
 
-browser-deps: ## Debian's Chromium, for the browser tests of the page at /ui (test/ui.test.ts)
+python-deps: ## Debian's python3 with httpx and pytest (and pip, setuptools, wheel to install the package), for clients/python's tests
+	@/usr/bin/python3 -c 'import httpx, pytest, pip, setuptools, wheel' 2>/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq python3 python3-httpx python3-pytest python3-pip python3-setuptools python3-wheel; }
+
+browser-deps: ## Debian's Chromium, for the browser tests of the page at /ui (test/ui/page-in-chromium.test.ts)
 	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }
 
-screenshots: deps browser-deps ## the README's screenshots of the page (docs/screenshots), made by test/ui.test.ts
-	MEMD_UPDATE_SCREENSHOTS=1 $(BUN) test --timeout 120000 test/ui.test.ts
+screenshots: deps browser-deps ## the README's screenshots of the page (docs/screenshots), made by test/ui/page-in-chromium.test.ts
+	MEMD_UPDATE_SCREENSHOTS=1 $(BUN) test --timeout 120000 test/ui/page-in-chromium.test.ts
 
-build: deps ## one self-contained binary: dist/memd; the client package: client/dist (ESM + .d.ts)
+build: deps ## one self-contained binary: dist/memd; the client package: client/dist (ESM + .d.ts) and its tarball dist/memd-client-<version>.tgz; checks the clients' generated types
 	$(BUN) run scripts/build.ts
 	$(BUN) run scripts/client-types.ts --check
+	$(BUN) run scripts/python-types.ts --check
 	$(BUN) run client/build.ts
+	scripts/pack-client dist
+
+release: deps ## dist/memd-<version>-linux-x64 and -linux-arm64, dist/memd-client-<version>.tgz and dist/SHA256SUMS
+	$(BUN) run scripts/release.ts
 
 bench: build bench-deps pg-deps ## benchmarks (about 17 min); writes bench/results.md (PostgreSQL: a throwaway one)
 	scripts/with-postgres $(BUN) run bench/run.ts

@@ -6,7 +6,8 @@ import { join } from "node:path";
 const dir = import.meta.dir;
 rmSync(join(dir, "dist"), { recursive: true, force: true });
 const result = await Bun.build({
-  entrypoints: [join(dir, "src/index.ts"), join(dir, "src/testkit.ts")],
+  entrypoints: [join(dir, "src/index.ts"), join(dir, "src/testkit.ts"), join(dir, "src/ai.ts")],
+  external: ["ai"], // an optional peer dependency: the application's own copy
   outdir: join(dir, "dist"),
   format: "esm",
   target: "node", // the client needs only fetch; the test kit uses Bun's globals at run time, not at import

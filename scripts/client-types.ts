@@ -4,6 +4,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Kind, OptionalKind, type TSchema } from "@sinclair/typebox";
+import { ContextRequest, ContextResponse } from "../src/context/model";
 import { AuditEvent, DiffRequest, DiffResponse, EventKind, EventsQuery, StreamQuery } from "../src/audit/model";
 import { EntitiesQuery, EntitiesResponse, NamespacesQuery, NamespacesResponse } from "../src/browse/model";
 import { ModelAnswer } from "../src/extraction/model";
@@ -37,6 +38,8 @@ const exported: Record<string, TSchema> = {
   EntitiesResponse,
   SearchRequest,
   SearchResponse,
+  ContextRequest,
+  ContextResponse,
   EventKind,
   AuditEvent,
   EventsQuery,

@@ -3,6 +3,7 @@ import { auditRoutes } from "./audit/index";
 import { streamRoutes } from "./audit/stream";
 import { StreamHub } from "./audit/stream-service";
 import { browseRoutes } from "./browse/index";
+import { contextRoutes } from "./context/index";
 import type { Core } from "./core";
 import { errorHandler } from "./http/error-handler";
 import { jsonBody, maxBodyBytes } from "./http/json-body";
@@ -77,6 +78,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(uiRoutes())
     .use(memoryRoutes(core, authPlugin, options.smartStore))
     .use(searchRoutes(core, authPlugin))
+    .use(contextRoutes(core, authPlugin))
     .use(auditRoutes(core, authPlugin))
     .use(browseRoutes(core, authPlugin))
     .use(streamRoutes(core, authPlugin, options.streams ?? new StreamHub()))

@@ -8,11 +8,15 @@ type Usage = { prompt_tokens: number; completion_tokens: number };
 export type FakeAnswer =
   | string // assistant message content, usage estimated from lengths
   | { content: string; usage?: Usage } // content with the usage to report
+  | { toolCalls: FakeToolCall[]; content?: string } // the model calls tools (finish_reason tool_calls)
   | { status: number; body?: unknown } // a raw HTTP answer (an object body is sent as JSON)
   | { hang: true } // never answers; the request stays open until the client gives up
   | { garbage: true } // 200 with a body that is not JSON
   | { delayMs: number; answer: FakeAnswer } // answers `answer` after a pause
   | ((request: ChatRequest) => FakeAnswer);
+
+/** A tool call the fake model makes; `arguments` an object (sent as JSON text) or raw text. */
+export type FakeToolCall = { name: string; arguments?: Record<string, unknown> | string; id?: string };
 
 /** The parsed body of a chat-completions request, as the client sent it. */
 export type ChatRequest = {
@@ -53,17 +57,36 @@ export function startFakeModel(): FakeModel {
   const headers: Headers[] = [];
   const hanging = new Set<() => void>();
 
-  function completion(request: ChatRequest, content: string, usage?: Usage): Response {
+  function completion(
+    request: ChatRequest,
+    content: string | null,
+    usage?: Usage,
+    toolCalls?: FakeToolCall[],
+  ): Response {
     const prompt = request.messages
       .map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)))
       .join("\n");
-    const u = usage ?? { prompt_tokens: estimate(prompt), completion_tokens: estimate(content) };
+    const u = usage ?? { prompt_tokens: estimate(prompt), completion_tokens: estimate(content ?? "") };
+    const message = toolCalls
+      ? {
+          role: "assistant",
+          content,
+          tool_calls: toolCalls.map((c, i) => ({
+            id: c.id ?? `call_${calls}_${i + 1}`,
+            type: "function",
+            function: {
+              name: c.name,
+              arguments: typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments ?? {}),
+            },
+          })),
+        }
+      : { role: "assistant", content };
     return Response.json({
       id: `chatcmpl-fake-${calls}`,
       object: "chat.completion",
       created: Math.floor(Date.now() / 1000),
       model: request.model,
-      choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+      choices: [{ index: 0, message, finish_reason: toolCalls ? "tool_calls" : "stop" }],
       usage: { ...u, total_tokens: u.prompt_tokens + u.completion_tokens },
     });
   }
@@ -71,6 +94,7 @@ export function startFakeModel(): FakeModel {
   function answer(request: ChatRequest, signal: AbortSignal, a: FakeAnswer): Response | Promise<Response> {
     if (typeof a === "function") return answer(request, signal, a(request));
     if (typeof a === "string") return completion(request, a);
+    if ("toolCalls" in a) return completion(request, a.content ?? null, undefined, a.toolCalls);
     if ("content" in a) return completion(request, a.content, a.usage);
     if ("status" in a) {
       const body = a.body ?? { error: { message: `fake error ${a.status}`, type: "server_error" } };

@@ -14,8 +14,8 @@ import type { Storage } from "../src/storage/storage";
 export const rootSecret = "memd_test_root_key_0123456789abcdef";
 
 /**
- * The storage backend the HTTP tests run on: `lmdb` (default) or `postgres`. `make test` runs the
- * HTTP test files once per backend (scripts/test), so each test is written once.
+ * The storage backend the HTTP tests run on: `lmdb` (default) or `postgres`. `make test` runs each
+ * file once per target its first line declares (scripts/test), so each test is written once.
  */
 export const backend = (process.env.MEMD_TEST_BACKEND ?? "lmdb") as "lmdb" | "postgres";
 

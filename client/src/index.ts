@@ -3,6 +3,8 @@
 import type {
   ApiKey,
   AuditEvent,
+  ContextRequest,
+  ContextResponse,
   CreatedKey,
   CreateKeyRequest,
   DiffRequest,
@@ -165,6 +167,12 @@ export function createClient(options: ClientOptions) {
       call<{ deleted: number }>("DELETE", `/v1/memory${query(q)}`, undefined, write),
     /** Ranked search over current memories: by words, by meaning, or both. */
     search: (req: SearchRequest) => call<SearchResponse>("POST", "/v1/memory/search", req),
+    /**
+     * The memories to put in a prompt before answering, as one text block within maxTokens
+     * (cl100k_base tokens, default 1000): the best hits for `query`, else the most important and
+     * most recent memories, grouped by category.
+     */
+    context: (req: ContextRequest) => call<ContextResponse>("POST", "/v1/memory/context", req),
     /** Corrects a memory in place (event UPDATE); `null` removes tags or metadata. */
     update: (memoryId: string, patch: PatchRequest, write?: WriteOptions) =>
       call<Memory>("PATCH", `/v1/memory/${id(memoryId)}`, patch, write),
@@ -350,3 +358,5 @@ async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMe
     reader.releaseLock();
   }
 }
+
+export * from "./tools.js";

@@ -4,12 +4,11 @@
 //   await memd.client.store({ namespace: "app", entity: "u1", content: "likes tea", infer: false });
 //   await memd.stop();
 //
-// Runs under Bun (it spawns the server with Bun.spawn). The server is memd's source next to this
-// package (`bun run <repo>/src/main.ts serve`), or a built binary given as `bin` or MEMD_BIN.
-import { mkdtempSync, rmSync } from "node:fs";
+// Runs under Bun (it spawns the server with Bun.spawn). The server is the memd binary given as
+// `bin`, else the one MEMD_BIN names, else `memd` on PATH (see findMemd).
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, resolve } from "node:path";
 import { createClient, type MemdClient } from "./index.js";
 import type { ModelAnswer } from "./types.gen.js";
 
@@ -30,7 +29,7 @@ export interface StartOptions {
    * Without it, memd runs with its built-in extractor.
    */
   model?: ScriptedAnswer[] | ((request: ModelRequest) => ScriptedAnswer);
-  /** A memd binary (e.g. dist/memd) instead of the source; also MEMD_BIN. */
+  /** The memd binary to run (e.g. a release's memd-0.1.0-linux-x64, or bin/memd in a checkout); see findMemd. */
   bin?: string;
   /** Extra `serve` flags, e.g. ["--rate-limit", "5"]. */
   args?: string[];
@@ -57,16 +56,32 @@ export interface Memd {
   stop(): Promise<void>;
 }
 
-/** Where memd's source is: this file is <repo>/client/src/testkit.ts or <repo>/client/dist/testkit.js. */
-const repo = fileURLToPath(new URL("../../", import.meta.url));
+/**
+ * The memd command the test kit runs: `bin` when given, else the MEMD_BIN environment variable,
+ * else `memd` on PATH. Throws an error naming both when there is none.
+ */
+export function findMemd(bin?: string): string {
+  const given = bin ?? process.env.MEMD_BIN;
+  if (given) {
+    const path = resolve(given);
+    if (!existsSync(path))
+      throw new Error(`memd test kit: ${bin ? "bin" : "MEMD_BIN"} is ${given}, and there is no file there`);
+    return path;
+  }
+  const onPath = Bun.which("memd");
+  if (onPath) return onPath;
+  throw new Error(
+    "memd test kit: no memd to run. Set MEMD_BIN to a memd binary (a release's memd-<version>-linux-x64, " +
+      "dist/memd after make build, or bin/memd in a checkout), or put memd on PATH; neither is there now.",
+  );
+}
 
 /** Starts memd on a free port with a temp data dir and a fresh root key; see `Memd`. */
 export async function startMemd(options: StartOptions = {}): Promise<Memd> {
+  const cmd = [findMemd(options.bin), "serve"];
   const dataDir = mkdtempSync(join(tmpdir(), "memd-testkit-"));
   const key = `memd_testkit_${crypto.randomUUID().replaceAll("-", "")}`;
   const fake = options.model ? startFakeModel(options.model) : undefined;
-  const bin = options.bin ?? process.env.MEMD_BIN;
-  const cmd = bin ? [bin, "serve"] : [process.execPath, "run", join(repo, "src", "main.ts"), "serve"];
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     MEMD_API_KEY: key,

@@ -163,6 +163,49 @@ export interface SearchResponse {
   mode: "keyword" | "semantic" | "hybrid";
 }
 
+export interface ContextRequest {
+  namespace: string;
+  entity: string;
+  /** 1 to 1000 characters, not blank: the search's best hits for it; absent: the most important and most recent memories */
+  query?: string;
+  /** the most tokens (cl100k_base) the context may take; 50 to 20000, default 1000 */
+  maxTokens?: number;
+  /** only memories of these categories */
+  categories?: string[];
+}
+
+export interface ContextResponse {
+  /** the memories as text for a prompt: grouped by category (## category), each line '- [YYYY-MM-DD] content'; empty when none */
+  context: string;
+  /** the memories in the context, in the order they appear */
+  memories: Array<{
+    id: string;
+    namespace: string;
+    entity: string;
+    content: string;
+    category: string;
+    importance: number;
+    tags?: string[];
+    metadata?: Record<string, unknown>;
+    source?: string;
+    /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+    createdAt: string;
+    /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+    updatedAt?: string;
+    /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+    expiresAt?: string;
+    /** higher is better */
+    score: number;
+  }>;
+  /** tokens of context, by tokenizer; never more than maxTokens */
+  tokens: number;
+  tokenizer: "cl100k_base";
+  /** true when some memory that qualified did not fit in maxTokens */
+  truncated: boolean;
+  /** how the memories were picked: the search mode used for query, else importance */
+  mode: "keyword" | "semantic" | "hybrid" | "importance";
+}
+
 export type EventKind = "ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE";
 
 export interface AuditEvent {

@@ -11,6 +11,7 @@
 import { type TObject, type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { DiffRequest, EventsQuery } from "../audit/model";
+import { ContextRequest } from "../context/model";
 import { Uuid } from "../http/schemas";
 import { detailsInWords } from "../http/validation-words";
 import { ListQuery, StoreRequest } from "../memory/model";
@@ -161,6 +162,23 @@ export const RecallInput = Type.Object(
   { additionalProperties: false },
 );
 
+/** `get_context`'s input is the body of `POST /v1/memory/context`, its fields described for a model. */
+const ContextInput = Type.Object(
+  {
+    namespace: described(ContextRequest.properties.namespace, nsText),
+    entity: described(ContextRequest.properties.entity, entityText),
+    query: Type.Optional(
+      described(
+        ContextRequest.properties.query,
+        "what the conversation is about now, in plain words; absent: the most important and most recent memories",
+      ),
+    ),
+    maxTokens: Type.Optional(ContextRequest.properties.maxTokens),
+    categories: Type.Optional(ContextRequest.properties.categories),
+  },
+  { additionalProperties: false },
+);
+
 const ListInput = Type.Object(
   {
     namespace: described(ListQuery.properties.namespace, nsText),
@@ -207,7 +225,7 @@ const HistoryInput = Type.Object(
   { additionalProperties: false },
 );
 
-/** The six tools, in the order a client lists them. */
+/** The seven tools, in the order a client lists them. */
 export const tools: ToolDef[] = [
   {
     name: "remember",
@@ -235,6 +253,19 @@ export const tools: ToolDef[] = [
     defaulted: ["namespace", "entity"],
     input: RecallInput,
     run: (args, rest) => rest("POST", "/v1/memory/search", { body: args }),
+  },
+  {
+    name: "get_context",
+    title: "Get context",
+    description:
+      "Get what memd knows about an entity as one block of text ready to put in your prompt, within a token budget (maxTokens, default 1000). " +
+      "Give the namespace, the entity and, if you have one, a `query` saying what the conversation is about: the best-matching memories come first; " +
+      "without a query, the most important and most recent ones. Lines are grouped by category, each with its date. " +
+      "Answers context (the text), memories (those used, with ids and scores), tokens and truncated (true when more did not fit). Call it before you answer.",
+    readOnly: true,
+    defaulted: ["namespace", "entity"],
+    input: ContextInput,
+    run: (args, rest) => rest("POST", "/v1/memory/context", { body: args }),
   },
   {
     name: "list_memories",

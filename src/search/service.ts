@@ -75,7 +75,7 @@ export async function rank(core: Core, o: RankOptions): Promise<{ hits: Scored[]
 }
 
 /** The longest query, in characters (code points). */
-const maxQueryChars = 1000;
+export const maxQueryChars = 1000;
 
 /** POST /v1/memory/search: never a memory that is not current at the time of the answer. */
 export async function search(core: Core, req: SearchRequest, cost: EmbedCost): Promise<SearchResponse> {

@@ -185,8 +185,12 @@ export const byScoreThenNewer = (
   (a.memory.id < b.memory.id ? 1 : a.memory.id > b.memory.id ? -1 : 0);
 
 /** Whether a memory meets a search filter. */
-export function matchesFilter(m: MemoryRecord, f: { category?: string; tags?: string[] }): boolean {
+export function matchesFilter(
+  m: MemoryRecord,
+  f: { category?: string; categories?: string[]; tags?: string[] },
+): boolean {
   if (f.category !== undefined && m.category !== f.category) return false;
+  if (f.categories !== undefined && !f.categories.includes(m.category)) return false;
   if (f.tags?.length) {
     if (!m.tags) return false;
     for (const t of f.tags) if (!m.tags.includes(t)) return false;

@@ -97,6 +97,8 @@ export interface NamePage {
 /** Conditions a search result must meet besides its score. */
 export interface SearchFilter {
   category?: string;
+  /** Any one of these categories (and `category`, when given, as well). */
+  categories?: string[];
   /** Every one of these tags. */
   tags?: string[];
 }
@@ -146,6 +148,11 @@ export interface ImportOptions {
    * above it from now on, so they never collide with events still to be imported.
    */
   seqFloor?: number;
+  /**
+   * Events take the next free seqs, in batch order, instead of their own (which may be held by
+   * other events); their times and contents are kept. They are not checked for existence.
+   */
+  renumberEvents?: boolean;
 }
 
 /** What claiming an Idempotency-Key found. */

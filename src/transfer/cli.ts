@@ -23,8 +23,9 @@ export const importUsage = `Usage:
 
 Checks every line of FILE first and writes nothing if one is bad (it names the line and why).
 Records whose id already exists are refused unless --skip-existing (which leaves them as they
-are), and so is an id that appears twice in FILE. An interrupted import is completed by running
-the same command again.
+are), and so is an id that appears twice in FILE. Events are never left out for their sequence
+number: when one of FILE's is held by another event here, FILE's events take new numbers (their
+times, contents and order kept). An interrupted import is completed by running the same command again.
 `;
 
 export const compactUsage = `Usage:
@@ -119,7 +120,11 @@ export async function runTransferCommand(
       const done = await runImport(storage, file, plan, { skipExisting }, writing);
       writing.finish();
       io.err.write(
-        `memd: imported ${done.written} records from ${file}; ${done.skipped} already there, left as they were\n`,
+        `memd: imported ${done.written} records from ${file}; ${done.skipped} already there, left as they were${
+          done.renumbered
+            ? `; ${done.renumbered} events took new sequence numbers (theirs were held by other events here; times, contents and order kept)`
+            : ""
+        }\n`,
       );
       return 0;
     }

@@ -1,7 +1,7 @@
 // Export and import of a store as JSON Lines, on the storage interface (either backend).
 // Both stream: an export holds one page of records at a time, an import one batch of lines.
 import { version } from "../build-info";
-import type { ExportRecord } from "../storage/records";
+import type { EventRecord, ExportRecord } from "../storage/records";
 import type { Storage } from "../storage/storage";
 import { checkHeader, EXPORT_FORMAT, fieldOrder, type Header, lineCheckers } from "./model";
 
@@ -111,6 +111,18 @@ export interface ImportPlan {
   /** Records already in the store that differ (skipped only with --skip-existing). */
   conflicting: number;
   maxSeq: number;
+  /**
+   * Events take new seqs: some seq of the file is held by another event in the store. They are
+   * written in file order (which is seq order) with the next free seqs, times and contents kept.
+   */
+  renumber: boolean;
+  /** Events whose seq is held by another event of the store (those that made `renumber`). */
+  collisions: number;
+  /**
+   * Seqs of the file's events already in the store, at that seq or (renumbered by an earlier,
+   * interrupted import) at another one: left out when renumbering.
+   */
+  presentSeqs: Set<number>;
 }
 
 /**
@@ -119,6 +131,10 @@ export interface ImportPlan {
  * first one's line) unless `skipExisting`, except when they are identical to their lines and
  * come first while others follow: that is an import of the same file that was interrupted,
  * which this run completes. A file whose every record is already there is refused too.
+ *
+ * Events are never skipped for their seq alone, which would drop audit history: when a seq of
+ * the file is held by another event of the store, the file's events are written with new seqs
+ * (see ImportPlan.renumber), and a file whose events are then not in seq order is refused.
  */
 export async function planImport(
   storage: Storage,
@@ -129,7 +145,20 @@ export async function planImport(
   const lines = readLines(path);
   const first = await lines.next();
   const header = parseHeader(first.done ? undefined : first.value[1]);
-  const plan: ImportPlan = { header, records: 0, present: 0, conflicting: 0, maxSeq: 0 };
+  const plan: ImportPlan = {
+    header,
+    records: 0,
+    present: 0,
+    conflicting: 0,
+    maxSeq: 0,
+    renumber: false,
+    collisions: 0,
+    presentSeqs: new Set(),
+  };
+  // Only a store that holds events can hold one of the file's at another seq.
+  const storeHasEvents = (await storage.stats()).events > 0;
+  let lastSeq = 0;
+  let disorder: [number, string] | undefined;
   let absentSeen = false;
   let firstPresent: [number, ExportRecord] | undefined;
   let batch: [number, ExportRecord][] = [];
@@ -139,8 +168,27 @@ export async function planImport(
   const idLines = new Map<string, number>();
   const check = async () => {
     const found = await storage.existing(batch.map(([, r]) => r));
+    // An event not at its own seq may be at another (renumbered by an earlier run of this import).
+    const elsewhere = await Promise.all(
+      batch.map(([, r], i) =>
+        storeHasEvents && r.type === "event" && found[i] !== "identical" ? storedElsewhere(storage, r) : false,
+      ),
+    );
     found.forEach((f, i) => {
       const [line, r] = batch[i];
+      if (r.type === "event") {
+        if (f === "identical" || elsewhere[i]) {
+          plan.present++;
+          plan.presentSeqs.add(r.seq);
+          firstPresent ??= [line, r];
+          if (absentSeen && !options.skipExisting)
+            throw new ImportError(line, `${describe(r)} already exists (--skip-existing leaves it)`);
+        } else {
+          absentSeen = true;
+          if (f === "different") plan.collisions++;
+        }
+        return;
+      }
       if (f === "absent") absentSeen = true;
       else if (f === "different") {
         plan.conflicting++;
@@ -164,6 +212,8 @@ export async function planImport(
     if (r.type === "event") {
       seqLines.set(r.seq, line);
       plan.maxSeq = Math.max(plan.maxSeq, r.seq);
+      if (r.seq < lastSeq) disorder ??= [line, `${describe(r)} comes after event ${lastSeq} in the file`];
+      lastSeq = r.seq;
     } else idLines.set(idOf(r), line);
     batch.push([line, r]);
     plan.records++;
@@ -171,6 +221,12 @@ export async function planImport(
     if (batch.length >= BATCH) await check();
   }
   if (batch.length) await check();
+  plan.renumber = plan.collisions > 0;
+  if (plan.renumber && disorder)
+    throw new ImportError(
+      disorder[0],
+      `${disorder[1]}: ${plan.collisions} of the file's event seqs are held by other events in this store, so its events must take new seqs in file order, which would change their order (export writes events in seq order)`,
+    );
   if (firstPresent && plan.present === plan.records && !options.skipExisting) {
     const [line, r] = firstPresent;
     throw new ImportError(
@@ -179,6 +235,19 @@ export async function planImport(
     );
   }
   return plan;
+}
+
+/**
+ * Whether the store holds this event at another seq: the same memory, time and contents (an
+ * import that renumbered it, interrupted and run again).
+ */
+async function storedElsewhere(storage: Storage, e: EventRecord & { type: "event" }): Promise<boolean> {
+  const { type: _type, seq: _seq, ...want } = e;
+  const near = await storage.eventsAfter({ namespace: e.namespace, memoryId: e.memoryId }, e.atMs - 1, 100);
+  return near.some((x) => {
+    const { seq: _s, ...have } = x;
+    return x.atMs === e.atMs && Bun.deepEquals(have, want);
+  });
 }
 
 /** A record's id within its type (events are keyed by seq). */
@@ -202,12 +271,13 @@ export async function runImport(
   plan: ImportPlan,
   options: { skipExisting: boolean },
   progress?: Progress,
-): Promise<{ written: number; skipped: number }> {
-  const opts = { skipExisting: options.skipExisting, skipIdentical: true };
+): Promise<{ written: number; skipped: number; renumbered: number }> {
+  const opts = { skipExisting: options.skipExisting, skipIdentical: true, renumberEvents: plan.renumber };
   // Reserve the seqs of the file's events first, so a running server's new events stay above them.
-  if (plan.maxSeq > 0) await storage.importRecords([], { ...opts, seqFloor: plan.maxSeq });
+  if (plan.maxSeq > 0 && !plan.renumber) await storage.importRecords([], { ...opts, seqFloor: plan.maxSeq });
   let written = 0;
   let skipped = 0;
+  let renumbered = 0;
   let batch: ExportRecord[] = [];
   const flush = async () => {
     const r = await storage.importRecords(batch, opts);
@@ -223,11 +293,21 @@ export async function runImport(
       continue;
     }
     if (text.trim() === "") continue;
-    batch.push(parseRecord(line, text));
+    const r = parseRecord(line, text);
+    if (plan.renumber && r.type === "event") {
+      // Already there (at its seq or another): left out, as an identical record is.
+      if (plan.presentSeqs.has(r.seq)) {
+        skipped++;
+        progress?.tick();
+        continue;
+      }
+      renumbered++;
+    }
+    batch.push(r);
     if (batch.length >= BATCH) await flush();
   }
   if (batch.length) await flush();
-  return { written, skipped };
+  return { written, skipped, renumbered };
 }
 
 /**

@@ -479,7 +479,9 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
 
     async stats() {
       const s = env.getStats() as { pageSize: number; lastPageNumber: number; mapSize: number };
-      const count = (db: Database) => (db.getStats() as { entryCount: number }).entryCount;
+      // A msgpack sub-database's shared structures are one entry more, outside every range: not a record.
+      const count = (db: Database) =>
+        (db.getStats() as { entryCount: number }).entryCount - (db.get(sharedStructuresKey) === undefined ? 0 : 1);
       return {
         currentMemories: count(dbs.entityMemories),
         memoryRecords: count(dbs.memories),

@@ -215,7 +215,16 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
         const inBatch = new Set<string>();
         // Imported current memories join the keyword index at once; their vectors come from `memd reindex`.
         const ix = new IndexWriter(dbs, w);
-        for (const r of records) {
+        // Renumbered events take the seqs after the last one handed out (the clock's rule), in order.
+        let nextSeq: number | undefined;
+        for (let r of records) {
+          if (options.renumberEvents && r.type === "event") {
+            nextSeq ??= Math.max(
+              ([...dbs.events.getKeys({ reverse: true, limit: 1 })][0] as number | undefined) ?? 0,
+              (dbs.meta.get("seqFloor") as number | undefined) ?? 0,
+            );
+            r = { ...r, seq: ++nextSeq };
+          }
           const key = recordKey(r);
           const batchKey = `${r.type} ${JSON.stringify(key)}`;
           const found = dbOf(r).get(key as string);

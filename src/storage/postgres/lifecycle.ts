@@ -200,11 +200,23 @@ export function pgLifecycle({ sql, db, applyIn }: PgLifecycleContext): Methods {
     importRecords(records, options) {
       return db(() =>
         sql.begin(async (tx) => {
-          const stored = await found(tx, records);
+          let batch = records;
+          if (options.renumberEvents) {
+            // Renumbered events take fresh seqs from the sequence, in order (each above every seq in use).
+            const n = records.filter((r) => r.type === "event").length;
+            const seqs = n
+              ? (await tx`SELECT nextval('event_seq') AS s FROM generate_series(1, ${n})`)
+                  .map((r: { s: string }) => Number(r.s))
+                  .sort((a: number, b: number) => a - b)
+              : [];
+            let i = 0;
+            batch = records.map((r) => (r.type === "event" ? { ...r, seq: seqs[i++] } : r));
+          }
+          const stored = await found(tx, batch);
           const seen = new Set<string>();
           const keep: ExportRecord[] = [];
           let skipped = 0;
-          for (const r of records) {
+          for (const r of batch) {
             const id = `${r.type} ${idOf(r)}`;
             const s = stored.get(id);
             if (s !== undefined || seen.has(id)) {

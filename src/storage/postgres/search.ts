@@ -99,6 +99,10 @@ function filterSql(filter: SearchFilter, now: number, params: unknown[]): string
     params.push(filter.category);
     where += ` AND m.category = $${params.length}`;
   }
+  if (filter.categories !== undefined) {
+    params.push(`{${filter.categories.map(pgArrayItem).join(",")}}`);
+    where += ` AND m.category = ANY($${params.length}::text[])`;
+  }
   if (filter.tags?.length) {
     // Tags are stored as a JSON string holding the array (see memoryRow), hence #>> to unwrap it;
     // the parameter goes as text, or the driver would wrap it in a JSON string too.

@@ -1,0 +1,39 @@
+import { Elysia } from "elysia";
+import type { Core } from "../core";
+import { embedHeaders, newCost } from "../embedding/client";
+import { ApiError } from "../http/errors";
+import { jsonAnswer } from "../http/schemas";
+import type { auth } from "../keys/auth";
+import { requireNamespace } from "../keys/service";
+import { ContextRequest, ContextResponse } from "./model";
+import { buildContext } from "./service";
+
+/** Routes of the context feature: POST /v1/memory/context. */
+export const contextRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
+  new Elysia({ name: "context" }).use(authPlugin).post(
+    "/v1/memory/context",
+    async ({ body, apiKey, set }) => {
+      requireNamespace(apiKey, body.namespace);
+      const cost = newCost();
+      try {
+        const res = await buildContext(core, body, cost);
+        Object.assign(set.headers, embedHeaders(cost));
+        return res;
+      } catch (e) {
+        if (e instanceof ApiError)
+          throw new ApiError(e.code, e.message, e.details, { ...e.headers, ...embedHeaders(cost) });
+        throw e;
+      }
+    },
+    {
+      permission: "read",
+      body: ContextRequest,
+      detail: {
+        summary: "The memories to put in a prompt, as text within a token budget",
+        description:
+          "With query: the search's best hits (the default search mode); without one, or when it finds nothing: the entity's memories by 0.5 × importance + 0.5 × recency (halving every 30 days). " +
+          "Grouped by category, best group first, each line '- [YYYY-MM-DD] content'; tokens counted by cl100k_base (js-tiktoken), never more than maxTokens.",
+        responses: jsonAnswer(ContextResponse),
+      },
+    },
+  );

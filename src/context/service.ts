@@ -1,0 +1,146 @@
+// POST /v1/memory/context: the memories an agent puts in its prompt before it answers, as one
+// text block within a token budget.
+import type { Core } from "../core";
+import type { EmbedCost } from "../embedding/client";
+import { invalidField } from "../http/errors";
+import { toMemory } from "../memory/service";
+import { maxQueryChars, rank, resolveMode } from "../search/service";
+import { isCurrent, type MemoryRecord } from "../storage/records";
+import type { Scored } from "../storage/storage";
+import { countTokens, tokenizerName } from "../text/token-count";
+import { type ContextRequest, type ContextResponse, contextTokens } from "./model";
+
+/** With a query: the search's best this many hits are the candidates. */
+export const CONTEXT_SEARCH_HITS = 100;
+/** Without a query (or when it finds nothing): the entity's newest this many memories are ranked. */
+export const CONTEXT_SCAN = 2000;
+/** Recency halves every this many days in the score without a query. */
+export const RECENCY_HALF_LIFE_DAYS = 30;
+/** Without a query a memory scores IMPORTANCE_WEIGHT × importance + (1 − it) × recency (0 to 1). */
+export const IMPORTANCE_WEIGHT = 0.5;
+/** Once this many candidates in a row did not fit, the rest are not tried (each costs a count). */
+const MISSES_BEFORE_STOP = 50;
+
+const day = 86_400_000;
+
+/** The entity's most important and most recent memories, best first. */
+async function importantAndRecent(core: Core, req: ContextRequest, now: number): Promise<Scored[]> {
+  const wanted = req.categories && new Set(req.categories);
+  const records: MemoryRecord[] = [];
+  let before: string | undefined;
+  while (records.length < CONTEXT_SCAN) {
+    const page = await core.storage.listMemories({
+      namespace: req.namespace,
+      entity: req.entity,
+      category: req.categories?.length === 1 ? req.categories[0] : undefined,
+      limit: Math.min(1000, CONTEXT_SCAN - records.length),
+      ...(before !== undefined ? { before } : {}),
+    });
+    for (const m of page.memories) if (!wanted || wanted.has(m.category)) records.push(m);
+    if (page.next === undefined) break;
+    before = page.next;
+  }
+  const score = (m: MemoryRecord) =>
+    IMPORTANCE_WEIGHT * m.importance +
+    (1 - IMPORTANCE_WEIGHT) * 0.5 ** (Math.max(0, now - m.createdAt) / (RECENCY_HALF_LIFE_DAYS * day));
+  return records
+    .map((memory) => ({ memory, score: score(memory) }))
+    .sort(
+      (a, b) => b.score - a.score || b.memory.createdAt - a.memory.createdAt || (a.memory.id < b.memory.id ? 1 : -1),
+    );
+}
+
+/** The text of the chosen memories: groups by category in the order of their best member. */
+export function renderContext(chosen: readonly MemoryRecord[]): string {
+  const groups = new Map<string, MemoryRecord[]>();
+  for (const m of chosen) {
+    const g = groups.get(m.category);
+    if (g) g.push(m);
+    else groups.set(m.category, [m]);
+  }
+  const parts: string[] = [];
+  for (const [category, ms] of groups) parts.push(`## ${category}\n${ms.map(line).join("\n")}`);
+  return parts.join("\n\n");
+}
+
+/** One memory's line: its date (UTC) and its content on one line. */
+const line = (m: MemoryRecord) =>
+  `- [${new Date(m.createdAt).toISOString().slice(0, 10)}] ${m.content.replace(/\s*[\r\n]+\s*/g, " ")}`;
+
+/**
+ * The best candidates that fit in `maxTokens`, in candidate order. Each is tried in turn with
+ * its line's cost (and its group heading's, for a new category); the whole text is then counted
+ * and the last chosen dropped until it fits, so the answer is never over the budget.
+ */
+export function fitToBudget(candidates: readonly Scored[], maxTokens: number) {
+  const chosen: Scored[] = [];
+  const groups = new Set<string>();
+  let used = 0;
+  let misses = 0;
+  let truncated = false;
+  for (const c of candidates) {
+    if (maxTokens - used < 4 || misses >= MISSES_BEFORE_STOP) {
+      truncated = true;
+      break;
+    }
+    const heading = groups.has(c.memory.category) ? 0 : countTokens(`\n\n## ${c.memory.category}`);
+    const cost = heading + countTokens(`\n${line(c.memory)}`);
+    if (used + cost > maxTokens) {
+      truncated = true;
+      misses++;
+      continue;
+    }
+    misses = 0;
+    used += cost;
+    groups.add(c.memory.category);
+    chosen.push(c);
+  }
+  // Ordered as they appear: grouped, best group first.
+  const order = (list: Scored[]) => {
+    const byCategory = new Map<string, Scored[]>();
+    for (const c of list) byCategory.set(c.memory.category, [...(byCategory.get(c.memory.category) ?? []), c]);
+    return [...byCategory.values()].flat();
+  };
+  for (;;) {
+    const shown = order(chosen);
+    const context = renderContext(shown.map((c) => c.memory));
+    const tokens = countTokens(context);
+    if (tokens <= maxTokens) return { shown, context, tokens, truncated };
+    chosen.pop();
+    truncated = true;
+  }
+}
+
+export async function buildContext(core: Core, req: ContextRequest, cost: EmbedCost): Promise<ContextResponse> {
+  if (req.query !== undefined && req.query.length > maxQueryChars && [...req.query].length > maxQueryChars)
+    throw invalidField("query", `must be a string of 1 to ${maxQueryChars} characters, not blank`);
+  const maxTokens = req.maxTokens ?? contextTokens.default;
+  const now = Date.now();
+  let candidates: Scored[] = [];
+  let mode: ContextResponse["mode"] = "importance";
+  if (req.query !== undefined) {
+    const found = await rank(core, {
+      scope: { namespace: req.namespace, entity: req.entity },
+      query: req.query,
+      mode: resolveMode(core, undefined),
+      limit: CONTEXT_SEARCH_HITS,
+      filter: req.categories ? { categories: req.categories } : {},
+      cost,
+    });
+    candidates = found.hits.filter((h) => isCurrent(h.memory, now));
+    mode = found.mode;
+  }
+  if (candidates.length === 0) {
+    candidates = await importantAndRecent(core, req, now);
+    mode = "importance";
+  }
+  const { shown, context, tokens, truncated } = fitToBudget(candidates, maxTokens);
+  return {
+    context,
+    memories: shown.map((c) => ({ ...toMemory(c.memory), score: c.score })),
+    tokens,
+    tokenizer: tokenizerName,
+    truncated,
+    mode,
+  };
+}

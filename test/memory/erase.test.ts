@@ -1,0 +1,253 @@
+// @targets lmdb postgres binary
+// POST /v1/memory/erase: forgetting a person, and the proof that nothing of them remains after
+// `memd compact`. Runs on both backends.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { SQL } from "bun";
+import { backend, dumpStorage, runMemd, startTestServer, type TestServer, tempDir } from "../helpers";
+
+const marker = `ZQXMARK${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+const tmp = tempDir();
+let s: TestServer;
+let writeKey: string;
+let scopedAdmin: string;
+
+const memd = (args: string[], env: Record<string, string> = {}) =>
+  runMemd(args, { ...process.env, MEMD_DATA_DIR: "", MEMD_DATABASE_URL: s.databaseUrl ?? "", ...env });
+
+beforeAll(async () => {
+  s = await startTestServer({ dataDir: tmp.dir });
+  const key = async (permission: string, namespaces: string[]) =>
+    (await s.json("POST", "/v1/keys", { name: permission, permission, namespaces })).body.secret as string;
+  writeKey = await key("read_write", ["*"]);
+  scopedAdmin = await key("admin", ["elsewhere"]);
+  for (const k of [writeKey, scopedAdmin]) await s.json("GET", "/v1/memory?namespace=elsewhere", undefined, { key: k });
+  await Bun.sleep(50);
+});
+afterAll(async () => {
+  await s.stop();
+  tmp.cleanup();
+});
+
+const store = async (entity: string, content: string, extra: Record<string, unknown> = {}) =>
+  (await s.json("POST", "/v1/memory", { namespace: "gdpr", entity, content, infer: false, ...extra })).body.memories[0];
+
+describe("erase", () => {
+  let erasedIds: string[] = [];
+  let since: string;
+
+  test("every memory and event of the entity loses its content; a diff client sees them deleted, content null", async () => {
+    const a = await store("alice", `Alice's phone is ${marker}-1`, {
+      tags: [`${marker}-tag`],
+      metadata: { note: `${marker}-meta`, [`${marker}-key`]: "a field name is personal data too" },
+      source: `${marker}-src`,
+    });
+    const b = await store("alice", `Alice lives at ${marker}-2`);
+    const c = await store("alice", `Alice once said ${marker}-3`);
+    const bob = await store("bob", "Bob likes chess");
+    since = new Date().toISOString();
+    await Bun.sleep(5);
+    // An edit, a delete, and an idempotent store whose kept answer holds the content.
+    expect((await s.json("PATCH", `/v1/memory/${b.id}`, { content: `Alice moved to ${marker}-4` })).status).toBe(200);
+    expect((await s.json("DELETE", `/v1/memory/${c.id}`)).status).toBe(200);
+    const kept = await s.api(
+      "POST",
+      "/v1/memory",
+      { namespace: "gdpr", entity: "alice", content: `Remember ${marker}-5`, infer: false },
+      { headers: { "content-type": "application/json", "idempotency-key": "alice-1" } },
+    );
+    const d = ((await kept.json()) as any).memories[0];
+    erasedIds = [a.id, b.id, c.id, d.id];
+
+    const r = await s.json("POST", "/v1/memory/erase", { namespace: "gdpr", entity: "alice" });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ namespace: "gdpr", entity: "alice", actorKeyId: "root", memories: 4 });
+    // 4 ADD + 1 UPDATE + 1 DELETE before, then 3 DELETE (erased) for the memories still current.
+    expect(r.body.events).toBe(9);
+
+    const events = (await s.json("GET", "/v1/memory/events?namespace=gdpr&entity=alice&limit=1000")).body;
+    expect(events).toHaveLength(9);
+    for (const e of events) expect(e).toMatchObject({ oldContent: null, newContent: null, reason: "erased" });
+    expect(events.map((e: any) => e.event).sort()).toEqual(
+      ["ADD", "ADD", "ADD", "ADD", "UPDATE", "DELETE", "DELETE", "DELETE", "DELETE"].sort(),
+    );
+    for (const id of erasedIds) expect((await s.json("GET", `/v1/memory/${id}`)).status).toBe(404);
+    expect((await s.json("GET", "/v1/memory?namespace=gdpr")).body.memories.map((m: any) => m.id)).toEqual([bob.id]);
+
+    // A client that saw a, b and c follows the diff: all three gone, no content; d was born and
+    // erased inside its window, so it never shows.
+    const diff = (await s.json("POST", "/v1/memory/diff", { namespace: "gdpr", entity: "alice", since })).body;
+    expect(diff.created).toEqual([]);
+    expect(diff.updated).toEqual([]);
+    expect(diff.deleted.map((x: any) => x.id).sort()).toEqual([a.id, b.id, c.id].sort());
+    for (const x of diff.deleted) expect(x).toMatchObject({ content: null, reason: "erased" });
+    const fromStart = (await s.json("POST", "/v1/memory/diff", { namespace: "gdpr", entity: "alice" })).body;
+    expect(fromStart.changeCount).toBe(0);
+
+    // The kept answer is gone too: the retry runs again (and stores again).
+    const retry = await s.api(
+      "POST",
+      "/v1/memory",
+      { namespace: "gdpr", entity: "alice", content: `Remember ${marker}-5`, infer: false },
+      { headers: { "content-type": "application/json", "idempotency-key": "alice-1" } },
+    );
+    expect(retry.headers.get("idempotent-replayed")).toBeNull();
+    const again = ((await retry.json()) as any).memories[0];
+    expect((await s.json("DELETE", `/v1/memory/${again.id}`)).status).toBe(200);
+    erasedIds.push(again.id);
+
+    // Bob is untouched.
+    expect((await s.json("GET", `/v1/memory/${bob.id}`)).body.content).toBe("Bob likes chess");
+  });
+
+  test("the erasure itself stays on record: who, when, how many; a second erase also gets recorded", async () => {
+    // The retried memory (and its delete) are erased by a second erasure.
+    const second = await s.json("POST", "/v1/memory/erase", { namespace: "gdpr", entity: "alice" });
+    expect(second.status).toBe(200);
+    const list = await s.json("GET", "/v1/memory/erasures?namespace=gdpr&entity=alice");
+    expect(list.status).toBe(200);
+    expect(list.body).toHaveLength(2);
+    expect(list.body[0]).toMatchObject({ namespace: "gdpr", entity: "alice", actorKeyId: "root", memories: 4 });
+    expect(list.body[1].memories).toBe(5);
+    expect(Date.parse(list.body[1].erasedAt)).toBeGreaterThanOrEqual(Date.parse(list.body[0].erasedAt));
+    expect(JSON.stringify(list.body)).not.toContain(marker);
+  });
+
+  test("bad requests: 400, 403, 404, and nothing changes", async () => {
+    await store("carol", "Carol likes tea");
+    const before = await dumpStorage(s.server.core.storage);
+    const cases: [string, string, string, unknown, number, string, string?][] = [
+      ["no entity", "POST", "/v1/memory/erase", { namespace: "gdpr" }, 400, "invalid_request"],
+      [
+        "unknown field",
+        "POST",
+        "/v1/memory/erase",
+        { namespace: "gdpr", entity: "carol", all: true },
+        400,
+        "invalid_request",
+      ],
+      [
+        "control character",
+        "POST",
+        "/v1/memory/erase",
+        { namespace: "gdpr", entity: "c\u0001" },
+        400,
+        "invalid_request",
+      ],
+      [
+        "read_write key",
+        "POST",
+        "/v1/memory/erase",
+        { namespace: "gdpr", entity: "carol" },
+        403,
+        "forbidden",
+        writeKey,
+      ],
+      [
+        "admin of another namespace",
+        "POST",
+        "/v1/memory/erase",
+        { namespace: "gdpr", entity: "carol" },
+        403,
+        "forbidden",
+        scopedAdmin,
+      ],
+      ["entity never seen", "POST", "/v1/memory/erase", { namespace: "gdpr", entity: "nobody" }, 404, "not_found"],
+      ["erasures: no namespace", "GET", "/v1/memory/erasures?entity=carol", undefined, 400, "invalid_request"],
+      ["erasures: read_write key", "GET", "/v1/memory/erasures?namespace=gdpr", undefined, 403, "forbidden", writeKey],
+      [
+        "erasures: admin elsewhere",
+        "GET",
+        "/v1/memory/erasures?namespace=gdpr",
+        undefined,
+        403,
+        "forbidden",
+        scopedAdmin,
+      ],
+    ];
+    for (const [name, method, path, body, status, code, key] of cases) {
+      const r = await s.json(method, path, body, key ? { key } : undefined);
+      expect({ name, status: r.status, code: r.body?.error?.code }).toEqual({ name, status, code });
+    }
+    expect(await dumpStorage(s.server.core.storage)).toBe(before);
+    expect((await s.json("GET", "/v1/memory?namespace=gdpr&entity=carol")).body.memories).toHaveLength(1);
+  });
+
+  test("an erasure among concurrent stores of the entity: what it erased is gone, what landed after it is whole", async () => {
+    const ns = "erase-race";
+    const put = (i: number) =>
+      s.json("POST", "/v1/memory", { namespace: ns, entity: "dave", content: `Dave note ${i}`, infer: false });
+    for (let i = 0; i < 10; i++) await put(i);
+    // Writers keep storing while the erasure runs; the order of their commits is up to the store.
+    const writers = Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; i < 10; i++) expect((await put(100 + w * 10 + i)).status).toBe(200);
+    });
+    const erased = s.json("POST", "/v1/memory/erase", { namespace: ns, entity: "dave" });
+    await Promise.all(writers);
+    expect((await erased).status).toBe(200);
+    // Every current memory kept its content; every memory that lost it is no longer current.
+    const current = (await s.json("GET", `/v1/memory?namespace=${ns}&entity=dave&limit=1000`)).body.memories;
+    expect(current.filter((m: { content: string }) => m.content === "")).toEqual([]);
+    const events = (await s.json("GET", `/v1/memory/events?namespace=${ns}&limit=1000`)).body;
+    const currentIds = new Set(current.map((m: { id: string }) => m.id));
+    const scrubbedAdds = events.filter((e: any) => e.event === "ADD" && e.reason === "erased");
+    for (const e of scrubbedAdds)
+      expect({ id: e.memoryId, current: currentIds.has(e.memoryId) }).toEqual({ id: e.memoryId, current: false });
+    // The erasure counted exactly the memories it erased: the first 10, and the writers' stores that came before it.
+    const [erasure] = (await s.json("GET", `/v1/memory/erasures?namespace=${ns}`)).body;
+    expect(erasure.memories).toBe(scrubbedAdds.length);
+    expect(erasure.memories + current.length).toBe(90);
+  });
+
+  test("no record of the store holds the marker any more", async () => {
+    expect(await dumpStorage(s.server.core.storage)).not.toContain(marker);
+    const exported = await (await s.api("GET", "/v1/export?namespace=gdpr")).text();
+    expect(exported).toContain('"entity":"alice"');
+    expect(exported).not.toContain(marker);
+  });
+
+  if (backend === "lmdb")
+    test("after memd compact, no file of the data dir holds the marker (content, tags, metadata, source)", async () => {
+      // Refused while the store is open (this test process serves it).
+      const refused = await memd(["compact", "--data-dir", tmp.dir]);
+      expect(refused.code).toBe(1);
+      expect(refused.err).toContain("stop it first");
+      await s.server.stop();
+      const done = await memd(["compact", "--data-dir", tmp.dir]);
+      expect({ code: done.code, err: done.err }).toEqual({ code: 0, err: "" });
+      expect(done.out).toMatch(/^memd: compacted .* bytes -> \d+ bytes\n$/);
+      const files = readdirSync(tmp.dir, { recursive: true }) as string[];
+      expect(files.length).toBeGreaterThan(0);
+      const needle = Buffer.from(marker);
+      for (const f of files) {
+        const path = join(tmp.dir, f);
+        if (!statSync(path).isFile()) continue;
+        expect({ file: f, found: readFileSync(path).includes(needle) }).toEqual({ file: f, found: false });
+      }
+      // The store still opens and serves after compaction.
+      s = await startTestServer({ dataDir: tmp.dir });
+      expect((await s.json("GET", "/v1/memory?namespace=gdpr&entity=bob")).body.memories).toHaveLength(1);
+      expect((await s.json("GET", "/v1/memory/erasures?namespace=gdpr")).body).toHaveLength(2);
+    });
+  else
+    test("on PostgreSQL, memd compact prints what to run; after VACUUM FULL no row holds the marker", async () => {
+      const r = await memd(["compact"]);
+      expect(r.code).toBe(0);
+      expect(r.out).toContain(
+        "VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency, memory_terms, memory_vectors;",
+      );
+      const sql = new SQL(s.databaseUrl!);
+      try {
+        await sql.unsafe(
+          "VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency, memory_terms, memory_vectors",
+        );
+        for (const table of ["memories", "events", "erasures", "idempotency", "memory_terms", "memory_vectors"]) {
+          const [row] = await sql.unsafe(`SELECT count(*) AS n FROM ${table} t WHERE t::text LIKE '%${marker}%'`);
+          expect({ table, n: Number(row.n) }).toEqual({ table, n: 0 });
+        }
+      } finally {
+        await sql.close();
+      }
+    });
+});
