@@ -168,7 +168,11 @@ export class Space {
     // The last row moves into the hole, so rows stay dense.
     const last = --this.rows;
     if (r !== last) {
-      this.u8.copyWithin(this.base + r * this.bytes, this.base + last * this.bytes, this.base + (last + 1) * this.bytes);
+      this.u8.copyWithin(
+        this.base + r * this.bytes,
+        this.base + last * this.bytes,
+        this.base + (last + 1) * this.bytes,
+      );
       const lastId = this.ids[last];
       this.ids[r] = lastId;
       this.rowEntity[r] = this.rowEntity[last];
