@@ -7,13 +7,19 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { hammingKernel } from "../../src/storage/lmdb/hamming";
 import { openLmdb } from "../../src/storage/lmdb/index";
-import { ann, Space } from "../../src/storage/lmdb/vector-cache";
+import { ann, compaction, Space } from "../../src/storage/lmdb/vector-cache";
 import type { MemoryOp } from "../../src/storage/storage";
 import { seededRandom, tempDir } from "../helpers";
 
 const saved = { ...ann };
-beforeAll(() => Object.assign(ann, { rescore: 24, cellsFrom: 300, cells: 16, probe: 1 / 4 }));
-afterAll(() => Object.assign(ann, saved));
+beforeAll(() => {
+  Object.assign(ann, { rescore: 24, cellsFrom: 300, cells: 16, probe: 1 / 4 });
+  compaction.from = 0; // compacts whenever more is left behind than used
+});
+afterAll(() => {
+  Object.assign(ann, saved);
+  compaction.from = 1 << 20;
+});
 
 const popcount = (x: number) => {
   let c = 0;
@@ -42,8 +48,8 @@ test("the Hamming kernel counts differing bits as a plain loop does, and codes b
     const d = new Int32Array(k.memory.buffer, out, rows);
     for (let r = 0; r < rows; r++) expect(d[r]).toBe(ref(r));
     const idx = out + rows * 4;
-    new Int32Array(k.memory.buffer, idx, 3).set([7, 0, rows - 1]);
-    k.gather(base, idx, 3, idx + 64);
+    new Int32Array(k.memory.buffer, idx, 3).set([base + 7 * bytes, base, base + (rows - 1) * bytes]);
+    k.gather(idx, 3, idx + 64);
     expect([...new Int32Array(k.memory.buffer, idx + 64, 3)]).toEqual([ref(7), ref(0), ref(rows - 1)]);
   }
   const k = hammingKernel(2);

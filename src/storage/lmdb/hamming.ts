@@ -4,10 +4,10 @@
 // here than i8x16.popcnt (1,000,000 codes of 4 words: 2.3 ms against 9.6 ms; codes beyond the
 // CPU's cache are bound by memory bandwidth either way, about 3 GB/s on the bench machine).
 //   scan(c, rows, out):         out[r] = popcount(c[r] xor q) as i32, for r < rows
-//   gather(c, idx, count, out): out[k] = popcount(c[idx[k]] xor q), for k < count
+//   gather(at, count, out):     out[k] = popcount(code at address at[k] xor q), for k < count
 //   encode(v, mean, dims, out): the code of the float32 vector at v: bit j (of the little-endian
 //                               i32 words at out) set when v[j] > mean[j]; dims a multiple of 32
-// The query code sits at byte 0 of the module's memory; c, idx and out are byte offsets into it.
+// The query code sits at byte 0 of the module's memory; c, at and out are byte offsets into it.
 // The bytes are built here, so there is no build step and nothing to load at run time.
 
 const leb = (n: number): number[] => {
@@ -39,7 +39,6 @@ const set = (i: number) => [0x21, ...leb(i)];
 const tee = (i: number) => [0x22, ...leb(i)];
 const i32 = (n: number) => [0x41, ...sleb(n)];
 const add = 0x6a;
-const mul = 0x6c;
 const shl = 0x74;
 const eqz = 0x45;
 const ltU = 0x49;
@@ -139,41 +138,37 @@ function moduleFor(words: number): Uint8Array {
     0x0b,
     0x0b,
   ];
-  // gather: params 0 c, 1 idx, 2 count, 3 out; locals 4 end, 5 row
+  // gather: params 0 at, 1 count, 2 out; locals 3 end, 4 row
   const gather = [
     ...vec([[2, I32]]),
     0x02,
     0x40,
-    ...get(2),
+    ...get(1),
     eqz,
     ...brIf0,
+    ...get(0),
     ...get(1),
-    ...get(2),
     ...i32(2),
     shl,
     add,
-    ...set(4), // end = idx + count * 4
+    ...set(3), // end = at + count * 4
     0x03,
     0x40,
     ...get(0),
-    ...get(1),
     ...load32,
-    ...i32(bytes),
-    mul,
-    add,
-    ...set(5), // row = c + idx[k] * bytes
-    ...get(3),
-    ...distance(words, 5),
+    ...set(4), // row = at[k]
+    ...get(2),
+    ...distance(words, 4),
     ...store32,
+    ...get(2),
+    ...i32(4),
+    add,
+    ...set(2),
+    ...get(0),
+    ...i32(4),
+    add,
+    ...tee(0),
     ...get(3),
-    ...i32(4),
-    add,
-    ...set(3),
-    ...get(1),
-    ...i32(4),
-    add,
-    ...tee(1),
-    ...get(4),
     ltU,
     ...brIf0,
     0x0b,
@@ -184,7 +179,7 @@ function moduleFor(words: number): Uint8Array {
   return new Uint8Array([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
     ...section(1, vec([params(3), params(4)])),
-    ...section(3, vec([[0], [1], [1]])),
+    ...section(3, vec([[0], [0], [1]])),
     ...section(5, vec([[0x00, 1]])),
     ...section(
       7,
@@ -209,7 +204,7 @@ function moduleFor(words: number): Uint8Array {
 export interface HammingKernel {
   memory: WebAssembly.Memory;
   scan(c: number, rows: number, out: number): void;
-  gather(c: number, idx: number, count: number, out: number): void;
+  gather(at: number, count: number, out: number): void;
   encode(v: number, mean: number, dims: number, out: number): void;
 }
 

@@ -31,6 +31,9 @@ export const ann = {
   probe: 1 / 10,
 };
 
+/** The memory is compacted once at least this many bytes (and more than are used) are left behind (tests: 0). */
+export const compaction = { from: 1 << 20 };
+
 const MAX_CELLS = 4096;
 const PAGE = 65536;
 const align = (n: number, to: number) => Math.ceil(n / to) * to;
@@ -80,23 +83,36 @@ const dot = (a: Float32Array, b: Float32Array) => {
 /** Candidates of a search with their exact similarity; `all` when every vector of the scope is among them. */
 export type Nearest = { ids: string[]; sims: Float32Array; all: boolean };
 
-/** One namespace's vectors: a code per row, plus any of other lengths. */
+/**
+ * One namespace's vectors: a code per row, plus any of other lengths. Codes live in blocks of the
+ * kernel's memory: one block of every row's code, in row order, until cells are made; then one
+ * block per cell, so the cells a search ranks are read front to back (reading codes scattered
+ * over the memory measured ~20× slower: a cache and TLB miss each). A block that fills moves to a
+ * twice larger one at the top; the memory is compacted once more of it is left behind than used.
+ */
 export class Space {
   private kernel: HammingKernel | undefined;
   private dims = 0;
   private bytes = 0; // of one code
-  private capacity = 0;
   private padded = 0; // dims rounded up to a multiple of 32
-  // Byte offsets: the query's code at 0, then a vector and the mean (float32, `padded` long),
-  // then the cell centres' codes, then row 0's code.
+  // Byte offsets: the query's code at 0 (also where a new code is made), a vector and the mean
+  // (float32, `padded` long), the cell centres' codes, then the blocks from `heap` to `top`,
+  // then scratch for a search (distances, addresses).
   private vAt = 0;
   private meanAt = 0;
   private centresAt = 0;
-  private base = 0;
+  private heap = 0;
+  private top = 0;
+  private wasted = 0;
   /** Views of the kernel's memory (remade when it grows). */
   private u8 = new Uint8Array(0);
   private f32 = new Float32Array(0);
   private i32 = new Int32Array(0);
+  /** Room in the per-row arrays. */
+  private capacity = 0;
+  /** The block of row codes (before cells): its offset and room, in rows. */
+  private rowAt = 0;
+  private rowRoom = 0;
   rows = 0;
   readonly ids: string[] = [];
   private rowEntity = new Int32Array(0);
@@ -109,12 +125,17 @@ export class Space {
   private sum = new Float64Array(0);
   private added = 0;
   private centred = 0; // how many RECENTER steps were taken
-  // Cells (none until ann.cellsFrom rows): each row's cell and place in it, each cell's rows.
+  // Cells (none until ann.cellsFrom rows): each row's cell and place in it; each cell's rows,
+  // and its block of codes (offset, room in rows).
   private cells = 0;
   private cellOf = new Int32Array(0);
   private placeOf = new Int32Array(0);
   private cellRows: Int32Array[] = [];
   private cellLen = new Int32Array(0);
+  private cellAt = new Int32Array(0);
+  private cellRoom = new Int32Array(0);
+  /** Scratch: the row of each code a namespace-wide search ranks. */
+  private probeIndex = new Int32Array(0);
 
   constructor(private readonly read: ReadVector) {}
 
@@ -128,12 +149,18 @@ export class Space {
     this.remove(id);
     if (v === undefined) return;
     if (this.rows === 0 && this.dims === 0 && v.length > 0) this.init(v.length);
-    if (v.length !== this.dims || !this.reserve(this.rows + 1)) {
+    if (v.length !== this.dims || !this.fits(this.bytes * 2)) {
       this.odd.set(id, { entity, v: Float32Array.from(v) });
       return;
     }
     const r = this.rows++;
-    this.encode(v, this.base + r * this.bytes);
+    this.reserveRows(this.rows);
+    this.encode(v, 0);
+    if (this.cells > 0) this.assign(r);
+    else {
+      if (r === this.rowRoom) this.growRowBlock();
+      this.u8.copyWithin(this.rowAt + r * this.bytes, 0, this.bytes);
+    }
     for (let j = 0; j < v.length; j++) this.sum[j] += v[j];
     this.added++;
     this.ids[r] = id;
@@ -150,7 +177,6 @@ export class Space {
       this.byEntity.set(e, rows);
     }
     rows.add(r);
-    if (this.cells > 0) this.assign(r);
     if (this.centred < RECENTER.length && this.rows >= RECENTER[this.centred]) this.recentre();
     if (this.cells === 0 && this.rows >= ann.cellsFrom) this.makeCells();
   }
@@ -165,14 +191,9 @@ export class Space {
     rows.delete(r);
     if (rows.size === 0) this.byEntity.delete(e);
     if (this.cells > 0) this.unassign(r);
-    // The last row moves into the hole, so rows stay dense.
+    // The last row moves into the hole, so rows stay dense (with cells its code stays put).
     const last = --this.rows;
     if (r !== last) {
-      this.u8.copyWithin(
-        this.base + r * this.bytes,
-        this.base + last * this.bytes,
-        this.base + (last + 1) * this.bytes,
-      );
       const lastId = this.ids[last];
       this.ids[r] = lastId;
       this.rowEntity[r] = this.rowEntity[last];
@@ -185,7 +206,12 @@ export class Space {
         this.cellOf[r] = c;
         this.placeOf[r] = this.placeOf[last];
         this.cellRows[c][this.placeOf[r]] = r;
-      }
+      } else
+        this.u8.copyWithin(
+          this.rowAt + r * this.bytes,
+          this.rowAt + last * this.bytes,
+          this.rowAt + (last + 1) * this.bytes,
+        );
     }
     this.ids.length = last;
   }
@@ -198,7 +224,8 @@ export class Space {
     this.vAt = align(this.bytes, 64);
     this.meanAt = this.vAt + this.padded * 4;
     this.centresAt = this.meanAt + this.padded * 4;
-    this.base = align(this.centresAt + MAX_CELLS * this.bytes, 64);
+    this.heap = align(this.centresAt + MAX_CELLS * this.bytes, 64);
+    this.top = this.heap;
     this.sum = new Float64Array(dims);
     this.views();
   }
@@ -208,6 +235,84 @@ export class Space {
     this.u8 = new Uint8Array(b);
     this.f32 = new Float32Array(b);
     this.i32 = new Int32Array(b);
+  }
+
+  /** Whether `more` bytes above the top (and scratch for every row) fit; grows the memory to hold them. */
+  private fits(more: number): boolean {
+    const need = this.top + more + (this.rows + 1) * 8 + MAX_CELLS * 8 + 64;
+    if (need > MAX_BYTES) return false;
+    const have = this.kernel!.memory.buffer.byteLength;
+    if (need > have) {
+      this.kernel!.memory.grow(Math.ceil((Math.max(need, Math.min(have * 1.5, MAX_BYTES)) - have) / PAGE));
+      this.views();
+    }
+    return true;
+  }
+
+  /** A new block of `rows` codes at the top. */
+  private allocate(rows: number): number {
+    const at = this.top;
+    this.fits(rows * this.bytes);
+    this.top = align(at + rows * this.bytes, 16);
+    return at;
+  }
+
+  private reserveRows(n: number) {
+    if (n <= this.capacity) return;
+    const capacity = Math.max(n, Math.min(this.capacity * 2 || 1024, this.capacity + 262144));
+    const grow = (a: Int32Array) => {
+      const b = new Int32Array(capacity);
+      b.set(a);
+      return b;
+    };
+    this.rowEntity = grow(this.rowEntity);
+    if (this.cells > 0) {
+      this.cellOf = grow(this.cellOf);
+      this.placeOf = grow(this.placeOf);
+    }
+    this.capacity = capacity;
+  }
+
+  private growRowBlock() {
+    const room = Math.max(1024, this.rowRoom * 2);
+    const at = this.allocate(room);
+    this.u8.copyWithin(at, this.rowAt, this.rowAt + this.rows * this.bytes);
+    this.wasted += this.rowRoom * this.bytes;
+    this.rowAt = at;
+    this.rowRoom = room;
+    this.compactIfWasteful();
+  }
+
+  /** Where row r's code is. */
+  private codeAt(r: number): number {
+    return this.cells > 0 ? this.cellAt[this.cellOf[r]] + this.placeOf[r] * this.bytes : this.rowAt + r * this.bytes;
+  }
+
+  /** Scratch above the top: `count` distances, then `count` addresses. */
+  private scratch(count: number) {
+    this.fits(count * 8);
+    const out = align(this.top, 64);
+    return { out, at: out + count * 4 };
+  }
+
+  /** Slides the live blocks down over what was left behind (each only moves down, in address order). */
+  private compactIfWasteful() {
+    const live = this.cells > 0 ? this.top - this.heap - this.wasted : this.rowRoom * this.bytes;
+    if (this.wasted === 0 || this.wasted < Math.max(live, compaction.from)) return;
+    const blocks: [number, number, (at: number) => void][] = [];
+    if (this.cells > 0)
+      for (let c = 0; c < this.cells; c++)
+        blocks.push([this.cellAt[c], this.cellRoom[c] * this.bytes, (at) => (this.cellAt[c] = at)]);
+    else blocks.push([this.rowAt, this.rowRoom * this.bytes, (at) => (this.rowAt = at)]);
+    blocks.sort((a, b) => a[0] - b[0]);
+    let to = this.heap;
+    for (const [from, size, moved] of blocks) {
+      if (from !== to) this.u8.copyWithin(to, from, from + size);
+      moved(to);
+      to = align(to + size, 16);
+    }
+    this.top = to;
+    this.wasted = 0;
   }
 
   /** Writes v's code at byte `at`: bit j set when v[j] is above the mean. */
@@ -222,51 +327,21 @@ export class Space {
     this.kernel!.encode(this.vAt, this.meanAt, this.padded, at);
   }
 
-  /**
-   * Room for `n` rows, and scratch for a search over all of them: a distance and a row index
-   * each, after the codes (scratch moves as the codes grow; codes stay).
-   */
-  private reserve(n: number): boolean {
-    if (n <= this.capacity) return true;
-    const capacity = Math.max(n, Math.min(this.capacity * 2 || 1024, this.capacity + 262144));
-    const bytes = this.base + capacity * this.bytes + capacity * 8 + MAX_CELLS * 4;
-    if (bytes > MAX_BYTES) return false;
-    const have = this.kernel!.memory.buffer.byteLength;
-    if (bytes > have) {
-      this.kernel!.memory.grow(Math.ceil((bytes - have) / PAGE));
-      this.views();
-    }
-    const grow = (a: Int32Array) => {
-      const b = new Int32Array(capacity);
-      b.set(a);
-      return b;
-    };
-    this.rowEntity = grow(this.rowEntity);
-    if (this.cells > 0) {
-      this.cellOf = grow(this.cellOf);
-      this.placeOf = grow(this.placeOf);
-    }
-    this.capacity = capacity;
-    return true;
-  }
-
-  private get scratch() {
-    const out = this.base + this.capacity * this.bytes;
-    return { out, idx: out + this.capacity * 4 };
-  }
-
-  /** Each row's stored vector, for a recentring: from LMDB (its code stays if it has none now). */
+  /** Each row's code again against the mean so far, from its stored vector (kept if it has none now). */
   private recentre() {
     this.centred++;
     for (let j = 0; j < this.dims; j++) this.f32[this.meanAt / 4 + j] = this.sum[j] / this.added;
     for (let r = 0; r < this.rows; r++) {
       const b = this.read(this.ids[r], this.entityNames[this.rowEntity[r]]);
-      if (b?.length === this.dims * 4) this.encodeBytes(b, this.base + r * this.bytes);
+      if (b?.length === this.dims * 4) this.encodeBytes(b, this.codeAt(r));
     }
     if (this.cells > 0) this.makeCells();
   }
 
-  /** Picks cell centres among the rows (deterministically) and puts every row in its cell. */
+  /**
+   * Picks cell centres among the rows (deterministically), puts every row in the cell whose
+   * centre's code is nearest, and lays each cell's codes out in a block of its own.
+   */
   private makeCells() {
     const k = Math.min(MAX_CELLS, ann.cells, this.rows);
     const pick = xorshift(0x9e3779b9);
@@ -274,46 +349,92 @@ export class Space {
     while (chosen.size < k) chosen.add(Math.floor(pick() * this.rows));
     let c = 0;
     for (const r of chosen) {
-      this.u8.copyWithin(this.centresAt + c * this.bytes, this.base + r * this.bytes, this.base + (r + 1) * this.bytes);
+      const from = this.codeAt(r);
+      this.u8.copyWithin(this.centresAt + c * this.bytes, from, from + this.bytes);
       c++;
     }
-    this.cells = k;
-    this.cellOf = new Int32Array(this.capacity);
-    this.placeOf = new Int32Array(this.capacity);
-    this.cellLen = new Int32Array(k);
-    this.cellRows = Array.from({ length: k }, () => new Int32Array(16));
-    for (let r = 0; r < this.rows; r++) this.assign(r);
+    // Every row's cell, then the blocks (the old ones are left behind).
+    const cellOf = new Int32Array(this.capacity);
+    const counts = new Int32Array(k);
+    for (let r = 0; r < this.rows; r++) {
+      const from = this.codeAt(r);
+      this.u8.copyWithin(0, from, from + this.bytes);
+      cellOf[r] = this.nearestCentre(k);
+      counts[cellOf[r]]++;
+    }
+    const cellAt = new Int32Array(k);
+    const cellRoom = new Int32Array(k);
+    for (let c = 0; c < k; c++) {
+      cellRoom[c] = Math.max(16, Math.ceil(counts[c] * 1.25));
+      cellAt[c] = this.allocate(cellRoom[c]);
+    }
+    const placeOf = new Int32Array(this.capacity);
+    const cellRows = Array.from({ length: k }, (_, c) => new Int32Array(cellRoom[c]));
+    const cellLen = new Int32Array(k);
+    for (let r = 0; r < this.rows; r++) {
+      const c = cellOf[r];
+      const p = cellLen[c]++;
+      cellRows[c][p] = r;
+      placeOf[r] = p;
+      const from = this.codeAt(r);
+      this.u8.copyWithin(cellAt[c] + p * this.bytes, from, from + this.bytes);
+    }
+    this.wasted += this.cells > 0 ? this.cellRoomBytes() : this.rowRoom * this.bytes;
+    Object.assign(this, { cells: k, cellOf, placeOf, cellRows, cellLen, cellAt, cellRoom, rowRoom: 0 });
+    this.compactIfWasteful();
   }
 
-  /** Puts row r in the cell whose centre's code is nearest its own. */
-  private assign(r: number) {
-    this.u8.copyWithin(0, this.base + r * this.bytes, this.base + (r + 1) * this.bytes);
-    const { out } = this.scratch;
-    this.kernel!.scan(this.centresAt, this.cells, out);
+  private cellRoomBytes() {
+    let n = 0;
+    for (let c = 0; c < this.cells; c++) n += this.cellRoom[c] * this.bytes;
+    return n;
+  }
+
+  /** The cell (of the first k) whose centre's code is nearest the code at 0. */
+  private nearestCentre(k: number): number {
+    const { out } = this.scratch(k);
+    this.kernel!.scan(this.centresAt, k, out);
     const d = this.i32;
     const o = out / 4;
     let best = 0;
-    for (let c = 1; c < this.cells; c++) if (d[o + c] < d[o + best]) best = c;
-    let list = this.cellRows[best];
-    const n = this.cellLen[best]++;
-    if (n === list.length) {
-      const grown = new Int32Array(list.length * 2);
-      grown.set(list);
-      list = grown;
-      this.cellRows[best] = list;
-    }
-    list[n] = r;
-    this.cellOf[r] = best;
-    this.placeOf[r] = n;
+    for (let c = 1; c < k; c++) if (d[o + c] < d[o + best]) best = c;
+    return best;
   }
 
+  /** Puts row r, whose code is at 0, in its cell's block. */
+  private assign(r: number) {
+    const c = this.nearestCentre(this.cells);
+    const n = this.cellLen[c];
+    if (n === this.cellRoom[c]) {
+      const room = this.cellRoom[c] * 2;
+      const at = this.allocate(room);
+      this.u8.copyWithin(at, this.cellAt[c], this.cellAt[c] + n * this.bytes);
+      this.wasted += this.cellRoom[c] * this.bytes;
+      this.cellAt[c] = at;
+      this.cellRoom[c] = room;
+      const list = new Int32Array(room);
+      list.set(this.cellRows[c]);
+      this.cellRows[c] = list;
+    }
+    this.u8.copyWithin(this.cellAt[c] + n * this.bytes, 0, this.bytes);
+    this.cellRows[c][n] = r;
+    this.cellLen[c] = n + 1;
+    this.cellOf[r] = c;
+    this.placeOf[r] = n;
+    this.compactIfWasteful();
+  }
+
+  /** Takes row r out of its cell: the cell's last code (and row) fills its place. */
   private unassign(r: number) {
     const c = this.cellOf[r];
-    const list = this.cellRows[c];
     const last = --this.cellLen[c];
-    const moved = list[last];
-    list[this.placeOf[r]] = moved;
-    this.placeOf[moved] = this.placeOf[r];
+    const p = this.placeOf[r];
+    if (p === last) return;
+    const moved = this.cellRows[c][last];
+    this.cellRows[c][p] = moved;
+    this.placeOf[moved] = p;
+    const at = this.cellAt[c];
+    this.u8.copyWithin(at + p * this.bytes, at + last * this.bytes, at + (last + 1) * this.bytes);
   }
 
   /**
@@ -378,37 +499,46 @@ export class Space {
   private candidates(scope: Set<number> | undefined, q: Float32Array, want: number): Int32Array {
     const kernel = this.kernel!;
     this.encode(q, 0);
-    const { out, idx } = this.scratch;
-    const buf = kernel.memory.buffer;
     let count: number;
-    let index: Int32Array | undefined;
+    let index: Int32Array | undefined; // the row of each distance (none: distance i is row i's)
+    let out: number;
     if (scope) {
       count = scope.size;
-      index = new Int32Array(buf, idx, count);
+      const s = this.scratch(count);
+      out = s.out;
+      index = new Int32Array(count);
       let i = 0;
-      for (const r of scope) index[i++] = r;
-      kernel.gather(this.base, idx, count, out);
+      for (const r of scope) {
+        index[i] = r;
+        this.i32[s.at / 4 + i++] = this.codeAt(r);
+      }
+      kernel.gather(s.at, count, out);
     } else if (this.cells === 0) {
       count = this.rows;
-      kernel.scan(this.base, count, out);
+      out = this.scratch(count).out;
+      kernel.scan(this.rowAt, count, out);
     } else {
-      // The nearest cells (by their centre's code) until they hold the share to rank. (Ranking
-      // them by the centres' vectors instead measured no better.)
+      // The nearest cells (by their centre's code) until they hold the share to rank, each
+      // block read front to back. (Ranking cells by the centres' vectors measured no better.)
+      const s = this.scratch(Math.max(this.rows, this.cells));
+      out = s.out;
       kernel.scan(this.centresAt, this.cells, out);
-      const dc = this.i32.subarray(out / 4, out / 4 + this.cells);
+      const dc = this.i32.slice(out / 4, out / 4 + this.cells);
       const order = Array.from({ length: this.cells }, (_, c) => c).sort((a, b) => dc[a] - dc[b]);
       const target = Math.max(want, Math.ceil(this.rows * ann.probe));
       count = 0;
-      index = new Int32Array(buf, idx, this.rows);
+      if (this.probeIndex.length < this.rows) this.probeIndex = new Int32Array(this.capacity);
+      index = this.probeIndex;
       for (const c of order) {
-        index.set(this.cellRows[c].subarray(0, this.cellLen[c]), count);
-        count += this.cellLen[c];
+        const n = this.cellLen[c];
+        if (n === 0) continue;
+        index.set(this.cellRows[c].subarray(0, n), count);
+        kernel.scan(this.cellAt[c], n, out + count * 4);
+        count += n;
         if (count >= target) break;
       }
-      index = index.subarray(0, count);
-      kernel.gather(this.base, idx, count, out);
     }
-    const d = new Int32Array(buf, out, count);
+    const d = this.i32.subarray(out / 4, out / 4 + count);
     // The `want` smallest distances, by a histogram of them (they are 0..dims).
     const hist = new Int32Array(this.dims + 2);
     for (let i = 0; i < count; i++) hist[d[i]]++;
