@@ -39,6 +39,8 @@ export interface CacheSource<S, V> {
    * namespace had no more.
    */
   load(s: S, namespace: string, after: Key[] | undefined, limit: number): Key[] | undefined;
+  /** After a first load (spare room can be dropped). */
+  loaded?(s: S): void;
   /** Whether a loaded copy is worth keeping (an empty one is not: searches of unused names would pile up). */
   keep(s: S): boolean;
   /** A touched memory's entry as LMDB now holds it. */
@@ -91,6 +93,7 @@ export class NamespaceCache<S, V> {
         after = this.source.load(s, namespace, after, loading.slice);
       }
       this.apply(touched, (ns) => (ns === namespace ? s : undefined));
+      this.source.loaded?.(s);
       if (generation === this.generation && this.source.keep(s)) this.ready.set(namespace, s);
       return s;
     } finally {
