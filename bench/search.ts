@@ -262,7 +262,7 @@ if (parts.has("throughput")) {
     const s = await tempStore({ searchIndex });
     // With the index on, the namespace has been searched, so every commit also refreshes its
     // in-memory lists, as in a server that serves searches.
-    if (searchIndex) await s.keywordSearch({ namespace: "tp" }, ["w0"], {}, 10);
+    if (searchIndex) await s.keywordSearch({ namespace: "tp" }, [{ term: "w0", weight: 1 }], {}, 10);
     let done = 0;
     const cpu0 = process.cpuUsage();
     const until = performance.now() + 5000;

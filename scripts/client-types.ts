@@ -4,9 +4,9 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Kind, OptionalKind, type TSchema } from "@sinclair/typebox";
-import { ContextRequest, ContextResponse } from "../src/context/model";
 import { AuditEvent, DiffRequest, DiffResponse, EventKind, EventsQuery, StreamQuery } from "../src/audit/model";
 import { EntitiesQuery, EntitiesResponse, NamespacesQuery, NamespacesResponse } from "../src/browse/model";
+import { ContextRequest, ContextResponse } from "../src/context/model";
 import { ModelAnswer } from "../src/extraction/model";
 import { ApiKey, CreatedKey, CreateKeyRequest, Permission } from "../src/keys/model";
 import {

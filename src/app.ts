@@ -13,6 +13,7 @@ import { auth } from "./keys/auth";
 import { keyRoutes } from "./keys/index";
 import type { KeyRecord } from "./keys/model";
 import { mcpRoutes } from "./mcp/index";
+import { isMem0Path, mem0ErrorBody, mem0Routes } from "./mem0/index";
 import { directStore, memoryRoutes, type SmartStore } from "./memory/index";
 import { healthRoutes } from "./ops/health";
 import { type EmbedStats, type ModelStats, metricsRoutes, RequestMetrics } from "./ops/metrics";
@@ -60,7 +61,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
   const direct = requestPipeline.direct([directStore(core)], (request) => self!.handle(request));
   const app = new Elysia({ normalize: false, aot: true, serve: { routes: direct } })
     .use(requestPipeline.hooks)
-    .use(errorHandler(core.logger))
+    .use(errorHandler(core.logger, [{ paths: isMem0Path, body: mem0ErrorBody }]))
     .use(jsonBody({ maxBytes: maxBodyBytes, freeForm: ["metadata", "params.arguments.metadata"] }))
     .use(authPlugin)
     .use(healthRoutes(core))
@@ -80,6 +81,8 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(searchRoutes(core, authPlugin))
     .use(contextRoutes(core, authPlugin))
     .use(auditRoutes(core, authPlugin))
+    // Before browse: mem0's GET /v1/entities/ answers memd's GET /v1/entities too (see mem0/index.ts).
+    .use(mem0Routes(core, authPlugin, options.smartStore))
     .use(browseRoutes(core, authPlugin))
     .use(streamRoutes(core, authPlugin, options.streams ?? new StreamHub()))
     .use(keyRoutes(core, authPlugin))

@@ -7,3 +7,5 @@ declare const MEMD_COMMIT: string | undefined;
 
 export const version: string = typeof MEMD_VERSION !== "undefined" ? MEMD_VERSION : pkgVersion;
 export const commit: string = typeof MEMD_COMMIT !== "undefined" ? MEMD_COMMIT : "dev";
+/** Whether this is the compiled binary (scripts/build.ts), not the source run by Bun. */
+export const compiled: boolean = typeof MEMD_VERSION !== "undefined";

@@ -113,7 +113,7 @@ async function backup(args: string[]) {
     // A copy made through one client could not be consistent with the replicas' writes the way
     // the database's own tools are (one snapshot, or base backup plus WAL): use those.
     process.stderr.write(
-      "memd: the store is PostgreSQL (MEMD_DATABASE_URL or --database-url): back it up with the database's own tools (pg_dump, or base backups with WAL archiving); see the README\n",
+      "memd: the store is PostgreSQL (MEMD_DATABASE_URL or --database-url): back it up with the database's own tools (pg_dump, or base backups with WAL archiving); see docs/postgres.md\n",
     );
     process.exit(1);
   }

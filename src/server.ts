@@ -1,8 +1,9 @@
 import { accessSync, constants, mkdirSync, statSync } from "node:fs";
+import { resolve } from "node:path";
 import { buildApp } from "./app";
 import { CommitNotifier, notifyingStorage } from "./audit/notify";
 import { StreamHub } from "./audit/stream-service";
-import { commit, version } from "./build-info";
+import { commit, compiled, version } from "./build-info";
 import type { Config } from "./config/config";
 import type { Core } from "./core";
 import { embedStats } from "./embedding/client";
@@ -26,6 +27,20 @@ export function storageName(config: Config): { dataDir: string } | { database: s
 }
 
 const rootKeySpec: NewKey = { name: "root", permission: "admin", namespaces: ["*"] };
+
+/**
+ * The command that makes a new admin key on this server's store, for the first-start message:
+ * the binary's own path (bin/memd from a source checkout), and the data dir, or the database as
+ * MEMD_DATABASE_URL (its URL may hold a password, which is not printed).
+ */
+export function rescueCommand(config: Config): string {
+  const memd = compiled ? process.execPath : "bin/memd";
+  const quoted = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`);
+  const store = config.databaseUrl
+    ? `--database-url "$MEMD_DATABASE_URL"`
+    : `--data-dir ${quoted(resolve(config.dataDir))}`;
+  return `${memd} keys create --name rescue --permission admin --namespace '*' ${store}`;
+}
 
 export interface Running {
   url: string;
@@ -152,7 +167,9 @@ export async function startServer(
       const { key, secret } = first;
       printSecret(
         `\nmemd: created a root key (${key.id}); it is shown only this once:\n\n  ${secret}\n\n` +
-          `Use it as: curl -H "Authorization: Bearer ${secret}" ${url}/v1/...\n\n`,
+          `Use it as: curl -H "Authorization: Bearer ${secret}" ${url}/v1/...\n\n` +
+          `If it is lost, make another admin key on the same store (this works while the server runs):\n\n` +
+          `  ${rescueCommand(config)}\n\n`,
       );
     }
     stopSweeper = startTtlSweeper(core);

@@ -38,7 +38,7 @@ export class MemdError extends Error {
   constructor(
     /** HTTP status; 0 when no answer arrived (network error, aborted). */
     readonly status: number,
-    /** memd's error code, e.g. `invalid_request`, `forbidden`, `not_found` (see the README's catalogue). */
+    /** memd's error code, e.g. `invalid_request`, `forbidden`, `not_found` (see the catalogue in docs/api.md). */
     readonly code: string,
     message: string,
     readonly details: ErrorDetail[] = [],

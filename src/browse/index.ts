@@ -1,12 +1,33 @@
-import { Elysia } from "elysia";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { Elysia, ValidationError } from "elysia";
 import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { queryLimit } from "../http/query";
 import { jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
+import type { KeyRecord } from "../keys/model";
 import { requireNamespace } from "../keys/service";
 import { EntitiesQuery, EntitiesResponse, NamespacesQuery, NamespacesResponse } from "./model";
 import { listEntities, listNamespaces } from "./service";
+
+/** GET /v1/entities: a page of a namespace's entities. */
+function entitiesPage(core: Core, apiKey: KeyRecord, query: EntitiesQuery) {
+  requireNamespace(apiKey, query.namespace);
+  const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
+  return listEntities(core.storage, query.namespace, limit, query.cursor);
+}
+
+const entitiesQuery = TypeCompiler.Compile(EntitiesQuery);
+
+/**
+ * GET /v1/entities for a route that shares its path: mem0's GET /v1/entities/ (src/mem0), which
+ * Elysia's router cannot tell from this one (a trailing slash matches either), answers memd's
+ * calls without the slash through this, with the query checked as this feature's route checks it.
+ */
+export function browseEntities(core: Core, apiKey: KeyRecord, query: unknown) {
+  if (!entitiesQuery.Check(query)) throw new ValidationError("query", entitiesQuery, query);
+  return entitiesPage(core, apiKey, query);
+}
 
 /** Read routes for browsing (the web page at /ui uses them): namespaces, then their entities. */
 export const browseRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
@@ -26,21 +47,13 @@ export const browseRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
         },
       },
     )
-    .get(
-      "/v1/entities",
-      ({ query, apiKey }) => {
-        requireNamespace(apiKey, query.namespace);
-        const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
-        return listEntities(core.storage, query.namespace, limit, query.cursor);
+    .get("/v1/entities", ({ query, apiKey }) => entitiesPage(core, apiKey, query), {
+      permission: "read",
+      query: EntitiesQuery,
+      detail: {
+        summary: "Entities of a namespace, with memory counts and last change",
+        description:
+          "Every entity that has events (one whose memories were all deleted shows 0), in the backend's name order, paged with limit and nextCursor.",
+        responses: jsonAnswer(EntitiesResponse),
       },
-      {
-        permission: "read",
-        query: EntitiesQuery,
-        detail: {
-          summary: "Entities of a namespace, with memory counts and last change",
-          description:
-            "Every entity that has events (one whose memories were all deleted shows 0), in the backend's name order, paged with limit and nextCursor.",
-          responses: jsonAnswer(EntitiesResponse),
-        },
-      },
-    );
+    });

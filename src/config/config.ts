@@ -24,6 +24,7 @@ export interface Config {
   mapSizeMb: number;
   databaseUrl: string | undefined;
   dbPool: number;
+  databasePooler: "none" | "session" | "transaction";
   dbConnectTimeoutMs: number;
   dbStatementTimeoutMs: number;
   logLevel: LogLevel;
@@ -42,6 +43,7 @@ export interface Config {
   metricsPublic: boolean;
   streamKeepaliveMs: number;
   shutdownGraceMs: number;
+  mem0Namespace: string | undefined;
 }
 
 interface Setting {
@@ -139,6 +141,14 @@ export const settings: Setting[] = [
     default: 10,
     parse: int(1, 1000),
     help: "PostgreSQL connections per process",
+  },
+  {
+    key: "databasePooler",
+    flag: "--database-pooler",
+    env: "MEMD_DATABASE_POOLER",
+    default: "none",
+    parse: oneOf("none", "session", "transaction"),
+    help: "what is between memd and PostgreSQL: none, session (a pooler in session mode) or transaction (PgBouncer in transaction mode: no named prepared statements)",
   },
   {
     key: "dbConnectTimeoutMs",
@@ -283,6 +293,17 @@ export const settings: Setting[] = [
     default: 15000,
     parse: int(10, 3_600_000),
     help: "a keepalive comment on idle event streams this often, in ms",
+  },
+  {
+    key: "mem0Namespace",
+    flag: "--mem0-namespace",
+    env: "MEMD_MEM0_NAMESPACE",
+    default: undefined,
+    parse: (raw) => {
+      if (raw.length > 128 || /\p{Cc}/u.test(raw)) throw new Error("expected a namespace name of 1 to 128 characters");
+      return raw;
+    },
+    help: "namespace of mem0 API calls whose key covers more than one and that send no X-Memd-Namespace header",
   },
 ];
 

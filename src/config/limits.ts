@@ -1,5 +1,5 @@
 /**
- * Every fixed limit of the API, in one place: the schemas, the checks and the README's tables
+ * Every fixed limit of the API, in one place: the schemas, the checks and the tables of docs/api.md
  * follow these. (Configurable ones, such as the largest `content`, are settings in config.ts.)
  */
 export const limits = {

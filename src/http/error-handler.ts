@@ -27,12 +27,28 @@ export function toApiError(code: string | number, error: unknown, logger: Logger
   return new ApiError("internal", "internal error");
 }
 
-/** The single onError hook: every error body is {"error": {code, message, details?}}. */
-export const errorHandler = (logger: Logger) =>
-  new Elysia({ name: "error-handler" }).error({ ApiError }).onError({ as: "global" }, ({ code, error, set }) => {
-    const e = toApiError(code, error, logger);
-    set.status = e.status;
-    if (e.headers) Object.assign(set.headers, e.headers);
-    set.headers["content-type"] = "application/json";
-    return e.toBody();
-  });
+/** An error body of another API that memd speaks on some paths (see src/mem0). */
+export interface ErrorShape {
+  paths: (path: string) => boolean;
+  body: (e: ApiError) => unknown;
+}
+
+/**
+ * The single onError hook: every error body is {"error": {code, message, details?}}, except on
+ * the paths of a `shapes` entry, whose body it is (same status, same message).
+ */
+export const errorHandler = (logger: Logger, shapes: ErrorShape[] = []) =>
+  new Elysia({ name: "error-handler" })
+    .error({ ApiError })
+    .onError({ as: "global" }, ({ code, error, set, request }) => {
+      const e = toApiError(code, error, logger);
+      set.status = e.status;
+      if (e.headers) Object.assign(set.headers, e.headers);
+      set.headers["content-type"] = "application/json";
+      if (shapes.length) {
+        const path = new URL(request.url).pathname;
+        const shape = shapes.find((s) => s.paths(path));
+        if (shape) return shape.body(e);
+      }
+      return e.toBody();
+    });

@@ -40,7 +40,7 @@ export const Timestamp = t.String({ description: "ISO 8601 UTC with milliseconds
 export const jsonAnswer = (schema: TSchema, description = "OK") => ({
   200: { description, content: { "application/json": { schema: schema as Record<string, unknown> } } },
   default: {
-    description: "An error; `code` is one of the catalogue in the README (Errors)",
+    description: "An error; `code` is one of the catalogue in docs/api.md (Errors)",
     content: { "application/json": { schema: ErrorBody as Record<string, unknown> } },
   },
 });

@@ -6,13 +6,15 @@ import type { KeyRecord, Permission } from "./model";
 import { authenticate, permits } from "./service";
 
 // The scheme is case-insensitive in HTTP (RFC 9110 11.1): "bearer" and "BEARER" work too.
-const bearer = /^Bearer +([\x21-\x7e]{1,512})$/i;
+// "Token" is the scheme the mem0 clients send (src/mem0): the same key, the same checks.
+const bearer = /^(?:Bearer|Token) +([\x21-\x7e]{1,512})$/i;
 
 /** The key that authenticated a request, if any: the request pipeline keeps it with the request. */
 const keyOf = (request: Request) => requestInfo(request)?.key as KeyRecord | undefined;
 
-/** Paths under /v1 need a key, except the OpenAPI document. */
-const needsKey = (path: string) => path.startsWith("/v1/") && path !== "/v1/openapi.json";
+/** Paths under /v1 need a key, except the OpenAPI document; so do /v2 and /v3 (mem0's API, src/mem0). */
+const needsKey = (path: string) =>
+  (path.startsWith("/v1/") && path !== "/v1/openapi.json") || path.startsWith("/v2/") || path.startsWith("/v3/");
 
 export interface AuthOptions {
   storage: Storage;

@@ -27,10 +27,46 @@ function restoreJsonBodies(doc: Doc, routes: Route[]) {
 }
 
 // Scalar's reference page, served from the binary itself: the script is the standalone build
-// of @scalar/api-reference, embedded at build time, so /docs works without internet. Default
-// fonts (from fonts.scalar.com) are off, the client's proxy is unset: nothing leaves the page.
+// of @scalar/api-reference, embedded at build time, so /docs works without internet. Off: every
+// feature that talks to the vendor's services. On a local address Scalar turns on "Ask AI" (its
+// agent, which calls their API), "Generate MCP" (which uploads this document to them) and a
+// toolbar of their dashboard (share, deploy, configure); its default fonts come from their font
+// host and it reports telemetry. The client's proxy is unset, so a test request goes straight to
+// this server. And the page's policy allows no connection but to this server (docsPolicy).
 const scriptPath = "/docs/scalar.js";
-const configuration = JSON.stringify({ withDefaultFonts: false, hideClientButton: true, telemetry: false });
+const configuration = JSON.stringify({
+  withDefaultFonts: false,
+  hideClientButton: true,
+  telemetry: false,
+  showDeveloperTools: "never",
+  mcp: { disabled: true },
+  agent: { disabled: true },
+});
+/**
+ * /docs' Content-Security-Policy: scripts, fetches, fonts and images from this server only (and
+ * data:/blob: URLs the page makes itself); Scalar sets styles inline, so those are allowed.
+ */
+export const docsPolicy = [
+  "default-src 'self'",
+  "connect-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "font-src 'self' data:",
+  "worker-src 'self' blob:",
+  "frame-src 'none'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join("; ");
+const docsHeaders = (type: string, extra: Record<string, string> = {}) => ({
+  "content-type": type,
+  "content-security-policy": docsPolicy,
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  ...extra,
+});
 const page = `<!doctype html>
 <html>
   <head>
@@ -78,14 +114,14 @@ export const openapiRoutes = () => {
   };
   return plugin
     .get(specPath, () => (doc ??= build()), { detail: { hide: true } })
-    .get("/docs", () => new Response(page, { headers: { "content-type": "text/html; charset=utf-8" } }), {
+    .get("/docs", () => new Response(page, { headers: docsHeaders("text/html; charset=utf-8") }), {
       detail: { hide: true },
     })
     .get(
       scriptPath,
       () =>
         new Response(scalarScript, {
-          headers: { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=86400" },
+          headers: docsHeaders("text/javascript; charset=utf-8", { "cache-control": "public, max-age=86400" }),
         }),
       { detail: { hide: true } },
     );

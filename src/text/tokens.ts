@@ -2,28 +2,19 @@
 // accents, so that "Café" and "cafe" are one term. Text in scripts written without spaces
 // (Chinese, Japanese, Thai…) is cut by the segmenter's dictionary; for Han, kana and Hangul runs
 // character bigrams are added as well, so a query still matches when the segmenter cuts the
-// query and the memory differently. Generic: storage and features both import it.
+// query and the memory differently. Then each word is stemmed by the Snowball stemmer of the
+// text's language (language.ts; a text of no language keeps its words as they are), and a query
+// weighs its stop words less (see queryTerms). Generic: storage and features both import it.
+import { fold } from "./fold";
+import { detectLanguage, isStopWord, languages, stem, stemText } from "./language";
+import { type QueryTerm, STOP_WORD_WEIGHT } from "./scoring";
+
+export { fold };
 
 const segmenter = new Intl.Segmenter("und", { granularity: "word" });
-const marks = /\p{M}+/gu;
 const cjk = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
 /** Terms are cut to this many UTF-16 units, so that index keys stay well under LMDB's limit. */
 export const MAX_TERM_LENGTH = 64;
-
-/** Lower case leaves these apart from their case folding (Unicode CaseFolding.txt, full). */
-const unfolded = /[ßς]/g;
-const folding: Record<string, string> = { ß: "ss", ς: "σ" };
-
-/**
- * Case- and accent-folded form of a text: NFKD, combining marks removed, lower case, and the
- * full case folding of ß (STRASSE finds Straße) and final sigma.
- */
-export const fold = (text: string): string =>
-  text
-    .normalize("NFKD")
-    .replace(marks, "")
-    .toLowerCase()
-    .replace(unfolded, (c) => folding[c]);
 
 /**
  * Plain ASCII text where no punctuation sits between two letters or digits, and no underscore:
@@ -75,26 +66,70 @@ export function segmented(text: string): string[] {
   return out;
 }
 
-/** Term frequencies of a text and its length in terms. */
+/** The index terms of a text in order: its words (tokenize), stemmed in the text's language. */
+export function indexTerms(text: string): string[] {
+  const words = tokenize(text);
+  stemText(words);
+  return words;
+}
+
+/** Index term frequencies of a text and its length in terms. */
 export function termCounts(text: string): { tf: Map<string, number>; length: number } {
-  const terms = tokenize(text);
+  const terms = indexTerms(text);
   const tf = new Map<string, number>();
   for (const t of terms) tf.set(t, (tf.get(t) ?? 0) + 1);
   return { tf, length: terms.length };
 }
 
-/** The distinct terms of a query, in first-seen order. */
-export const queryTerms = (query: string): string[] => [...new Set(tokenize(query))];
+/**
+ * Words of a text that are names or dates, folded: those written with a capital letter where a
+ * sentence does not begin ("Did Will call in May?": will, may). They never weigh less.
+ */
+function capitalized(text: string): Set<string> {
+  const out = new Set<string>();
+  let sentenceStart = true;
+  for (const s of segmenter.segment(text)) {
+    if (!s.isWordLike) {
+      if (/[.!?¿¡。！？]/u.test(s.segment)) sentenceStart = true;
+      continue;
+    }
+    if (!sentenceStart && /^\p{Lu}/u.test(s.segment)) out.add(fold(s.segment));
+    sentenceStart = false;
+  }
+  return out;
+}
 
-/** BM25 parameters: k1 = 1.2 (term-frequency saturation), b = 0.75 (length normalisation). */
-export const BM25 = { k1: 1.2, b: 0.75 } as const;
-
-/** Okapi BM25 idf, never negative: ln(1 + (N − df + 0.5) / (df + 0.5)). */
-export const idf = (docs: number, df: number): number => Math.log(1 + (docs - df + 0.5) / (df + 0.5));
-
-/** One term's BM25 contribution for a document of `length` terms where the term occurs `tf` times. */
-export const bm25 = (idfValue: number, tf: number, length: number, avgLength: number): number =>
-  (idfValue * (tf * (BM25.k1 + 1))) / (tf + BM25.k1 * (1 - BM25.b + (BM25.b * length) / (avgLength || 1)));
-
-/** The most any one document can get from a term: idf × (k1 + 1). */
-export const bm25Bound = (idfValue: number): number => idfValue * (BM25.k1 + 1);
+/**
+ * The distinct terms of a query with their weights, in first-seen order. In a query of a language
+ * (language.ts) its stop words weigh STOP_WORD_WEIGHT (scoring.ts), except names and dates
+ * (capitalized inside a sentence) and numbers; a query of stop words only ("who is she?") weighs
+ * them all 1. Each word is looked up as itself and as its stem in the query's language, or, in a
+ * query of no language (no stop word of any: "Straße", "Luna Milo"), as its stem in every
+ * language, since the memories it should find were stemmed in theirs.
+ */
+export function queryTerms(query: string): QueryTerm[] {
+  const words = [...new Set(tokenize(query))];
+  const language = detectLanguage(words);
+  const out = new Map<string, number>();
+  const add = (term: string, weight: number) => out.set(term, Math.max(out.get(term) ?? 0, weight));
+  if (language < 0) {
+    for (const w of words) {
+      add(w, 1);
+      for (let l = 0; l < languages.length; l++) add(stem(w, l), 1);
+    }
+  } else {
+    let stops = words.filter((w) => isStopWord(w, language));
+    if (stops.length === words.length) stops = [];
+    else if (stops.length) {
+      const names = capitalized(query);
+      stops = stops.filter((w) => !names.has(w));
+    }
+    const light = new Set(stops);
+    for (const w of words) {
+      const weight = light.has(w) ? STOP_WORD_WEIGHT : 1;
+      add(stem(w, language), weight);
+      add(w, weight);
+    }
+  }
+  return [...out].map(([term, weight]) => ({ term, weight }));
+}

@@ -74,6 +74,8 @@ const notFound = () =>
  */
 export const uiRoutes = () =>
   new Elysia({ name: "ui" })
+    // The server's root, where a person types its address: the page.
+    .get("/", () => new Response(null, { status: 302, headers: { location: "/ui" } }), { detail: { hide: true } })
     .get("/ui", page, { detail: { hide: true } })
     .get("/ui/", page, { detail: { hide: true } })
     .get(

@@ -8,7 +8,8 @@ import { KeywordSpace } from "../../src/storage/lmdb/keyword-cache";
 import { pruning } from "../../src/storage/lmdb/search";
 import { isCurrent, type MemoryRecord } from "../../src/storage/records";
 import type { MemoryOp, Storage } from "../../src/storage/storage";
-import { bm25, idf, queryTerms, termCounts } from "../../src/text/tokens";
+import { bm25, idf, type QueryTerm } from "../../src/text/scoring";
+import { queryTerms, termCounts } from "../../src/text/tokens";
 import { backend, freshDatabase, seededRandom, tempDir } from "../helpers";
 
 let storage: Storage;
@@ -47,7 +48,7 @@ async function indexDump(): Promise<string> {
  * content tokenized), with no pruning: the scores
  * of what the search must return, rounded (sums may be made in another order).
  */
-function bruteForce(scope: { namespace: string; entity?: string }, terms: string[], limit: number, now: number) {
+function bruteForce(scope: { namespace: string; entity?: string }, terms: QueryTerm[], limit: number, now: number) {
   const { dbs } = storage as Awaited<ReturnType<typeof openLmdb>>;
   const docs: { id: string; tf: Map<string, number>; len: number }[] = [];
   for (const key of dbs.namespaceMemories.getKeys({
@@ -61,11 +62,11 @@ function bruteForce(scope: { namespace: string; entity?: string }, terms: string
     docs.push({ id, tf, len: length });
   }
   const avg = docs.reduce((a, d) => a + d.len, 0) / docs.length;
-  const w = terms.map((t) => idf(docs.length, docs.filter((d) => d.tf.has(t)).length));
+  const w = terms.map((t) => t.weight * idf(docs.length, docs.filter((d) => d.tf.has(t.term)).length));
   return docs
     .map((d) => ({
       id: d.id,
-      score: terms.reduce((a, t, i) => a + (d.tf.has(t) ? bm25(w[i], d.tf.get(t)!, d.len, avg) : 0), 0),
+      score: terms.reduce((a, t, i) => a + (d.tf.has(t.term) ? bm25(w[i], d.tf.get(t.term)!, d.len, avg) : 0), 0),
     }))
     .filter((h) => h.score > 0 && isCurrent(dbs.memories.get(h.id) as MemoryRecord | undefined, now))
     .map((h) => h.score)

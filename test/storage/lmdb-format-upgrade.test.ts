@@ -52,7 +52,7 @@ test("a v1 data dir is migrated at start and reads and diffs as the v1 release a
     expect(await get("POST", "/v1/memory/diff", { namespace: "acme" })).toEqual(expected.diff);
     expect(await get("POST", "/v1/memory/diff", { namespace: "other" })).toEqual(expected.diffOther);
     // The v1 release listed a namespace entity by entity, as a bare array; today a namespace lists
-    // newest first across entities, a page at a time, as the README says. The same memories,
+    // newest first across entities, a page at a time, as docs/api.md says. The same memories,
     // field for field, compared in creation (id) order.
     const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
     const page = await get("GET", "/v1/memory?namespace=acme");

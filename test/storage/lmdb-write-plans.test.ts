@@ -77,7 +77,13 @@ test("applies batched into one transaction act in arrival order, and one whose p
   ]);
   expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
   expect((await storage.getMemory(id1))?.content).toBe("black coffee");
-  const hits = (q: string[]) => storage.keywordSearch({ namespace: "batch" }, q, {}, 10);
+  const hits = (q: string[]) =>
+    storage.keywordSearch(
+      { namespace: "batch" },
+      q.map((term) => ({ term, weight: 1 })),
+      {},
+      10,
+    );
   expect((await hits(["coffee"])).map((h) => h.memory.id)).toEqual([id1]);
   expect((await hits(["green"])).map((h) => h.memory.id)).toEqual([id2]);
   const events = await storage.newestEvents({ namespace: "batch" }, 10);

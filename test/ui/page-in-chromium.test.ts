@@ -1,7 +1,7 @@
 // The page at /ui in a real browser: Debian's Chromium driven by playwright-core, against a real
 // server with real data (in this process, on LMDB). If Chromium cannot start, every test fails
 // saying why; none is skipped for it. Screenshots of each main view (desktop and 375 px wide) go
-// to test-artifacts/ui/; with MEMD_UPDATE_SCREENSHOTS=1 also to docs/screenshots/ (the README's).
+// to test-artifacts/ui/; with MEMD_UPDATE_SCREENSHOTS=1 also to docs/screenshots/ (docs/ui.md's).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";

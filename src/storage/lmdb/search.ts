@@ -1,6 +1,6 @@
 // The LMDB search index: BM25 postings and their statistics, vectors and the embedding queue,
 // kept in the write transaction of the change they follow (see layout.ts for the keys).
-import { bm25, bm25Bound, idf } from "../../text/tokens";
+import { bm25, bm25Bound, idf, type QueryTerm as Term } from "../../text/scoring";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
@@ -109,12 +109,12 @@ const EMPTY: Scored[] = [];
 /** Completing a candidate costs about this many postings walked (tests set 0: always prune). */
 export const pruning = { survivorCost: 4 };
 
-/** A query term that occurs in the scope, with its list and idf. */
-type QueryTerm = { term: string; list: List; idf: number };
+/** A query term that occurs in the scope, with its list, weight and idf (times its weight). */
+type QueryTerm = { term: string; list: List; weight: number; idf: number };
 type Accept = (id: string) => MemoryRecord | null;
 
 /**
- * BM25 top-k over a scope, exact (k1, b: text/tokens.ts), on the namespace's in-memory lists
+ * BM25 top-k over a scope, exact (k1, b and the terms' weights: text/scoring.ts), on the namespace's in-memory lists
  * (keyword-cache.ts), whose document counts and lengths are those of the same state. Over a
  * namespace, term at a time over the query's lists, df being a list's live count; over an entity,
  * each of its documents is looked at once, df counted there. Every candidate is checked against
@@ -126,7 +126,7 @@ export function keywordSearch(
   dbs: Dbs,
   space: KeywordSpace,
   scope: MemoryScope,
-  terms: string[],
+  terms: readonly Term[],
   filter: SearchFilter,
   limit: number,
   now: number,
@@ -154,10 +154,12 @@ export function keywordSearch(
     return r;
   };
   // The query's terms that occur, rarest first (ties by term, so sums are made in one order).
-  const ts: QueryTerm[] = [...new Set(terms)]
-    .map((term) => ({ term, list: space.lists.get(term) }))
-    .filter((t): t is { term: string; list: List } => t.list !== undefined && t.list.live > 0)
-    .map(({ term, list }) => ({ term, list, idf: idf(docs, list.live) }))
+  const weights = new Map<string, number>();
+  for (const t of terms) weights.set(t.term, Math.max(weights.get(t.term) ?? 0, t.weight));
+  const ts: QueryTerm[] = [...weights]
+    .map(([term, weight]) => ({ term, weight, list: space.lists.get(term) }))
+    .filter((t): t is { term: string; weight: number; list: List } => t.list !== undefined && t.list.live > 0)
+    .map(({ term, weight, list }) => ({ term, weight, list, idf: weight * idf(docs, list.live) }))
     .sort((a, b) => b.idf - a.idf || (a.term < b.term ? -1 : 1));
   if (ts.length === 0) return EMPTY;
   const n = space.count;
@@ -195,7 +197,7 @@ function entityCandidates(space: KeywordSpace, docsOf: Int32Array, ts: QueryTerm
     }
     if (found) hits.push(-1);
   }
-  const w = df.map((n) => idf(docs, n));
+  const w = df.map((n, q) => ts[q].weight * idf(docs, n));
   const parts = ts.map(() => 0);
   let count = 0;
   for (let i = 0; i < hits.length; ) {

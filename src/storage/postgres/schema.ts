@@ -144,6 +144,11 @@ export const migrations: string[] = [
   UPDATE search_state SET needs_rebuild = true
     WHERE EXISTS (SELECT 1 FROM memories WHERE state = 'current' AND (content LIKE '%ß%' OR content LIKE '%ς%'));
   `,
+  // Terms are now stemmed in their text's language (issue 21, text/language.ts): every stored
+  // term is rebuilt, so old and new forms never mix. (A tokenizer change needs a step like this.)
+  `
+  UPDATE search_state SET needs_rebuild = true WHERE EXISTS (SELECT 1 FROM memories WHERE state = 'current');
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;

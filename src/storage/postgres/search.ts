@@ -1,12 +1,13 @@
 // The PostgreSQL search index: postings, stats, vectors and the embedding queue as plain rows,
 // written by apply inside its transaction; BM25 computed in one SQL statement.
-import type { SQL, TransactionSQL } from "bun";
-import { BM25, termCounts } from "../../text/tokens";
+import type { ReservedSQL, SQL, TransactionSQL } from "bun";
+import { bm25Sql, type QueryTerm } from "../../text/scoring";
+import { termCounts } from "../../text/tokens";
 import { byScoreThenNewer, normalized } from "../ops";
 import type { MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
 
-type Tx = TransactionSQL | SQL;
+type Tx = TransactionSQL | SQL | ReservedSQL;
 
 /** A memory's indexed state before and after one apply, and the last vector update it got. */
 export interface IndexTouch {
@@ -21,8 +22,27 @@ const vectorBytes = (v: Float32Array | number[]) => Buffer.from(normalized(v).bu
 
 /** Writes the net index change of one apply: postings, stats, vectors, queue. */
 export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise<void> {
+  await Promise.all(sendIndex(tx, touched));
+}
+
+const started = <T>(q: Promise<T> & { execute(): unknown }) => q.execute() as Promise<T>;
+
+/**
+ * Sends the statements of the net index change of one apply (postings, stats, vectors, queue) on
+ * `tx`, in order and without waiting between them; their answers. One statement per table (in
+ * slices of 5,000 rows), each with its columns as arrays, so that its text is the same for any
+ * number of rows; a memory that did not exist before the apply has nothing to delete.
+ */
+export function sendIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise<unknown>[] {
   const removeIds: string[] = [];
-  const postings: Record<string, unknown>[] = [];
+  const postings: {
+    namespace: string;
+    entity: string;
+    term: string;
+    memory_id: string;
+    tf: number;
+    doc_len: number;
+  }[] = [];
   const stats = new Map<string, { namespace: string; entity: string; docs: number; total_len: number }>();
   const bump = (namespace: string, entity: string, docs: number, len: number) => {
     const k = JSON.stringify([namespace, entity]);
@@ -33,7 +53,7 @@ export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise
   };
   const dropVectors: string[] = [];
   const pending: string[] = [];
-  const vectors: Record<string, unknown>[] = [];
+  const vectors: { memory_id: string; namespace: string; entity: string; vector: Buffer }[] = [];
   for (const { before, after, vector, vectorOnly } of touched) {
     const was = before?.state === "current";
     const is = after.state === "current";
@@ -59,8 +79,9 @@ export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise
       bump(after.namespace, "", 1, length);
       bump(after.namespace, after.entity, 1, length);
     }
-    // A new memory without a vector has none to drop (and a rebuild keeps the stored ones).
-    if (!is || (was && vector === undefined) || vector === "pending") dropVectors.push(after.id);
+    // A new memory has no vector or queue entry to drop (and a rebuild keeps the stored ones).
+    if (before !== undefined && (!is || (was && vector === undefined) || vector !== undefined))
+      dropVectors.push(after.id);
     if (is && vector === "pending") pending.push(after.id);
     if (is && vector !== undefined && vector !== "pending")
       vectors.push({
@@ -70,25 +91,56 @@ export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise
         vector: vectorBytes(vector),
       });
   }
-  // Ids as one array parameter and rows in slices: an erasure can touch 100,000 memories, past
-  // PostgreSQL's 65,535 parameters of a statement.
+  const out: Promise<unknown>[] = [];
+  const text = (xs: string[]) => tx.array(xs, "text");
+  // Ids as one array parameter and rows in slices: an erasure can touch 100,000 memories.
   if (removeIds.length)
-    await tx`DELETE FROM memory_terms WHERE memory_id = ANY(${tx.array(removeIds, "text")}::uuid[])`;
-  for (let i = 0; i < postings.length; i += 5000) await tx`INSERT INTO memory_terms ${tx(postings.slice(i, i + 5000))}`;
-  const rows = [...stats.values()].filter((s) => s.docs !== 0 || s.total_len !== 0);
-  if (rows.length)
-    await tx`
-      INSERT INTO search_stats AS s ${tx(rows.sort((a, b) => (a.namespace + a.entity < b.namespace + b.entity ? -1 : 1)))}
-      ON CONFLICT (namespace, entity) DO UPDATE
-        SET docs = s.docs + EXCLUDED.docs, total_len = s.total_len + EXCLUDED.total_len`;
-  const ids = [...new Set([...dropVectors, ...vectors.map((v) => v.memory_id as string)])];
-  if (ids.length) {
-    await tx`DELETE FROM memory_vectors WHERE memory_id = ANY(${tx.array(ids, "text")}::uuid[])`;
-    await tx`DELETE FROM embed_pending WHERE memory_id = ANY(${tx.array(ids, "text")}::uuid[])`;
+    out.push(started(tx`DELETE FROM memory_terms WHERE memory_id = ANY(${text(removeIds)}::uuid[])`));
+  for (let i = 0; i < postings.length; i += 5000) {
+    const p = postings.slice(i, i + 5000);
+    out.push(
+      started(tx`INSERT INTO memory_terms (namespace, entity, term, memory_id, tf, doc_len)
+        SELECT * FROM unnest(${text(p.map((x) => x.namespace))}::text[], ${text(p.map((x) => x.entity))}::text[],
+          ${text(p.map((x) => x.term))}::text[], ${text(p.map((x) => x.memory_id))}::uuid[],
+          ${tx.array(
+            p.map((x) => x.tf),
+            "int4",
+          )}::int[], ${tx.array(
+            p.map((x) => x.doc_len),
+            "int4",
+          )}::int[])`),
+    );
   }
-  for (let i = 0; i < vectors.length; i += 5000) await tx`INSERT INTO memory_vectors ${tx(vectors.slice(i, i + 5000))}`;
+  const rows = [...stats.values()]
+    .filter((s) => s.docs !== 0 || s.total_len !== 0)
+    .sort((a, b) => (a.namespace + a.entity < b.namespace + b.entity ? -1 : 1));
+  if (rows.length)
+    out.push(
+      started(tx`
+        INSERT INTO search_stats AS s (namespace, entity, docs, total_len)
+        SELECT * FROM unnest(${text(rows.map((r) => r.namespace))}::text[], ${text(rows.map((r) => r.entity))}::text[],
+          ${tx.array(
+            rows.map((r) => r.docs),
+            "int8",
+          )}::bigint[], ${tx.array(
+            rows.map((r) => r.total_len),
+            "int8",
+          )}::bigint[])
+        ON CONFLICT (namespace, entity) DO UPDATE
+          SET docs = s.docs + EXCLUDED.docs, total_len = s.total_len + EXCLUDED.total_len`),
+    );
+  const ids = [...new Set(dropVectors)];
+  if (ids.length) {
+    out.push(started(tx`DELETE FROM memory_vectors WHERE memory_id = ANY(${text(ids)}::uuid[])`));
+    out.push(started(tx`DELETE FROM embed_pending WHERE memory_id = ANY(${text(ids)}::uuid[])`));
+  }
+  for (let i = 0; i < vectors.length; i += 5000)
+    out.push(started(tx`INSERT INTO memory_vectors ${tx(vectors.slice(i, i + 5000))}`));
   for (let i = 0; i < pending.length; i += 5000)
-    await tx`INSERT INTO embed_pending ${tx(pending.slice(i, i + 5000).map((memory_id) => ({ memory_id })))}`;
+    out.push(
+      started(tx`INSERT INTO embed_pending (memory_id) SELECT unnest(${text(pending.slice(i, i + 5000))}::uuid[])`),
+    );
+  return out;
 }
 
 /** Filter conditions on memories `m`, as SQL text with $n parameters appended to `params`. */
@@ -113,7 +165,7 @@ function filterSql(filter: SearchFilter, now: number, params: unknown[]): string
 }
 
 /**
- * BM25 (k1 1.2, b 0.75) over the scope's postings, in one statement; best first, ties newer first.
+ * BM25 (text/scoring.ts: k1, b, the terms' weights) over the scope's postings, in one statement; best first, ties newer first.
  * The postings of the query's terms are read once (df by a window over them), and only the best
  * `pool` scores (with every tie at the cut) are joined to their memories and filtered; when fewer
  * than `limit` of those pass the filter, the statement runs again over all of them.
@@ -121,26 +173,34 @@ function filterSql(filter: SearchFilter, now: number, params: unknown[]): string
 export async function keywordSearch(
   sql: SQL,
   scope: MemoryScope,
-  terms: string[],
+  terms: readonly QueryTerm[],
   filter: SearchFilter,
   limit: number,
   now: number,
   memoryOf: (r: Record<string, unknown>) => MemoryRecord,
 ): Promise<Scored[]> {
   if (terms.length === 0) return [];
+  const weights = new Map<string, number>();
+  for (const t of terms) weights.set(t.term, Math.max(weights.get(t.term) ?? 0, t.weight));
   const run = async (pool: number | null) => {
-    const params: unknown[] = [scope.namespace, scope.entity ?? "", `{${terms.map(pgArrayItem).join(",")}}`, pool];
+    const params: unknown[] = [
+      scope.namespace,
+      scope.entity ?? "",
+      `{${[...weights.keys()].map(pgArrayItem).join(",")}}`,
+      pool,
+      `{${[...weights.values()].join(",")}}`,
+    ];
     const byEntity = scope.entity !== undefined ? "AND t.entity = $2" : "";
     const where = filterSql(filter, now, params);
     params.push(limit);
-    const { k1, b } = BM25;
     return sql.unsafe(
       `WITH st AS (SELECT docs::float8 AS docs, total_len::float8 / docs AS avg FROM search_stats
                    WHERE namespace = $1 AND entity = $2 AND docs > 0),
-            p AS (SELECT t.memory_id, t.tf, t.doc_len, count(*) OVER (PARTITION BY t.term)::float8 AS df
-                  FROM memory_terms t WHERE t.namespace = $1 ${byEntity} AND t.term = ANY($3::text[])),
-            sc AS (SELECT p.memory_id, sum(ln(1 + (st.docs - p.df + 0.5) / (p.df + 0.5))
-                            * (p.tf * ${k1 + 1}) / (p.tf + ${k1} * (1 - ${b} + ${b} * p.doc_len / st.avg))) AS score
+            q AS (SELECT * FROM unnest($3::text[], $5::float8[]) AS q(term, weight)),
+            p AS (SELECT t.memory_id, t.tf, t.doc_len, q.weight, count(*) OVER (PARTITION BY t.term)::float8 AS df
+                  FROM memory_terms t JOIN q ON q.term = t.term
+                  WHERE t.namespace = $1 ${byEntity} AND t.term = ANY($3::text[])),
+            sc AS (SELECT p.memory_id, ${bm25Sql("p", "st")} AS score
                    FROM p CROSS JOIN st GROUP BY p.memory_id),
             top AS (SELECT * FROM sc WHERE $4::int IS NULL OR sc.score >= COALESCE(
                       (SELECT score FROM sc ORDER BY score DESC OFFSET $4::int - 1 LIMIT 1), '-Infinity'::float8))

@@ -1,0 +1,320 @@
+// LoCoMo retrieval benchmark (Maharana et al., ACL 2024; snap-research/LoCoMo, CC BY-NC 4.0: used
+// for measuring, not copied into the project). Each conversation is one entity. Two sets:
+// - turns: each dialog turn one raw memory, "Speaker: text" plus " [shares <image caption>]"
+//   where the turn has one, its dialog id in metadata;
+// - observations: each of the data set's observations one raw memory, its dialog id as evidence.
+// Each question is the query of an entity-scoped POST /v1/memory/search (limit 10) in the modes
+// keyword, semantic and hybrid, with each reference embedder behind the real OpenAI embeddings
+// wire protocol: USE-lite (bench/use-embedder.ts) and the test suite's fake embedder
+// (test/fake-embedder.ts: hashed bag of words with character trigrams, 256 dimensions).
+// Figures per category and overall: hit@1/5/10 (any evidence turn in the top k), recall@5/10
+// (share of the evidence found), all@10 (all of it in the top 10), MRR (first evidence within
+// 10); search latency p50/p99 as the client sees it over HTTP on 127.0.0.1.
+//   bun run bench/locomo.ts [--data PATH] [--embedders use,fake,none] [--sets turns,observations]
+//                           [--json FILE] [--cache FILE]
+// Default data: ../shared/datasets/locomo-dev.json (the dev half; see its README: tune on it only).
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { startFakeEmbedder } from "../test/fake-embedder";
+import { startTestServer, type TestServer } from "../test/helpers";
+import { startUseEmbedder } from "./use-embedder";
+
+type Turn = { speaker: string; dia_id: string; text: string; blip_caption?: string };
+type Qa = { question: string; evidence: string[]; category: number };
+type Sample = {
+  sample_id: string;
+  conversation: Record<string, unknown>;
+  observation: Record<string, Record<string, [string, string][]>>;
+  qa: Qa[];
+};
+type Doc = { entity: string; content: string; dia: string };
+export type Mode = "keyword" | "semantic" | "hybrid";
+export const categoryNames: Record<number, string> = {
+  1: "multi-hop",
+  2: "temporal",
+  3: "open-domain",
+  4: "single-hop",
+  5: "adversarial",
+};
+
+export const defaultData = resolve(import.meta.dir, "../../shared/datasets/locomo-dev.json");
+
+/** Dialog ids of an evidence list: "D8:6; D9:17" is two, "D:11:26" is D11:26, a bare "D" none. */
+export function evidenceIds(evidence: string[]): string[] {
+  const out = new Set<string>();
+  for (const e of evidence)
+    for (const part of e.split(/[;,\s]+/)) {
+      const m = /^D:?(\d+):(\d+)$/.exec(part);
+      if (m) out.add(`D${m[1]}:${m[2]}`);
+    }
+  return [...out];
+}
+
+export function loadLocomo(path: string) {
+  const samples = JSON.parse(readFileSync(path, "utf8")) as Sample[];
+  const turns: Doc[] = [];
+  const observations: Doc[] = [];
+  for (const s of samples) {
+    for (const [k, v] of Object.entries(s.conversation))
+      if (/^session_\d+$/.test(k) && Array.isArray(v))
+        for (const t of v as Turn[])
+          turns.push({
+            entity: s.sample_id,
+            dia: t.dia_id,
+            content: `${t.speaker}: ${t.text}${t.blip_caption ? ` [shares ${t.blip_caption}]` : ""}`,
+          });
+    for (const session of Object.values(s.observation))
+      for (const list of Object.values(session))
+        for (const [text, dia] of list)
+          for (const d of evidenceIds([String(dia)])) observations.push({ entity: s.sample_id, dia: d, content: text });
+  }
+  const questions = samples.flatMap((s) =>
+    s.qa.map((q) => ({
+      entity: s.sample_id,
+      query: q.question,
+      category: q.category,
+      evidence: evidenceIds(q.evidence),
+    })),
+  );
+  return { turns, observations, questions, conversations: samples.length };
+}
+
+export interface Figures {
+  n: number;
+  hit1: number;
+  hit5: number;
+  hit10: number;
+  recall5: number;
+  recall10: number;
+  all10: number;
+  mrr: number;
+}
+
+/** Figures of ranked dialog-id lists against each question's evidence. */
+export function score(ranked: string[][], evidence: string[][]): Figures {
+  const f = { n: ranked.length, hit1: 0, hit5: 0, hit10: 0, recall5: 0, recall10: 0, all10: 0, mrr: 0 };
+  ranked.forEach((r, i) => {
+    const e = new Set(evidence[i]);
+    const found = (k: number) => new Set(r.slice(0, k).filter((d) => e.has(d))).size;
+    const first = r.findIndex((d) => e.has(d));
+    if (first === 0) f.hit1++;
+    if (first >= 0 && first < 5) f.hit5++;
+    if (first >= 0 && first < 10) {
+      f.hit10++;
+      f.mrr += 1 / (first + 1);
+    }
+    if (e.size) {
+      f.recall5 += found(5) / e.size;
+      f.recall10 += found(10) / e.size;
+      if (found(10) === e.size) f.all10++;
+    }
+  });
+  const n = f.n || 1;
+  return {
+    n: f.n,
+    hit1: f.hit1 / n,
+    hit5: f.hit5 / n,
+    hit10: f.hit10 / n,
+    recall5: f.recall5 / n,
+    recall10: f.recall10 / n,
+    all10: f.all10 / n,
+    mrr: f.mrr / n,
+  };
+}
+
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? 0;
+};
+
+export interface Run {
+  set: string;
+  embedder: string;
+  mode: Mode;
+  overall: Figures;
+  byCategory: Record<string, Figures>;
+  p50: number;
+  p99: number;
+}
+
+async function load(t: TestServer, namespace: string, docs: Doc[]) {
+  let next = 0;
+  const worker = async () => {
+    while (next < docs.length) {
+      const d = docs[next++];
+      const r = await t.json("POST", "/v1/memory", {
+        namespace,
+        entity: d.entity,
+        content: d.content,
+        infer: false,
+        metadata: { dia_id: d.dia },
+      });
+      if (r.status !== 200) throw new Error(`store answered ${r.status}: ${JSON.stringify(r.body)}`);
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, worker));
+}
+
+async function ask(
+  t: TestServer,
+  namespace: string,
+  mode: Mode,
+  questions: ReturnType<typeof loadLocomo>["questions"],
+): Promise<{ ranked: string[][]; ms: number[] }> {
+  const ranked: string[][] = [];
+  const ms: number[] = [];
+  for (const q of questions) {
+    const t0 = performance.now();
+    const r = await t.json("POST", "/v1/memory/search", {
+      namespace,
+      entity: q.entity,
+      query: q.query,
+      limit: 10,
+      mode,
+    });
+    ms.push(performance.now() - t0);
+    if (r.status !== 200) throw new Error(`search answered ${r.status}: ${JSON.stringify(r.body)}`);
+    if (r.body.mode !== mode) throw new Error(`search answered in mode ${r.body.mode}, not ${mode}`);
+    ranked.push(r.body.results.map((m: { metadata: { dia_id: string } }) => m.metadata.dia_id));
+  }
+  return { ranked, ms };
+}
+
+export async function locomoBench(o: {
+  data: string;
+  embedders: string[];
+  sets: string[];
+  modes?: Mode[];
+  cacheFile?: string;
+  log?: (s: string) => void;
+}): Promise<Run[]> {
+  const log = o.log ?? ((s: string) => console.log(s));
+  const data = loadLocomo(o.data);
+  log(
+    `LoCoMo: ${data.conversations} conversations, ${data.turns.length} turns, ${data.observations.length} observations, ${data.questions.length} questions`,
+  );
+  const runs: Run[] = [];
+  const modes = o.modes ?? ["keyword", "semantic", "hybrid"];
+  for (const embedder of o.embedders) {
+    let env: Record<string, string> = {};
+    let stopEmbedder = async () => {};
+    if (embedder === "use") {
+      const e = await startUseEmbedder({ cacheFile: o.cacheFile });
+      env = { MEMD_EMBED_BASE_URL: e.url, MEMD_EMBED_MODEL: "use-lite", MEMD_EMBED_TIMEOUT_MS: "120000" };
+      stopEmbedder = async () => {
+        log(`USE-lite embedded ${e.computed} texts not in its cache`);
+        await e.stop();
+      };
+    } else if (embedder === "fake") {
+      const e = startFakeEmbedder({ dimensions: 256, trigrams: true });
+      env = { MEMD_EMBED_BASE_URL: e.url, MEMD_EMBED_MODEL: "fake", MEMD_EMBED_TIMEOUT_MS: "120000" };
+      stopEmbedder = () => e.stop();
+    }
+    const t = await startTestServer({ env: { ...env, MEMD_LOG_LEVEL: "warn" } });
+    try {
+      for (const set of o.sets) {
+        const docs = set === "turns" ? data.turns : data.observations;
+        const namespace = `locomo-${set}`;
+        const t0 = performance.now();
+        await load(t, namespace, docs);
+        log(`${embedder}: stored ${docs.length} ${set} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+        for (const mode of modes) {
+          if (embedder === "none" && mode !== "keyword") continue;
+          // Keyword search does not depend on the embedder: measured with the first one only.
+          if (mode === "keyword" && embedder !== o.embedders[0]) continue;
+          const { ranked, ms } = await ask(t, namespace, mode, data.questions);
+          const evidence = data.questions.map((q) => q.evidence);
+          const byCategory: Record<string, Figures> = {};
+          for (const c of Object.keys(categoryNames).map(Number)) {
+            const idx = data.questions.flatMap((q, i) => (q.category === c ? [i] : []));
+            byCategory[c] = score(
+              idx.map((i) => ranked[i]),
+              idx.map((i) => evidence[i]),
+            );
+          }
+          const run: Run = {
+            set,
+            embedder: mode === "keyword" ? "-" : embedder,
+            mode,
+            overall: score(ranked, evidence),
+            byCategory,
+            p50: quantile(ms, 0.5),
+            p99: quantile(ms, 0.99),
+          };
+          runs.push(run);
+          log(
+            `${set} ${mode} ${run.embedder}: hit@5 ${run.overall.hit5.toFixed(3)} hit@10 ${run.overall.hit10.toFixed(3)} MRR ${run.overall.mrr.toFixed(3)} p50 ${run.p50.toFixed(2)} ms`,
+          );
+        }
+      }
+    } finally {
+      await t.stop();
+      await stopEmbedder();
+    }
+  }
+  return runs;
+}
+
+const f3 = (x: number) => x.toFixed(3);
+
+/** Markdown tables of the runs: overall, then per category. */
+export function locomoTables(runs: Run[]): string[] {
+  const out: string[] = [];
+  for (const set of [...new Set(runs.map((r) => r.set))]) {
+    const rs = runs.filter((r) => r.set === set);
+    out.push(
+      `#### ${set}: overall (${rs[0].overall.n} questions)`,
+      "",
+      "| mode | embedder | hit@1 | hit@5 | hit@10 | recall@5 | recall@10 | all@10 | MRR | search p50 | p99 |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+      ...rs.map(
+        (r) =>
+          `| ${r.mode} | ${r.embedder} | ${f3(r.overall.hit1)} | ${f3(r.overall.hit5)} | ${f3(r.overall.hit10)} | ${f3(r.overall.recall5)} | ${f3(r.overall.recall10)} | ${f3(r.overall.all10)} | ${f3(r.overall.mrr)} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms |`,
+      ),
+      "",
+      `#### ${set}: per category`,
+      "",
+      "| mode | embedder | category | questions | hit@1 | hit@5 | hit@10 | recall@5 | recall@10 | all@10 | MRR |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+      ...rs.flatMap((r) =>
+        Object.entries(r.byCategory).map(
+          ([c, f]) =>
+            `| ${r.mode} | ${r.embedder} | ${c} ${categoryNames[Number(c)]} | ${f.n} | ${f3(f.hit1)} | ${f3(f.hit5)} | ${f3(f.hit10)} | ${f3(f.recall5)} | ${f3(f.recall10)} | ${f3(f.all10)} | ${f3(f.mrr)} |`,
+        ),
+      ),
+      "",
+    );
+  }
+  return out;
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    options: {
+      data: { type: "string" },
+      embedders: { type: "string" },
+      sets: { type: "string" },
+      modes: { type: "string" },
+      json: { type: "string" },
+      cache: { type: "string" },
+    },
+  });
+  const data = values.data ?? defaultData;
+  if (!existsSync(data)) {
+    console.error(`no LoCoMo data at ${data}: pass --data PATH (data/locomo10.json of snap-research/LoCoMo)`);
+    process.exit(2);
+  }
+  const runs = await locomoBench({
+    data,
+    embedders: (values.embedders ?? "use,fake").split(","),
+    sets: (values.sets ?? "turns,observations").split(","),
+    modes: values.modes?.split(",") as Mode[] | undefined,
+    cacheFile: values.cache,
+  });
+  console.log(locomoTables(runs).join("\n"));
+  if (values.json) {
+    mkdirSync(dirname(values.json), { recursive: true });
+    writeFileSync(values.json, JSON.stringify(runs, null, 1));
+  }
+}
