@@ -6,7 +6,8 @@
 // namespace's newest event when it was taken, and the load re-reads every memory named by the
 // namespace's events from `AT_SLACK_MS` before that on (a re-read is idempotent: it indexes what
 // is current), so a snapshot older than the store (a kill -9 after it) misses nothing.
-// Changes that write no events of their own time are refused by epoch: the snapshot records the
+// A snapshot of another build is not used (terms depend on the tokenizer). Changes that write no
+// events of their own time are refused by epoch: the snapshot records the
 // data dir's format, meta "clockEpoch" (bumped by `memd import`, whose events keep their old
 // times) and "searchEpoch" (bumped by a rebuild of the search index); a snapshot whose epochs
 // differ is ignored. A torn or damaged file fails its hash and is ignored too.
@@ -14,7 +15,8 @@
 // `memd compact` deletes every snapshot (compact.ts), so no file keeps an erased memory's words.
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { KeywordSpace, type SpaceParts } from "./keyword-cache";
+import { commit, version } from "../../build-info";
+import { KeywordSpace, packTerms, type SpaceParts } from "./keyword-cache";
 
 /** How far before a snapshot's newest event its load re-reads (commits land before their refresh runs). */
 export const AT_SLACK_MS = 5 * 60_000;
@@ -25,11 +27,28 @@ export const snapshotDir = (dataDir: string) => join(dataDir, "search");
 const fileOf = (dataDir: string, namespace: string) =>
   join(snapshotDir(dataDir), `keywords-${Bun.hash(namespace).toString(16)}.bin`);
 
+/**
+ * Which build wrote it: the terms of a text depend on the tokenizer, stemmers and stop words of
+ * the release (a snapshot of another build is not used), and from source on a sample's terms.
+ */
+let buildStamp: string | undefined;
+const build = () =>
+  (buildStamp ??= `${version}+${commit}:${Bun.hash(
+    JSON.stringify(
+      packTerms(
+        "The runners were running to the cafés of Straße Lisbon, 北京烤鸭 and ümlauts; les enfants mangeaient des pommes 2024",
+        0,
+        "",
+      ),
+    ),
+  ).toString(16)}`);
+
 /** Which state of the store a snapshot belongs to. */
 export type SnapshotStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number };
 
 type Header = {
   magic: string;
+  build: string;
   namespace: string;
   stamp: SnapshotStamp;
   count: number;
@@ -69,6 +88,7 @@ export function writeSnapshot(dataDir: string, namespace: string, stamp: Snapsho
   }
   const header: Header = {
     magic: MAGIC,
+    build: build(),
     namespace,
     stamp,
     count: p.count,
@@ -119,6 +139,7 @@ export function readSnapshot(
     const s = header.stamp;
     if (
       header.magic !== MAGIC ||
+      header.build !== build() ||
       header.namespace !== namespace ||
       s.format !== stamp.format ||
       s.clockEpoch !== stamp.clockEpoch ||
