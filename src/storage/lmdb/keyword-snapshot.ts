@@ -19,7 +19,7 @@ import { commit, version } from "../../build-info";
 import { KeywordSpace, packTerms, type SpaceParts } from "./keyword-cache";
 
 /** How far before a snapshot's newest event its load re-reads (commits land before their refresh runs). */
-export const AT_SLACK_MS = 5 * 60_000;
+export const AT_SLACK_MS = 60_000;
 const MAGIC = "memd-keywords-1";
 
 /** The snapshots' directory in a data dir. */
