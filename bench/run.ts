@@ -10,6 +10,7 @@ import { startFakeModel } from "../test/fake-model";
 import { lifecycleBench } from "./lifecycle";
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
+import { timeBench } from "./time";
 import { type WrkResult, wrk } from "./wrk";
 
 const root = join(import.meta.dir, "..");
@@ -419,6 +420,8 @@ for (const script of ["scale.ts", "vectors.ts"]) {
   });
   lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/${script} failed: exit ${p.exitCode})\n`);
 }
+// As-of reads (issue 23): bench/time.ts, also runnable alone.
+lines.push(await timeBench(log));
 // What bounds the figures (notes.md), and the search figures of bench/search.ts, which runs apart
 // (search-results.md: it takes minutes and 2.3 GiB of its own).
 for (const name of ["notes.md", "search-results.md"]) {
