@@ -157,6 +157,23 @@ describe("the OpenAI-format dispatcher, in a loop of plain fetch calls", () => {
     expect(toolDefinitions.every((t) => t.type === "function" && t.function.parameters.type === "object")).toBe(true);
   });
 
+  test("forget without a memory's id is the model's mistake, never another route's answer", async () => {
+    const tools = memoryTools(client, { namespace: "agents", entity: "fay", infer: false });
+    await tools.run({ name: "remember", arguments: { content: "Owns a kayak" } });
+    const forget = async (args: Record<string, unknown>) =>
+      JSON.parse(await tools.run({ name: "forget", arguments: args })).error;
+    for (const args of [{}, { memoryId: "" }, { memoryId: "  " }, { memoryId: 42 }])
+      expect(await forget(args)).toEqual({
+        code: "invalid_arguments",
+        message: "memoryId: the id of a memory, from recall, is required",
+      });
+    for (const memoryId of ["..", ".", "not-an-id", "../keys"])
+      expect(await forget({ memoryId })).toEqual({ code: "not_found", message: "no memory with that id" });
+    expect((await client.list({ namespace: "agents", entity: "fay" })).memories.map((m) => m.content)).toEqual([
+      "Owns a kayak",
+    ]);
+  });
+
   test("docs/agents.md's tools section shows client/examples/agent-tools.test.ts as it is, and marks its other ts blocks no-run", () => {
     const repo = join(import.meta.dir, "../..");
     const whole = readFileSync(join(repo, "docs/agents.md"), "utf8");
