@@ -423,7 +423,7 @@ const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
 function insertMemories(q: Conn, ms: MemoryRecord[]) {
   return q`
     INSERT INTO memories (id, namespace, entity, content, category, importance, tags, metadata, source,
-      created_at, updated_at, expires_at, state)
+      created_at, updated_at, expires_at, state, observed_at)
     SELECT * FROM unnest(${text(
       q,
       ms.map((m) => m.id),
@@ -468,18 +468,22 @@ function insertMemories(q: Conn, ms: MemoryRecord[]) {
       ${text(
         q,
         ms.map((m) => m.state),
-      )}::text[])
+      )}::text[], ${int8(
+        q,
+        ms.map((m) => m.observedAt ?? null),
+      )}::bigint[])
     ON CONFLICT (id) DO UPDATE SET
       content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
       tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
-      updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state`;
+      updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state,
+      observed_at = EXCLUDED.observed_at`;
 }
 
 /** Event rows, with the seqs taken for them, as one statement. */
 function insertEvents(q: Conn, es: EventRecord[]) {
   return q`
     INSERT INTO events (seq, namespace, entity, memory_id, event, old_content, new_content, merged_from_id,
-      reason, category, at_ms, actor_key_id)
+      reason, category, at_ms, actor_key_id, importance, tags, metadata, expires_at, observed_at, old_observed_at)
     SELECT * FROM unnest(${int8(
       q,
       es.map((e) => e.seq),
@@ -521,7 +525,27 @@ function insertEvents(q: Conn, es: EventRecord[]) {
       ${text(
         q,
         es.map((e) => e.actorKeyId),
-      )}::text[])`;
+      )}::text[],
+      ${q.array(
+        es.map((e) => e.importance ?? null),
+        "float8",
+      )}::float8[], ${text(
+        q,
+        es.map((e) => json(e.tags)),
+      )}::json[], ${text(
+        q,
+        es.map((e) => json(e.metadata)),
+      )}::json[],
+      ${int8(
+        q,
+        es.map((e) => e.expiresAt ?? null),
+      )}::bigint[], ${int8(
+        q,
+        es.map((e) => e.observedAt ?? null),
+      )}::bigint[], ${int8(
+        q,
+        es.map((e) => e.oldObservedAt ?? null),
+      )}::bigint[])`;
 }
 
 /** Most calls one shared transaction takes. */
