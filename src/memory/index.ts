@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { embedHeaders, newCost } from "../embedding/client";
+import type { ObserveChanges } from "../extraction/reconcile";
 import type { DirectRoute } from "../http/direct";
 import { ApiError } from "../http/errors";
 import { type IdempotencySlot, idempotent } from "../http/idempotency";
@@ -52,6 +53,7 @@ export type SmartStore = (
   actorKeyId: string,
   set: { headers: Record<string, unknown> },
   idempotency?: IdempotencySlot,
+  observe?: ObserveChanges,
 ) => Promise<StoreResponse>;
 
 const unavailable: SmartStore = async () => {
