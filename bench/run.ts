@@ -10,6 +10,7 @@ import { startFakeModel } from "../test/fake-model";
 import { lifecycleBench } from "./lifecycle";
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
+import { timeBench } from "./time";
 import { type WrkResult, wrk } from "./wrk";
 
 const root = join(import.meta.dir, "..");
@@ -408,6 +409,8 @@ lines.push(
 );
 // Lifecycle figures (export, import, erase, list paging): bench/lifecycle.ts, also runnable alone.
 lines.push(await lifecycleBench(1_000_000, log));
+// As-of reads (issue 23): bench/time.ts, also runnable alone.
+lines.push(await timeBench(log));
 // What bounds the figures (notes.md), and the search figures of bench/search.ts, which runs apart
 // (search-results.md: it takes minutes and 2.3 GiB of its own).
 for (const name of ["notes.md", "search-results.md"]) {

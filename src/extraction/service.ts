@@ -6,6 +6,7 @@ import type { Core } from "../core";
 import { type EmbedCost, embedHeaders, newCost } from "../embedding/client";
 import { ApiError } from "../http/errors";
 import type { IdempotencySlot } from "../http/idempotency";
+import { parseIsoTime } from "../http/time";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
 import { checkStoreLimits } from "../memory/service";
 import { relatedMemories } from "../search/service";
@@ -200,7 +201,9 @@ async function storeWithModel(
   const started = performance.now();
   let operations: Operation[];
   try {
-    const extraction = await extractOperations(settings, content, offered, shutdown);
+    // The content's date: its observedAt (checked by checkStoreLimits), else now.
+    const said = req.observedAt === undefined ? Date.now() : (parseIsoTime(req.observedAt) ?? Date.now());
+    const extraction = await extractOperations(settings, content, offered, shutdown, said);
     operations = extraction.operations;
     cost.calls = extraction.calls;
     cost.tokens = extraction.tokens;

@@ -131,6 +131,7 @@ const recordOf = (m: Memory): MemoryRecord => ({
   updatedAt: Date.parse(m.updatedAt ?? m.createdAt),
   expiresAt: m.expiresAt === undefined ? undefined : Date.parse(m.expiresAt),
   state: "current",
+  observedAt: Date.parse(m.observedAt),
 });
 
 /** A memd memory as mem0 answers it. */

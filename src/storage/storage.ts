@@ -36,6 +36,8 @@ export interface MemoryPatch {
   importance?: number;
   tags?: string[] | null;
   metadata?: Record<string, unknown> | null;
+  /** When the fact was stated or observed (ms since the epoch). */
+  observedAt?: number;
   /** The embedding of the new content (see VectorUpdate). */
   vector?: VectorUpdate;
 }
@@ -102,6 +104,10 @@ export interface SearchFilter {
   categories?: string[];
   /** Every one of these tags. */
   tags?: string[];
+  /** Observed at or after this time (ms; see MemoryRecord.observedAt). */
+  observedAfter?: number;
+  /** Observed strictly before this time (ms). */
+  observedBefore?: number;
 }
 
 /** A current memory and its score, higher is better. */
@@ -124,6 +130,10 @@ export interface ListMemoriesQuery {
   category?: string;
   /** Every one of these tags must be on the memory. */
   tags?: string[];
+  /** Observed at or after this time (ms). */
+  observedAfter?: number;
+  /** Observed strictly before this time (ms). */
+  observedBefore?: number;
   limit: number;
   /** Continue with memories older than this memory id (the last one of the previous page). */
   before?: string;
@@ -136,6 +146,20 @@ export interface MemoryPage {
    * memories and still have a next one: a filtered scan stops after a bounded number of records.
    */
   next?: string;
+}
+
+/** A page of an entity as of a moment (Storage.entityAsOf). */
+export interface AsOfQuery {
+  namespace: string;
+  entity: string;
+  /** The moment, ms since the epoch. */
+  asOf: number;
+  /** What each version must meet (as a search filter or a list query's filters). */
+  filter?: SearchFilter;
+  /** Continue with memories older than this memory id. */
+  before?: string;
+  /** At most this many; absent: all. */
+  limit?: number;
 }
 
 /** How an import treats a record whose id already exists. */
@@ -220,6 +244,15 @@ export interface Storage {
   newestEvents(scope: EventScope, limit: number): Promise<EventRecord[]>;
   /** Up to `limit` events of a scope strictly after `afterMs`, oldest first. */
   eventsAfter(scope: EventScope, afterMs: number, limit: number): Promise<EventRecord[]>;
+  /**
+   * A page of an entity's memories as they were current at `asOf` (ms), replayed from its events
+   * (storage/asof.ts), newest first (reverse id order), filtered like a list. Cost follows the
+   * entity's events up to `asOf` (read through the (namespace, entity, time) event index) and
+   * the page, not the store.
+   */
+  entityAsOf(q: AsOfQuery): Promise<MemoryPage>;
+  /** Memory `id` as it was current at `asOf`, or undefined (see entityAsOf). */
+  memoryAsOf(id: string, asOf: number): Promise<MemoryRecord | undefined>;
   /**
    * Namespaces that have events, in name order; cost follows `limit` (a skip scan over the
    * namespace's event index), not the number of memories or events.
@@ -349,6 +382,9 @@ export class StorageError extends Error {
 }
 
 export type { EventKind };
+
+/** The as-of reads, one module per backend (lmdb/asof.ts, postgres/asof.ts). */
+export type AsOfMethods = Pick<Storage, "entityAsOf" | "memoryAsOf">;
 
 /** The methods of a memory's whole life (lists, erasure, export and import, idempotent answers), one module per backend. */
 export type LifecycleMethods = Pick<

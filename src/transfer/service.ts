@@ -3,7 +3,7 @@
 import { version } from "../build-info";
 import type { EventRecord, ExportRecord } from "../storage/records";
 import type { Storage } from "../storage/storage";
-import { checkHeader, EXPORT_FORMAT, fieldOrder, type Header, lineCheckers } from "./model";
+import { checkHeader, EXPORT_FORMAT, fieldOrder, type Header, IMPORT_FORMATS, lineCheckers } from "./model";
 
 /** Lines per import transaction and per existence check. */
 const BATCH = 1000;
@@ -97,9 +97,9 @@ function parseHeader(text: string | undefined): Header {
   } catch {
     throw new ImportError(1, "the header is not valid JSON");
   }
-  if (!checkHeader.Check(v)) throw new ImportError(1, 'expected a header line ({"type":"header","format":1,...})');
-  if (v.format !== EXPORT_FORMAT)
-    throw new ImportError(1, `export format ${v.format}; this memd reads format ${EXPORT_FORMAT}`);
+  if (!checkHeader.Check(v)) throw new ImportError(1, 'expected a header line ({"type":"header","format":2,...})');
+  if (!IMPORT_FORMATS.includes(v.format))
+    throw new ImportError(1, `export format ${v.format}; this memd reads formats ${IMPORT_FORMATS.join(" and ")}`);
   return v;
 }
 
@@ -294,14 +294,15 @@ export async function runImport(
     }
     if (text.trim() === "") continue;
     const r = parseRecord(line, text);
-    if (plan.renumber && r.type === "event") {
-      // Already there (at its seq or another): left out, as an identical record is.
+    if (r.type === "event") {
+      // Already there (at its seq or, renumbered by an earlier import, at another): left out,
+      // as an identical record is.
       if (plan.presentSeqs.has(r.seq)) {
         skipped++;
         progress?.tick();
         continue;
       }
-      renumbered++;
+      if (plan.renumber) renumbered++;
     }
     batch.push(r);
     if (batch.length >= BATCH) await flush();

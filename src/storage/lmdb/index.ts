@@ -4,6 +4,7 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { type Database, type Key, open, type RootDatabase } from "lmdb";
+import { stateMarks } from "../asof";
 import { keyedMutex } from "../mutex";
 import { type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
 import { type EventRecord, type IdempotencyEntry, isCurrent, type KeyRecord, type MemoryRecord } from "../records";
@@ -17,6 +18,7 @@ import {
   type Storage,
   StorageError,
 } from "../storage";
+import { lmdbAsOf } from "./asof";
 import { EventClock } from "./clock";
 import { keywordCache as newKeywordCache } from "./keyword-cache";
 import { binaryDbs, dbNames, END, FORMAT_VERSION, keys } from "./layout";
@@ -68,7 +70,7 @@ const sharedStructuresKey = Symbol.for("structures");
 const recordFields = new Set(
   [
     ["id", "namespace", "entity", "content", "category", "importance", "tags", "metadata", "source"],
-    ["createdAt", "updatedAt", "expiresAt", "state"],
+    ["createdAt", "updatedAt", "expiresAt", "state", "observedAt", "oldObservedAt"],
     ["seq", "memoryId", "event", "oldContent", "newContent", "mergedFromId", "reason", "atMs", "actorKeyId"],
     ["name", "permission", "namespaces", "lastUsedAt", "revokedAt", "hash"],
     ["memories", "events", "keyId", "key", "status", "body"],
@@ -518,6 +520,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
 
     ...lmdbLifecycle({ env, dbs, clock, write, stage, getRecord }),
 
+    ...lmdbAsOf(dbs, getRecord),
+
     async notReadyReason() {
       // isOperational() is in lmdb-js (status "open") but missing from its type declarations.
       if (!(env as unknown as { isOperational(): boolean }).isOperational()) return "the store is not open";
@@ -594,7 +598,8 @@ export function putEvent(w: Writes, dbs: Dbs, event: EventRecord) {
   const { namespace: ns, atMs, seq } = event;
   w.put(dbs.events, seq, event);
   w.put(dbs.eventsByNs, keys.eventByNs(ns, atMs, seq), null);
-  w.put(dbs.eventsByEntity, keys.eventByEntity(ns, event.entity, atMs, seq), null);
+  // The value says what the event did to which memory (as-of reads fold it without the event).
+  w.put(dbs.eventsByEntity, keys.eventByEntity(ns, event.entity, atMs, seq), stateMarks(event));
   w.put(dbs.eventsByMemory, keys.eventByMemory(ns, event.memoryId, atMs, seq), null);
   // A REPLACE also belongs to the history of the memory it superseded.
   if (event.mergedFromId && event.mergedFromId !== event.memoryId)

@@ -6,6 +6,7 @@ import { type ReservedSQL, SQL } from "bun";
 import { keyedMutex } from "../mutex";
 import type { EventRecord, KeyRecord, MemoryRecord } from "../records";
 import { type EventScope, IdempotencyKeyTaken, type MemoryOp, type Storage, StorageError } from "../storage";
+import { pgAsOf } from "./asof";
 import { pgLifecycle } from "./lifecycle";
 import { migrate } from "./schema";
 import { keywordSearch, rebuildIndex, semanticSearch, writeIndex } from "./search";
@@ -52,6 +53,7 @@ export function memoryOf(r: Row): MemoryRecord {
     updatedAt: Number(r.updated_at),
     ...(r.expires_at !== null ? { expiresAt: Number(r.expires_at) } : {}),
     state: r.state as MemoryRecord["state"],
+    ...(r.observed_at !== null && r.observed_at !== undefined ? { observedAt: Number(r.observed_at) } : {}),
   };
 }
 
@@ -69,10 +71,11 @@ export const memoryRow = (m: MemoryRecord) => ({
   updated_at: m.updatedAt,
   expires_at: m.expiresAt ?? null,
   state: m.state,
+  observed_at: m.observedAt ?? null,
 });
 
 export function eventOf(r: Row): EventRecord {
-  return {
+  const e: EventRecord = {
     seq: Number(r.seq),
     namespace: r.namespace as string,
     entity: r.entity as string,
@@ -86,6 +89,14 @@ export function eventOf(r: Row): EventRecord {
     atMs: Number(r.at_ms),
     actorKeyId: r.actor_key_id as string | null,
   };
+  // The memory's state after the event (records.ts), on events written since schema 5.
+  if (r.importance !== null && r.importance !== undefined) e.importance = Number(r.importance);
+  if (r.tags !== null && r.tags !== undefined) e.tags = json<string[]>(r.tags);
+  if (r.metadata !== null && r.metadata !== undefined) e.metadata = json<Record<string, unknown>>(r.metadata);
+  if (r.expires_at !== null && r.expires_at !== undefined) e.expiresAt = Number(r.expires_at);
+  if (r.observed_at !== null && r.observed_at !== undefined) e.observedAt = Number(r.observed_at);
+  if (r.old_observed_at !== null && r.old_observed_at !== undefined) e.oldObservedAt = Number(r.old_observed_at);
+  return e;
 }
 
 export const keyRow = (k: KeyRecord) => ({
@@ -112,6 +123,12 @@ export const eventRow = (e: Omit<EventRecord, "seq">) => ({
   category: e.category,
   at_ms: e.atMs,
   actor_key_id: e.actorKeyId,
+  importance: e.importance ?? null,
+  tags: e.tags === undefined ? null : JSON.stringify(e.tags),
+  metadata: e.metadata === undefined ? null : JSON.stringify(e.metadata),
+  expires_at: e.expiresAt ?? null,
+  observed_at: e.observedAt ?? null,
+  old_observed_at: e.oldObservedAt ?? null,
 });
 
 export function keyOf(r: Row): KeyRecord {
@@ -407,6 +424,8 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
         return r;
       },
     }),
+
+    ...pgAsOf({ sql, db }),
 
     async notReadyReason() {
       try {

@@ -187,6 +187,15 @@ function filterSql(filter: SearchFilter, now: number, params: unknown[]): string
     params.push(JSON.stringify(filter.tags));
     where += ` AND m.tags IS NOT NULL AND (m.tags #>> '{}')::jsonb @> $${params.length}::text::jsonb`;
   }
+  // Observed time: older rows have none, and count as observed when they were created.
+  if (filter.observedAfter !== undefined) {
+    params.push(filter.observedAfter);
+    where += ` AND COALESCE(m.observed_at, m.created_at) >= $${params.length}`;
+  }
+  if (filter.observedBefore !== undefined) {
+    params.push(filter.observedBefore);
+    where += ` AND COALESCE(m.observed_at, m.created_at) < $${params.length}`;
+  }
   return where;
 }
 

@@ -364,7 +364,8 @@ export async function applyBatch(
      ON CONFLICT (id) DO UPDATE SET
        content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
        tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
-       updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state`,
+       updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state,
+       observed_at = EXCLUDED.observed_at`,
     [...writes.values()].map(memoryJson),
   );
   addIndexWrites(w, change);
@@ -400,9 +401,9 @@ function parseSeqs(v: unknown): number[] {
 
 /** The columns written, named: a column added later takes its default. */
 const memoryColumns =
-  "id, namespace, entity, content, category, importance, tags, metadata, source, created_at, updated_at, expires_at, state";
+  "id, namespace, entity, content, category, importance, tags, metadata, source, created_at, updated_at, expires_at, state, observed_at";
 const eventColumns =
-  "seq, namespace, entity, memory_id, event, old_content, new_content, merged_from_id, reason, category, at_ms, actor_key_id";
+  "seq, namespace, entity, memory_id, event, old_content, new_content, merged_from_id, reason, category, at_ms, actor_key_id, importance, tags, metadata, expires_at, observed_at, old_observed_at";
 
 /** A memory as a row of json_populate_recordset(NULL::memories, ...): absent fields are NULL. */
 const memoryJson = (m: MemoryRecord) => ({
@@ -419,6 +420,7 @@ const memoryJson = (m: MemoryRecord) => ({
   updated_at: m.updatedAt,
   expires_at: m.expiresAt,
   state: m.state,
+  observed_at: m.observedAt,
 });
 
 /** An event as a row of json_populate_recordset(NULL::events, ...). */
@@ -435,6 +437,12 @@ const eventJson = (e: EventRecord) => ({
   category: e.category,
   at_ms: e.atMs,
   actor_key_id: e.actorKeyId,
+  importance: e.importance,
+  tags: e.tags,
+  metadata: e.metadata,
+  expires_at: e.expiresAt,
+  observed_at: e.observedAt,
+  old_observed_at: e.oldObservedAt,
 });
 
 /** Most calls one shared transaction takes. */
