@@ -140,7 +140,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   const clock = new EventClock(dbs);
   const flushed = () => Promise.resolve(env.flushed).then(() => undefined);
   const vectorCache = newVectorCache(dbs);
-  const keywordCache = newKeywordCache(dbs);
+  const keywordCache = newKeywordCache(dbs, options.searchIndex === false ? undefined : dataDir);
   /**
    * Runs a write plan durably. The in-memory keyword lists and vectors follow what it committed:
    * every IndexWriter the plan made is collected (IndexWriter.collect), and the memories and
@@ -469,6 +469,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       let n = 0;
       await env.transaction(() => {
         n = rebuildIndex(dbs, options.embeddings ?? false);
+        // Keyword snapshots of the index before are no longer caught up by its events.
+        dbs.meta.putSync("searchEpoch", ((dbs.meta.get("searchEpoch") as number | undefined) ?? 0) + 1);
       });
       vectorCache.clear();
       keywordCache.clear();
@@ -518,7 +520,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
 
     serialize: (namespace, entity, fn) => serialize(JSON.stringify([namespace, entity]), fn),
 
-    ...lmdbLifecycle({ env, dbs, clock, write, stage, getRecord }),
+    ...lmdbLifecycle({ env, dbs, clock, write, stage, getRecord, erased: (ns) => keywordCache.forget(ns) }),
 
     ...lmdbAsOf(dbs, getRecord),
 
@@ -558,6 +560,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     },
 
     async close() {
+      keywordCache.save();
       vectorCache.clear();
       keywordCache.clear();
       await flushed();
