@@ -294,14 +294,15 @@ export async function runImport(
     }
     if (text.trim() === "") continue;
     const r = parseRecord(line, text);
-    if (plan.renumber && r.type === "event") {
-      // Already there (at its seq or another): left out, as an identical record is.
+    if (r.type === "event") {
+      // Already there (at its seq or, renumbered by an earlier import, at another): left out,
+      // as an identical record is.
       if (plan.presentSeqs.has(r.seq)) {
         skipped++;
         progress?.tick();
         continue;
       }
-      renumbered++;
+      if (plan.renumber) renumbered++;
     }
     batch.push(r);
     if (batch.length >= BATCH) await flush();

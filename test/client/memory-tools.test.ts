@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, stepCountIs } from "ai";
 import { memdTools } from "../../client/src/ai";
-import { createClient, type MemdClient, memoryTools, toolDefinitions } from "../../client/src/index";
+import { createClient, type MemdClient, memoryTools, type ToolCall, toolDefinitions } from "../../client/src/index";
 import { type FakeModel, startFakeModel } from "../fake-model";
 import { rootSecret, startTestServer, type TestServer } from "../helpers";
 
@@ -130,7 +130,8 @@ describe("the OpenAI-format dispatcher, in a loop of plain fetch calls", () => {
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ model: "agent", messages, tools: tools.definitions }),
       });
-      const message = (await res.json()).choices[0].message;
+      type Message = Record<string, unknown> & { tool_calls?: (ToolCall & { id: string })[] };
+      const message = ((await res.json()) as { choices: { message: Message }[] }).choices[0].message;
       messages.push(message);
       if (!message.tool_calls) break;
       for (const call of message.tool_calls)

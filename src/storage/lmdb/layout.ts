@@ -26,7 +26,8 @@
  * Every msgpack sub-database also holds its shared structures (format 6) under the symbol key
  * Symbol.for("structures"), outside every range.
  *
- * meta also holds "clockEpoch", a counter that `memd import` bumps: a running server's event clock
+ * meta also holds "searchEpoch", which a rebuild of the search index bumps (keyword snapshots,
+ * keyword-snapshot.ts, of an older epoch are not used), and "clockEpoch", a counter that `memd import` bumps: a running server's event clock
  * sees it change and re-reads the last seq and event times, so imported events never collide with
  * new ones; "seqFloor", the largest seq of an import under way, which new events stay above.
  * Idempotency keys are printable ASCII (no 0x00), keyed per API key so that two keys

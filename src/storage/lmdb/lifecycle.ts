@@ -22,6 +22,8 @@ export interface LifecycleContext {
   write<T>(plan: (w: Writes) => T): Promise<T>;
   stage(w: Writes, ix: IndexWriter, op: MemoryOp, p: Planned, seq: number, overlay: Map<string, MemoryRecord>): Applied;
   getRecord(id: string): MemoryRecord | undefined;
+  /** After an erasure in a namespace has committed (its keyword snapshot is deleted). */
+  erased(namespace: string): void;
 }
 
 type Methods = LifecycleMethods;
@@ -63,7 +65,7 @@ const withoutType = (r: ExportRecord) => {
 };
 
 export function lmdbLifecycle(ctx: LifecycleContext): Methods {
-  const { env, dbs, clock, write, stage, getRecord } = ctx;
+  const { env, dbs, clock, write, stage, getRecord, erased } = ctx;
   const dbOf = (r: ExportRecord) =>
     ({ memory: dbs.memories, event: dbs.events, key: dbs.apiKeys, erasure: dbs.erasures })[r.type];
 
@@ -96,8 +98,8 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
       return { memories: out };
     },
 
-    erase(namespace, entity, actorKeyId, now = Date.now()) {
-      return write((w) => {
+    async erase(namespace, entity, actorKeyId, now = Date.now()) {
+      const done = await write((w) => {
         clock.sync();
         // Every memory of the entity has at least its ADD or REPLACE event under the entity.
         const ids = new Set<string>();
@@ -161,6 +163,8 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
         w.put(dbs.erasures, keys.erasure(namespace, entity, atMs), erasure);
         return erasure;
       });
+      erased(namespace);
+      return done;
     },
 
     async erasures(namespace, entity) {

@@ -212,7 +212,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
 
     apply(ops, actorKeyId, now = Date.now(), idempotency) {
       if (ops.length === 0 && !idempotency) return Promise.resolve([]);
-      return apply({ ops, actorKeyId, now, idempotency }, addsToOneNamespace(ops));
+      return apply({ ops, actorKeyId, now, idempotency }, onlyAdds(ops));
     },
 
     async getMemory(id) {
@@ -463,11 +463,14 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   return storage;
 }
 
-/** The namespace of ops that only add memories to one namespace (raw stores); else undefined. */
-function addsToOneNamespace(ops: readonly MemoryOp[]): string | undefined {
-  const ns = ops[0]?.event === "ADD" ? ops[0].create.namespace : undefined;
-  return ns !== undefined && ops.every((op) => op.event === "ADD" && op.create.namespace === ns) ? ns : undefined;
-}
+/**
+ * The group of calls that only add memories (raw stores), which share transactions: they lock
+ * only their namespaces' clock rows, in name order within one statement, so a shared
+ * transaction over many namespaces cannot deadlock with another. Else undefined: the call runs
+ * alone.
+ */
+const onlyAdds = (ops: readonly MemoryOp[]): string | undefined =>
+  ops.every((op) => op.event === "ADD") ? "adds" : undefined;
 
 /** Events of a scope: after `afterMs` oldest first, or (afterMs undefined) newest first. */
 function eventsQuery(sql: SQL, scope: EventScope, afterMs: number | undefined, limit: number) {
