@@ -7,11 +7,11 @@
 import type { Key } from "lmdb";
 import { candidates, changesState, foldEvent, foldMarks, type Latest, pageOfVersions, versionAt } from "../asof";
 import type { EventRecord, MemoryRecord } from "../records";
-import type { AsOfMethods } from "../storage";
+import type { AsOfReads } from "../storage";
 import type { Dbs } from "./index";
 import { END } from "./layout";
 
-export function lmdbAsOf(dbs: Dbs, getRecord: (id: string) => MemoryRecord | undefined): AsOfMethods {
+export function lmdbAsOf(dbs: Dbs, getRecord: (id: string) => MemoryRecord | undefined): AsOfReads {
   const eventAt = (seq: number) => dbs.events.get(seq) as EventRecord;
   return {
     async entityAsOf(q) {

@@ -6,7 +6,7 @@
 import type { SQL } from "bun";
 import { pageOfVersions, stateKinds, versionAt } from "../asof";
 import type { EventRecord, MemoryRecord } from "../records";
-import type { AsOfMethods } from "../storage";
+import type { AsOfReads } from "../storage";
 import { eventOf, memoryOf, type Row } from "./index";
 
 export interface PgAsOfContext {
@@ -17,7 +17,7 @@ export interface PgAsOfContext {
 /** Sorts after every UUID: no cursor. */
 const noCursor = "ffffffff-ffff-ffff-ffff-ffffffffffff";
 
-export function pgAsOf({ sql, db }: PgAsOfContext): AsOfMethods {
+export function pgAsOf({ sql, db }: PgAsOfContext): AsOfReads {
   const kinds = sql.array([...stateKinds], "text");
   return {
     async entityAsOf(q) {
