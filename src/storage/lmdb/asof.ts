@@ -8,14 +8,14 @@ import type { Key } from "lmdb";
 import { candidates, changesState, foldEvent, foldMarks, type Latest, pageOfVersions, versionAt } from "../asof";
 import { matchesFilter } from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
-import type { AsOfMethods, AsOfQuery, MemoryPage } from "../storage";
+import type { AsOfQuery, AsOfReads, MemoryPage } from "../storage";
 import type { Dbs } from "./index";
 import { END } from "./layout";
 
 /** How many index entries one namespace-wide as-of page reads at most before it answers a short page. */
 const MAX_NAMESPACE_SCAN = 5000;
 
-export function lmdbAsOf(dbs: Dbs, getRecord: (id: string) => MemoryRecord | undefined): AsOfMethods {
+export function lmdbAsOf(dbs: Dbs, getRecord: (id: string) => MemoryRecord | undefined): AsOfReads {
   const eventAt = (seq: number) => dbs.events.get(seq) as EventRecord;
 
   /**

@@ -7,7 +7,7 @@ import type { SQL } from "bun";
 import { pageOfVersions, stateKinds, versionAt } from "../asof";
 import { matchesFilter } from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
-import type { AsOfMethods, AsOfQuery, MemoryPage } from "../storage";
+import type { AsOfQuery, AsOfReads, MemoryPage } from "../storage";
 import { eventOf, memoryOf, type Row } from "./index";
 
 export interface PgAsOfContext {
@@ -21,7 +21,7 @@ const noCursor = "ffffffff-ffff-ffff-ffff-ffffffffffff";
 /** Memories one namespace-wide as-of page looks at, at most, before it answers a short page. */
 const NAMESPACE_SCAN = 1000;
 
-export function pgAsOf({ sql, db }: PgAsOfContext): AsOfMethods {
+export function pgAsOf({ sql, db }: PgAsOfContext): AsOfReads {
   const kinds = sql.array([...stateKinds], "text");
 
   /**
