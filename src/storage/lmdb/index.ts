@@ -140,7 +140,18 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   const clock = new EventClock(dbs);
   const flushed = () => Promise.resolve(env.flushed).then(() => undefined);
   const vectorCache = newVectorCache(dbs);
-  const keywordCache = newKeywordCache(dbs, options.searchIndex === false ? undefined : dataDir);
+  /**
+   * Writes begun and not yet followed by the in-memory lists, each with the last seq handed out
+   * when it began: every event up to the smallest is committed and followed (keyword snapshots
+   * are taken as of that seq, keyword-snapshot.ts).
+   */
+  const inflight = new Map<object, number>();
+  const settledSeq = () => {
+    let min = clock.handedOut;
+    for (const seq of inflight.values()) if (seq < min) min = seq;
+    return min;
+  };
+  const keywordCache = newKeywordCache(dbs, options.searchIndex === false ? undefined : dataDir, settledSeq);
   /**
    * Runs a write plan durably. The in-memory keyword lists and vectors follow what it committed:
    * every IndexWriter the plan made is collected (IndexWriter.collect), and the memories and
@@ -148,6 +159,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
    */
   const write = async <T>(plan: (w: Writes) => T): Promise<T> => {
     const writers: IndexWriter[] = [];
+    const token = {};
+    inflight.set(token, clock.handedOut);
     try {
       return await writeDurably(env, flushed, (w) => IndexWriter.collect(writers, () => plan(w)));
     } finally {
@@ -155,6 +168,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
         vectorCache.refresh(ix.vectorsTouched);
         keywordCache.refresh(ix.keywordTouched);
       }
+      inflight.delete(token);
     }
   };
   const serialize = keyedMutex();
@@ -281,11 +295,14 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     const failures = new Map<number, unknown>();
     // The in-memory keyword lists and vectors follow the commit, as in write().
     const writers: IndexWriter[] = [];
+    const token = {};
+    inflight.set(token, clock.handedOut);
     const refreshCaches = () => {
       for (const ix of writers) {
         vectorCache.refresh(ix.vectorsTouched);
         keywordCache.refresh(ix.keywordTouched);
       }
+      inflight.delete(token);
     };
     env
       .transaction(() =>

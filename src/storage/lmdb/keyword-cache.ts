@@ -16,7 +16,7 @@
 import { termCounts } from "../../text/tokens";
 import type { EventRecord, MemoryRecord } from "../records";
 import type { Dbs } from "./index";
-import { AT_SLACK_MS, dropSnapshots, readSnapshot, writeSnapshot } from "./keyword-snapshot";
+import { dropSnapshots, readSnapshot, writeSnapshot } from "./keyword-snapshot";
 import { END } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 
@@ -538,7 +538,11 @@ export const snapshotting = { after: 10_000 };
  * The keyword lists of every namespace searched so far. With `dataDir`, each is saved in a
  * snapshot beside the store (keyword-snapshot.ts) and read back, caught up, on its first search.
  */
-export function keywordCache(dbs: Dbs, dataDir?: string): KeywordCache & { save(): void; forget(ns: string): void } {
+export function keywordCache(
+  dbs: Dbs,
+  dataDir?: string,
+  settledSeq: () => number = () => Number.POSITIVE_INFINITY,
+): KeywordCache & { save(): void; forget(ns: string): void } {
   /**
    * A memory's terms, from its record, if namespace_memories lists it under `namespace`: a memory
    * is listed exactly while its record is current (both written in one transaction), and never
@@ -555,20 +559,24 @@ export function keywordCache(dbs: Dbs, dataDir?: string): KeywordCache & { save(
     clockEpoch: (dbs.meta.get("clockEpoch") as number | undefined) ?? 0,
     searchEpoch: (dbs.meta.get("searchEpoch") as number | undefined) ?? 0,
   });
-  const newestAt = (ns: string) =>
-    (
-      [...dbs.eventsByNs.getKeys({ start: [ns, END], end: [ns], reverse: true, limit: 1 })][0] as
-        | [string, number, number]
-        | undefined
-    )?.[1] ?? 0;
+  /**
+   * The time of the namespace's newest event whose seq is at most `seq` (0 if none). Per
+   * namespace, times and seqs grow together (both are handed out in commit order), so every
+   * event of a later seq is at that time or after.
+   */
+  const settledAt = (ns: string, seq: number) => {
+    for (const key of dbs.eventsByNs.getKeys({ start: [ns, END], end: [ns], reverse: true }))
+      if ((key as [string, number, number])[2] <= seq) return (key as [string, number, number])[1];
+    return 0;
+  };
   /** Per loaded space: its namespace, changes since its last save, and (restored) the time to catch up from. */
   const state = new Map<KeywordSpace, { ns: string; changes: number; from?: number }>();
   const save = (s: KeywordSpace) => {
     const st = state.get(s);
     if (!dataDir || !st || s.stats.docs === 0) return;
-    // The time is read in the same turn as the lists: every commit up to it that has been
-    // followed is in them; one not yet followed is at most moments older (AT_SLACK_MS covers it).
-    const atMs = newestAt(st.ns);
+    // Read in the same turn as the lists: every event up to the settled seq is committed and
+    // followed by them; the load catches up from its time on.
+    const atMs = settledAt(st.ns, settledSeq());
     try {
       writeSnapshot(dataDir, st.ns, { ...stamp(), atMs }, s.toParts());
     } catch {
@@ -600,7 +608,7 @@ export function keywordCache(dbs: Dbs, dataDir?: string): KeywordCache & { save(
       if (st.from !== undefined) {
         // Restored: re-read every memory the namespace's events name since the snapshot.
         const ids = new Set<string>();
-        for (const key of dbs.eventsByNs.getKeys({ start: [ns, st.from - AT_SLACK_MS], end: [ns, END] })) {
+        for (const key of dbs.eventsByNs.getKeys({ start: [ns, st.from], end: [ns, END] })) {
           const e = dbs.events.get((key as unknown[])[2] as number) as EventRecord | undefined;
           if (!e) continue;
           ids.add(e.memoryId);

@@ -3,9 +3,10 @@
 // instead of tokenizing every memory again (~15 s). A snapshot is written behind the store path:
 // after a namespace's lists are first built, when enough has changed since the last one, and at
 // close; never in a write transaction. It is exact once caught up: it records the time of the
-// namespace's newest event when it was taken, and the load re-reads every memory named by the
-// namespace's events from `AT_SLACK_MS` before that on (a re-read is idempotent: it indexes what
-// is current), so a snapshot older than the store (a kill -9 after it) misses nothing.
+// namespace's newest event that the lists had followed when it was taken (as of the last seq
+// handed out before the oldest write still in flight: index.ts), and the load re-reads every
+// memory named by the namespace's events from that time on (a re-read is idempotent: it indexes
+// what is current), so a snapshot older than the store (a kill -9 after it) misses nothing.
 // A snapshot of another build is not used (terms depend on the tokenizer). Changes that write no
 // events of their own time are refused by epoch: the snapshot records the
 // data dir's format, meta "clockEpoch" (bumped by `memd import`, whose events keep their old
@@ -18,8 +19,6 @@ import { join } from "node:path";
 import { commit, version } from "../../build-info";
 import { KeywordSpace, packTerms, type SpaceParts } from "./keyword-cache";
 
-/** How far before a snapshot's newest event its load re-reads (commits land before their refresh runs). */
-export const AT_SLACK_MS = 60_000;
 const MAGIC = "memd-keywords-1";
 
 /** The snapshots' directory in a data dir. */

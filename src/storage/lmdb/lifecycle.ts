@@ -5,7 +5,7 @@ import type { RootDatabase } from "lmdb";
 import { matchesFilter, type Planned, planOp } from "../ops";
 import type { ErasureRecord, EventRecord, ExportRecord, IdempotencyEntry, KeyRecord, MemoryRecord } from "../records";
 import { isCurrent } from "../records";
-import type { Applied, LifecycleMethods, ListMemoriesQuery, MemoryOp } from "../storage";
+import type { Applied, Erasure, Idempotency, ListMemoriesQuery, MemoryOp, MemoryReads, Transfer } from "../storage";
 import type { EventClock } from "./clock";
 import { type Dbs, putEvent, type Writes } from "./index";
 import { END, keys } from "./layout";
@@ -26,7 +26,7 @@ export interface LifecycleContext {
   erased(namespace: string): void;
 }
 
-type Methods = LifecycleMethods;
+type Methods = Pick<MemoryReads, "listMemories"> & Erasure & Transfer & Idempotency;
 
 /** A memory record without anything a person said: what an erasure leaves. */
 export function scrubbed(r: MemoryRecord): MemoryRecord {
