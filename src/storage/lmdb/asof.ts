@@ -6,12 +6,13 @@
 // events are read instead. A memory's history is one reverse scan of events_by_memory.
 import type { Key } from "lmdb";
 import { candidates, changesState, foldEvent, foldMarks, type Latest, pageOfVersions, versionAt } from "../asof";
-import type { EventRecord, MemoryRecord } from "../records";
+import type { EventRecord } from "../records";
 import type { AsOfReads } from "../storage";
-import type { Dbs } from "./index";
 import { END } from "./layout";
+import { getRecord, type LmdbState } from "./state";
 
-export function lmdbAsOf(dbs: Dbs, getRecord: (id: string) => MemoryRecord | undefined): AsOfReads {
+export function lmdbAsOf(s: LmdbState): AsOfReads {
+  const { dbs } = s;
   const eventAt = (seq: number) => dbs.events.get(seq) as EventRecord;
   return {
     async entityAsOf(q) {
@@ -29,14 +30,14 @@ export function lmdbAsOf(dbs: Dbs, getRecord: (id: string) => MemoryRecord | und
       const ids = candidates(latest, asOf, q.before);
       return pageOfVersions(
         ids,
-        (chunk) => chunk.map((id) => versionAt(id, eventAt(latest.get(id)!.seq), getRecord(id), asOf)),
+        (chunk) => chunk.map((id) => versionAt(id, eventAt(latest.get(id)!.seq), getRecord(s, id), asOf)),
         q.filter ?? {},
         q.limit,
       );
     },
 
     async memoryAsOf(id, asOf) {
-      const record = getRecord(id);
+      const record = getRecord(s, id);
       if (!record) return undefined;
       const prefix = [record.namespace, id];
       // Newest first from asOf; a REPLACE that retired it is listed under it too.
