@@ -8,18 +8,19 @@ import { join } from "node:path";
 import { seededRandom } from "../test/helpers";
 
 const words =
-  "tea coffee morning evening garden dog cat piano guitar painting hiking swimming Lisbon Berlin Tokyo nurse engineer teacher daughter son mother father book film music travel kitchen bicycle car train beach mountain lake"
-    .split(" ");
+  "tea coffee morning evening garden dog cat piano guitar painting hiking swimming Lisbon Berlin Tokyo nurse engineer teacher daughter son mother father book film music travel kitchen bicycle car train beach mountain lake".split(
+    " ",
+  );
 const categories = ["preference", "work", "family", "health", "travel", "general"];
 
 export async function contextBench(url: string, key: string, log: (s: string) => void = console.log) {
   const rand = seededRandom(21);
   const pick = () => words[Math.floor(rand() * words.length)];
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  const post = async (path: string, body: unknown) => {
+  const post = async (path: string, body: unknown): Promise<{ tokens: number; memories: unknown[] }> => {
     const r = await fetch(url + path, { method: "POST", headers, body: JSON.stringify(body) });
     if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${await r.text()}`);
-    return r.json();
+    return (await r.json()) as { tokens: number; memories: unknown[] };
   };
   let stored = 0;
   await Promise.all(
