@@ -9,13 +9,14 @@ import { candidates, changesState, foldEvent, foldMarks, type Latest, pageOfVers
 import { matchesFilter } from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
 import type { AsOfQuery, AsOfReads, MemoryPage } from "../storage";
-import type { Dbs } from "./index";
 import { END } from "./layout";
+import { getRecord, type LmdbState } from "./state";
 
 /** How many index entries one namespace-wide as-of page reads at most before it answers a short page. */
 const MAX_NAMESPACE_SCAN = 5000;
 
-export function lmdbAsOf(dbs: Dbs, getRecord: (id: string) => MemoryRecord | undefined): AsOfReads {
+export function lmdbAsOf(s: LmdbState): AsOfReads {
+  const { dbs } = s;
   const eventAt = (seq: number) => dbs.events.get(seq) as EventRecord;
 
   /**
@@ -51,7 +52,7 @@ export function lmdbAsOf(dbs: Dbs, getRecord: (id: string) => MemoryRecord | und
       const e = eventAt(seq);
       if (!changesState(e)) continue;
       decided = true;
-      const v = versionAt(id, e, getRecord(id), asOf);
+      const v = versionAt(id, e, getRecord(s, id), asOf);
       if (v === undefined || !matchesFilter(v, filter)) continue;
       // One more than asked: there is a next page, continuing after the last one shown.
       if (out.length === limit) return { memories: out, next: out.at(-1)!.id };
@@ -77,14 +78,14 @@ export function lmdbAsOf(dbs: Dbs, getRecord: (id: string) => MemoryRecord | und
       const ids = candidates(latest, asOf, q.before);
       return pageOfVersions(
         ids,
-        (chunk) => chunk.map((id) => versionAt(id, eventAt(latest.get(id)!.seq), getRecord(id), asOf)),
+        (chunk) => chunk.map((id) => versionAt(id, eventAt(latest.get(id)!.seq), getRecord(s, id), asOf)),
         q.filter ?? {},
         q.limit,
       );
     },
 
     async memoryAsOf(id, asOf) {
-      const record = getRecord(id);
+      const record = getRecord(s, id);
       if (!record) return undefined;
       const prefix = [record.namespace, id];
       // Newest first from asOf; a REPLACE that retired it is listed under it too.

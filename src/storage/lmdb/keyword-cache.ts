@@ -15,9 +15,8 @@
 // an entity's documents are one growing array.
 import { termCounts } from "../../text/tokens";
 import type { EventRecord, MemoryRecord } from "../records";
-import type { Dbs } from "./index";
-import { dropSnapshots, readSnapshot, writeSnapshot } from "./keyword-snapshot";
-import { END } from "./layout";
+import { dropSnapshots, readSnapshot, type SpaceParts, writeSnapshot } from "./keyword-snapshot";
+import { type Dbs, END } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 
 type Typed = Int32Array | Uint16Array | Uint8Array | Float64Array;
@@ -62,26 +61,6 @@ export class List {
     this.doc = trimmed(this.doc, this.n);
     this.tf = trimmed(this.tf, this.n);
   }
-}
-
-/** A space's live documents and lists as flat arrays (keyword-snapshot.ts writes and reads them). */
-export interface SpaceParts {
-  count: number;
-  idWords: Int32Array<ArrayBuffer>;
-  docLen: Int32Array<ArrayBuffer>;
-  docCreated: Float64Array<ArrayBuffer>;
-  docEntity: Int32Array<ArrayBuffer>;
-  docStart: Int32Array<ArrayBuffer>;
-  poolList: Int32Array<ArrayBuffer>;
-  poolTf: Uint16Array<ArrayBuffer>;
-  /** Per list: its length and longest document; their postings one after another. */
-  listN: Int32Array<ArrayBuffer>;
-  listMaxLen: Int32Array<ArrayBuffer>;
-  listDoc: Int32Array<ArrayBuffer>;
-  listTf: Uint16Array<ArrayBuffer>;
-  terms: string[];
-  entities: string[];
-  otherIds: [number, string][];
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -599,7 +578,7 @@ export function keywordCache(
     empty: (ns) => {
       const found = dataDir ? readSnapshot(dataDir, ns, stamp()) : undefined;
       if (found) snapshotStats.restored++;
-      const s = found?.space ?? new KeywordSpace();
+      const s = found ? KeywordSpace.fromParts(found.parts) : new KeywordSpace();
       state.set(s, { ns, changes: 0, from: found?.atMs });
       return s;
     },
