@@ -2,7 +2,7 @@
 // Both stream: an export holds one page of records at a time, an import one batch of lines.
 import { version } from "../build-info";
 import type { EventRecord, ExportRecord } from "../storage/records";
-import type { Storage } from "../storage/storage";
+import type { EventReads, Transfer, Upkeep } from "../storage/storage";
 import { checkHeader, EXPORT_FORMAT, fieldOrder, type Header, IMPORT_FORMATS, lineCheckers } from "./model";
 
 /** Lines per import transaction and per existence check. */
@@ -22,7 +22,7 @@ export function exportHeader(namespaces: string[] | undefined, keys: boolean): H
 
 /** The lines of an export (each ending in "\n"), from one consistent snapshot of the store. */
 export async function* exportLines(
-  storage: Storage,
+  storage: Transfer,
   options: { namespaces?: string[]; keys: boolean },
   progress?: Progress,
 ): AsyncGenerator<string> {
@@ -137,7 +137,7 @@ export interface ImportPlan {
  * (see ImportPlan.renumber), and a file whose events are then not in seq order is refused.
  */
 export async function planImport(
-  storage: Storage,
+  storage: Transfer & EventReads & Pick<Upkeep, "stats">,
   path: string,
   options: { skipExisting: boolean },
   progress?: Progress,
@@ -241,7 +241,7 @@ export async function planImport(
  * Whether the store holds this event at another seq: the same memory, time and contents (an
  * import that renumbered it, interrupted and run again).
  */
-async function storedElsewhere(storage: Storage, e: EventRecord & { type: "event" }): Promise<boolean> {
+async function storedElsewhere(storage: EventReads, e: EventRecord & { type: "event" }): Promise<boolean> {
   const { type: _type, seq: _seq, ...want } = e;
   const near = await storage.eventsAfter({ namespace: e.namespace, memoryId: e.memoryId }, e.atMs - 1, 100);
   return near.some((x) => {
@@ -266,7 +266,7 @@ const describe = (r: ExportRecord) =>
  * order; so an interruption leaves a prefix of the file, which planImport recognises as such.
  */
 export async function runImport(
-  storage: Storage,
+  storage: Transfer,
   path: string,
   plan: ImportPlan,
   options: { skipExisting: boolean },

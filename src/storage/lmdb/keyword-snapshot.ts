@@ -17,12 +17,34 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { commit, version } from "../../build-info";
-import { KeywordSpace, packTerms, type SpaceParts } from "./keyword-cache";
+import { termCounts } from "../../text/tokens";
 
 const MAGIC = "memd-keywords-2";
 
 /** The snapshots' directory in a data dir. */
 export const snapshotDir = (dataDir: string) => join(dataDir, "search");
+/** A space's live documents and lists as flat arrays (KeywordSpace.toParts and fromParts), as a snapshot holds them. */
+export interface SpaceParts {
+  count: number;
+  idWords: Int32Array<ArrayBuffer>;
+  docLen: Int32Array<ArrayBuffer>;
+  docCreated: Float64Array<ArrayBuffer>;
+  docEntity: Int32Array<ArrayBuffer>;
+  docStart: Int32Array<ArrayBuffer>;
+  poolList: Int32Array<ArrayBuffer>;
+  poolTf: Uint16Array<ArrayBuffer>;
+  /** Per list: its length and longest document; their postings one after another. */
+  listN: Int32Array<ArrayBuffer>;
+  listMaxLen: Int32Array<ArrayBuffer>;
+  listDoc: Int32Array<ArrayBuffer>;
+  listTl: Int32Array<ArrayBuffer>;
+  /** The id table (open addressing over the documents' ids; the hash of this build). */
+  table: Int32Array<ArrayBuffer>;
+  terms: string[];
+  entities: string[];
+  otherIds: [number, string][];
+}
+
 const fileOf = (dataDir: string, namespace: string) =>
   join(snapshotDir(dataDir), `keywords-${Bun.hash(namespace).toString(16)}.bin`);
 
@@ -31,16 +53,17 @@ const fileOf = (dataDir: string, namespace: string) =>
  * the release (a snapshot of another build is not used), and from source on a sample's terms.
  */
 let buildStamp: string | undefined;
-const build = () =>
-  (buildStamp ??= `${version}+${commit}:${Bun.hash(
-    JSON.stringify(
-      packTerms(
-        "The runners were running to the cafés of Straße Lisbon, 北京烤鸭 and ümlauts; les enfants mangeaient des pommes 2024",
-        0,
-        "",
-      ),
-    ),
-  ).toString(16)}`);
+const build = () => (buildStamp ??= `${version}+${commit}:${Bun.hash(JSON.stringify(sampleTerms())).toString(16)}`);
+
+/** A sample text's terms as keyword-cache.ts packs them (packTerms(sample, 0, "")). */
+function sampleTerms(): (string | number)[] {
+  const sample =
+    "The runners were running to the cafés of Straße Lisbon, 北京烤鸭 and ümlauts; les enfants mangeaient des pommes 2024";
+  const { tf, length } = termCounts(sample);
+  const v: (string | number)[] = [length, 0, ""];
+  for (const [term, n] of tf) v.push(term, n);
+  return v;
+}
 
 /** Which state of the store a snapshot belongs to. */
 export type SnapshotStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number };
@@ -118,13 +141,12 @@ export function writeSnapshot(dataDir: string, namespace: string, stamp: Snapsho
   renameSync(tmp, file);
 }
 
-/** The snapshot of a namespace as a KeywordSpace, if there is one of this stamp (atMs aside), whole. */
+/** The parts of a namespace's snapshot (KeywordSpace.fromParts), if there is one of this stamp (atMs aside), whole. */
 export function readSnapshot(
   dataDir: string,
   namespace: string,
   stamp: Omit<SnapshotStamp, "atMs">,
-  compactAfter?: number,
-): { space: KeywordSpace; atMs: number } | undefined {
+): { parts: SpaceParts; atMs: number } | undefined {
   let buf: Buffer;
   try {
     buf = readFileSync(fileOf(dataDir, namespace));
@@ -171,8 +193,7 @@ export function readSnapshot(
     for (const [i, [T, count]] of sizes.entries()) {
       const bytesPer = (T as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
       if (at + count * bytesPer > buf.length) return undefined;
-      const section = bytes.subarray(at, at + count * bytesPer);
-      if (Bun.hash(section).toString(16) !== header.hashes[i]) return undefined;
+      if (Bun.hash(bytes.subarray(at, at + count * bytesPer)).toString(16) !== header.hashes[i]) return undefined;
       out.push(new T(bytes.buffer, bytes.byteOffset + at, count));
       at += align8(count * bytesPer);
     }
@@ -191,28 +212,25 @@ export function readSnapshot(
       listTl,
       table,
     ] = out;
-    const space = KeywordSpace.fromParts(
-      {
-        count: n,
-        idWords: idWords as Int32Array<ArrayBuffer>,
-        docLen: docLen as Int32Array<ArrayBuffer>,
-        docCreated: docCreated as Float64Array<ArrayBuffer>,
-        docEntity: docEntity as Int32Array<ArrayBuffer>,
-        docStart: docStart as Int32Array<ArrayBuffer>,
-        poolList: poolList as Int32Array<ArrayBuffer>,
-        poolTf: poolTf as Uint16Array<ArrayBuffer>,
-        listN: listN as Int32Array<ArrayBuffer>,
-        listMaxLen: listMaxLen as Int32Array<ArrayBuffer>,
-        listDoc: listDoc as Int32Array<ArrayBuffer>,
-        listTl: listTl as Int32Array<ArrayBuffer>,
-        table: table as Int32Array<ArrayBuffer>,
-        terms: header.terms,
-        entities: header.entities,
-        otherIds: header.otherIds,
-      },
-      compactAfter,
-    );
-    return { space, atMs: s.atMs };
+    const parts: SpaceParts = {
+      count: n,
+      idWords: idWords as Int32Array<ArrayBuffer>,
+      docLen: docLen as Int32Array<ArrayBuffer>,
+      docCreated: docCreated as Float64Array<ArrayBuffer>,
+      docEntity: docEntity as Int32Array<ArrayBuffer>,
+      docStart: docStart as Int32Array<ArrayBuffer>,
+      poolList: poolList as Int32Array<ArrayBuffer>,
+      poolTf: poolTf as Uint16Array<ArrayBuffer>,
+      listN: listN as Int32Array<ArrayBuffer>,
+      listMaxLen: listMaxLen as Int32Array<ArrayBuffer>,
+      listDoc: listDoc as Int32Array<ArrayBuffer>,
+      listTl: listTl as Int32Array<ArrayBuffer>,
+      table: table as Int32Array<ArrayBuffer>,
+      terms: header.terms,
+      entities: header.entities,
+      otherIds: header.otherIds,
+    };
+    return { parts, atMs: s.atMs };
   } catch {
     return undefined;
   }

@@ -3,10 +3,11 @@
 import { bm25, bm25Bound, idf, type QueryTerm as Term } from "../../text/scoring";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
-import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
-import type { Dbs, Writes } from "./index";
+import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
 import { type KeywordSpace, LONG, type List } from "./keyword-cache";
-import { keys } from "./layout";
+import { type Dbs, keys } from "./layout";
+import type { Writes } from "./staging";
+import type { LmdbState } from "./state";
 import { ann, type Space } from "./vector-cache";
 
 /**
@@ -465,4 +466,18 @@ function topIndexes(values: Float32Array | Float64Array, k: number, n = values.l
   const out: number[] = [];
   for (let i = 0; i < n; i++) if (values[i] >= cut) out.push(i);
   return out;
+}
+
+/** The Search role: each namespace's in-memory keyword lists and vectors (state.ts), scored above. */
+export function lmdbSearch(s: LmdbState): Search {
+  const { dbs, keywordCache, vectorCache } = s;
+  return {
+    async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
+      return keywordSearch(dbs, await keywordCache.get(scope.namespace), scope, terms, filter, limit, now);
+    },
+
+    async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
+      return semanticSearch(dbs, await vectorCache.get(scope.namespace), scope, vector, filter, limit, now);
+    },
+  };
 }

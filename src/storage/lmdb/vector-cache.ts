@@ -16,7 +16,7 @@
 // memory record anyway.
 import { type DotKernel, dotKernel } from "./dot";
 import { type HammingKernel, hammingKernel } from "./hamming";
-import type { Dbs } from "./index";
+import type { Dbs } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 
 /** How the approximate search trades work for recall (tests make them small). */

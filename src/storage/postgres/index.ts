@@ -419,7 +419,9 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       db,
       write,
       applyIn: async (tx, ops, actorKeyId, now) => {
-        const [r] = await applyBatch(tx, [{ ops, actorKeyId, now }], { memoryOf });
+        const done = await applyBatch(tx, [{ ops, actorKeyId, now }], { memoryOf });
+        await Promise.all(done.last ?? []);
+        const [r] = done.values;
         if (r instanceof IdempotencyKeyTaken) throw r;
         return r;
       },

@@ -2,11 +2,11 @@
 // idempotent answers. Spread into the storage object in index.ts.
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import type { ErasureRecord, ExportRecord, IdempotencyEntry, KeyRecord, MemoryRecord } from "../records";
-import type { Applied, LifecycleMethods, MemoryOp } from "../storage";
+import type { Applied, Erasure, Idempotency, MemoryOp, MemoryReads, Transfer } from "../storage";
 import { eventOf, eventRow, keyOf, keyRow, memoryOf, memoryRow, type Row } from "./index";
 import { writeIndex } from "./search";
 
-type Methods = LifecycleMethods;
+type Methods = Pick<MemoryReads, "listMemories"> & Erasure & Transfer & Idempotency;
 
 export interface PgLifecycleContext {
   sql: SQL;
