@@ -4,7 +4,7 @@ import { bm25, bm25Bound, idf, type QueryTerm as Term } from "../../text/scoring
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
-import { type KeywordSpace, LONG, type List } from "./keyword-cache";
+import { type KeywordSpace, type List, LONG } from "./keyword-cache";
 import { type Dbs, keys } from "./layout";
 import type { Writes } from "./staging";
 import type { LmdbState } from "./state";
