@@ -9,7 +9,7 @@ import { crashRound } from "../test/crash-run";
 import { startFakeModel } from "../test/fake-model";
 import { contextBench } from "./context";
 import { lifecycleBench } from "./lifecycle";
-import { defaultData, locomoBench, locomoTables } from "./locomo";
+import { defaultData, locomoBench, locomoTables, locomoTargets } from "./locomo";
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
 import { timeBench } from "./time";
@@ -424,6 +424,7 @@ lines.push(
     lines.push(
       `Data: ${data.replace(`${root}/`, "")}. bench/locomo.ts (also runnable alone): each turn (or observation) one raw memory of its conversation's entity; each question an entity-scoped search, limit 10. USE-lite: bench/use-embedder.ts; fake: test/fake-embedder.ts (256 dimensions, trigrams). Keyword rows do not depend on the embedder. Latency as the client sees it, in the bench's own process.`,
       "",
+      ...locomoTargets(runs),
       ...locomoTables(runs),
     );
   } else
