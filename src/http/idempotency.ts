@@ -1,10 +1,9 @@
+import { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS } from "../storage/records";
 import type { Storage } from "../storage/storage";
 import { ApiError, invalidField } from "./errors";
 
-/** How long an answer is kept for replays. */
-export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
-/** A pending entry older than this is taken over: its request died with its process. */
-export const IDEMPOTENCY_LEASE_MS = 5 * 60 * 1000;
+export { IDEMPOTENCY_LEASE_MS, IDEMPOTENCY_TTL_MS };
+
 const validKey = /^[\x20-\x7e]{1,255}$/;
 
 export interface IdempotentCall {

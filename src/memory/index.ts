@@ -7,9 +7,9 @@ import { ApiError } from "../http/errors";
 import { idempotent } from "../http/idempotency";
 import { queryLimit } from "../http/query";
 import { isUuid, jsonAnswer } from "../http/schemas";
-import type { auth } from "../keys/auth";
+import { type auth, checkScope } from "../keys/auth";
 import type { KeyRecord } from "../keys/model";
-import { covers, permits, requireNamespace } from "../keys/service";
+import { covers, permits } from "../keys/service";
 import {
   EntityQuery,
   EraseRequest,
@@ -76,7 +76,7 @@ export const directStore = (core: Core): DirectRoute<StoreRequest, KeyRecord> =>
   freeForm: ["metadata"],
   serves: (request, body) => body.infer === false && request.headers.get("idempotency-key") === null,
   handle(body, key, headers) {
-    requireNamespace(key, body.namespace);
+    checkScope(key, body.namespace);
     return storeRawAnswer(core, body, key.id, headers);
   },
 });
@@ -88,7 +88,6 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .post(
       "/v1/memory",
       async ({ body, apiKey, set, request }) => {
-        requireNamespace(apiKey, body.namespace);
         return idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, async () => {
           if (body.infer !== false) return smartStore(body, apiKey.id, set);
           return storeRawAnswer(core, body, apiKey.id, set.headers);
@@ -96,6 +95,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       },
       {
         permission: "read_write",
+        namespace: "body",
         body: StoreRequest,
         detail: {
           summary: "Store a memory",
@@ -107,14 +107,14 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     )
     .get(
       "/v1/memory",
-      async ({ query, apiKey }) => {
-        requireNamespace(apiKey, query.namespace);
+      async ({ query }) => {
         const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
         const { namespace, entity, category, tag } = query;
         return listMemories(core, { namespace, entity, category, tags: tag, limit }, query.cursor);
       },
       {
         permission: "read",
+        namespace: "query",
         query: ListQuery,
         detail: {
           summary: "List current memories, newest first, a page at a time",
@@ -125,12 +125,12 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     )
     .get(
       "/v1/memory/erasures",
-      async ({ query, apiKey }) => {
-        requireNamespace(apiKey, query.namespace);
+      async ({ query }) => {
         return (await core.storage.erasures(query.namespace, query.entity)).map(toErasure);
       },
       {
         permission: "admin",
+        namespace: "query",
         query: ErasuresQuery,
         detail: { summary: "Erasures of a namespace or entity, oldest first", responses: jsonAnswer(t.Array(Erasure)) },
       },
@@ -138,11 +138,11 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .post(
       "/v1/memory/erase",
       async ({ body, apiKey }) => {
-        requireNamespace(apiKey, body.namespace);
         return eraseEntity(core, body.namespace, body.entity, apiKey.id);
       },
       {
         permission: "admin",
+        namespace: "body",
         body: EraseRequest,
         detail: {
           summary: "Erase an entity: every memory, current or not, loses its content; events lose theirs",
@@ -171,13 +171,13 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .delete(
       "/v1/memory",
       async ({ query, apiKey, set, request }) => {
-        requireNamespace(apiKey, query.namespace);
         return idempotent({ storage: core.storage, request, keyId: apiKey.id, body: undefined, set }, () =>
           deleteEntity(core, query.namespace, query.entity, apiKey.id),
         );
       },
       {
         permission: "read_write",
+        namespace: "query",
         query: EntityQuery,
         detail: {
           summary: "Delete every current memory of an entity (one DELETE event each, reason deleted)",

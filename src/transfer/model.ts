@@ -6,12 +6,13 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { limits } from "../config/limits";
 import { Name } from "../http/schemas";
 import { Category, Tag } from "../memory/model";
-import { eventKinds, permissions } from "../storage/records";
+import { eventKinds, lowerUuidPattern, permissions } from "../storage/records";
 
 /** The version of the export format; an import refuses other versions. */
 export const EXPORT_FORMAT = 1;
 
-const uuid = Type.String({ pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" });
+// Ids in lower case, as memd writes them: an id in another case would be a second id on LMDB.
+const uuid = Type.String({ pattern: lowerUuidPattern });
 const name = Name;
 const ms = Type.Integer({ minimum: 0, maximum: 8.64e15 });
 const nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
