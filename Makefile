@@ -4,7 +4,7 @@ LOCAL_BUN   := $(CURDIR)/.tools/node_modules/.bin/bun
 BUN         ?= $(or $(shell command -v bun 2>/dev/null),$(LOCAL_BUN))
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: deps pg-deps browser-deps python-deps screenshots run test build release bench bench-postgres bench-deps fmt lint check clean
+.PHONY: soak deps pg-deps browser-deps python-deps screenshots run test build release bench bench-postgres bench-deps fmt lint check clean
 
 deps: node_modules/.installed
 
@@ -18,12 +18,21 @@ node_modules/.installed: package.json bun.lock | $(BUN)
 run: deps ## start the server on ./memd-data (prints a root key on first start)
 	$(BUN) run src/main.ts serve $(ARGS)
 
-test: deps pg-deps browser-deps python-deps build ## the whole suite: on LMDB, again on a throwaway PostgreSQL, and against dist/memd
+test: deps build ## the whole suite: on LMDB, again on a throwaway PostgreSQL, and against dist/memd
+	@# The tools: installed when missing (apt-get, as root), then checked, naming what is still missing.
+	-@$(MAKE) --no-print-directory pg-deps browser-deps python-deps
+	@scripts/check-test-tools
 	BUN=$(BUN) scripts/with-postgres scripts/test $(TESTS)
 
-pg-deps: ## PostgreSQL's server binaries (Debian's postgresql package), for the tests
+soak: deps pg-deps ## the fault soak for SOAK_SECONDS (default 300): 3 replicas behind PgBouncer, 32 writers, PostgreSQL and PgBouncer restarted, frozen, a replica killed
+	MEMD_SOAK_SECONDS=$(or $(SOAK_SECONDS),300) BUN=$(BUN) scripts/with-postgres $(BUN) test --timeout 3600000 test/storage/exactly-once-under-faults.test.ts
+
+pg-deps: ## PostgreSQL's server binaries, PgBouncer and runuser (Debian's postgresql, pgbouncer and util-linux packages), for the tests
 	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 	  { apt-get update -qq && apt-get install -y -qq postgresql; }
+	@command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || \
+	  { apt-get update -qq && apt-get install -y -qq pgbouncer; }
+	@command -v runuser >/dev/null || { apt-get update -qq && apt-get install -y -qq util-linux; }
 
 python-deps: ## Debian's python3 with httpx and pytest (and pip, setuptools, wheel to install the package), for clients/python's tests
 	@/usr/bin/python3 -c 'import httpx, pytest, pip, setuptools, wheel' 2>/dev/null || \

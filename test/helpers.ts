@@ -57,15 +57,35 @@ export function seededRandom(seed: number): () => number {
 /** On PostgreSQL, one database per data dir, so a test that restarts on "the same data dir" gets its data back. */
 const databaseOf = new Map<string, string>();
 
+/**
+ * PgBouncer in transaction mode in front of the test PostgreSQL (scripts/with-pgbouncer), or
+ * undefined: `make test` runs the PostgreSQL files once more behind it. Databases are still made
+ * on the server itself; servers reach them through PgBouncer.
+ */
+export function poolerUrl(): string | undefined {
+  const url = process.env.MEMD_TEST_POOLER_URL;
+  if (url === undefined) return undefined;
+  if (!url.startsWith("postgres")) throw new Error(`PgBouncer tests need PgBouncer: ${url}`);
+  return url;
+}
+
+/** A database URL of the test PostgreSQL as reached through PgBouncer (unchanged without one). */
+export function throughPooler(databaseUrl: string): string {
+  const pooler = poolerUrl();
+  if (!pooler) return databaseUrl;
+  const authority = (u: string) => u.replace(/^postgres(ql)?:\/\//, "").split("/")[0];
+  return databaseUrl.replace(authority(databaseUrl), authority(pooler));
+}
+
 /** Settings that put a test server on the backend under test, for the data dir `dataDir`. */
 export async function backendArgs(dataDir: string): Promise<string[]> {
   if (backend !== "postgres") return [];
   let url = databaseOf.get(dataDir);
   if (!url) {
-    url = await freshDatabase();
+    url = throughPooler(await freshDatabase());
     databaseOf.set(dataDir, url);
   }
-  return ["--database-url", url];
+  return ["--database-url", url, ...(poolerUrl() ? ["--database-pooler", "transaction"] : [])];
 }
 
 const repo = join(import.meta.dir, "..");

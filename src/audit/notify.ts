@@ -45,8 +45,8 @@ export class CommitNotifier {
  * every write path, present or future, wakes the streams without remembering to.
  */
 export function notifyingStorage(storage: Storage, notifier: CommitNotifier): Storage {
-  const apply: Storage["apply"] = async (ops, actorKeyId, now) => {
-    const done = await storage.apply(ops, actorKeyId, now);
+  const apply: Storage["apply"] = async (ops, actorKeyId, now, idempotency) => {
+    const done = await storage.apply(ops, actorKeyId, now, idempotency);
     if (!notifier.listening) return done;
     const namespaces = new Set<string>();
     for (const d of done) if (d) namespaces.add(d.event.namespace);

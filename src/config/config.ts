@@ -24,6 +24,7 @@ export interface Config {
   mapSizeMb: number;
   databaseUrl: string | undefined;
   dbPool: number;
+  databasePooler: "none" | "session" | "transaction";
   dbConnectTimeoutMs: number;
   dbStatementTimeoutMs: number;
   logLevel: LogLevel;
@@ -140,6 +141,14 @@ export const settings: Setting[] = [
     default: 10,
     parse: int(1, 1000),
     help: "PostgreSQL connections per process",
+  },
+  {
+    key: "databasePooler",
+    flag: "--database-pooler",
+    env: "MEMD_DATABASE_POOLER",
+    default: "none",
+    parse: oneOf("none", "session", "transaction"),
+    help: "what is between memd and PostgreSQL: none, session (a pooler in session mode) or transaction (PgBouncer in transaction mode: no named prepared statements)",
   },
   {
     key: "dbConnectTimeoutMs",

@@ -65,7 +65,7 @@ export function renderContext(chosen: readonly MemoryRecord[]): string {
 
 /** One memory's line: its date (UTC) and its content on one line. */
 const line = (m: MemoryRecord) =>
-  `- [${new Date(m.createdAt).toISOString().slice(0, 10)}] ${m.content.replace(/\s*[\r\n]+\s*/g, " ")}`;
+  `- [${new Date(m.createdAt).toISOString().slice(0, 10)}] ${m.content.replace(/\s*[\r\n]+\s*/g, " ").trim()}`;
 
 /**
  * The best candidates that fit in `maxTokens`, in candidate order. Each is tried in turn with
@@ -98,7 +98,11 @@ export function fitToBudget(candidates: readonly Scored[], maxTokens: number) {
   // Ordered as they appear: grouped, best group first.
   const order = (list: Scored[]) => {
     const byCategory = new Map<string, Scored[]>();
-    for (const c of list) byCategory.set(c.memory.category, [...(byCategory.get(c.memory.category) ?? []), c]);
+    for (const c of list) {
+      const g = byCategory.get(c.memory.category);
+      if (g) g.push(c);
+      else byCategory.set(c.memory.category, [c]);
+    }
     return [...byCategory.values()].flat();
   };
   for (;;) {

@@ -5,11 +5,12 @@
 import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { type EmbedCost, newCost, withVectors } from "../embedding/client";
+import type { IdempotencySlot } from "../http/idempotency";
 import { hasControl } from "../http/schemas";
 import type { Logger } from "../log";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
 import { newMemory, toMemory } from "../memory/service";
-import type { MemoryOp } from "../storage/storage";
+import type { Applied, MemoryOp } from "../storage/storage";
 import { normalizeFact } from "./builtin";
 import { NOT_A_CATEGORY, type Operation } from "./model";
 
@@ -160,6 +161,7 @@ export async function applyChanges(
   changes: readonly Change[],
   extraSkipped = 0,
   cost: EmbedCost = newCost(),
+  idempotency?: IdempotencySlot,
 ): Promise<StoreResponse> {
   // New and changed contents are embedded in one call, before the write transaction.
   const ops = await withVectors(
@@ -167,17 +169,21 @@ export async function applyChanges(
     changes.map((c) => opOf(req, c)),
     cost,
   );
-  const results = await core.storage.apply(ops, actorKeyId);
-  const res: StoreResponse = { memories: [], skipped: extraSkipped, conflicts: 0 };
+  const answerOf = (results: readonly (Applied | null)[]): StoreResponse => {
+    const res: StoreResponse = { memories: [], skipped: extraSkipped, conflicts: 0 };
+    results.forEach((done, i) => {
+      const kind = changes[i].kind;
+      if (!done) return;
+      if (kind === "ADD" || kind === "MERGE" || kind === "REPLACE") res.memories.push(toMemory(done.memory, kind));
+      if (kind === "SKIP_DUPLICATE") res.skipped++;
+      if (kind === "KEEP_EXISTING" || kind === "REPLACE") res.conflicts++;
+    });
+    return res;
+  };
+  const results = await core.storage.apply(ops, actorKeyId, undefined, idempotency?.record(answerOf));
   results.forEach((done, i) => {
-    const kind = changes[i].kind;
-    if (!done) {
-      core.logger.warn("dropped model operation", { decision: kind, why: "target no longer current" });
-      return;
-    }
-    if (kind === "ADD" || kind === "MERGE" || kind === "REPLACE") res.memories.push(toMemory(done.memory, kind));
-    if (kind === "SKIP_DUPLICATE") res.skipped++;
-    if (kind === "KEEP_EXISTING" || kind === "REPLACE") res.conflicts++;
+    if (!done)
+      core.logger.warn("dropped model operation", { decision: changes[i].kind, why: "target no longer current" });
   });
-  return res;
+  return answerOf(results);
 }

@@ -5,6 +5,7 @@ import type { Config } from "../config/config";
 import type { Core } from "../core";
 import { type EmbedCost, embedHeaders, newCost } from "../embedding/client";
 import { ApiError } from "../http/errors";
+import type { IdempotencySlot } from "../http/idempotency";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
 import { checkStoreLimits } from "../memory/service";
 import { relatedMemories } from "../search/service";
@@ -87,7 +88,12 @@ export function createSmartStore(core: Core, shutdown?: AbortSignal) {
   const inFlight = new Map<string, number>();
   const settings = llmSettings(core);
 
-  return async function smartStore(req: StoreRequest, actorKeyId: string, set: Headers): Promise<StoreResponse> {
+  return async function smartStore(
+    req: StoreRequest,
+    actorKeyId: string,
+    set: Headers,
+    idempotency?: IdempotencySlot,
+  ): Promise<StoreResponse> {
     const cost: Cost = { extractor: settings ? "llm" : "builtin", calls: 0, tokens: 0, promptTokens: 0 };
     const embedCost = newCost();
     const headers = () => ({ ...costHeaders(cost), ...embedHeaders(embedCost) });
@@ -95,7 +101,7 @@ export function createSmartStore(core: Core, shutdown?: AbortSignal) {
       checkStoreLimits(core, req);
       const serialized = <T>(fn: () => Promise<T>) => core.storage.serialize(req.namespace, req.entity, fn);
       if (!settings) {
-        const res = await serialized(() => storeBuiltin(core, req, actorKeyId, embedCost));
+        const res = await serialized(() => storeBuiltin(core, req, actorKeyId, embedCost, idempotency));
         extractionStats.builtinStores++;
         Object.assign(set.headers, headers());
         return res;
@@ -110,7 +116,7 @@ export function createSmartStore(core: Core, shutdown?: AbortSignal) {
         }
         inFlight.set(actorKeyId, running + 1);
         try {
-          return await storeWithModel(core, settings, req, actorKeyId, cost, embedCost, shutdown);
+          return await storeWithModel(core, settings, req, actorKeyId, cost, embedCost, shutdown, idempotency);
         } finally {
           const n = (inFlight.get(actorKeyId) ?? 1) - 1;
           if (n > 0) inFlight.set(actorKeyId, n);
@@ -141,6 +147,7 @@ async function storeBuiltin(
   req: StoreRequest,
   actorKeyId: string,
   embedCost: EmbedCost,
+  idempotency?: IdempotencySlot,
 ): Promise<StoreResponse> {
   const current = await core.storage.currentMemories(req, MAX_ENTITY_SCAN);
   const { facts, skipped } = extractBuiltin(req.content, current);
@@ -151,7 +158,7 @@ async function storeBuiltin(
     else orphanSkips++; // a repeat of an earlier fact of the same content: no memory to attach an event to
   }
   for (const fact of facts) changes.push({ kind: "ADD", fact });
-  return applyChanges(core, req, actorKeyId, changes, orphanSkips, embedCost);
+  return applyChanges(core, req, actorKeyId, changes, orphanSkips, embedCost, idempotency);
 }
 
 async function storeWithModel(
@@ -162,6 +169,7 @@ async function storeWithModel(
   cost: Cost,
   embedCost: EmbedCost,
   shutdown?: AbortSignal,
+  idempotency?: IdempotencySlot,
 ): Promise<StoreResponse> {
   const current = await core.storage.currentMemories(req, MAX_ENTITY_SCAN);
   const byNorm = new Map(current.map((m) => [normalizeFact(m.content), m]));
@@ -175,7 +183,8 @@ async function storeWithModel(
     if (dup) changes.push({ kind: "SKIP_DUPLICATE", fact, target: dup });
     else rest.push(fact);
   }
-  if (rest.length === 0 && facts.length > 0) return applyChanges(core, req, actorKeyId, changes, 0, embedCost);
+  if (rest.length === 0 && facts.length > 0)
+    return applyChanges(core, req, actorKeyId, changes, 0, embedCost, idempotency);
   // Untouched content keeps its wording and layout; otherwise only the facts left are sent.
   const content = changes.length === 0 ? req.content : rest.join("\n");
 
@@ -216,5 +225,13 @@ async function storeWithModel(
     new Set(changes.map((c) => (c.kind === "ADD" ? "" : c.target.id))),
   );
   extractionStats.droppedOperations += operations.length - checked.changes.length;
-  return applyChanges(core, req, actorKeyId, [...changes, ...checked.changes], checked.repeated, embedCost);
+  return applyChanges(
+    core,
+    req,
+    actorKeyId,
+    [...changes, ...checked.changes],
+    checked.repeated,
+    embedCost,
+    idempotency,
+  );
 }

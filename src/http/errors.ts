@@ -22,6 +22,7 @@ export const errorCatalogue = {
   shutting_down: 503,
   llm_timeout: 504,
   storage_unavailable: 503,
+  outcome_unknown: 503,
   storage_full: 507,
 } as const;
 

@@ -52,100 +52,113 @@ const hidden = { hide: true };
 export const mem0Routes = (core: Core, authPlugin: ReturnType<typeof auth>, smartStore: SmartStore = unavailable) => {
   const ns = (key: KeyRecord, request: Request) =>
     namespaceOf(key, request.headers.get(namespaceHeader), core.config.mem0Namespace);
-  return new Elysia({ name: "mem0" })
-    .use(authPlugin)
-    .get(
-      "/v1/ping/",
-      ({ apiKey, request }) => {
-        let namespace: string | undefined;
-        try {
-          namespace = ns(apiKey, request);
-        } catch {
-          namespace = undefined; // the clients ping on start: a call that names no namespace yet still works
-        }
-        return pingMem0(apiKey, namespace);
-      },
-      { permission: "read", detail: hidden },
-    )
-    .post(
-      "/v1/memories/",
-      ({ body, apiKey, request, set }) => addMem0(core, smartStore, apiKey, ns(apiKey, request), body, set),
-      { permission: "read_write", body: AddRequest, detail: hidden },
-    )
-    .post(
-      "/v3/memories/add/",
-      ({ body, apiKey, request, set }) => addMem0(core, smartStore, apiKey, ns(apiKey, request), body, set),
-      { permission: "read_write", body: AddRequest, detail: hidden },
-    )
-    .post("/v2/memories/search/", ({ body, apiKey, request }) => searchMem0(core, ns(apiKey, request), body), {
-      permission: "read",
-      body: SearchRequest,
-      detail: hidden,
-    })
-    .post("/v3/memories/search/", ({ body, apiKey, request }) => searchMem0(core, ns(apiKey, request), body), {
-      permission: "read",
-      body: SearchRequest,
-      detail: hidden,
-    })
-    .post(
-      "/v2/memories/",
-      ({ body, query, apiKey, request }) => listMem0(core, ns(apiKey, request), body, query, new URL(request.url)),
-      { permission: "read", body: ListRequest, query: PageQuery, detail: hidden },
-    )
-    .post(
-      "/v3/memories/",
-      ({ body, query, apiKey, request }) => listMem0(core, ns(apiKey, request), body, query, new URL(request.url)),
-      { permission: "read", body: ListRequest, query: PageQuery, detail: hidden },
-    )
-    .get(
-      "/v1/memories/",
-      ({ query, apiKey, request }) => listByIds(core, ns(apiKey, request), query, new URL(request.url)),
-      { permission: "read", query: EntityQuery, detail: hidden },
-    )
-    .delete("/v1/memories/", ({ query, apiKey, request }) => deleteAllMem0(core, apiKey, ns(apiKey, request), query), {
-      permission: "read_write",
-      query: EntityQuery,
-      detail: hidden,
-    })
-    .get("/v1/memories/:id/", ({ params, apiKey }) => getMem0(core, apiKey, params.id), {
-      permission: "read",
-      params: MemoryParams,
-      detail: hidden,
-    })
-    .put("/v1/memories/:id/", ({ params, body, apiKey }) => updateMem0(core, apiKey, params.id, body), {
-      permission: "read_write",
-      params: MemoryParams,
-      body: UpdateRequest,
-      detail: hidden,
-    })
-    .delete("/v1/memories/:id/", ({ params, apiKey }) => deleteMem0(core, apiKey, params.id), {
-      permission: "read_write",
-      params: MemoryParams,
-      detail: hidden,
-    })
-    .get("/v1/memories/:id/history/", ({ params, apiKey }) => historyMem0(core, apiKey, params.id), {
-      permission: "read",
-      params: MemoryParams,
-      detail: hidden,
-    })
-    .get(
-      "/v1/entities/",
-      ({ query, apiKey, request }) => {
-        const url = new URL(request.url);
-        // Without the slash it is memd's own GET /v1/entities (see above).
-        if (!url.pathname.endsWith("/")) return browseEntities(core, apiKey, query);
-        return entitiesMem0(core, ns(apiKey, request), query, url);
-      },
-      { permission: "read", detail: hidden },
-    )
-    .delete(
-      "/v2/entities/:type/:name/",
-      ({ params, apiKey, request }) => deleteEntityMem0(core, apiKey, ns(apiKey, request), params.type, params.name),
-      { permission: "read_write", detail: hidden },
-    )
-    .delete(
-      "/v1/entities/:type/:name/",
-      ({ params, apiKey, request }) => deleteEntityMem0(core, apiKey, ns(apiKey, request), params.type, params.name),
-      { permission: "read_write", detail: hidden },
-    );
+  return (
+    new Elysia({ name: "mem0" })
+      .use(authPlugin)
+      .get(
+        "/v1/ping/",
+        ({ apiKey, request }) => {
+          let namespace: string | undefined;
+          try {
+            namespace = ns(apiKey, request);
+          } catch {
+            namespace = undefined; // the clients ping on start: a call that names no namespace yet still works
+          }
+          return pingMem0(apiKey, namespace);
+        },
+        { permission: "read", detail: hidden },
+      )
+      .post(
+        "/v1/memories/",
+        ({ body, apiKey, request, set }) => addMem0(core, smartStore, apiKey, ns(apiKey, request), body, set),
+        { permission: "read_write", body: AddRequest, detail: hidden },
+      )
+      .post(
+        "/v3/memories/add/",
+        ({ body, apiKey, request, set }) => addMem0(core, smartStore, apiKey, ns(apiKey, request), body, set),
+        { permission: "read_write", body: AddRequest, detail: hidden },
+      )
+      .post("/v2/memories/search/", ({ body, apiKey, request }) => searchMem0(core, ns(apiKey, request), body), {
+        permission: "read",
+        body: SearchRequest,
+        detail: hidden,
+      })
+      // Older clients' search (version v1), ids at the top level.
+      .post("/v1/memories/search/", ({ body, apiKey, request }) => searchMem0(core, ns(apiKey, request), body), {
+        permission: "read",
+        body: SearchRequest,
+        detail: hidden,
+      })
+      .post("/v3/memories/search/", ({ body, apiKey, request }) => searchMem0(core, ns(apiKey, request), body), {
+        permission: "read",
+        body: SearchRequest,
+        detail: hidden,
+      })
+      .post(
+        "/v2/memories/",
+        ({ body, query, apiKey, request }) => listMem0(core, ns(apiKey, request), body, query, new URL(request.url)),
+        { permission: "read", body: ListRequest, query: PageQuery, detail: hidden },
+      )
+      .post(
+        "/v3/memories/",
+        ({ body, query, apiKey, request }) => listMem0(core, ns(apiKey, request), body, query, new URL(request.url)),
+        { permission: "read", body: ListRequest, query: PageQuery, detail: hidden },
+      )
+      .get(
+        "/v1/memories/",
+        ({ query, apiKey, request }) => listByIds(core, ns(apiKey, request), query, new URL(request.url)),
+        { permission: "read", query: EntityQuery, detail: hidden },
+      )
+      .delete(
+        "/v1/memories/",
+        ({ query, apiKey, request }) => deleteAllMem0(core, apiKey, ns(apiKey, request), query),
+        {
+          permission: "read_write",
+          query: EntityQuery,
+          detail: hidden,
+        },
+      )
+      .get("/v1/memories/:id/", ({ params, apiKey }) => getMem0(core, apiKey, params.id), {
+        permission: "read",
+        params: MemoryParams,
+        detail: hidden,
+      })
+      .put("/v1/memories/:id/", ({ params, body, apiKey }) => updateMem0(core, apiKey, params.id, body), {
+        permission: "read_write",
+        params: MemoryParams,
+        body: UpdateRequest,
+        detail: hidden,
+      })
+      .delete("/v1/memories/:id/", ({ params, apiKey }) => deleteMem0(core, apiKey, params.id), {
+        permission: "read_write",
+        params: MemoryParams,
+        detail: hidden,
+      })
+      .get("/v1/memories/:id/history/", ({ params, apiKey }) => historyMem0(core, apiKey, params.id), {
+        permission: "read",
+        params: MemoryParams,
+        detail: hidden,
+      })
+      .get(
+        "/v1/entities/",
+        ({ query, apiKey, request }) => {
+          const url = new URL(request.url);
+          // Without the slash, or naming a namespace (mem0's clients never do), it is memd's own GET /v1/entities.
+          if (!url.pathname.endsWith("/") || url.searchParams.has("namespace"))
+            return browseEntities(core, apiKey, query);
+          return entitiesMem0(core, ns(apiKey, request), query, url);
+        },
+        { permission: "read", detail: hidden },
+      )
+      .delete(
+        "/v2/entities/:type/:name/",
+        ({ params, apiKey, request }) => deleteEntityMem0(core, apiKey, ns(apiKey, request), params.type, params.name),
+        { permission: "read_write", detail: hidden },
+      )
+      .delete(
+        "/v1/entities/:type/:name/",
+        ({ params, apiKey, request }) => deleteEntityMem0(core, apiKey, ns(apiKey, request), params.type, params.name),
+        { permission: "read_write", detail: hidden },
+      )
+  );
 };

@@ -29,6 +29,7 @@ export const AddRequest = t.Object(
     infer: t.Optional(t.Nullable(t.Boolean())),
     expiration_date: t.Optional(t.Nullable(t.String())),
     filters: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown()))),
+    output_format: t.Optional(t.Nullable(t.String())),
   },
   { additionalProperties: true },
 );
@@ -47,6 +48,7 @@ export const SearchRequest = t.Object(
     limit: t.Optional(t.Nullable(t.Integer({ minimum: 1 }))),
     threshold: t.Optional(t.Nullable(t.Number())),
     keyword_search: t.Optional(t.Nullable(t.Boolean())),
+    output_format: t.Optional(t.Nullable(t.String())),
   },
   { additionalProperties: true },
 );

@@ -79,7 +79,8 @@ export function namespaceOf(key: KeyRecord, header: string | null, setting: stri
 
 function checkId(kind: IdKind, id: string) {
   const room = kind === "user_id" ? limits.nameChars : limits.tagChars - prefixOf[kind].length;
-  if (id.trim() === "" || [...id].length > room || /\p{Cc}/u.test(id))
+  // UTF-16 units, as memd's own schemas count a name's and a tag's length.
+  if (id.trim() === "" || id.length > room || /\p{Cc}/u.test(id))
     throw invalidField(kind, `must be 1 to ${room} characters without control characters`);
   if (kind === "user_id" && prefixed.some(([, p]) => id.startsWith(p)))
     throw invalidField(kind, "may not start with agent:, run: or app: (memd keeps those for the other ids)");
@@ -314,7 +315,6 @@ export function compileFilters(filters: unknown, depth = 0): Compiled {
   return and(parts);
 }
 
-/** The filters of a call with its top-level ids (older clients send those) ANDed in. */
 /**
  * The filters of a read with the fields beside them that also narrow it: top-level ids (older
  * clients send those), `metadata` and `categories` (search), `start_date` and `end_date` (get all).
@@ -429,7 +429,11 @@ export async function listByIds(core: Core, namespace: string, query: Record<str
   return paginate(results, page, pageSize, url);
 }
 
-/** POST /v2|v3/memories/search/: memd's search per read of the filters, merged by score. */
+/** The answer of an add or a search: `{results}`, or the bare list of mem0's old output_format v1.0. */
+const inFormat = (body: { output_format?: unknown }, results: Mem0Memory[]) =>
+  body.output_format === "v1.0" ? results : { results };
+
+/** POST /v1|v2|v3/memories/search/: memd's search per read of the filters, merged by score. */
 export async function searchMem0(core: Core, namespace: string, body: SearchRequest) {
   const c = filtersOf(body);
   const topK = Math.min(body.top_k ?? body.limit ?? 10, topKMax);
@@ -459,7 +463,10 @@ export async function searchMem0(core: Core, namespace: string, body: SearchRequ
     }
   }
   const results = [...best.values()].sort((a, b) => b.score - a.score).slice(0, topK);
-  return { results: results.map((x) => x.r) };
+  return inFormat(
+    body,
+    results.map((x) => x.r),
+  );
 }
 
 /** One current memory the key covers, or 404 (ids outside the key's namespaces cannot be probed). */
@@ -575,16 +582,20 @@ export async function addMem0(
     });
     const ops: MemoryOp[] = requests.map((req) => ({ event: "ADD", create: newMemory(req, { content: req.content }) }));
     const done = await core.storage.apply(await withVectors(core, ops, newCost()), key.id);
-    return { results: done.flatMap((d) => (d ? [toMem0(d.memory, { event: "ADD" })] : [])) };
+    return inFormat(
+      body,
+      done.flatMap((d) => (d ? [toMem0(d.memory, { event: "ADD" })] : [])),
+    );
   }
   const roles = new Set(messages.map((m) => m.role));
   const content =
     roles.size > 1 ? messages.map((m) => `${m.role}: ${textOf(m)}`).join("\n") : messages.map(textOf).join("\n");
   const res = await naming("content", "messages", () => smartStore({ ...base, content, infer: true }, key.id, set));
-  return {
-    // MERGE changed a memory in place; REPLACE put a new memory in the place of a contradicted one.
-    results: res.memories.map((m) => toMem0(recordOf(m), { event: m.event === "ADD" ? "ADD" : "UPDATE" })),
-  };
+  // MERGE changed a memory in place; REPLACE put a new memory in the place of a contradicted one.
+  return inFormat(
+    body,
+    res.memories.map((m) => toMem0(recordOf(m), { event: m.event === "ADD" ? "ADD" : "UPDATE" })),
+  );
 }
 
 /** PUT /v1/memories/{id}/: text and metadata (replaced whole); a body that changes nothing answers the memory. */
@@ -658,12 +669,17 @@ export async function entitiesMem0(core: Core, namespace: string, query: Record<
   return paginate(found, page, pageSize, url);
 }
 
-/** GET /v1/ping/: what the clients check (status ok), with what memd knows of the call. */
+/**
+ * GET /v1/ping/: what the clients check, with what memd knows of the call. The Python client
+ * will not start without an org_id and a project_id (its project manager checks both); memd has
+ * neither, and answers "memd" for each (the project and webhook routes they lead to are not
+ * served).
+ */
 export function pingMem0(key: KeyRecord, namespace: string | undefined) {
   return {
     status: "ok",
-    org_id: null,
-    project_id: null,
+    org_id: "memd",
+    project_id: "memd",
     user_email: null,
     key_id: key.id,
     namespace: namespace ?? null,

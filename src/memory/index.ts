@@ -4,7 +4,7 @@ import type { Core } from "../core";
 import { embedHeaders, newCost } from "../embedding/client";
 import type { DirectRoute } from "../http/direct";
 import { ApiError } from "../http/errors";
-import { idempotent } from "../http/idempotency";
+import { type IdempotencySlot, idempotent } from "../http/idempotency";
 import { queryLimit } from "../http/query";
 import { isUuid, jsonAnswer } from "../http/schemas";
 import { type auth, checkScope } from "../keys/auth";
@@ -51,6 +51,7 @@ export type SmartStore = (
   req: StoreRequest,
   actorKeyId: string,
   set: { headers: Record<string, unknown> },
+  idempotency?: IdempotencySlot,
 ) => Promise<StoreResponse>;
 
 const unavailable: SmartStore = async () => {
@@ -58,9 +59,15 @@ const unavailable: SmartStore = async () => {
 };
 
 /** A raw store's answer (infer: false), with its embedding cost headers. */
-async function storeRawAnswer(core: Core, body: StoreRequest, keyId: string, headers: Record<string, unknown>) {
+async function storeRawAnswer(
+  core: Core,
+  body: StoreRequest,
+  keyId: string,
+  headers: Record<string, unknown>,
+  idempotency?: IdempotencySlot,
+) {
   const cost = newCost();
-  const res = await storeRaw(core, body, keyId, cost);
+  const res = await storeRaw(core, body, keyId, cost, idempotency);
   Object.assign(headers, embedHeaders(cost));
   return res;
 }
@@ -88,9 +95,9 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .post(
       "/v1/memory",
       async ({ body, apiKey, set, request }) => {
-        return idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, async () => {
-          if (body.infer !== false) return smartStore(body, apiKey.id, set);
-          return storeRawAnswer(core, body, apiKey.id, set.headers);
+        return idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, async (slot) => {
+          if (body.infer !== false) return smartStore(body, apiKey.id, set, slot);
+          return storeRawAnswer(core, body, apiKey.id, set.headers, slot);
         });
       },
       {
@@ -153,8 +160,8 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .patch(
       "/v1/memory/:id",
       async ({ params, body, apiKey, set, request }) =>
-        idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, () =>
-          patchMemory(core, params.id, body, apiKey.id, (ns) => covers(apiKey, ns)),
+        idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, (slot) =>
+          patchMemory(core, params.id, body, apiKey.id, (ns) => covers(apiKey, ns), slot),
         ),
       {
         permission: "read_write",
@@ -171,8 +178,8 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .delete(
       "/v1/memory",
       async ({ query, apiKey, set, request }) => {
-        return idempotent({ storage: core.storage, request, keyId: apiKey.id, body: undefined, set }, () =>
-          deleteEntity(core, query.namespace, query.entity, apiKey.id),
+        return idempotent({ storage: core.storage, request, keyId: apiKey.id, body: undefined, set }, (slot) =>
+          deleteEntity(core, query.namespace, query.entity, apiKey.id, slot),
         );
       },
       {
@@ -203,12 +210,17 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .delete(
       "/v1/memory/:id",
       async ({ params, apiKey, set, request }) =>
-        idempotent({ storage: core.storage, request, keyId: apiKey.id, body: undefined, set }, async () => {
+        idempotent({ storage: core.storage, request, keyId: apiKey.id, body: undefined, set }, async (slot) => {
           if (!isUuid(params.id)) throw new ApiError("not_found", "no memory with that id");
-          await deleteMemory(core, params.id, apiKey.id, (ns) => {
-            if (!covers(apiKey, ns)) throw new ApiError("not_found", "no memory with that id");
-          });
-          return { deleted: true };
+          return deleteMemory(
+            core,
+            params.id,
+            apiKey.id,
+            (ns) => {
+              if (!covers(apiKey, ns)) throw new ApiError("not_found", "no memory with that id");
+            },
+            slot,
+          );
         }),
       {
         permission: "read_write",

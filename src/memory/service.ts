@@ -1,10 +1,11 @@
 import type { Core } from "../core";
 import { type EmbedCost, newCost, withVectors } from "../embedding/client";
 import { ApiError, invalidField } from "../http/errors";
+import type { IdempotencySlot } from "../http/idempotency";
 import { isUuid } from "../http/schemas";
 import { isoTime } from "../http/time";
 import { type ErasureRecord, isCurrent } from "../storage/records";
-import type { ListMemoriesQuery, MemoryOp, NewMemory } from "../storage/storage";
+import type { Applied, ListMemoriesQuery, MemoryOp, NewMemory } from "../storage/storage";
 import {
   defaultCategory,
   defaultImportance,
@@ -74,17 +75,25 @@ export function newMemory(req: StoreRequest, fact: Fact): NewMemory {
   return m;
 }
 
-/** `infer: false`: stores the content verbatim as one memory with an ADD event; durable on return. */
+/**
+ * `infer: false`: stores the content verbatim as one memory with an ADD event; durable on return.
+ * With `idempotency`, the answer is kept in the same transaction (see http/idempotency.ts).
+ */
 export async function storeRaw(
   core: Core,
   req: StoreRequest,
   actorKeyId: string | null,
   cost: EmbedCost = newCost(),
+  idempotency?: IdempotencySlot,
 ): Promise<StoreResponse> {
   checkStoreLimits(core, req);
   const ops = await withVectors(core, [{ event: "ADD", create: newMemory(req, { content: req.content }) }], cost);
-  const [added] = await core.storage.apply(ops, actorKeyId);
-  return { memories: [toMemory(added!.memory, "ADD")], skipped: 0, conflicts: 0 };
+  const answerOf = ([added]: readonly (Applied | null)[]): StoreResponse => ({
+    memories: [toMemory(added!.memory, "ADD")],
+    skipped: 0,
+    conflicts: 0,
+  });
+  return answerOf(await core.storage.apply(ops, actorKeyId, undefined, idempotency?.record(answerOf)));
 }
 
 /** A current memory by id, or undefined (unknown, deleted, replaced or expired). */
@@ -94,12 +103,21 @@ export async function findMemory(core: Core, id: string, now = Date.now()): Prom
 }
 
 /** Deletes a current memory (event DELETE, reason "deleted"); durable on return. */
-export async function deleteMemory(core: Core, id: string, actorKeyId: string | null, isAllowed: (ns: string) => void) {
+export async function deleteMemory(
+  core: Core,
+  id: string,
+  actorKeyId: string | null,
+  isAllowed: (ns: string) => void,
+  idempotency?: IdempotencySlot,
+): Promise<{ deleted: true }> {
   const existing = await findMemory(core, id);
   if (!existing) throw new ApiError("not_found", "no memory with that id");
   isAllowed(existing.namespace);
-  const [done] = await core.storage.apply([{ event: "DELETE", target: id, reason: "deleted" }], actorKeyId);
-  if (!done) throw new ApiError("not_found", "no memory with that id");
+  const answerOf = ([done]: readonly (Applied | null)[]) => (done ? { deleted: true as const } : undefined);
+  const op: MemoryOp = { event: "DELETE", target: id, reason: "deleted" };
+  const answer = answerOf(await core.storage.apply([op], actorKeyId, undefined, idempotency?.record(answerOf)));
+  if (!answer) throw new ApiError("not_found", "no memory with that id");
+  return answer;
 }
 
 /** Reads of a cursor made for one query: its filters, hashed, so a cursor of another query is refused. */
@@ -152,6 +170,7 @@ export async function patchMemory(
   patch: PatchRequest,
   actorKeyId: string,
   isAllowed: (ns: string) => boolean,
+  idempotency?: IdempotencySlot,
 ): Promise<Memory> {
   if (Object.keys(patch).length === 0)
     throw new ApiError(
@@ -179,22 +198,29 @@ export async function patchMemory(
   // New content gets its vector before the write, like a store (or is left pending for the worker).
   const contentChanges = patch.content !== undefined && patch.content !== existing.content;
   const ops = contentChanges ? await withVectors(core, [op], newCost()) : [op];
-  const [done] = await core.storage.apply(ops, actorKeyId);
-  if (!done) throw new ApiError("not_found", "no memory with that id");
-  return toMemory(done.memory);
+  const answerOf = ([done]: readonly (Applied | null)[]) => (done ? toMemory(done.memory) : undefined);
+  const answer = answerOf(await core.storage.apply(ops, actorKeyId, undefined, idempotency?.record(answerOf)));
+  if (!answer) throw new ApiError("not_found", "no memory with that id");
+  return answer;
 }
 
 /** Deletes every current memory of an entity in one transaction, one DELETE event each (reason "deleted"). */
-export async function deleteEntity(core: Core, namespace: string, entity: string, actorKeyId: string) {
+export async function deleteEntity(
+  core: Core,
+  namespace: string,
+  entity: string,
+  actorKeyId: string,
+  idempotency?: IdempotencySlot,
+) {
   const ops: MemoryOp[] = [];
   for (let page = await core.storage.listMemories({ namespace, entity, limit: 1000 }); ; ) {
     for (const m of page.memories) ops.push({ event: "DELETE", target: m.id, reason: "deleted" });
     if (page.next === undefined) break;
     page = await core.storage.listMemories({ namespace, entity, limit: 1000, before: page.next });
   }
-  if (ops.length === 0) return { deleted: 0 };
-  const done = await core.storage.apply(ops, actorKeyId);
-  return { deleted: done.filter(Boolean).length };
+  const answerOf = (done: readonly (Applied | null)[]) => ({ deleted: done.filter(Boolean).length });
+  if (ops.length === 0 && !idempotency) return { deleted: 0 };
+  return answerOf(await core.storage.apply(ops, actorKeyId, undefined, idempotency?.record(answerOf)));
 }
 
 /** The public shape of an erasure record. */

@@ -9,6 +9,7 @@ export interface StorageSettings {
   mapSizeMb?: number;
   databaseUrl?: string;
   dbPool?: number;
+  databasePooler?: "none" | "session" | "transaction";
   dbConnectTimeoutMs?: number;
   dbStatementTimeoutMs?: number;
 }
@@ -19,6 +20,7 @@ export async function openStorage(s: StorageSettings): Promise<Storage> {
     return openPostgres({
       url: s.databaseUrl,
       pool: s.dbPool ?? 10,
+      pooler: s.databasePooler ?? "none",
       connectTimeoutMs: s.dbConnectTimeoutMs ?? 5000,
       statementTimeoutMs: s.dbStatementTimeoutMs ?? 5000,
     });

@@ -96,14 +96,6 @@ export type ExportRecord =
   | ({ type: "key" } & KeyRecord)
   | ({ type: "erasure" } & ErasureRecord);
 
-/**
- * How long an Idempotency-Key's entry is kept (its answer replayed), from when it was claimed or
- * answered: 24 hours, the lifetime docs/api.md promises. Backends and the HTTP layer read it here.
- */
-export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
-/** A pending entry older than this is taken over: its request died with its process. */
-export const IDEMPOTENCY_LEASE_MS = 5 * 60 * 1000;
-
 /** A stored answer for an Idempotency-Key: pending while the first request runs, then its answer. */
 export interface IdempotencyEntry {
   keyId: string;

@@ -10,8 +10,8 @@ import type { Storage } from "./storage";
  * clock for the length of the burst (docs/api.md, "Paging").
  */
 export function settledStorage(storage: Storage, maxWaitMs = 2): Storage {
-  const apply: Storage["apply"] = async (ops, actorKeyId, now) => {
-    const done = await storage.apply(ops, actorKeyId, now);
+  const apply: Storage["apply"] = async (ops, actorKeyId, now, idempotency) => {
+    const done = await storage.apply(ops, actorKeyId, now, idempotency);
     let last = 0;
     for (const d of done) if (d && d.event.atMs > last) last = d.event.atMs;
     if (last - Date.now() <= maxWaitMs) while (Date.now() < last) await Bun.sleep(1);

@@ -156,12 +156,34 @@ export interface ImportOptions {
   renumberEvents?: boolean;
 }
 
-/** What claiming an Idempotency-Key found. */
-export type IdempotencyClaim =
-  | { state: "claimed" }
-  | { state: "pending" }
-  | { state: "done"; entry: IdempotencyEntry }
-  | { state: "mismatch" };
+/**
+ * An Idempotency-Key's answer, written by `apply` in the same transaction as the change it
+ * answers for: a change and its kept answer commit together or not at all, so a retry after any
+ * failure either finds the answer or finds nothing done.
+ */
+export interface IdempotencyRecord {
+  keyId: string;
+  key: string;
+  /** SHA-256 of method, path and body: the same key with another request is refused. */
+  hash: string;
+  /** When the kept answer may be dropped. */
+  expiresAt: number;
+  /**
+   * The answer for what the ops did, computed inside the transaction; undefined keeps nothing
+   * (the request answers with an error, e.g. 404 for a target no longer current).
+   */
+  answer(applied: readonly (Applied | null)[]): { status: number; body: string } | undefined;
+}
+
+/**
+ * `apply`'s refusal when an answer for the same Idempotency-Key was kept first (by a request
+ * running at the same time, on any replica): nothing of this call was written.
+ */
+export class IdempotencyKeyTaken extends Error {
+  constructor() {
+    super("an answer for this Idempotency-Key was kept first");
+  }
+}
 
 /** Figures for /metrics, read at scrape time. */
 export interface StorageStats {
@@ -180,9 +202,16 @@ export interface Storage {
   /**
    * Applies `ops` in order, in one transaction, each with its audit event (times strictly
    * increasing per namespace); resolves once the transaction is durable. Either every op that is
-   * not skipped lands, or none does.
+   * not skipped lands, or none does. With `idempotency`, its answer is kept in that same
+   * transaction (also when `ops` is empty); if an unexpired answer for the key exists, nothing
+   * is written and the call rejects with IdempotencyKeyTaken.
    */
-  apply(ops: readonly MemoryOp[], actorKeyId: string | null, now?: number): Promise<(Applied | null)[]>;
+  apply(
+    ops: readonly MemoryOp[],
+    actorKeyId: string | null,
+    now?: number,
+    idempotency?: IdempotencyRecord,
+  ): Promise<(Applied | null)[]>;
   /** Any memory record by id, current or not. */
   getMemory(id: string): Promise<MemoryRecord | undefined>;
   /** Current memories of a namespace or entity, in id order (creation order), at most `limit`. */
@@ -298,15 +327,8 @@ export interface Storage {
     options: ImportOptions,
   ): Promise<{ written: number; skipped: number }>;
 
-  /**
-   * Claims an Idempotency-Key for (keyId, key): writes a pending entry unless one that is not
-   * expired exists. A pending entry older than `leaseMs` is taken over (its request died).
-   */
-  claimIdempotency(keyId: string, key: string, hash: string, now: number, leaseMs: number): Promise<IdempotencyClaim>;
-  /** Stores the answer of a claimed key, kept until `expiresAt`. */
-  finishIdempotency(keyId: string, key: string, status: number, body: string, expiresAt: number): Promise<void>;
-  /** Drops a claim whose request failed, so a retry runs again. */
-  releaseIdempotency(keyId: string, key: string): Promise<void>;
+  /** The kept answer for (keyId, key) that has not expired at `now`, if any (see IdempotencyRecord). */
+  idempotentAnswer(keyId: string, key: string, now: number): Promise<IdempotencyEntry | undefined>;
   /** Drops entries that expired at or before `now`; returns how many. */
   sweepIdempotency(now: number, limit: number): Promise<number>;
 
@@ -319,7 +341,7 @@ export interface Storage {
 /** Conditions of the database itself, mapped by the HTTP layer to their own error codes. */
 export class StorageError extends Error {
   constructor(
-    readonly code: "storage_full" | "storage_unavailable",
+    readonly code: "storage_full" | "storage_unavailable" | "outcome_unknown",
     message: string,
   ) {
     super(message);
@@ -337,8 +359,6 @@ export type LifecycleMethods = Pick<
   | "exportAll"
   | "existing"
   | "importRecords"
-  | "claimIdempotency"
-  | "finishIdempotency"
-  | "releaseIdempotency"
+  | "idempotentAnswer"
   | "sweepIdempotency"
 >;

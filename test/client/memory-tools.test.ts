@@ -157,9 +157,13 @@ describe("the OpenAI-format dispatcher, in a loop of plain fetch calls", () => {
     expect(toolDefinitions.every((t) => t.type === "function" && t.function.parameters.type === "object")).toBe(true);
   });
 
-  test("docs/tools.md shows client/examples/agent-tools.test.ts as it is, and marks its other ts blocks no-run", () => {
+  test("docs/agents.md's tools section shows client/examples/agent-tools.test.ts as it is, and marks its other ts blocks no-run", () => {
     const repo = join(import.meta.dir, "../..");
-    const page = readFileSync(join(repo, "docs/tools.md"), "utf8");
+    const whole = readFileSync(join(repo, "docs/agents.md"), "utf8");
+    const start = whole.indexOf("\n## Memory as tools: function calling\n");
+    expect(start).toBeGreaterThan(0);
+    const next = whole.indexOf("\n## ", start + 1);
+    const page = whole.slice(start, next === -1 ? undefined : next);
     const blocks = [...page.matchAll(/(<!-- no-run:[^>]*-->\n)?```ts\n([\s\S]*?)```/g)];
     expect(blocks.length).toBeGreaterThan(1);
     for (const [, noRun, code] of blocks) {

@@ -26,12 +26,9 @@ beforeAll(() => {
   const tarball = pack.out.trim();
   expect(tarball).toEndWith("/memd-client-0.1.0.tgz");
   Bun.spawnSync(["mkdir", "-p", project]);
-  writeFileSync(
-    join(project, "package.json"),
-    JSON.stringify({ name: "scratch", private: true, type: "module", dependencies: { "@memd/client": tarball } }),
-  );
+  writeFileSync(join(project, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module" }));
   // The package has no dependencies of its own: the install needs no registry.
-  const install = run([bun, "install", "--no-progress"]);
+  const install = run([bun, "add", tarball, "--no-progress"]);
   expect({ code: install.code, err: install.err }).toMatchObject({ code: 0 });
 }, 120_000);
 afterAll(() => tmp.cleanup());
@@ -116,6 +113,24 @@ test("remembers", async () => {
   const r = run([bun, "test", "memory.test.ts"], { ...process.env, MEMD_BIN: memdBin });
   expect({ code: r.code, err: r.err }).toMatchObject({ code: 0, err: expect.stringContaining("1 pass") });
 }, 90_000);
+
+test("`bun add` of the client's directory (after make build) works the same", () => {
+  const other = join(tmp.dir, "by-path");
+  Bun.spawnSync(["mkdir", "-p", other]);
+  writeFileSync(join(other, "package.json"), JSON.stringify({ name: "by-path", private: true, type: "module" }));
+  expect(run([bun, "add", join(repo, "client"), "--no-progress"], process.env, other)).toMatchObject({ code: 0 });
+  writeFileSync(
+    join(other, "check.ts"),
+    `import { createClient } from "@memd/client";
+import { findMemd } from "@memd/client/testkit";
+console.log(typeof createClient, findMemd() === process.env.MEMD_BIN);
+`,
+  );
+  expect(run([bun, "run", "check.ts"], { ...process.env, MEMD_BIN: memdBin }, other)).toMatchObject({
+    code: 0,
+    out: "function true\n",
+  });
+});
 
 test("with no MEMD_BIN and no memd on PATH, the test kit says where it looked", () => {
   writeFileSync(

@@ -2,6 +2,7 @@
 // Idempotency-Key on POST /v1/memory, PATCH and DELETE: replays, reuse, concurrent duplicates,
 // and no model call on a replay (the fake model counts its calls). Runs on both backends.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { IdempotencyKeyTaken } from "../../src/storage/storage";
 import { type FakeModel, startFakeModel } from "../fake-model";
 import { dumpStorage, startTestServer, type TestServer } from "../helpers";
 
@@ -157,11 +158,23 @@ describe("bad keys and failed requests", () => {
     const storage = s.server.core.storage;
     // Times a day ahead: the server's own sweeper (real time) must not drop the entry first.
     const t = Date.now() + 86_400_000;
-    expect(await storage.claimIdempotency("kx", "old", "h", t + 1000, 60_000)).toEqual({ state: "claimed" });
-    await storage.finishIdempotency("kx", "old", 200, "{}", t + 2000);
-    expect((await storage.claimIdempotency("kx", "old", "h", t + 1500, 60_000)).state).toBe("done");
+    const record = (hash: string, expiresAt: number) => ({
+      keyId: "kx",
+      key: "old",
+      hash,
+      expiresAt,
+      answer: () => ({ status: 200, body: "{}" }),
+    });
+    await storage.apply([], "kx", t + 1000, record("h", t + 2000));
+    expect((await storage.idempotentAnswer("kx", "old", t + 1500))?.body).toBe("{}");
+    // Kept: the same key again writes nothing.
+    expect(storage.apply([], "kx", t + 1500, record("h", t + 2000))).rejects.toBeInstanceOf(IdempotencyKeyTaken);
     expect(await storage.sweepIdempotency(t + 2500, 100)).toBeGreaterThanOrEqual(1);
-    expect(await storage.claimIdempotency("kx", "old", "other", t + 3000, 60_000)).toEqual({ state: "claimed" });
-    await storage.releaseIdempotency("kx", "old");
+    expect(await storage.idempotentAnswer("kx", "old", t + 1500)).toBeUndefined();
+    // Expired (swept or not), the key is free again.
+    await storage.apply([], "kx", t + 3000, record("other", t + 4000));
+    expect((await storage.idempotentAnswer("kx", "old", t + 3500))?.hash).toBe("other");
+    await storage.apply([], "kx", t + 5000, record("third", t + 6000));
+    expect((await storage.idempotentAnswer("kx", "old", t + 5500))?.hash).toBe("third");
   });
 });

@@ -48,6 +48,9 @@ describe("mem0 paths the TypeScript client does not use", () => {
   test("ping answers the status the clients check", async () => {
     const r = await mem0("GET", "/v1/ping/");
     expect(r).toMatchObject({ status: 200, body: { status: "ok", namespace: "acme", key_id: acme.id } });
+    // The Python client's project manager refuses to start without both.
+    expect(r.body.org_id).toBeTruthy();
+    expect(r.body.project_id).toBeTruthy();
   });
 
   test("Token and Bearer both carry the key; another scheme is a 401 in mem0's shape", async () => {
@@ -93,6 +96,11 @@ describe("mem0 paths the TypeScript client does not use", () => {
     expect(top.body.results).toHaveLength(2);
     const high = await mem0("POST", "/v3/memories/search/", { query: "bicycle", threshold: 1e9 });
     expect(high.body.results).toEqual([]);
+    // Older clients: v1 search with the ids at the top level, and output_format v1.0 (a bare list).
+    const v1 = await mem0("POST", "/v1/memories/search/", { query: "bicycle", user_id: "ben", output_format: "v1.0" });
+    expect(v1.body.map((m: any) => m.memory)).toEqual(["Ben rides a blue bicycle"]);
+    const v1add = await add("ben", "Ben fixes flats", { output_format: "v1.0" });
+    expect(v1add.body.map((m: any) => [m.memory, m.event])).toEqual([["Ben fixes flats", "ADD"]]);
     const not = await mem0("POST", "/v3/memories/search/", {
       query: "bicycle",
       filters: { AND: [{ user_id: "*" }, { NOT: [{ user_id: { in: ["ann", "ben"] } }] }] },
@@ -146,6 +154,9 @@ describe("mem0 paths the TypeScript client does not use", () => {
     const bad = await s.json("GET", "/v1/entities");
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toContain("namespace");
+    // A trailing slash on memd's own call (it names a namespace) still gets memd's answer.
+    const slashed = await s.json("GET", "/v1/entities/?namespace=acme");
+    expect(slashed.body.entities.map((e: any) => e.entity)).toContain("ann");
     const theirs = await mem0("GET", "/v1/entities/");
     expect(theirs.body.results.find((e: any) => e.name === "ann")).toMatchObject({ type: "user", total_memories: 2 });
   });

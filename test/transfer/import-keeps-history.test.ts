@@ -1,4 +1,4 @@
-// @targets lmdb postgres
+// @targets lmdb postgres binary
 // memd import never loses audit history. Importing another store's export into a store that
 // already has events: the file's seqs are held by other events, so its events take new seqs
 // (times, contents and order per namespace kept), a memory's history comes along whole, and an

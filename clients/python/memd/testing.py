@@ -256,7 +256,7 @@ def start_memd(
     model: Sequence[ScriptedAnswer] | Callable[[dict], Any] | FakeModel | None = None,
     args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
-    start_timeout: float = 20.0,
+    start_timeout: float = 60.0,
 ) -> MemdServer:
     """Starts memd on 127.0.0.1, a free port, a temp data dir and a fresh root key.
 

@@ -1,4 +1,4 @@
-"""Every Python example of docs/python.md and docs/tools.md runs as written: an example file shown
+"""Every Python example of docs/python.md and docs/agents.md runs as written: an example file shown
 on a page must be that file, word for word (pytest runs the file itself, from examples/); any other
 block runs here against a real memd, with MEMD_URL and MEMD_API_KEY set. A block that cannot run
 is marked `<!-- no-run: reason -->` on the line before its fence, and must still compile."""
@@ -13,7 +13,7 @@ import pytest
 from memd.testing import start_memd
 
 REPO = Path(__file__).resolve().parents[3]
-PAGES = ["docs/python.md", "docs/tools.md"]
+PAGES = ["docs/python.md", "docs/agents.md"]
 FENCE = re.compile(r"^```(\w*)\s*$")
 NO_RUN = re.compile(r"^<!--\s*no-run:(.*?)-->\s*$")
 

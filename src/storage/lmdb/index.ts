@@ -6,10 +6,12 @@ import { join } from "node:path";
 import { type Database, type Key, open, type RootDatabase } from "lmdb";
 import { keyedMutex } from "../mutex";
 import { type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
-import { type EventRecord, isCurrent, type KeyRecord, type MemoryRecord } from "../records";
+import { type EventRecord, type IdempotencyEntry, isCurrent, type KeyRecord, type MemoryRecord } from "../records";
 import {
   type Applied,
   type EntitySummary,
+  IdempotencyKeyTaken,
+  type IdempotencyRecord,
   type MemoryOp,
   type NamespaceSummary,
   type Storage,
@@ -30,6 +32,7 @@ interface Pending {
   ops: readonly MemoryOp[];
   actorKeyId: string | null;
   now: number;
+  idempotency?: IdempotencyRecord;
   resolve(applied: (Applied | null)[]): void;
   reject(e: unknown): void;
 }
@@ -194,10 +197,20 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
 
   const getRecord = (id: string) => dbs.memories.get(id) as MemoryRecord | undefined;
 
-  /** Plans one apply's ops into `w` and `ix`; `overlay` holds the records changed so far in the batch. */
-  function plan(w: Writes, ix: IndexWriter, overlay: Map<string, MemoryRecord>, item: Pending) {
-    const { ops, actorKeyId, now } = item;
-    return ops.map((op): Applied | null => {
+  /**
+   * Plans one apply's ops into `w` and `ix`; `overlay` holds the records changed so far in the
+   * batch, `answers` the Idempotency-Keys answered so far in it.
+   */
+  function plan(
+    w: Writes,
+    ix: IndexWriter,
+    overlay: Map<string, MemoryRecord>,
+    item: Pending,
+    answers = new Set<string>(),
+  ) {
+    const { ops, actorKeyId, now, idempotency } = item;
+    const kept = idempotency && keptAnswer(idempotency, now, answers);
+    const applied = ops.map((op): Applied | null => {
       const id = targetOf(op);
       let target: MemoryRecord | undefined;
       if (id !== undefined) {
@@ -209,6 +222,48 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       const { seq, atMs } = clock.next(namespace, now);
       return stage(w, ix, op, planOp(op, target, atMs, actorKeyId), seq, overlay);
     });
+    if (idempotency && keepAnswer(w, idempotency, now, kept, applied))
+      answers.add(JSON.stringify([idempotency.keyId, idempotency.key]));
+    return applied;
+  }
+
+  /**
+   * The entry stored for an apply's Idempotency-Key, or undefined when there is none or it
+   * expired (or is a pending claim of an older release, which nothing finishes now). Throws
+   * IdempotencyKeyTaken when an answer is kept, also by an earlier apply of the same batch (in
+   * `answers`, staged and not yet readable), so that nothing of this apply is written.
+   */
+  function keptAnswer(r: IdempotencyRecord, now: number, answers: Set<string>) {
+    if (answers.has(JSON.stringify([r.keyId, r.key]))) throw new IdempotencyKeyTaken();
+    const e = dbs.idempotency.get(keys.idempotency(r.keyId, r.key)) as IdempotencyEntry | undefined;
+    if (e?.state === "done" && e.expiresAt > now) throw new IdempotencyKeyTaken();
+    return e;
+  }
+
+  /** Stages the answer of an apply with an Idempotency-Key, replacing an expired or pending entry. */
+  function keepAnswer(
+    w: Writes,
+    r: IdempotencyRecord,
+    now: number,
+    old: IdempotencyEntry | undefined,
+    applied: (Applied | null)[],
+  ): boolean {
+    const answer = r.answer(applied);
+    if (!answer) return false;
+    if (old) w.remove(dbs.idempotencyExpiries, keys.idempotencyExpiry(old.expiresAt, r.keyId, r.key));
+    const entry: IdempotencyEntry = {
+      keyId: r.keyId,
+      key: r.key,
+      hash: r.hash,
+      state: "done",
+      status: answer.status,
+      body: answer.body,
+      createdAt: now,
+      expiresAt: r.expiresAt,
+    };
+    w.put(dbs.idempotency, keys.idempotency(r.keyId, r.key), entry);
+    w.put(dbs.idempotencyExpiries, keys.idempotencyExpiry(r.expiresAt, r.keyId, r.key), null);
+    return true;
   }
 
   /**
@@ -239,7 +294,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
           try {
             const ix = new IndexWriter(dbs, w, indexOn);
             const overlay = new Map<string, MemoryRecord>();
-            for (const item of batch) results.push(plan(w, ix, overlay, item));
+            const answers = new Set<string>();
+            for (const item of batch) results.push(plan(w, ix, overlay, item, answers));
           } catch {
             results.length = 0;
           }
@@ -284,9 +340,9 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     dbs,
     write,
 
-    apply(ops, actorKeyId, now = Date.now()) {
+    apply(ops, actorKeyId, now = Date.now(), idempotency) {
       return new Promise((resolve, reject) => {
-        const item: Pending = { ops, actorKeyId, now, resolve, reject };
+        const item: Pending = { ops, actorKeyId, now, idempotency, resolve, reject };
         if (pending) pending.push(item);
         else {
           pending = [item];

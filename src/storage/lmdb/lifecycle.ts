@@ -265,49 +265,9 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
       });
     },
 
-    claimIdempotency(keyId, key, hash, now, leaseMs) {
-      return write((w) => {
-        const k = keys.idempotency(keyId, key);
-        const e = dbs.idempotency.get(k) as IdempotencyEntry | undefined;
-        if (e && e.expiresAt > now) {
-          if (e.hash !== hash) return { state: "mismatch" as const };
-          if (e.state === "done") return { state: "done" as const, entry: e };
-          if (now - e.createdAt < leaseMs) return { state: "pending" as const };
-        }
-        if (e) w.remove(dbs.idempotencyExpiries, keys.idempotencyExpiry(e.expiresAt, keyId, key));
-        const entry: IdempotencyEntry = {
-          keyId,
-          key,
-          hash,
-          state: "pending",
-          createdAt: now,
-          expiresAt: now + 86_400_000,
-        };
-        w.put(dbs.idempotency, k, entry);
-        w.put(dbs.idempotencyExpiries, keys.idempotencyExpiry(entry.expiresAt, keyId, key), null);
-        return { state: "claimed" as const };
-      });
-    },
-
-    async finishIdempotency(keyId, key, status, body, expiresAt) {
-      await write((w) => {
-        const k = keys.idempotency(keyId, key);
-        const e = dbs.idempotency.get(k) as IdempotencyEntry | undefined;
-        if (!e) return;
-        w.remove(dbs.idempotencyExpiries, keys.idempotencyExpiry(e.expiresAt, keyId, key));
-        w.put(dbs.idempotency, k, { ...e, state: "done", status, body, expiresAt });
-        w.put(dbs.idempotencyExpiries, keys.idempotencyExpiry(expiresAt, keyId, key), null);
-      });
-    },
-
-    async releaseIdempotency(keyId, key) {
-      await write((w) => {
-        const k = keys.idempotency(keyId, key);
-        const e = dbs.idempotency.get(k) as IdempotencyEntry | undefined;
-        if (!e) return;
-        w.remove(dbs.idempotency, k);
-        w.remove(dbs.idempotencyExpiries, keys.idempotencyExpiry(e.expiresAt, keyId, key));
-      });
+    async idempotentAnswer(keyId, key, now) {
+      const e = dbs.idempotency.get(keys.idempotency(keyId, key)) as IdempotencyEntry | undefined;
+      return e?.state === "done" && e.expiresAt > now ? e : undefined;
     },
 
     sweepIdempotency(now, limit) {

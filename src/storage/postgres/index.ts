@@ -2,18 +2,27 @@
 // transaction (concurrent raw stores of one namespace share one: groupedTransactions); order and
 // exclusion come from row locks taken inside it (the namespace clock row, the target memory rows,
 // an entity's lock row), never from state kept in one process.
-import { SQL, type TransactionSQL } from "bun";
+import { type ReservedSQL, SQL } from "bun";
 import { keyedMutex } from "../mutex";
-import { planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
 import type { EventRecord, KeyRecord, MemoryRecord } from "../records";
-import { type Applied, type EventScope, type MemoryOp, type Storage, StorageError } from "../storage";
+import { type EventScope, IdempotencyKeyTaken, type MemoryOp, type Storage, StorageError } from "../storage";
 import { pgLifecycle } from "./lifecycle";
 import { migrate } from "./schema";
-import { type IndexTouch, keywordSearch, rebuildIndex, semanticSearch, writeIndex } from "./search";
+import { keywordSearch, rebuildIndex, semanticSearch, writeIndex } from "./search";
+import { applier, applyBatch, storageError, unavailableMessage, type WriteSettings, writeAlone } from "./writes";
+
+export { storageError };
 
 export interface PostgresOptions {
   url: string;
   pool: number;
+  /**
+   * What sits between memd and PostgreSQL. "transaction": a pooler in transaction mode (PgBouncer
+   * below 1.21, or one without max_prepared_statements), which cannot keep named prepared
+   * statements from one transaction to the next: memd then sends every statement unnamed.
+   * "session" and "none" change nothing (memd keeps no session state in any mode).
+   */
+  pooler?: "none" | "session" | "transaction";
   connectTimeoutMs: number;
   statementTimeoutMs: number;
 }
@@ -24,8 +33,6 @@ export interface PostgresStorage extends Storage {
 }
 
 export type Row = Record<string, unknown>;
-/** Rows per multi-row INSERT: under the protocol's 65,535 parameters at 13 columns. */
-const ROWS_PER_INSERT = 2000;
 /** `json` columns come back as their text. */
 export const json = <T>(v: unknown): T => (typeof v === "string" ? JSON.parse(v) : v) as T;
 const num = (v: unknown) => (v === null || v === undefined ? undefined : Number(v));
@@ -121,26 +128,6 @@ export function keyOf(r: Row): KeyRecord {
   };
 }
 
-/** SQLSTATE classes that mean "the database is not there right now", not "the request is wrong". */
-// 25006: a read-only transaction, as on a standby after a failover.
-const unavailableStates = /^(08|57P0|57014|53300|55P03|40001|40P01|25006)/;
-
-const unavailableMessage = "the database is unavailable; try again shortly";
-
-/** Maps a driver error to a StorageError when it is about the database, not about the query. */
-export function storageError(e: unknown): unknown {
-  const err = e as { code?: string; errno?: string; message?: string };
-  const state = String(err?.errno ?? "");
-  if (state === "53100") return new StorageError("storage_full", "the database is out of disk space");
-  if (
-    unavailableStates.test(state) ||
-    /CONNECTION|TIMEOUT|ECONNREFUSED|ECONNRESET|closed/i.test(String(err?.code ?? "")) ||
-    /connection|ECONNREFUSED|timeout|terminat/i.test(String(err?.message ?? ""))
-  )
-    return new StorageError("storage_unavailable", unavailableMessage);
-  return e;
-}
-
 /** Connects, migrates the schema, and returns the storage. Fails with a clear message if the database cannot be reached. */
 export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage> {
   const connect = (max: number) =>
@@ -149,12 +136,10 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       max,
       connectionTimeout: Math.max(1, Math.ceil(o.connectTimeoutMs / 1000)),
       idleTimeout: 60,
-      // synchronous_commit on whatever the role's or database's default: a 2xx means committed to disk.
-      connection: {
-        statement_timeout: String(o.statementTimeoutMs),
-        application_name: "memd",
-        synchronous_commit: "on",
-      },
+      // No startup parameters but the application's name (poolers refuse or drop the others):
+      // the statement timeout and synchronous_commit are set in each write transaction (writes.ts).
+      connection: { application_name: "memd" },
+      prepare: o.pooler !== "transaction",
     });
   const sql = connect(o.pool);
   // Smart stores hold an entity's lock row for the length of a model call: on their own
@@ -175,30 +160,20 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     await tx`UPDATE search_state SET needs_rebuild = false WHERE id = 1`;
   });
   const local = keyedMutex();
-  const transaction = groupedTransactions(sql);
 
   // A database that stops answering (frozen, or cut off without a reset) cannot cancel the
-  // statement it never sees, and the driver waits for TCP to give up: so each call also has a
+  // statement it never sees, and the driver waits for TCP to give up: so each read also has a
   // deadline of its own, the statement timeout (waiting for a connection included), past which
-  // it answers storage_unavailable. The abandoned statement finishes or fails in the background
-  // when the database returns.
+  // it answers storage_unavailable. Writes have theirs in writes.ts, checked before COMMIT.
   const callLimitMs = o.statementTimeoutMs;
 
-  /**
-   * Runs a database call, mapping connection trouble (and no answer within `limitMs`) to
-   * storage_unavailable. `fn` gets `waited()`: false once the caller was answered with that
-   * error, so that a write still queued then is never made after its 503.
-   */
-  async function db<T>(fn: (waited: () => boolean) => Promise<T>, limitMs = callLimitMs): Promise<T> {
+  /** Runs a read, mapping connection trouble (and no answer within `limitMs`) to storage_unavailable. */
+  async function db<T>(fn: () => Promise<T>, limitMs = callLimitMs): Promise<T> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    let gaveUp = false;
-    const call = fn(() => !gaveUp);
+    const call = fn();
     const deadline = new Promise<never>((_, reject) => {
       if (limitMs !== Number.POSITIVE_INFINITY)
-        timer = setTimeout(() => {
-          gaveUp = true;
-          reject(new StorageError("storage_unavailable", unavailableMessage));
-        }, limitMs);
+        timer = setTimeout(() => reject(new StorageError("storage_unavailable", unavailableMessage)), limitMs);
     });
     try {
       return await Promise.race([call, deadline]);
@@ -210,117 +185,17 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     }
   }
 
-  /**
-   * The body of `apply`, inside a transaction the caller holds (apply's own, or an erasure's).
-   * Lock order, the same in every writer: target memory rows by id, then clock rows by namespace.
-   */
-  async function applyIn(
-    tx: TransactionSQL,
-    ops: readonly MemoryOp[],
-    actorKeyId: string | null,
-    now: number,
-  ): Promise<(Applied | null)[]> {
-    // Lock order, the same in every writer: target memory rows by id, then clock rows by namespace.
-    const ids = [...new Set(ops.map(targetOf).filter((id): id is string => id !== undefined))].sort();
-    const targets = new Map<string, MemoryRecord>();
-    if (ids.length > 0)
-      for (const r of await tx`SELECT * FROM memories WHERE id = ANY(${sql.array(ids, "text")}::uuid[]) ORDER BY id FOR UPDATE`)
-        targets.set(r.id as string, memoryOf(r));
-
-    const live = ops.map((op) => {
-      const id = targetOf(op);
-      if (id === undefined) return { op, target: undefined };
-      const target = targets.get(id);
-      return targetIsLive(op, target, now) ? { op, target } : undefined;
-    });
-    const perNamespace = new Map<string, number>();
-    for (const l of live) {
-      if (!l) continue;
-      const ns = "create" in l.op ? l.op.create.namespace : l.target!.namespace;
-      perNamespace.set(ns, (perNamespace.get(ns) ?? 0) + 1);
-    }
-    const namespaces = [...perNamespace.keys()].sort();
-    const counts = namespaces.map((ns) => perNamespace.get(ns)!);
-    // Takes each clock row's lock for the rest of the transaction and reserves `count` stamps.
-    const floor = stampFloor(now);
-    const clocks = await tx`
-        INSERT INTO namespace_clock AS c (namespace, last_ms)
-        SELECT ns, ${floor}::bigint + n - 1 FROM unnest(${sql.array(namespaces, "text")}::text[], ${sql.array(counts, "int8")}::bigint[]) AS t(ns, n)
-        ORDER BY ns
-        ON CONFLICT (namespace) DO UPDATE
-          SET last_ms = GREATEST(${floor}::bigint, c.last_ms + 1) + (EXCLUDED.last_ms - ${floor}::bigint)
-        RETURNING namespace, last_ms`;
-    const nextMs = new Map<string, number>();
-    for (const c of clocks)
-      nextMs.set(c.namespace as string, Number(c.last_ms) - perNamespace.get(c.namespace as string)! + 1);
-
-    const results: ({ planned: ReturnType<typeof planOp> } | null)[] = [];
-    const writes = new Map<string, MemoryRecord>();
-    // Per memory: as it was before this transaction, as it ends, and its last vector update.
-    const touched = new Map<string, IndexTouch>();
-    const touch = (before: MemoryRecord | undefined, after: MemoryRecord, vector: IndexTouch["vector"]) => {
-      const t = touched.get(after.id);
-      if (t) {
-        t.after = after;
-        if (t.before?.content !== after.content || vector !== undefined) t.vector = vector;
-      } else touched.set(after.id, { before, after, vector });
-    };
-    for (const l of live) {
-      if (!l) {
-        results.push(null);
-        continue;
-      }
-      const target = l.target && (writes.get(l.target.id) ?? l.target);
-      if (l.target && !targetIsLive(l.op, target, now)) {
-        results.push(null);
-        continue;
-      }
-      const ns = "create" in l.op ? l.op.create.namespace : target!.namespace;
-      const atMs = nextMs.get(ns)!;
-      nextMs.set(ns, atMs + 1);
-      const planned = planOp(l.op, target, atMs, actorKeyId);
-      if (planned.created) {
-        writes.set(planned.created.id, planned.created);
-        touch(undefined, planned.created, vectorOf(l.op));
-      }
-      if (planned.target && planned.target !== target) {
-        writes.set(planned.target.id, planned.target);
-        touch(l.target, planned.target, planned.created ? undefined : vectorOf(l.op));
-      }
-      results.push({ planned });
-    }
-
-    // In chunks: the wire protocol takes at most 65,535 parameters per statement (13 per memory row).
-    const rows = [...writes.values()].map(memoryRow);
-    for (let i = 0; i < rows.length; i += ROWS_PER_INSERT)
-      await tx`
-          INSERT INTO memories ${tx(rows.slice(i, i + ROWS_PER_INSERT))}
-          ON CONFLICT (id) DO UPDATE SET
-            content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
-            tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
-            updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state`;
-    // The search index changes in this same transaction.
-    if (touched.size > 0) await writeIndex(tx, touched.values());
-    const planned = results.filter((r) => r !== null).map((r) => r.planned.event);
-    const seqs = new Map<string, number>();
-    for (let i = 0; i < planned.length; i += ROWS_PER_INSERT)
-      for (const r of await tx`INSERT INTO events ${tx(planned.slice(i, i + ROWS_PER_INSERT).map(eventRow))} RETURNING seq, namespace, at_ms`)
-        seqs.set(`${r.namespace}\0${r.at_ms}`, Number(r.seq));
-    return results.map((r): Applied | null => {
-      if (!r) return null;
-      const e = r.planned.event;
-      const memory = r.planned.created ?? r.planned.target!;
-      return { event: { ...e, seq: seqs.get(`${e.namespace}\0${e.atMs}`)! }, memory };
-    });
-  }
+  const writes: WriteSettings = { statementTimeoutMs: o.statementTimeoutMs, commitTimeoutMs: o.statementTimeoutMs };
+  const apply = applier(sql, writes, { memoryOf });
+  const write = <T>(work: (tx: ReservedSQL) => Promise<T>) => writeAlone(sql, writes, work);
 
   const storage: PostgresStorage = {
     backend: "postgres",
     sql,
 
-    apply(ops, actorKeyId, now = Date.now()) {
-      if (ops.length === 0) return Promise.resolve([]);
-      return db((waited) => transaction(addsToOneNamespace(ops), waited, (tx) => applyIn(tx, ops, actorKeyId, now)));
+    apply(ops, actorKeyId, now = Date.now(), idempotency) {
+      if (ops.length === 0 && !idempotency) return Promise.resolve([]);
+      return apply({ ops, actorKeyId, now, idempotency }, addsToOneNamespace(ops));
     },
 
     async getMemory(id) {
@@ -426,22 +301,20 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
 
     async setVectors(items) {
       if (items.length === 0) return 0;
-      return db(() =>
-        sql.begin(async (tx) => {
-          const ids = [...new Set(items.map((i) => i.id))].sort();
-          const rows = await tx`
+      return write(async (tx) => {
+        const ids = [...new Set(items.map((i) => i.id))].sort();
+        const rows = await tx`
             SELECT m.* FROM memories m JOIN embed_pending p ON p.memory_id = m.id
             WHERE m.id IN ${tx(ids)} AND m.state = 'current' ORDER BY m.id FOR UPDATE OF m`;
-          const live = new Map<string, MemoryRecord>(rows.map((r: Row) => [r.id as string, memoryOf(r)]));
-          const ok = items.filter((i) => live.get(i.id)?.updatedAt === i.updatedAt);
-          // As a content change with a vector: replaces any old one and clears the queue entry.
-          await writeIndex(
-            tx,
-            ok.map((i) => ({ before: live.get(i.id)!, after: live.get(i.id)!, vector: i.vector, vectorOnly: true })),
-          );
-          return ok.length;
-        }),
-      );
+        const live = new Map<string, MemoryRecord>(rows.map((r: Row) => [r.id as string, memoryOf(r)]));
+        const ok = items.filter((i) => live.get(i.id)?.updatedAt === i.updatedAt);
+        // As a content change with a vector: replaces any old one and clears the queue entry.
+        await writeIndex(
+          tx,
+          ok.map((i) => ({ before: live.get(i.id)!, after: live.get(i.id)!, vector: i.vector, vectorOnly: true })),
+        );
+        return ok.length;
+      });
     },
 
     async rebuildSearchIndex(options = {}) {
@@ -449,17 +322,15 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     },
 
     async insertKey(k, options = {}) {
-      return db(() =>
-        sql.begin(async (tx) => {
-          if (options.onlyIfNone) {
-            // The schema version row is the lock every replica takes: one first key, not one each.
-            await tx`SELECT 1 FROM memd_schema WHERE id = 1 FOR UPDATE`;
-            if ((await tx`SELECT 1 FROM api_keys LIMIT 1`).length > 0) return false;
-          }
-          await tx`INSERT INTO api_keys ${tx(keyRow(k))}`;
-          return true;
-        }),
-      );
+      return write(async (tx) => {
+        if (options.onlyIfNone) {
+          // The schema version row is the lock every replica takes: one first key, not one each.
+          await tx`SELECT 1 FROM memd_schema WHERE id = 1 FOR UPDATE`;
+          if ((await tx`SELECT 1 FROM api_keys LIMIT 1`).length > 0) return false;
+        }
+        await tx`INSERT INTO api_keys ${tx(keyRow(k))}`;
+        return true;
+      });
     },
     async getKey(id) {
       if (id.includes("\0")) return undefined; // PostgreSQL text cannot hold NUL, so no key has it
@@ -475,8 +346,8 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     },
     async revokeKey(id, at) {
       if (id.includes("\0")) return false;
-      const rows = await db(
-        () => sql`UPDATE api_keys SET revoked_at = ${at} WHERE id = ${id} AND revoked_at IS NULL RETURNING id`,
+      const rows = await write(
+        (tx) => tx`UPDATE api_keys SET revoked_at = ${at} WHERE id = ${id} AND revoked_at IS NULL RETURNING id`,
       );
       return rows.length === 1;
     },
@@ -526,7 +397,16 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       });
     },
 
-    ...pgLifecycle({ sql, db, applyIn }),
+    ...pgLifecycle({
+      sql,
+      db,
+      write,
+      applyIn: async (tx, ops, actorKeyId, now) => {
+        const [r] = await applyBatch(tx, [{ ops, actorKeyId, now }], { memoryOf });
+        if (r instanceof IdempotencyKeyTaken) throw r;
+        return r;
+      },
+    }),
 
     async notReadyReason() {
       try {
@@ -568,67 +448,6 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
 function addsToOneNamespace(ops: readonly MemoryOp[]): string | undefined {
   const ns = ops[0]?.event === "ADD" ? ops[0].create.namespace : undefined;
   return ns !== undefined && ops.every((op) => op.event === "ADD" && op.create.namespace === ns) ? ns : undefined;
-}
-
-/** Most calls one shared transaction takes. */
-const maxGroup = 128;
-
-/**
- * Runs `fn` in a transaction. Calls with the same `group` key that arrive while one of theirs is
- * running share the next transaction, one after the other (group commit): a namespace's writes
- * hold its clock row until their commit, so one transaction per call would put a commit (an
- * fsync) between every two writes of a namespace. Grouped calls only add to that one namespace,
- * so they lock that one clock row and nothing else: grouping cannot deadlock. Each call still
- * lands whole or not at all. If the shared transaction fails for a reason other than the
- * database's state, nothing committed, and each call runs again alone, so one bad call fails
- * only itself. A call whose caller stopped waiting (`waited()` false) before it began is not
- * made at all.
- */
-function groupedTransactions(sql: SQL) {
-  type Call = {
-    fn: (tx: TransactionSQL) => Promise<unknown>;
-    waited: () => boolean;
-    resolve(v: unknown): void;
-    reject(e: unknown): void;
-  };
-  const waiting = new Map<string, Call[]>();
-  const gaveUp = () => new StorageError("storage_unavailable", unavailableMessage);
-  /** Runs fn in a transaction of its own, unless its caller stopped waiting before it began. */
-  const alone = <T>(fn: (tx: TransactionSQL) => Promise<T>, waited: () => boolean) =>
-    sql.begin((tx) => (waited() ? fn(tx) : Promise.reject(gaveUp()))) as Promise<T>;
-
-  async function drain(group: string) {
-    for (let calls = waiting.get(group); calls && calls.length > 0; calls = waiting.get(group)) {
-      const batch = calls.splice(0, maxGroup);
-      try {
-        const results = await sql.begin(async (tx) => {
-          const out: ({ value: unknown } | undefined)[] = [];
-          for (const c of batch) out.push(c.waited() ? { value: await c.fn(tx) } : undefined);
-          return out;
-        });
-        for (const [i, c] of batch.entries()) {
-          const r = results[i];
-          if (r) c.resolve(r.value);
-          else c.reject(gaveUp());
-        }
-      } catch (e) {
-        if (batch.length === 1 || storageError(e) instanceof StorageError) for (const c of batch) c.reject(e);
-        else for (const c of batch) alone(c.fn, c.waited).then(c.resolve, c.reject);
-      }
-    }
-    waiting.delete(group);
-  }
-
-  return <T>(group: string | undefined, waited: () => boolean, fn: (tx: TransactionSQL) => Promise<T>): Promise<T> => {
-    if (group === undefined) return alone(fn, waited);
-    return new Promise<T>((resolve, reject) => {
-      const calls = waiting.get(group);
-      const call = { fn, waited, resolve: resolve as (v: unknown) => void, reject };
-      if (calls) return void calls.push(call);
-      waiting.set(group, [call]);
-      void drain(group);
-    });
-  };
 }
 
 /** Events of a scope: after `afterMs` oldest first, or (afterMs undefined) newest first. */

@@ -1,6 +1,6 @@
 // The PostgreSQL side of a memory's whole life: paged lists, erasure, export and import,
 // idempotent answers. Spread into the storage object in index.ts.
-import type { SQL, TransactionSQL } from "bun";
+import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import type { ErasureRecord, ExportRecord, IdempotencyEntry, KeyRecord, MemoryRecord } from "../records";
 import type { Applied, LifecycleMethods, MemoryOp } from "../storage";
 import { eventOf, eventRow, keyOf, keyRow, memoryOf, memoryRow, type Row } from "./index";
@@ -10,9 +10,12 @@ type Methods = LifecycleMethods;
 
 export interface PgLifecycleContext {
   sql: SQL;
+  /** A read, with its deadline. */
   db<T>(fn: () => Promise<T>): Promise<T>;
+  /** A write in a transaction of its own (writes.ts: deadline before COMMIT, its own bound after). */
+  write<T>(work: (tx: ReservedSQL) => Promise<T>): Promise<T>;
   applyIn(
-    tx: TransactionSQL,
+    tx: TransactionSQL | ReservedSQL,
     ops: readonly MemoryOp[],
     actorKeyId: string | null,
     now: number,
@@ -50,7 +53,7 @@ const withoutType = (r: ExportRecord) => {
 const idOf = (r: ExportRecord): string =>
   r.type === "event" ? String(r.seq) : r.type === "erasure" ? `${r.namespace}\0${r.entity}\0${r.atMs}` : r.id;
 
-export function pgLifecycle({ sql, db, applyIn }: PgLifecycleContext): Methods {
+export function pgLifecycle({ sql, db, write, applyIn }: PgLifecycleContext): Methods {
   /** Stored records with the ids of `records`, by type and id. */
   async function found(q: SQL, records: readonly ExportRecord[]): Promise<Map<string, unknown>> {
     const by = (t: ExportRecord["type"]) => records.filter((r) => r.type === t);
@@ -96,49 +99,47 @@ export function pgLifecycle({ sql, db, applyIn }: PgLifecycleContext): Methods {
     },
 
     erase(namespace, entity, actorKeyId, now = Date.now()) {
-      return db(() =>
-        sql.begin(async (tx) => {
-          const rows = await tx`SELECT id, state, expires_at FROM memories
+      return write(async (tx) => {
+        const rows = await tx`SELECT id, state, expires_at FROM memories
             WHERE namespace = ${namespace} AND entity = ${entity} ORDER BY id FOR UPDATE`;
-          // An expiry not yet swept is deleted too: the op names its expiry, so it still acts.
-          const ops: MemoryOp[] = rows
-            .filter((r: Row) => r.state === "current")
-            .map((r: Row) => ({
-              event: "DELETE" as const,
-              target: r.id as string,
-              reason: "erased",
-              ...(r.expires_at !== null ? { expiresAt: Number(r.expires_at) } : {}),
-            }));
-          if (ops.length) await applyIn(tx, ops, actorKeyId, now);
-          // Exactly the memories locked above: a store committed meanwhile is after the erasure and
-          // keeps its content, its events and its stored answer.
-          const ids = sql.array(
-            rows.map((r: Row) => r.id as string),
-            "text",
-          );
-          await tx`UPDATE memories SET content = '', tags = NULL, metadata = NULL, source = NULL
+        // An expiry not yet swept is deleted too: the op names its expiry, so it still acts.
+        const ops: MemoryOp[] = rows
+          .filter((r: Row) => r.state === "current")
+          .map((r: Row) => ({
+            event: "DELETE" as const,
+            target: r.id as string,
+            reason: "erased",
+            ...(r.expires_at !== null ? { expiresAt: Number(r.expires_at) } : {}),
+          }));
+        if (ops.length) await applyIn(tx, ops, actorKeyId, now);
+        // Exactly the memories locked above: a store committed meanwhile is after the erasure and
+        // keeps its content, its events and its stored answer.
+        const ids = sql.array(
+          rows.map((r: Row) => r.id as string),
+          "text",
+        );
+        await tx`UPDATE memories SET content = '', tags = NULL, metadata = NULL, source = NULL
             WHERE id = ANY(${ids}::uuid[])`;
-          const scrubbed = await tx`UPDATE events SET old_content = NULL, new_content = NULL, reason = 'erased'
+        const scrubbed = await tx`UPDATE events SET old_content = NULL, new_content = NULL, reason = 'erased'
             WHERE namespace = ${namespace} AND (memory_id = ANY(${ids}::uuid[]) OR merged_from_id = ANY(${ids}::uuid[]))
             RETURNING seq`;
-          // Stored answers that name an erased memory (a store's answer holds its content).
-          await tx`DELETE FROM idempotency i WHERE i.body IS NOT NULL AND EXISTS (
+        // Stored answers that name an erased memory (a store's answer holds its content).
+        await tx`DELETE FROM idempotency i WHERE i.body IS NOT NULL AND EXISTS (
             SELECT 1 FROM regexp_matches(i.body, ${uuidRegex}, 'g') AS m(x)
             WHERE lower(m.x[1])::uuid = ANY(${ids}::uuid[]))`;
-          const [last] =
-            await tx`SELECT max(at_ms) AS at FROM erasures WHERE namespace = ${namespace} AND entity = ${entity}`;
-          const erasure: ErasureRecord = {
-            namespace,
-            entity,
-            atMs: last.at === null ? now : Math.max(now, Number(last.at) + 1),
-            actorKeyId,
-            memories: rows.length,
-            events: scrubbed.length,
-          };
-          await tx`INSERT INTO erasures ${tx(erasureRow(erasure))}`;
-          return erasure;
-        }),
-      );
+        const [last] =
+          await tx`SELECT max(at_ms) AS at FROM erasures WHERE namespace = ${namespace} AND entity = ${entity}`;
+        const erasure: ErasureRecord = {
+          namespace,
+          entity,
+          atMs: last.at === null ? now : Math.max(now, Number(last.at) + 1),
+          actorKeyId,
+          memories: rows.length,
+          events: scrubbed.length,
+        };
+        await tx`INSERT INTO erasures ${tx(erasureRow(erasure))}`;
+        return erasure;
+      });
     },
 
     async erasures(namespace, entity) {
@@ -198,121 +199,94 @@ export function pgLifecycle({ sql, db, applyIn }: PgLifecycleContext): Methods {
     },
 
     importRecords(records, options) {
-      return db(() =>
-        sql.begin(async (tx) => {
-          let batch = records;
-          if (options.renumberEvents) {
-            // Renumbered events take fresh seqs from the sequence, in order (each above every seq in use).
-            const n = records.filter((r) => r.type === "event").length;
-            const seqs = n
-              ? (await tx`SELECT nextval('event_seq') AS s FROM generate_series(1, ${n})`)
-                  .map((r: { s: string }) => Number(r.s))
-                  .sort((a: number, b: number) => a - b)
-              : [];
-            let i = 0;
-            batch = records.map((r) => (r.type === "event" ? { ...r, seq: seqs[i++] } : r));
-          }
-          const stored = await found(tx, batch);
-          const seen = new Set<string>();
-          const keep: ExportRecord[] = [];
-          let skipped = 0;
-          for (const r of batch) {
-            const id = `${r.type} ${idOf(r)}`;
-            const s = stored.get(id);
-            if (s !== undefined || seen.has(id)) {
-              const identical = s !== undefined && Bun.deepEquals(s, withoutType(r));
-              if (options.skipExisting || (options.skipIdentical && identical)) {
-                skipped++;
-                continue;
-              }
-              throw new Error(`${r.type} ${JSON.stringify(idOf(r))} already exists`);
+      return write(async (tx) => {
+        let batch = records;
+        if (options.renumberEvents) {
+          // Renumbered events take fresh seqs from the sequence, in order (each above every seq in use).
+          const n = records.filter((r) => r.type === "event").length;
+          const seqs = n
+            ? (await tx`SELECT nextval('event_seq') AS s FROM generate_series(1, ${n})`)
+                .map((r: { s: string }) => Number(r.s))
+                .sort((a: number, b: number) => a - b)
+            : [];
+          let i = 0;
+          batch = records.map((r) => (r.type === "event" ? { ...r, seq: seqs[i++] } : r));
+        }
+        const stored = await found(tx, batch);
+        const seen = new Set<string>();
+        const keep: ExportRecord[] = [];
+        let skipped = 0;
+        for (const r of batch) {
+          const id = `${r.type} ${idOf(r)}`;
+          const s = stored.get(id);
+          if (s !== undefined || seen.has(id)) {
+            const identical = s !== undefined && Bun.deepEquals(s, withoutType(r));
+            if (options.skipExisting || (options.skipIdentical && identical)) {
+              skipped++;
+              continue;
             }
-            seen.add(id);
-            keep.push(r);
+            throw new Error(`${r.type} ${JSON.stringify(idOf(r))} already exists`);
           }
-          const of = <T extends ExportRecord["type"]>(t: T) =>
-            keep.filter((r) => r.type === t) as Extract<ExportRecord, { type: T }>[];
-          const memories = of("memory").map((r) => memoryRow(withoutType(r) as MemoryRecord));
-          const events = of("event");
-          const keyRows = of("key").map((r) => keyRow(withoutType(r) as KeyRecord));
-          const erasureRows = of("erasure").map((r) => erasureRow(withoutType(r) as ErasureRecord));
-          for (let i = 0; i < memories.length; i += 1000)
-            await tx`INSERT INTO memories ${tx(memories.slice(i, i + 1000))}`;
-          // Imported current memories join the keyword index at once; their vectors come from `memd reindex`.
-          const current = of("memory")
-            .map((r) => withoutType(r) as MemoryRecord)
-            .filter((m) => m.state === "current");
-          if (current.length > 0)
-            await writeIndex(
-              tx,
-              current.map((after) => ({ before: undefined, after, vector: undefined })),
-            );
-          for (let i = 0; i < events.length; i += 1000)
-            await tx`INSERT INTO events ${tx(events.slice(i, i + 1000).map((e) => ({ seq: e.seq, ...eventRow(e) })))}`;
-          if (keyRows.length) await tx`INSERT INTO api_keys ${tx(keyRows)}`;
-          if (erasureRows.length) await tx`INSERT INTO erasures ${tx(erasureRows)}`;
-          if (events.length) {
-            // New events continue after the imported ones: their seq and, per namespace, their time.
-            await tx`SELECT setval('event_seq', GREATEST((SELECT max(seq) FROM events), (SELECT last_value FROM event_seq)))`;
-            const last = new Map<string, number>();
-            for (const e of events) last.set(e.namespace, Math.max(last.get(e.namespace) ?? 0, e.atMs));
-            const nss = [...last.keys()].sort();
-            await tx`INSERT INTO namespace_clock AS c (namespace, last_ms)
+          seen.add(id);
+          keep.push(r);
+        }
+        const of = <T extends ExportRecord["type"]>(t: T) =>
+          keep.filter((r) => r.type === t) as Extract<ExportRecord, { type: T }>[];
+        const memories = of("memory").map((r) => memoryRow(withoutType(r) as MemoryRecord));
+        const events = of("event");
+        const keyRows = of("key").map((r) => keyRow(withoutType(r) as KeyRecord));
+        const erasureRows = of("erasure").map((r) => erasureRow(withoutType(r) as ErasureRecord));
+        for (let i = 0; i < memories.length; i += 1000)
+          await tx`INSERT INTO memories ${tx(memories.slice(i, i + 1000))}`;
+        // Imported current memories join the keyword index at once; their vectors come from `memd reindex`.
+        const current = of("memory")
+          .map((r) => withoutType(r) as MemoryRecord)
+          .filter((m) => m.state === "current");
+        if (current.length > 0)
+          await writeIndex(
+            tx,
+            current.map((after) => ({ before: undefined, after, vector: undefined })),
+          );
+        for (let i = 0; i < events.length; i += 1000)
+          await tx`INSERT INTO events ${tx(events.slice(i, i + 1000).map((e) => ({ seq: e.seq, ...eventRow(e) })))}`;
+        if (keyRows.length) await tx`INSERT INTO api_keys ${tx(keyRows)}`;
+        if (erasureRows.length) await tx`INSERT INTO erasures ${tx(erasureRows)}`;
+        if (events.length) {
+          // New events continue after the imported ones: their seq and, per namespace, their time.
+          await tx`SELECT setval('event_seq', GREATEST((SELECT max(seq) FROM events), (SELECT last_value FROM event_seq)))`;
+          const last = new Map<string, number>();
+          for (const e of events) last.set(e.namespace, Math.max(last.get(e.namespace) ?? 0, e.atMs));
+          const nss = [...last.keys()].sort();
+          await tx`INSERT INTO namespace_clock AS c (namespace, last_ms)
               SELECT * FROM unnest(${sql.array(nss, "text")}::text[], ${sql.array(
                 nss.map((n) => last.get(n)!),
                 "int8",
               )}::bigint[])
               ON CONFLICT (namespace) DO UPDATE SET last_ms = GREATEST(c.last_ms, EXCLUDED.last_ms)`;
-          }
-          if (options.seqFloor !== undefined)
-            await tx`SELECT setval('event_seq', GREATEST(${options.seqFloor}::bigint, (SELECT last_value FROM event_seq)))`;
-          return { written: keep.length, skipped };
-        }),
-      );
-    },
-
-    async claimIdempotency(keyId, key, hash, now, leaseMs) {
-      for (let attempt = 0; ; attempt++) {
-        const claimed = await db(
-          () => sql`INSERT INTO idempotency (key_id, idem_key, hash, state, created_at, expires_at)
-            VALUES (${keyId}, ${key}, ${hash}, 'pending', ${now}, ${now + 86_400_000})
-            ON CONFLICT (key_id, idem_key) DO UPDATE SET hash = EXCLUDED.hash, state = 'pending', status = NULL,
-              body = NULL, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
-            WHERE idempotency.expires_at <= ${now}
-              OR (idempotency.state = 'pending' AND idempotency.hash = EXCLUDED.hash AND idempotency.created_at <= ${now - leaseMs})
-            RETURNING key_id`,
-        );
-        if (claimed.length) return { state: "claimed" };
-        const [r] = await db(() => sql`SELECT * FROM idempotency WHERE key_id = ${keyId} AND idem_key = ${key}`);
-        if (!r) {
-          if (attempt < 3) continue; // swept between the two statements
-          throw new Error("could not claim the idempotency key");
         }
-        if (r.hash !== hash) return { state: "mismatch" };
-        if (r.state === "pending") return { state: "pending" };
-        const entry: IdempotencyEntry = {
-          keyId,
-          key,
-          hash,
-          state: "done",
-          status: Number(r.status),
-          body: r.body as string,
-          createdAt: Number(r.created_at),
-          expiresAt: Number(r.expires_at),
-        };
-        return { state: "done", entry };
-      }
+        if (options.seqFloor !== undefined)
+          await tx`SELECT setval('event_seq', GREATEST(${options.seqFloor}::bigint, (SELECT last_value FROM event_seq)))`;
+        return { written: keep.length, skipped };
+      });
     },
 
-    async finishIdempotency(keyId, key, status, body, expiresAt) {
-      await db(
-        () => sql`UPDATE idempotency SET state = 'done', status = ${status}, body = ${body}, expires_at = ${expiresAt}
-          WHERE key_id = ${keyId} AND idem_key = ${key}`,
+    async idempotentAnswer(keyId, key, now) {
+      const [r] = await db(
+        () => sql`SELECT * FROM idempotency WHERE key_id = ${keyId} AND idem_key = ${key}
+          AND state = 'done' AND expires_at > ${now}`,
       );
-    },
-
-    async releaseIdempotency(keyId, key) {
-      await db(() => sql`DELETE FROM idempotency WHERE key_id = ${keyId} AND idem_key = ${key}`);
+      if (!r) return undefined;
+      const entry: IdempotencyEntry = {
+        keyId,
+        key,
+        hash: r.hash as string,
+        state: "done",
+        status: Number(r.status),
+        body: r.body as string,
+        createdAt: Number(r.created_at),
+        expiresAt: Number(r.expires_at),
+      };
+      return entry;
     },
 
     async sweepIdempotency(now, limit) {

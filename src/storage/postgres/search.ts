@@ -1,13 +1,13 @@
 // The PostgreSQL search index: postings, stats, vectors and the embedding queue as plain rows,
 // written by apply inside its transaction; BM25 computed in one SQL statement.
-import type { SQL, TransactionSQL } from "bun";
+import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import { bm25Sql, type QueryTerm } from "../../text/scoring";
 import { termCounts } from "../../text/tokens";
 import { byScoreThenNewer, normalized } from "../ops";
 import type { MemoryRecord } from "../records";
 import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
 
-type Tx = TransactionSQL | SQL;
+type Tx = TransactionSQL | SQL | ReservedSQL;
 
 /** A memory's indexed state before and after one apply, and the last vector update it got. */
 export interface IndexTouch {
@@ -22,8 +22,27 @@ const vectorBytes = (v: Float32Array | number[]) => Buffer.from(normalized(v).bu
 
 /** Writes the net index change of one apply: postings, stats, vectors, queue. */
 export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise<void> {
+  await Promise.all(sendIndex(tx, touched));
+}
+
+const started = <T>(q: Promise<T> & { execute(): unknown }) => q.execute() as Promise<T>;
+
+/**
+ * Sends the statements of the net index change of one apply (postings, stats, vectors, queue) on
+ * `tx`, in order and without waiting between them; their answers. One statement per table (in
+ * slices of 5,000 rows), each with its columns as arrays, so that its text is the same for any
+ * number of rows; a memory that did not exist before the apply has nothing to delete.
+ */
+export function sendIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise<unknown>[] {
   const removeIds: string[] = [];
-  const postings: Record<string, unknown>[] = [];
+  const postings: {
+    namespace: string;
+    entity: string;
+    term: string;
+    memory_id: string;
+    tf: number;
+    doc_len: number;
+  }[] = [];
   const stats = new Map<string, { namespace: string; entity: string; docs: number; total_len: number }>();
   const bump = (namespace: string, entity: string, docs: number, len: number) => {
     const k = JSON.stringify([namespace, entity]);
@@ -34,7 +53,7 @@ export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise
   };
   const dropVectors: string[] = [];
   const pending: string[] = [];
-  const vectors: Record<string, unknown>[] = [];
+  const vectors: { memory_id: string; namespace: string; entity: string; vector: Buffer }[] = [];
   for (const { before, after, vector, vectorOnly } of touched) {
     const was = before?.state === "current";
     const is = after.state === "current";
@@ -60,8 +79,9 @@ export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise
       bump(after.namespace, "", 1, length);
       bump(after.namespace, after.entity, 1, length);
     }
-    // A new memory without a vector has none to drop (and a rebuild keeps the stored ones).
-    if (!is || (was && vector === undefined) || vector === "pending") dropVectors.push(after.id);
+    // A new memory has no vector or queue entry to drop (and a rebuild keeps the stored ones).
+    if (before !== undefined && (!is || (was && vector === undefined) || vector !== undefined))
+      dropVectors.push(after.id);
     if (is && vector === "pending") pending.push(after.id);
     if (is && vector !== undefined && vector !== "pending")
       vectors.push({
@@ -71,25 +91,56 @@ export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise
         vector: vectorBytes(vector),
       });
   }
-  // Ids as one array parameter and rows in slices: an erasure can touch 100,000 memories, past
-  // PostgreSQL's 65,535 parameters of a statement.
+  const out: Promise<unknown>[] = [];
+  const text = (xs: string[]) => tx.array(xs, "text");
+  // Ids as one array parameter and rows in slices: an erasure can touch 100,000 memories.
   if (removeIds.length)
-    await tx`DELETE FROM memory_terms WHERE memory_id = ANY(${tx.array(removeIds, "text")}::uuid[])`;
-  for (let i = 0; i < postings.length; i += 5000) await tx`INSERT INTO memory_terms ${tx(postings.slice(i, i + 5000))}`;
-  const rows = [...stats.values()].filter((s) => s.docs !== 0 || s.total_len !== 0);
-  if (rows.length)
-    await tx`
-      INSERT INTO search_stats AS s ${tx(rows.sort((a, b) => (a.namespace + a.entity < b.namespace + b.entity ? -1 : 1)))}
-      ON CONFLICT (namespace, entity) DO UPDATE
-        SET docs = s.docs + EXCLUDED.docs, total_len = s.total_len + EXCLUDED.total_len`;
-  const ids = [...new Set([...dropVectors, ...vectors.map((v) => v.memory_id as string)])];
-  if (ids.length) {
-    await tx`DELETE FROM memory_vectors WHERE memory_id = ANY(${tx.array(ids, "text")}::uuid[])`;
-    await tx`DELETE FROM embed_pending WHERE memory_id = ANY(${tx.array(ids, "text")}::uuid[])`;
+    out.push(started(tx`DELETE FROM memory_terms WHERE memory_id = ANY(${text(removeIds)}::uuid[])`));
+  for (let i = 0; i < postings.length; i += 5000) {
+    const p = postings.slice(i, i + 5000);
+    out.push(
+      started(tx`INSERT INTO memory_terms (namespace, entity, term, memory_id, tf, doc_len)
+        SELECT * FROM unnest(${text(p.map((x) => x.namespace))}::text[], ${text(p.map((x) => x.entity))}::text[],
+          ${text(p.map((x) => x.term))}::text[], ${text(p.map((x) => x.memory_id))}::uuid[],
+          ${tx.array(
+            p.map((x) => x.tf),
+            "int4",
+          )}::int[], ${tx.array(
+            p.map((x) => x.doc_len),
+            "int4",
+          )}::int[])`),
+    );
   }
-  for (let i = 0; i < vectors.length; i += 5000) await tx`INSERT INTO memory_vectors ${tx(vectors.slice(i, i + 5000))}`;
+  const rows = [...stats.values()]
+    .filter((s) => s.docs !== 0 || s.total_len !== 0)
+    .sort((a, b) => (a.namespace + a.entity < b.namespace + b.entity ? -1 : 1));
+  if (rows.length)
+    out.push(
+      started(tx`
+        INSERT INTO search_stats AS s (namespace, entity, docs, total_len)
+        SELECT * FROM unnest(${text(rows.map((r) => r.namespace))}::text[], ${text(rows.map((r) => r.entity))}::text[],
+          ${tx.array(
+            rows.map((r) => r.docs),
+            "int8",
+          )}::bigint[], ${tx.array(
+            rows.map((r) => r.total_len),
+            "int8",
+          )}::bigint[])
+        ON CONFLICT (namespace, entity) DO UPDATE
+          SET docs = s.docs + EXCLUDED.docs, total_len = s.total_len + EXCLUDED.total_len`),
+    );
+  const ids = [...new Set(dropVectors)];
+  if (ids.length) {
+    out.push(started(tx`DELETE FROM memory_vectors WHERE memory_id = ANY(${text(ids)}::uuid[])`));
+    out.push(started(tx`DELETE FROM embed_pending WHERE memory_id = ANY(${text(ids)}::uuid[])`));
+  }
+  for (let i = 0; i < vectors.length; i += 5000)
+    out.push(started(tx`INSERT INTO memory_vectors ${tx(vectors.slice(i, i + 5000))}`));
   for (let i = 0; i < pending.length; i += 5000)
-    await tx`INSERT INTO embed_pending ${tx(pending.slice(i, i + 5000).map((memory_id) => ({ memory_id })))}`;
+    out.push(
+      started(tx`INSERT INTO embed_pending (memory_id) SELECT unnest(${text(pending.slice(i, i + 5000))}::uuid[])`),
+    );
+  return out;
 }
 
 /** Filter conditions on memories `m`, as SQL text with $n parameters appended to `params`. */

@@ -1,0 +1,595 @@
+// PostgreSQL writes: how a transaction is run (pipelined on one reserved connection, its settings
+// per transaction, its deadline before COMMIT and its own bound after), and apply's plan for a
+// batch of calls written with one statement per table.
+//
+// Works behind a pooler in transaction mode (PgBouncer): every setting is SET LOCAL inside the
+// transaction, nothing is kept in a session (no session advisory lock, LISTEN or temp table),
+// and named prepared statements are left out when the pooler cannot keep them (openPostgres).
+import type { ReservedSQL, SQL, TransactionSQL } from "bun";
+import { planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
+import type { EventRecord, MemoryRecord } from "../records";
+import { type Applied, IdempotencyKeyTaken, type IdempotencyRecord, type MemoryOp, StorageError } from "../storage";
+import { type IndexTouch, sendIndex } from "./search";
+
+type Row = Record<string, unknown>;
+/** A connection in a transaction: queries sent on it run in order, and may be sent before the last one answered. */
+export type Conn = ReservedSQL | TransactionSQL;
+
+/** Rows per statement: under the protocol's 65,535 parameters even for the widest table. */
+const ROWS_PER_STATEMENT = 2000;
+
+export const unavailableMessage = "the database is unavailable; try again shortly";
+export const unknownMessage =
+  "the database connection was lost while the change was being committed, so it may or may not have been made; retry with the same Idempotency-Key, which makes it exactly once";
+
+/** SQLSTATE classes that mean "the database is not there right now", not "the request is wrong". */
+// 25006: a read-only transaction, as on a standby after a failover.
+const unavailableStates = /^(08|57P0|57014|53300|55P03|40001|40P01|25006)/;
+
+/** Maps a driver error to a StorageError when it is about the database, not about the query. */
+export function storageError(e: unknown): unknown {
+  if (e instanceof StorageError || e instanceof IdempotencyKeyTaken) return e;
+  const err = e as { code?: string; errno?: string; message?: string };
+  const state = String(err?.errno ?? "");
+  if (state === "53100") return new StorageError("storage_full", "the database is out of disk space");
+  if (
+    unavailableStates.test(state) ||
+    /CONNECTION|TIMEOUT|ECONNREFUSED|ECONNRESET|closed/i.test(String(err?.code ?? "")) ||
+    /connection|ECONNREFUSED|timeout|terminat/i.test(String(err?.message ?? ""))
+  )
+    return new StorageError("storage_unavailable", unavailableMessage);
+  return e;
+}
+
+const unavailable = () => new StorageError("storage_unavailable", unavailableMessage);
+
+/** Whether the database itself answered an error (it has a SQLSTATE), as opposed to a lost connection. */
+const databaseAnswered = (e: unknown) => /^[0-9A-Z]{5}$/.test(String((e as { errno?: string })?.errno ?? ""));
+
+/**
+ * One caller waiting for a write. Until COMMIT is sent for it, its deadline may answer it (503
+ * storage_unavailable) and the transaction then never commits; once COMMIT is sent, only the
+ * commit's outcome, or the commit's own bound (503 outcome_unknown), answers it.
+ */
+export interface Caller<T> {
+  state: "waiting" | "committing" | "answered";
+  resolve(v: T): void;
+  reject(e: unknown): void;
+  timer?: ReturnType<typeof setTimeout>;
+}
+
+export interface WriteSettings {
+  /** The statement timeout, set per transaction; also each caller's deadline before COMMIT. */
+  statementTimeoutMs: number;
+  /** How long a sent COMMIT may take before its outcome counts as unknown. */
+  commitTimeoutMs: number;
+}
+
+/** A caller whose deadline starts now, and the promise it answers. */
+export function newCaller<T>(limitMs: number): { caller: Caller<T>; answer: Promise<T> } {
+  let caller!: Caller<T>;
+  const answer = new Promise<T>((resolve, reject) => {
+    caller = { state: "waiting", resolve, reject };
+  });
+  caller.timer = setTimeout(() => fail(caller, unavailable()), limitMs);
+  return { caller, answer };
+}
+
+function fail(c: Caller<never> | Caller<unknown>, e: unknown) {
+  if (c.state === "answered") return;
+  c.state = "answered";
+  clearTimeout(c.timer);
+  c.reject(e);
+}
+
+function succeed<T>(c: Caller<T>, v: T) {
+  if (c.state === "answered") return;
+  c.state = "answered";
+  clearTimeout(c.timer);
+  c.resolve(v);
+}
+
+/** What `transact` did when it answered nobody: a caller gave up before COMMIT, or `work` failed. */
+export type NotRun = { gaveUp: true } | { failed: unknown };
+
+/**
+ * Runs `work` in one transaction on a reserved connection for `callers` (values[i] answers
+ * callers[i]). BEGIN and the settings go in one message with work's first statements behind it.
+ * The deadline is checked before COMMIT: if any caller was answered meanwhile, the transaction
+ * rolls back and `{ gaveUp }` is returned (the callers still waiting are not answered). If work
+ * fails, it rolls back and `{ failed }` is returned, nobody answered. Otherwise COMMIT is sent and
+ * the callers are answered by its outcome: the values, the database's refusal, or, when the
+ * connection fails or the commit's bound passes, outcome_unknown.
+ */
+export async function transact<T>(
+  sql: SQL,
+  s: WriteSettings,
+  callers: Caller<T>[],
+  work: (conn: ReservedSQL, begun: Promise<unknown>) => Promise<T[]>,
+): Promise<undefined | NotRun> {
+  let conn: ReservedSQL;
+  try {
+    conn = await sql.reserve();
+  } catch (e) {
+    return { failed: e };
+  }
+  if (callers.some((c) => c.state !== "waiting")) {
+    conn.release();
+    return { gaveUp: true };
+  }
+  let values: T[];
+  try {
+    // One message: the statement timeout and durability hold for this transaction only, so the
+    // connection carries nothing to the next client of a transaction-mode pooler.
+    const begun = conn
+      .unsafe(
+        `BEGIN; SET LOCAL statement_timeout = ${Math.trunc(s.statementTimeoutMs)}; SET LOCAL synchronous_commit = on`,
+      )
+      .simple()
+      .execute();
+    values = await work(conn, begun);
+  } catch (e) {
+    await end(conn, "ROLLBACK");
+    return { failed: e };
+  }
+  // The deadline, before COMMIT: a caller answered 503 meanwhile must find nothing committed.
+  if (callers.some((c) => c.state !== "waiting")) {
+    await end(conn, "ROLLBACK");
+    return { gaveUp: true };
+  }
+  for (const c of callers) {
+    c.state = "committing";
+    clearTimeout(c.timer);
+  }
+  let bound: ReturnType<typeof setTimeout> | undefined;
+  const outcomeUnknown = () => {
+    for (const c of callers) fail(c, new StorageError("outcome_unknown", unknownMessage));
+  };
+  try {
+    await Promise.race([
+      conn`COMMIT`.execute(),
+      new Promise((_, reject) => {
+        bound = setTimeout(() => reject(new StorageError("outcome_unknown", unknownMessage)), s.commitTimeoutMs);
+      }),
+    ]);
+  } catch (e) {
+    clearTimeout(bound);
+    // The database said no (it rolled back): a definite answer. A lost connection or no answer: unknown.
+    if (databaseAnswered(e)) for (const c of callers) fail(c, storageError(e));
+    else outcomeUnknown();
+    conn.close().catch(() => undefined);
+    return undefined;
+  }
+  clearTimeout(bound);
+  conn.release();
+  for (const [i, c] of callers.entries()) succeed(c, values[i]);
+  return undefined;
+}
+
+/** Ends the transaction; a connection that cannot is closed, never pooled in a transaction. */
+async function end(conn: ReservedSQL, how: "ROLLBACK") {
+  try {
+    await conn.unsafe(how);
+    conn.release();
+  } catch {
+    conn.close().catch(() => undefined);
+  }
+}
+
+/**
+ * One write in a transaction of its own (erasure, import, keys): answered as `transact` answers,
+ * and with the mapped error when `work` fails.
+ */
+export function writeAlone<T>(sql: SQL, s: WriteSettings, work: (conn: ReservedSQL) => Promise<T>): Promise<T> {
+  const { caller, answer } = newCaller<T>(s.statementTimeoutMs);
+  void transact(sql, s, [caller], async (conn, begun) => {
+    await begun;
+    return [await work(conn)];
+  }).then((r) => {
+    if (r && "failed" in r) fail(caller, storageError(r.failed));
+  });
+  return answer;
+}
+
+/** One call of apply. */
+export interface ApplyCall {
+  ops: readonly MemoryOp[];
+  actorKeyId: string | null;
+  now: number;
+  idempotency?: IdempotencyRecord;
+}
+
+export type ApplyResult = (Applied | null)[] | IdempotencyKeyTaken;
+
+export interface RowShapes {
+  memoryOf(r: Row): MemoryRecord;
+}
+
+const text = (sql: Conn, xs: (string | null)[]) => sql.array(xs, "text");
+const int8 = (sql: Conn, xs: (number | null)[]) => sql.array(xs, "int8");
+const sent = <T>(q: Promise<T> & { execute(): unknown }) => q.execute() as Promise<T>;
+
+/**
+ * Applies `calls` in order inside the transaction of `q`, each as if alone (a later call sees
+ * what an earlier one wrote), each op with its audit event, and the answers of their
+ * Idempotency-Keys. One statement per table for the whole batch, sent without waiting between
+ * them: read the target rows (only when an op has a target), then take the clock rows, the event
+ * seqs and the Idempotency-Keys together, then write memories, search index, events and answers
+ * together. `first` are statements already sent in this transaction, awaited with the first ones.
+ *
+ * Lock order, the same in every writer: target memory rows by id, then clock rows by namespace,
+ * then idempotency rows by key. A call whose key already has an answer (committed by another
+ * request, or the same key earlier in this batch) writes nothing and gets IdempotencyKeyTaken.
+ */
+export async function applyBatch(
+  q: Conn,
+  calls: readonly ApplyCall[],
+  shapes: RowShapes,
+  first: Promise<unknown>[] = [],
+): Promise<ApplyResult[]> {
+  const ids = [...new Set(calls.flatMap((c) => c.ops.map(targetOf)).filter((id) => id !== undefined))].sort();
+  const targets = new Map<string, MemoryRecord>();
+  if (ids.length > 0) {
+    const [, rows] = await Promise.all([
+      Promise.all(first),
+      sent(q`SELECT * FROM memories WHERE id = ANY(${text(q, ids)}::uuid[]) ORDER BY id FOR UPDATE`),
+    ]);
+    for (const r of rows) targets.set(r.id as string, shapes.memoryOf(r));
+    first = [];
+  }
+
+  // Stamps to reserve per namespace: every op that may act (a target is re-checked when planned).
+  const perNamespace = new Map<string, number>();
+  for (const c of calls)
+    for (const op of c.ops) {
+      const id = targetOf(op);
+      const target = id === undefined ? undefined : targets.get(id);
+      if (id !== undefined && !targetIsLive(op, target, c.now)) continue;
+      const ns = "create" in op ? op.create.namespace : target!.namespace;
+      perNamespace.set(ns, (perNamespace.get(ns) ?? 0) + 1);
+    }
+  const namespaces = [...perNamespace.keys()].sort();
+  const counts = namespaces.map((ns) => perNamespace.get(ns)!);
+  const stamps = counts.reduce((a, b) => a + b, 0);
+  const now = calls[0].now;
+  const floor = stampFloor(Math.max(...calls.map((c) => c.now)));
+
+  // Idempotency-Keys, one row each (a repeat within the batch is taken), in key order.
+  const keyed = calls
+    .map((c, i) => ({ i, r: c.idempotency }))
+    .filter((k): k is { i: number; r: IdempotencyRecord } => k.r !== undefined);
+  const byKey = new Map<string, number>();
+  for (const { i, r } of keyed) {
+    const k = JSON.stringify([r.keyId, r.key]);
+    if (!byKey.has(k)) byKey.set(k, i);
+  }
+  const claims = [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, i]) => calls[i]);
+
+  const [, clocks, seqRows, claimed] = await Promise.all([
+    Promise.all(first),
+    namespaces.length
+      ? sent(q`
+          INSERT INTO namespace_clock AS c (namespace, last_ms)
+          SELECT ns, ${floor}::bigint + n - 1 FROM unnest(${text(q, namespaces)}::text[], ${int8(q, counts)}::bigint[]) AS t(ns, n)
+          ORDER BY ns
+          ON CONFLICT (namespace) DO UPDATE
+            SET last_ms = GREATEST(${floor}::bigint, c.last_ms + 1) + (EXCLUDED.last_ms - ${floor}::bigint)
+          RETURNING namespace, last_ms`)
+      : [],
+    stamps
+      ? sent(q`SELECT array_agg(nextval('event_seq')) AS seqs FROM generate_series(1, ${stamps}::int)`)
+      : [{ seqs: [] }],
+    claims.length
+      ? sent(q`
+          INSERT INTO idempotency AS i (key_id, idem_key, hash, state, created_at, expires_at)
+          SELECT k, ik, h, 'pending', ${now}::bigint, e
+          FROM unnest(${text(
+            q,
+            claims.map((c) => c.idempotency!.keyId),
+          )}::text[], ${text(
+            q,
+            claims.map((c) => c.idempotency!.key),
+          )}::text[],
+            ${text(
+              q,
+              claims.map((c) => c.idempotency!.hash),
+            )}::text[], ${int8(
+              q,
+              claims.map((c) => c.idempotency!.expiresAt),
+            )}::bigint[]) AS t(k, ik, h, e)
+          ON CONFLICT (key_id, idem_key) DO UPDATE SET hash = EXCLUDED.hash, state = 'pending', status = NULL,
+            body = NULL, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+          WHERE i.state = 'pending' OR i.expires_at <= EXCLUDED.created_at
+          RETURNING key_id, idem_key`)
+      : [],
+  ]);
+  // An answer committed meanwhile: the row was there (or was being written: the insert waited for it).
+  const ours = new Set<number>();
+  for (const r of claimed) ours.add(byKey.get(JSON.stringify([r.key_id, r.idem_key]))!);
+
+  const nextMs = new Map<string, number>();
+  for (const c of clocks)
+    nextMs.set(c.namespace as string, Number(c.last_ms) - perNamespace.get(c.namespace as string)! + 1);
+  const seqs = parseSeqs(seqRows[0]?.seqs);
+  let nextSeq = 0;
+
+  const results: ApplyResult[] = [];
+  const writes = new Map<string, MemoryRecord>();
+  const events: EventRecord[] = [];
+  // Per memory: as it was before this transaction, as it ends, and its last vector update.
+  const touched = new Map<string, IndexTouch>();
+  const touch = (before: MemoryRecord | undefined, after: MemoryRecord, vector: IndexTouch["vector"]) => {
+    const t = touched.get(after.id);
+    if (t) {
+      t.after = after;
+      if (t.before?.content !== after.content || vector !== undefined) t.vector = vector;
+    } else touched.set(after.id, { before, after, vector });
+  };
+  const answers: { r: IdempotencyRecord; status: number; body: string }[] = [];
+  const unanswered: IdempotencyRecord[] = [];
+  calls.forEach((call, i) => {
+    if (call.idempotency && !ours.has(i)) {
+      results.push(new IdempotencyKeyTaken());
+      return;
+    }
+    const applied = call.ops.map((op): Applied | null => {
+      const id = targetOf(op);
+      const read = id === undefined ? undefined : targets.get(id);
+      const target = read && (writes.get(read.id) ?? read);
+      if (id !== undefined && !targetIsLive(op, target, call.now)) return null;
+      const ns = "create" in op ? op.create.namespace : target!.namespace;
+      const atMs = nextMs.get(ns)!;
+      nextMs.set(ns, atMs + 1);
+      const planned = planOp(op, target, atMs, call.actorKeyId);
+      if (planned.created) {
+        writes.set(planned.created.id, planned.created);
+        touch(undefined, planned.created, vectorOf(op));
+      }
+      if (planned.target && planned.target !== target) {
+        writes.set(planned.target.id, planned.target);
+        touch(read, planned.target, planned.created ? undefined : vectorOf(op));
+      }
+      const event = planned.event as EventRecord;
+      event.seq = seqs[nextSeq++];
+      events.push(event);
+      return { event, memory: planned.created ?? planned.target! };
+    });
+    results.push(applied);
+    if (call.idempotency) {
+      const answer = call.idempotency.answer(applied);
+      if (answer) answers.push({ r: call.idempotency, ...answer });
+      else unanswered.push(call.idempotency);
+    }
+  });
+
+  const pending: Promise<unknown>[] = [];
+  const memories = [...writes.values()];
+  for (let i = 0; i < memories.length; i += ROWS_PER_STATEMENT)
+    pending.push(sent(insertMemories(q, memories.slice(i, i + ROWS_PER_STATEMENT))));
+  // The search index changes in this same transaction.
+  if (touched.size > 0) pending.push(...sendIndex(q, touched.values()));
+  for (let i = 0; i < events.length; i += ROWS_PER_STATEMENT)
+    pending.push(sent(insertEvents(q, events.slice(i, i + ROWS_PER_STATEMENT))));
+  if (answers.length)
+    pending.push(
+      sent(q`
+        UPDATE idempotency AS i SET state = 'done', status = t.status, body = t.body
+        FROM unnest(${text(
+          q,
+          answers.map((a) => a.r.keyId),
+        )}::text[], ${text(
+          q,
+          answers.map((a) => a.r.key),
+        )}::text[],
+          ${int8(
+            q,
+            answers.map((a) => a.status),
+          )}::bigint[], ${text(
+            q,
+            answers.map((a) => a.body),
+          )}::text[])
+          AS t(k, ik, status, body)
+        WHERE i.key_id = t.k AND i.idem_key = t.ik`),
+    );
+  if (unanswered.length)
+    pending.push(
+      sent(q`
+        DELETE FROM idempotency AS i USING unnest(${text(
+          q,
+          unanswered.map((r) => r.keyId),
+        )}::text[], ${text(
+          q,
+          unanswered.map((r) => r.key),
+        )}::text[]) AS t(k, ik)
+        WHERE i.key_id = t.k AND i.idem_key = t.ik`),
+    );
+  await Promise.all(pending);
+  return results;
+}
+
+/** array_agg's int8[] as numbers, ascending (it may come back as text: {1,2,3}). */
+function parseSeqs(v: unknown): number[] {
+  const xs = Array.isArray(v)
+    ? v.map(Number)
+    : typeof v === "string"
+      ? v.replace(/[{}]/g, "").split(",").filter(Boolean).map(Number)
+      : [];
+  return xs.sort((a, b) => a - b);
+}
+
+const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+
+/** Memory rows as one statement (arrays of columns, so its text and plan are the same for any count). */
+function insertMemories(q: Conn, ms: MemoryRecord[]) {
+  return q`
+    INSERT INTO memories (id, namespace, entity, content, category, importance, tags, metadata, source,
+      created_at, updated_at, expires_at, state)
+    SELECT * FROM unnest(${text(
+      q,
+      ms.map((m) => m.id),
+    )}::uuid[], ${text(
+      q,
+      ms.map((m) => m.namespace),
+    )}::text[], ${text(
+      q,
+      ms.map((m) => m.entity),
+    )}::text[],
+      ${text(
+        q,
+        ms.map((m) => m.content),
+      )}::text[], ${text(
+        q,
+        ms.map((m) => m.category),
+      )}::text[],
+      ${q.array(
+        ms.map((m) => m.importance),
+        "float8",
+      )}::float8[], ${text(
+        q,
+        ms.map((m) => json(m.tags)),
+      )}::json[], ${text(
+        q,
+        ms.map((m) => json(m.metadata)),
+      )}::json[],
+      ${text(
+        q,
+        ms.map((m) => m.source ?? null),
+      )}::text[], ${int8(
+        q,
+        ms.map((m) => m.createdAt),
+      )}::bigint[],
+      ${int8(
+        q,
+        ms.map((m) => m.updatedAt),
+      )}::bigint[], ${int8(
+        q,
+        ms.map((m) => m.expiresAt ?? null),
+      )}::bigint[],
+      ${text(
+        q,
+        ms.map((m) => m.state),
+      )}::text[])
+    ON CONFLICT (id) DO UPDATE SET
+      content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
+      tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
+      updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state`;
+}
+
+/** Event rows, with the seqs taken for them, as one statement. */
+function insertEvents(q: Conn, es: EventRecord[]) {
+  return q`
+    INSERT INTO events (seq, namespace, entity, memory_id, event, old_content, new_content, merged_from_id,
+      reason, category, at_ms, actor_key_id)
+    SELECT * FROM unnest(${int8(
+      q,
+      es.map((e) => e.seq),
+    )}::bigint[], ${text(
+      q,
+      es.map((e) => e.namespace),
+    )}::text[], ${text(
+      q,
+      es.map((e) => e.entity),
+    )}::text[],
+      ${text(
+        q,
+        es.map((e) => e.memoryId),
+      )}::uuid[], ${text(
+        q,
+        es.map((e) => e.event),
+      )}::text[],
+      ${text(
+        q,
+        es.map((e) => e.oldContent),
+      )}::text[], ${text(
+        q,
+        es.map((e) => e.newContent),
+      )}::text[],
+      ${text(
+        q,
+        es.map((e) => e.mergedFromId),
+      )}::uuid[], ${text(
+        q,
+        es.map((e) => e.reason),
+      )}::text[],
+      ${text(
+        q,
+        es.map((e) => e.category),
+      )}::text[], ${int8(
+        q,
+        es.map((e) => e.atMs),
+      )}::bigint[],
+      ${text(
+        q,
+        es.map((e) => e.actorKeyId),
+      )}::text[])`;
+}
+
+/** Most calls one shared transaction takes. */
+const maxGroup = 128;
+
+/**
+ * apply for PostgreSQL: calls with the same `group` key (raw stores of one namespace) that
+ * arrive while one of theirs is running share the next transaction (group commit): a
+ * namespace's writes hold its clock row until their commit, so one transaction per call would
+ * put a commit (an fsync) between every two writes of a namespace. Grouped calls only add to
+ * that one namespace, so they lock that one clock row and nothing else: grouping cannot
+ * deadlock. Each call still lands whole or not at all. If the shared transaction fails for a
+ * reason other than the database's state, nothing committed, and each call runs again alone, so
+ * one bad call fails only itself. A caller answered at its deadline before COMMIT makes the
+ * transaction roll back; the others run again in the next one.
+ */
+export function applier(sql: SQL, s: WriteSettings, shapes: RowShapes) {
+  type Call = { call: ApplyCall; caller: Caller<ApplyResult> };
+  const waiting = new Map<string, Call[]>();
+
+  const run = (batch: Call[]) =>
+    transact(
+      sql,
+      s,
+      batch.map((b) => b.caller),
+      (conn, begun) =>
+        applyBatch(
+          conn,
+          batch.map((b) => b.call),
+          shapes,
+          [begun],
+        ),
+    );
+
+  async function alone(c: Call) {
+    const r = await run([c]);
+    if (r && "failed" in r) fail(c.caller, storageError(r.failed));
+  }
+
+  async function drain(group: string) {
+    for (let calls = waiting.get(group); calls && calls.length > 0; calls = waiting.get(group)) {
+      const batch = calls.splice(0, maxGroup).filter((c) => c.caller.state === "waiting");
+      if (batch.length === 0) continue;
+      const r = await run(batch);
+      if (!r) continue;
+      const still = batch.filter((c) => c.caller.state === "waiting");
+      if ("gaveUp" in r) calls.unshift(...still);
+      else if (still.length === 1 || storageError(r.failed) instanceof StorageError)
+        for (const c of still) fail(c.caller, storageError(r.failed));
+      else await Promise.all(still.map(alone));
+    }
+    waiting.delete(group);
+  }
+
+  return async (call: ApplyCall, group: string | undefined): Promise<(Applied | null)[]> => {
+    const { caller, answer } = newCaller<ApplyResult>(s.statementTimeoutMs);
+    const c = { call, caller };
+    if (group === undefined) void alone(c);
+    else {
+      const calls = waiting.get(group);
+      if (calls) calls.push(c);
+      else {
+        waiting.set(group, [c]);
+        void drain(group);
+      }
+    }
+    const result = await answer;
+    if (result instanceof IdempotencyKeyTaken) throw result;
+    return result;
+  };
+}
