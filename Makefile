@@ -54,7 +54,7 @@ build: deps ## one self-contained binary: dist/memd; the client package: client/
 release: deps ## dist/memd-<version>-linux-x64 and -linux-arm64, dist/memd-client-<version>.tgz and dist/SHA256SUMS
 	$(BUN) run scripts/release.ts
 
-bench: build bench-deps pg-deps ## benchmarks (about 17 min); writes bench/results.md (PostgreSQL: a throwaway one)
+bench: build bench-deps pg-deps ## benchmarks (about 25 min); writes bench/results.md (PostgreSQL: a throwaway one)
 	scripts/with-postgres $(BUN) run bench/run.ts
 
 bench-postgres: deps pg-deps bench-deps ## only the PostgreSQL rows (about 7 min), on a throwaway PostgreSQL; updates bench/results.md

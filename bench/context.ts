@@ -8,8 +8,9 @@ import { join } from "node:path";
 import { seededRandom } from "../test/helpers";
 
 const words =
-  "tea coffee morning evening garden dog cat piano guitar painting hiking swimming Lisbon Berlin Tokyo nurse engineer teacher daughter son mother father book film music travel kitchen bicycle car train beach mountain lake"
-    .split(" ");
+  "tea coffee morning evening garden dog cat piano guitar painting hiking swimming Lisbon Berlin Tokyo nurse engineer teacher daughter son mother father book film music travel kitchen bicycle car train beach mountain lake".split(
+    " ",
+  );
 const categories = ["preference", "work", "family", "health", "travel", "general"];
 
 export async function contextBench(url: string, key: string, log: (s: string) => void = console.log) {

@@ -10,6 +10,7 @@ import { startFakeModel } from "../test/fake-model";
 import { lifecycleBench } from "./lifecycle";
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
+import { timeBench } from "./time";
 import { type WrkResult, wrk } from "./wrk";
 
 const root = join(import.meta.dir, "..");
@@ -408,6 +409,19 @@ lines.push(
 );
 // Lifecycle figures (export, import, erase, list paging): bench/lifecycle.ts, also runnable alone.
 lines.push(await lifecycleBench(1_000_000, log));
+// Search at a million memories (issue 26): keyword search from outside (bench/scale.ts: first
+// search after a start, warm latency, anonymous memory) and the approximate vector index
+// (bench/vectors.ts: recall@10 against exact, latency, memory per vector), each in its own process.
+for (const script of ["scale.ts", "vectors.ts"]) {
+  log(`search at a million memories: ${script}`);
+  const p = Bun.spawnSync([process.execPath, "run", join(import.meta.dir, script)], {
+    cwd: root,
+    stderr: "inherit",
+  });
+  lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/${script} failed: exit ${p.exitCode})\n`);
+}
+// As-of reads (issue 23): bench/time.ts, also runnable alone.
+lines.push(await timeBench(log));
 // What bounds the figures (notes.md), and the search figures of bench/search.ts, which runs apart
 // (search-results.md: it takes minutes and 2.3 GiB of its own).
 for (const name of ["notes.md", "search-results.md"]) {

@@ -247,7 +247,9 @@ if (parts.has("semantic")) {
   };
   const e = await time({ namespace: "sem-e", entity: "one" });
   const n = await time({ namespace: "sem-n" });
-  say("\n## Semantic search (LMDB, exact cosine, 768 dimensions, query vector given)\n");
+  say(
+    "\n## Semantic search (LMDB, 768 dimensions, query vector given; exact up to 1,000 vectors, beyond: binary codes and exact rescoring, bench/vectors.ts measures recall)\n",
+  );
   say("| scope | p50 | first query of the namespace | target |");
   say("|---|---|---|---|");
   say(`| entity of 10,000 memories | ${ms(e.p50)} | ${ms(e.first)} | < 10 ms |`);

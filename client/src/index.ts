@@ -81,6 +81,12 @@ export interface ListOptions {
   limit?: number;
   /** The previous page's `nextCursor`. */
   cursor?: string;
+  /** ISO 8601: the entity's memories exactly as they were current then (needs `entity`; docs/time.md). */
+  asOf?: string;
+  /** ISO 8601: only memories observed at or after it. */
+  observedAfter?: string;
+  /** ISO 8601: only memories observed strictly before it. */
+  observedBefore?: string;
 }
 
 /** Query of `events`: audit events, newest first. */
@@ -159,8 +165,11 @@ export function createClient(options: ClientOptions) {
     events: (q: EventsOptions) => call<AuditEvent[]>("GET", `/v1/memory/events${query(q)}`),
     /** Current memories of a namespace or entity, newest first; page on with `nextCursor`. */
     list: ({ tags, ...q }: ListOptions) => call<ListResponse>("GET", `/v1/memory${query({ ...q, tag: tags })}`),
-    /** One current memory; `MemdError` 404 when unknown, gone or outside the key's namespaces. */
-    get: (memoryId: string) => call<Memory>("GET", `/v1/memory/${id(memoryId)}`),
+    /**
+     * One current memory (with `asOf`: as it was current at that instant); `MemdError` 404 when
+     * unknown, gone (then) or outside the key's namespaces.
+     */
+    get: (memoryId: string, q: { asOf?: string } = {}) => call<Memory>("GET", `/v1/memory/${id(memoryId)}${query(q)}`),
     /** Deletes one memory (event DELETE). */
     delete: (memoryId: string, write?: WriteOptions) =>
       call<{ deleted: true }>("DELETE", `/v1/memory/${id(memoryId)}`, undefined, write),

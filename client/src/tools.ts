@@ -124,6 +124,9 @@ export type ToolResult = Record<string, unknown>;
 const pick = (args: Record<string, unknown>, ...keys: string[]) =>
   Object.fromEntries(keys.filter((k) => args[k] !== undefined && args[k] !== null).map((k) => [k, args[k]]));
 
+const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const notFound = () => new MemdError(404, "not_found", "no memory with that id");
+
 /** The error as the model sees it: memd's code and message (never a stack). */
 const failure = (e: unknown): ToolResult => {
   if (e instanceof MemdError) return { error: { code: e.code, message: e.message } };
@@ -175,11 +178,13 @@ export function memoryTools(client: MemdClient, scope: ToolScope) {
       };
     },
     async forget(args) {
-      const id = String(args.memoryId ?? "");
+      const id = typeof args.memoryId === "string" ? args.memoryId.trim() : "";
+      if (!id) throw new MemdError(400, "invalid_arguments", "memoryId: the id of a memory, from recall, is required");
+      // memd's ids are UUIDs: anything else names no memory (and never reaches another route).
+      if (!uuid.test(id)) throw notFound();
       // Only this entity's memories: an id of another entity is as unknown as one that never was.
       const memory = await client.get(id);
-      if (memory.namespace !== namespace || memory.entity !== entity)
-        throw new MemdError(404, "not_found", "no memory with that id");
+      if (memory.namespace !== namespace || memory.entity !== entity) throw notFound();
       await client.delete(id);
       return { forgotten: { id, content: memory.content } };
     },

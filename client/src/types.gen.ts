@@ -14,6 +14,8 @@ export interface StoreRequest {
   ttl?: number;
   category?: string;
   importance?: number;
+  /** ISO 8601: when the fact was stated or observed (default: the time it is stored); not in the future (5 minutes of clock skew allowed), not before 1970 */
+  observedAt?: string;
 }
 
 export interface StoreResponse {
@@ -38,6 +40,8 @@ export interface Memory {
   updatedAt?: string;
   /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
   expiresAt?: string;
+  /** ISO 8601 UTC: when the fact was stated or observed (valid time); see docs/time.md */
+  observedAt: string;
   event?: "ADD" | "MERGE" | "REPLACE";
 }
 
@@ -51,6 +55,12 @@ export interface ListQuery {
   limit?: string;
   /** nextCursor of the previous page */
   cursor?: string;
+  /** ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md */
+  asOf?: string;
+  /** ISO 8601: only memories observed at or after it */
+  observedAfter?: string;
+  /** ISO 8601: only memories observed strictly before it */
+  observedBefore?: string;
 }
 
 export interface ListResponse {
@@ -67,6 +77,8 @@ export interface PatchRequest {
   tags?: string[] | null;
   /** null removes the metadata */
   metadata?: Record<string, unknown> | null;
+  /** ISO 8601: when the fact was stated or observed (default: the time it is stored); not in the future (5 minutes of clock skew allowed), not before 1970 */
+  observedAt?: string;
 }
 
 export interface EraseRequest {
@@ -138,6 +150,12 @@ export interface SearchRequest {
   mode?: "keyword" | "semantic" | "hybrid";
   category?: string;
   tags?: string[];
+  /** ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md */
+  asOf?: string;
+  /** ISO 8601: only memories observed at or after it */
+  observedAfter?: string;
+  /** ISO 8601: only memories observed strictly before it */
+  observedBefore?: string;
 }
 
 export interface SearchResponse {
@@ -157,6 +175,8 @@ export interface SearchResponse {
     updatedAt?: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
     expiresAt?: string;
+    /** ISO 8601 UTC: when the fact was stated or observed (valid time); see docs/time.md */
+    observedAt: string;
     /** higher is better */
     score: number;
   }>;
@@ -172,10 +192,16 @@ export interface ContextRequest {
   maxTokens?: number;
   /** only memories of these categories */
   categories?: string[];
+  /** ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md */
+  asOf?: string;
+  /** ISO 8601: only memories observed at or after it */
+  observedAfter?: string;
+  /** ISO 8601: only memories observed strictly before it */
+  observedBefore?: string;
 }
 
 export interface ContextResponse {
-  /** the memories as text for a prompt: grouped by category (## category), each line '- [YYYY-MM-DD] content'; empty when none */
+  /** the memories as text for a prompt: grouped by category (## category), each line '- [YYYY-MM-DD] content' with the date the fact was observed (UTC); empty when none */
   context: string;
   /** the memories in the context, in the order they appear */
   memories: Array<{
@@ -194,6 +220,8 @@ export interface ContextResponse {
     updatedAt?: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
     expiresAt?: string;
+    /** ISO 8601 UTC: when the fact was stated or observed (valid time); see docs/time.md */
+    observedAt: string;
     /** higher is better */
     score: number;
   }>;
@@ -221,6 +249,8 @@ export interface AuditEvent {
   /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
   createdAt: string;
   actorKeyId: string | null;
+  observedAt: string | null;
+  oldObservedAt: string | null;
 }
 
 export interface EventsQuery {

@@ -28,6 +28,17 @@ export const AuditEvent = t.Object({
   reason: t.Nullable(t.String()),
   createdAt: Timestamp,
   actorKeyId: t.Nullable(t.String()),
+  observedAt: t.Nullable(
+    t.String({
+      description:
+        "ISO 8601 UTC: the memory's observed time after the event (for DELETE: the deleted memory's); null on events recorded before memd kept it",
+    }),
+  ),
+  oldObservedAt: t.Nullable(
+    t.String({
+      description: "the old side's observed time: the replaced memory's (REPLACE), or the one an edit changed",
+    }),
+  ),
 });
 export type AuditEvent = typeof AuditEvent.static;
 

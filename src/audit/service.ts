@@ -15,5 +15,7 @@ export function toAuditEvent(e: EventRecord): AuditEvent {
     reason: e.reason,
     createdAt: isoTime(e.atMs),
     actorKeyId: e.actorKeyId,
+    observedAt: e.observedAt === undefined ? null : isoTime(e.observedAt),
+    oldObservedAt: e.oldObservedAt === undefined ? null : isoTime(e.oldObservedAt),
   };
 }

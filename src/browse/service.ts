@@ -1,7 +1,7 @@
 import { invalidField } from "../http/errors";
 import { isoTime } from "../http/time";
 import type { KeyRecord } from "../keys/model";
-import type { NamespaceSummary, Storage } from "../storage/storage";
+import type { Browse, NamespaceSummary } from "../storage/storage";
 import type { EntitiesResponse, NamespacesResponse } from "./model";
 
 /** Names compare in UTF-8 byte order, the order both backends list namespaces in. */
@@ -39,7 +39,7 @@ export function decodeCursor(cursor: string | undefined, expected: CursorBody): 
  * patterns is one bounded read: `*` all, `team/*` a prefix range, an exact name one lookup.
  */
 export async function listNamespaces(
-  storage: Storage,
+  storage: Browse,
   key: KeyRecord,
   limit: number,
   cursor?: string,
@@ -71,7 +71,7 @@ export async function listNamespaces(
 
 /** The entities of a namespace that have events, one page, with memory counts and last change. */
 export async function listEntities(
-  storage: Storage,
+  storage: Browse,
   namespace: string,
   limit: number,
   cursor?: string,

@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
-import { Category, Name } from "../memory/model";
+import { AsOf, Category, Name, ObservedAfter, ObservedBefore } from "../memory/model";
 import { SearchResult, searchModes } from "../search/model";
 
 /** The budget's bounds, in tokens of the named tokenizer (`tokenizer` in the answer). */
@@ -37,6 +37,9 @@ export const ContextRequest = t.Object(
         description: "only memories of these categories",
       }),
     ),
+    asOf: t.Optional(AsOf),
+    observedAfter: t.Optional(ObservedAfter),
+    observedBefore: t.Optional(ObservedBefore),
   },
   { additionalProperties: false },
 );
@@ -45,7 +48,7 @@ export type ContextRequest = typeof ContextRequest.static;
 export const ContextResponse = t.Object({
   context: t.String({
     description:
-      "the memories as text for a prompt: grouped by category (## category), each line '- [YYYY-MM-DD] content'; empty when none",
+      "the memories as text for a prompt: grouped by category (## category), each line '- [YYYY-MM-DD] content' with the date the fact was observed (UTC); empty when none",
   }),
   memories: t.Array(SearchResult, { description: "the memories in the context, in the order they appear" }),
   tokens: t.Integer({ minimum: 0, description: "tokens of context, by tokenizer; never more than maxTokens" }),

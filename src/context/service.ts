@@ -3,11 +3,15 @@
 import type { Core } from "../core";
 import type { EmbedCost } from "../embedding/client";
 import { invalidField } from "../http/errors";
+import { asOfField, instantField } from "../http/time";
 import { toMemory } from "../memory/service";
+import { keywordAsOf } from "../search/asof";
 import { maxQueryChars, rank, resolveMode } from "../search/service";
-import { isCurrent, type MemoryRecord } from "../storage/records";
-import type { Scored } from "../storage/storage";
+import { matchesFilter } from "../storage/ops";
+import { isCurrent, type MemoryRecord, observedOf } from "../storage/records";
+import type { Scored, SearchFilter } from "../storage/storage";
 import { countTokens, tokenizerName } from "../text/token-count";
+import { queryTerms } from "../text/tokens";
 import { type ContextRequest, type ContextResponse, contextTokens } from "./model";
 
 /** With a query: the search's best this many hits are the candidates. */
@@ -23,8 +27,8 @@ const MISSES_BEFORE_STOP = 50;
 
 const day = 86_400_000;
 
-/** The entity's most important and most recent memories, best first. */
-async function importantAndRecent(core: Core, req: ContextRequest, now: number): Promise<Scored[]> {
+/** The entity's newest current memories (at most CONTEXT_SCAN) that pass the filter. */
+async function newestMemories(core: Core, req: ContextRequest, filter: SearchFilter): Promise<MemoryRecord[]> {
   const wanted = req.categories && new Set(req.categories);
   const records: MemoryRecord[] = [];
   let before: string | undefined;
@@ -33,6 +37,8 @@ async function importantAndRecent(core: Core, req: ContextRequest, now: number):
       namespace: req.namespace,
       entity: req.entity,
       category: req.categories?.length === 1 ? req.categories[0] : undefined,
+      observedAfter: filter.observedAfter,
+      observedBefore: filter.observedBefore,
       limit: Math.min(1000, CONTEXT_SCAN - records.length),
       ...(before !== undefined ? { before } : {}),
     });
@@ -40,9 +46,17 @@ async function importantAndRecent(core: Core, req: ContextRequest, now: number):
     if (page.next === undefined) break;
     before = page.next;
   }
+  return records;
+}
+
+/**
+ * Memories ranked by importance and recency, best first. Recency counts from when each fact was
+ * observed (its observedAt: a backfilled conversation of last year is not recent) to `now`.
+ */
+function importantAndRecent(records: readonly MemoryRecord[], now: number): Scored[] {
   const score = (m: MemoryRecord) =>
     IMPORTANCE_WEIGHT * m.importance +
-    (1 - IMPORTANCE_WEIGHT) * 0.5 ** (Math.max(0, now - m.createdAt) / (RECENCY_HALF_LIFE_DAYS * day));
+    (1 - IMPORTANCE_WEIGHT) * 0.5 ** (Math.max(0, now - observedOf(m)) / (RECENCY_HALF_LIFE_DAYS * day));
   return records
     .map((memory) => ({ memory, score: score(memory) }))
     .sort(
@@ -63,9 +77,9 @@ export function renderContext(chosen: readonly MemoryRecord[]): string {
   return parts.join("\n\n");
 }
 
-/** One memory's line: its date (UTC) and its content on one line. */
+/** One memory's line: the date the fact was observed (UTC) and its content on one line. */
 const line = (m: MemoryRecord) =>
-  `- [${new Date(m.createdAt).toISOString().slice(0, 10)}] ${m.content.replace(/\s*[\r\n]+\s*/g, " ").trim()}`;
+  `- [${new Date(observedOf(m)).toISOString().slice(0, 10)}] ${m.content.replace(/\s*[\r\n]+\s*/g, " ").trim()}`;
 
 /**
  * The best candidates that fit in `maxTokens`, in candidate order. Each is tried in turn with
@@ -119,24 +133,51 @@ export async function buildContext(core: Core, req: ContextRequest, cost: EmbedC
   if (req.query !== undefined && req.query.length > maxQueryChars && [...req.query].length > maxQueryChars)
     throw invalidField("query", `must be a string of 1 to ${maxQueryChars} characters, not blank`);
   const maxTokens = req.maxTokens ?? contextTokens.default;
-  const now = Date.now();
+  const filter: SearchFilter = {
+    ...(req.categories ? { categories: req.categories } : {}),
+    observedAfter: instantField("observedAfter", req.observedAfter),
+    observedBefore: instantField("observedBefore", req.observedBefore),
+  };
+  const asOf = asOfField(req.asOf);
   let candidates: Scored[] = [];
   let mode: ContextResponse["mode"] = "importance";
-  if (req.query !== undefined) {
-    const found = await rank(core, {
-      scope: { namespace: req.namespace, entity: req.entity },
-      query: req.query,
-      mode: resolveMode(core, undefined),
-      limit: CONTEXT_SEARCH_HITS,
-      filter: req.categories ? { categories: req.categories } : {},
-      cost,
+  if (asOf !== undefined) {
+    // As of a moment: the entity's memories then (docs/time.md); a query is matched by keywords,
+    // since older versions have no embeddings.
+    const { memories: versions } = await core.storage.entityAsOf({
+      namespace: req.namespace,
+      entity: req.entity,
+      asOf,
     });
-    candidates = found.hits.filter((h) => isCurrent(h.memory, now));
-    mode = found.mode;
-  }
-  if (candidates.length === 0) {
-    candidates = await importantAndRecent(core, req, now);
-    mode = "importance";
+    if (req.query !== undefined) {
+      candidates = keywordAsOf(versions, queryTerms(req.query), filter, CONTEXT_SEARCH_HITS);
+      mode = "keyword";
+    }
+    if (candidates.length === 0) {
+      candidates = importantAndRecent(
+        versions.filter((m) => matchesFilter(m, filter)),
+        asOf,
+      );
+      mode = "importance";
+    }
+  } else {
+    const now = Date.now();
+    if (req.query !== undefined) {
+      const found = await rank(core, {
+        scope: { namespace: req.namespace, entity: req.entity },
+        query: req.query,
+        mode: resolveMode(core, undefined),
+        limit: CONTEXT_SEARCH_HITS,
+        filter,
+        cost,
+      });
+      candidates = found.hits.filter((h) => isCurrent(h.memory, now));
+      mode = found.mode;
+    }
+    if (candidates.length === 0) {
+      candidates = importantAndRecent(await newestMemories(core, req, filter), now);
+      mode = "importance";
+    }
   }
   const { shown, context, tokens, truncated } = fitToBudget(candidates, maxTokens);
   return {

@@ -62,6 +62,8 @@ export async function extractOperations(
   memories: readonly Candidate[],
   /** Aborted at shutdown: the call stops and throws LlmError("shutting_down"). */
   stop?: AbortSignal,
+  /** When the content was said (ms): the date the model resolves relative dates against. */
+  contentDate?: number,
 ): Promise<Extraction> {
   const mode = settings.structured ?? "json_schema";
   const provider = createOpenAICompatible({
@@ -70,7 +72,7 @@ export async function extractOperations(
     apiKey: settings.apiKey,
     supportsStructuredOutputs: mode === "json_schema",
   });
-  const prompt = buildPrompt(content, memories, mode === "prompt");
+  const prompt = buildPrompt(content, memories, mode === "prompt", contentDate);
   let calls = 0;
   let tokens = 0;
   let promptTokens = 0;

@@ -28,7 +28,12 @@ Answer with a JSON object only, of this form:
  * With `withSchema`, the JSON Schema of the answer is written into the system
  * message, for servers that take no response_format.
  */
-export function buildPrompt(content: string, memories: readonly Candidate[], withSchema = false): Prompt {
+export function buildPrompt(
+  content: string,
+  memories: readonly Candidate[],
+  withSchema = false,
+  contentDate?: number,
+): Prompt {
   const system = withSchema
     ? `${INSTRUCTIONS}\n\nThe JSON object must match this JSON Schema:\n${JSON.stringify(ModelAnswer)}`
     : INSTRUCTIONS;
@@ -36,8 +41,21 @@ export function buildPrompt(content: string, memories: readonly Candidate[], wit
     ? memories.map((m) => `${m.handle} [${m.category}] ${oneLine(m.content)}`).join("\n")
     : "(none)";
   // Delimiters make the untrusted content's extent explicit to the model.
-  const user = `EXISTING MEMORIES:\n${existing}\n\nNEW CONTENT:\n<<<\n${content}\n>>>`;
+  const user = `${dateLine(contentDate)}EXISTING MEMORIES:\n${existing}\n\nNEW CONTENT:\n<<<\n${content}\n>>>`;
   return { system, user };
 }
 
 const oneLine = (s: string) => s.replace(/\s+/g, " ").trim();
+
+const weekdays = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+
+/**
+ * The date the new content was said or observed (the store's observedAt, else now), so that the
+ * model resolves "yesterday" or "last week" against it rather than against its own idea of today.
+ */
+function dateLine(ms: number | undefined): string {
+  if (ms === undefined) return "";
+  const d = new Date(ms);
+  const when = `${d.toISOString().slice(0, 10)} (${weekdays[d.getUTCDay()]}), ${d.toISOString().slice(11, 16)} UTC`;
+  return `THE NEW CONTENT WAS SAID ON: ${when}. Resolve relative dates in it ("yesterday", "last week") against this date, not today's.\n\n`;
+}

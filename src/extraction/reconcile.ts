@@ -23,6 +23,10 @@ export type Change =
   | { kind: "KEEP_EXISTING"; fact: string; target: MemoryRecord; reason: string }
   | { kind: "DELETE"; fact: string; target: MemoryRecord; reason: string };
 
+/** What a smart store did, change by change, as written: for callers that answer more than memd's StoreResponse (mem0's add). */
+export type AppliedChange = { kind: Change["kind"]; memory: MemoryRecord };
+export type ObserveChanges = (applied: AppliedChange[]) => void;
+
 const MAX_REASON = limits.reasonChars;
 /** A smart-store memory's category when the extractor gives none (or one of a bad shape); the answer schema's default too. */
 export const FACT_CATEGORY = "fact";
@@ -162,6 +166,7 @@ export async function applyChanges(
   extraSkipped = 0,
   cost: EmbedCost = newCost(),
   idempotency?: IdempotencySlot,
+  observe?: ObserveChanges,
 ): Promise<StoreResponse> {
   // New and changed contents are embedded in one call, before the write transaction.
   const ops = await withVectors(
@@ -185,5 +190,6 @@ export async function applyChanges(
     if (!done)
       core.logger.warn("dropped model operation", { decision: changes[i].kind, why: "target no longer current" });
   });
+  observe?.(results.flatMap((done, i) => (done ? [{ kind: changes[i].kind, memory: done.memory }] : [])));
   return answerOf(results);
 }

@@ -6,13 +6,14 @@ import type { Core } from "../core";
 import { type EmbedCost, embedHeaders, newCost } from "../embedding/client";
 import { ApiError } from "../http/errors";
 import type { IdempotencySlot } from "../http/idempotency";
+import { parseIsoTime } from "../http/time";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
 import { checkStoreLimits } from "../memory/service";
 import { relatedMemories } from "../search/service";
 import { extractBuiltin, normalizeFact, splitFacts } from "./builtin";
 import { extractOperations, LlmError, type LlmSettings } from "./llm";
 import type { Operation } from "./model";
-import { applyChanges, type Change, validateOperations } from "./reconcile";
+import { applyChanges, type Change, type ObserveChanges, validateOperations } from "./reconcile";
 
 /** How many of an entity's current memories are read per smart store; the scan stops there. */
 export const MAX_ENTITY_SCAN = 2000;
@@ -93,6 +94,7 @@ export function createSmartStore(core: Core, shutdown?: AbortSignal) {
     actorKeyId: string,
     set: Headers,
     idempotency?: IdempotencySlot,
+    observe?: ObserveChanges,
   ): Promise<StoreResponse> {
     const cost: Cost = { extractor: settings ? "llm" : "builtin", calls: 0, tokens: 0, promptTokens: 0 };
     const embedCost = newCost();
@@ -101,7 +103,7 @@ export function createSmartStore(core: Core, shutdown?: AbortSignal) {
       checkStoreLimits(core, req);
       const serialized = <T>(fn: () => Promise<T>) => core.storage.serialize(req.namespace, req.entity, fn);
       if (!settings) {
-        const res = await serialized(() => storeBuiltin(core, req, actorKeyId, embedCost, idempotency));
+        const res = await serialized(() => storeBuiltin(core, req, actorKeyId, embedCost, idempotency, observe));
         extractionStats.builtinStores++;
         Object.assign(set.headers, headers());
         return res;
@@ -116,7 +118,7 @@ export function createSmartStore(core: Core, shutdown?: AbortSignal) {
         }
         inFlight.set(actorKeyId, running + 1);
         try {
-          return await storeWithModel(core, settings, req, actorKeyId, cost, embedCost, shutdown, idempotency);
+          return await storeWithModel(core, settings, req, actorKeyId, cost, embedCost, shutdown, idempotency, observe);
         } finally {
           const n = (inFlight.get(actorKeyId) ?? 1) - 1;
           if (n > 0) inFlight.set(actorKeyId, n);
@@ -148,6 +150,7 @@ async function storeBuiltin(
   actorKeyId: string,
   embedCost: EmbedCost,
   idempotency?: IdempotencySlot,
+  observe?: ObserveChanges,
 ): Promise<StoreResponse> {
   const current = await core.storage.currentMemories(req, MAX_ENTITY_SCAN);
   const { facts, skipped } = extractBuiltin(req.content, current);
@@ -158,7 +161,7 @@ async function storeBuiltin(
     else orphanSkips++; // a repeat of an earlier fact of the same content: no memory to attach an event to
   }
   for (const fact of facts) changes.push({ kind: "ADD", fact });
-  return applyChanges(core, req, actorKeyId, changes, orphanSkips, embedCost, idempotency);
+  return applyChanges(core, req, actorKeyId, changes, orphanSkips, embedCost, idempotency, observe);
 }
 
 async function storeWithModel(
@@ -170,6 +173,7 @@ async function storeWithModel(
   embedCost: EmbedCost,
   shutdown?: AbortSignal,
   idempotency?: IdempotencySlot,
+  observe?: ObserveChanges,
 ): Promise<StoreResponse> {
   const current = await core.storage.currentMemories(req, MAX_ENTITY_SCAN);
   const byNorm = new Map(current.map((m) => [normalizeFact(m.content), m]));
@@ -184,7 +188,7 @@ async function storeWithModel(
     else rest.push(fact);
   }
   if (rest.length === 0 && facts.length > 0)
-    return applyChanges(core, req, actorKeyId, changes, 0, embedCost, idempotency);
+    return applyChanges(core, req, actorKeyId, changes, 0, embedCost, idempotency, observe);
   // Untouched content keeps its wording and layout; otherwise only the facts left are sent.
   const content = changes.length === 0 ? req.content : rest.join("\n");
 
@@ -197,7 +201,9 @@ async function storeWithModel(
   const started = performance.now();
   let operations: Operation[];
   try {
-    const extraction = await extractOperations(settings, content, offered, shutdown);
+    // The content's date: its observedAt (checked by checkStoreLimits), else now.
+    const said = req.observedAt === undefined ? Date.now() : (parseIsoTime(req.observedAt) ?? Date.now());
+    const extraction = await extractOperations(settings, content, offered, shutdown, said);
     operations = extraction.operations;
     cost.calls = extraction.calls;
     cost.tokens = extraction.tokens;
@@ -233,5 +239,6 @@ async function storeWithModel(
     checked.repeated,
     embedCost,
     idempotency,
+    observe,
   );
 }

@@ -1,4 +1,10 @@
-import { type Applied, IdempotencyKeyTaken, type IdempotencyRecord, type Storage } from "../storage/storage";
+import {
+  type Applied,
+  type Idempotency,
+  IdempotencyKeyTaken,
+  type IdempotencyRecord,
+  type MemoryWrites,
+} from "../storage/storage";
 import { ApiError, invalidField } from "./errors";
 
 /** How long an answer is kept for replays. */
@@ -6,7 +12,7 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 const validKey = /^[\x20-\x7e]{1,255}$/;
 
 export interface IdempotentCall {
-  storage: Storage;
+  storage: MemoryWrites & Idempotency;
   request: Request;
   keyId: string;
   /** The parsed body (or undefined), part of what a repeat must match. */
@@ -100,7 +106,7 @@ export async function idempotent<T>(
 const statusOf = (set: IdempotentCall["set"]) => (typeof set.status === "number" ? set.status : 200);
 
 /** The kept answer as a Response, or undefined; a kept answer of another request is a 422. */
-async function replay(storage: Storage, keyId: string, key: string, hash: string): Promise<Response | undefined> {
+async function replay(storage: Idempotency, keyId: string, key: string, hash: string): Promise<Response | undefined> {
   const entry = await storage.idempotentAnswer(keyId, key, Date.now());
   if (!entry) return undefined;
   if (entry.hash !== hash)

@@ -2,6 +2,7 @@
  * Time on the wire, in one place: memd writes ISO 8601 UTC with milliseconds, and reads one
  * strict ISO 8601 form everywhere (`since`, `expiresAt`).
  */
+import { invalidField } from "./errors";
 
 /** Milliseconds since the epoch as memd writes times: `2026-01-31T12:00:00.000Z`. */
 export const isoTime = (ms: number): string => new Date(ms).toISOString();
@@ -45,4 +46,45 @@ export function parseIsoTime(text: string): number | undefined {
   const d = new Date(utc);
   d.setUTCFullYear(year);
   return d.getTime() - offsetMin * 60_000;
+}
+
+/** How far ahead of this server's clock an `observedAt` may be (a client's clock skew): 5 minutes. */
+export const observedSkewMs = 5 * 60_000;
+
+/** The shape of an ISO 8601 date or time, for schemas (the handler checks the rest with parseIsoTime). */
+export const isoShapePattern = "^\\d{4}-\\d{2}-\\d{2}";
+
+/**
+ * Reads an ISO 8601 instant given in `field`, or throws a 400 naming it; undefined stays undefined.
+ * `field` names where it came from (e.g. `asOf`, `observedAt`).
+ */
+export function instantField(field: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const ms = parseIsoTime(text);
+  if (ms === undefined) throw invalidField(field, "must be an ISO 8601 timestamp, e.g. 2026-03-01T12:00:00Z");
+  return ms;
+}
+
+/** Reads `asOf`: an instant not after `now` (what comes after is not known yet). */
+export function asOfField(text: string | undefined, now = Date.now()): number | undefined {
+  const ms = instantField("asOf", text);
+  if (ms !== undefined && ms > now)
+    throw invalidField("asOf", "is in the future; memd answers only what it knew up to now");
+  return ms;
+}
+
+/**
+ * Reads an `observedAt`: not before 1970 and not in the future (up to observedSkewMs of clock
+ * skew is taken as it is).
+ */
+export function observedAtField(text: string | undefined, now = Date.now(), field = "observedAt"): number | undefined {
+  const ms = instantField(field, text);
+  if (ms === undefined) return undefined;
+  if (ms < 0) throw invalidField(field, "must not be before 1970-01-01T00:00:00Z");
+  if (ms > now + observedSkewMs)
+    throw invalidField(
+      field,
+      "is in the future: a fact cannot have been observed yet (5 minutes of clock skew are allowed)",
+    );
+  return ms;
 }

@@ -3,7 +3,7 @@ import { limits } from "../config/limits";
 import { ApiError, invalidField } from "../http/errors";
 import { hasControl } from "../http/schemas";
 import { isoTime } from "../http/time";
-import type { Storage } from "../storage/storage";
+import type { KeyStore } from "../storage/storage";
 import { type ApiKey, type KeyRecord, type Permission, permissions } from "./model";
 
 /** Secrets carry this prefix so secret scanners can spot leaked ones. */
@@ -46,7 +46,7 @@ export function checkNewKey(input: NewKey, now = Date.now()) {
 }
 
 /** Creates a key and returns it with its secret, which is shown this once and never stored. */
-export async function createKey(storage: Storage, input: NewKey): Promise<{ key: KeyRecord; secret: string }> {
+export async function createKey(storage: KeyStore, input: NewKey): Promise<{ key: KeyRecord; secret: string }> {
   const made = await createKeyIf(storage, input, {});
   return made!;
 }
@@ -56,7 +56,7 @@ export async function createKey(storage: Storage, input: NewKey): Promise<{ key:
  * (the first root key), else answers undefined.
  */
 export async function createKeyIf(
-  storage: Storage,
+  storage: KeyStore,
   input: NewKey,
   options: { onlyIfNone?: boolean },
 ): Promise<{ key: KeyRecord; secret: string } | undefined> {
@@ -77,18 +77,18 @@ export async function createKeyIf(
 }
 
 /** Every key ever made, revoked ones excluded, oldest first. */
-export async function listKeys(storage: Storage): Promise<KeyRecord[]> {
+export async function listKeys(storage: KeyStore): Promise<KeyRecord[]> {
   return (await storage.listKeys()).filter((k) => k.revokedAt === null).sort((a, b) => a.createdAt - b.createdAt);
 }
 
 /** A key that is not revoked, by id. */
-export async function getKey(storage: Storage, id: string): Promise<KeyRecord | undefined> {
+export async function getKey(storage: KeyStore, id: string): Promise<KeyRecord | undefined> {
   const k = await storage.getKey(id);
   return k && k.revokedAt === null ? k : undefined;
 }
 
 /** Revokes a key; the next request with it gets 401. Returns false for an unknown key. */
-export async function revokeKey(storage: Storage, id: string): Promise<boolean> {
+export async function revokeKey(storage: KeyStore, id: string): Promise<boolean> {
   const done = await storage.revokeKey(id, Date.now());
   const cache = keyCaches.get(storage);
   if (cache) for (const [hash, c] of cache) if (c.key.id === id) cache.delete(hash);
@@ -119,7 +119,7 @@ const lastUsedWrites = new Map<string, number>();
  * a miss reads storage and answers a promise. Either way a refusal may be thrown or rejected.
  */
 export function authenticate(
-  storage: Storage,
+  storage: KeyStore,
   root: KeyRecord | undefined,
   secret: string,
   now = Date.now(),
@@ -153,7 +153,7 @@ function keyRefusal(key: KeyRecord | undefined, now: number): string | undefined
   return undefined;
 }
 
-function admitKey(storage: Storage, root: KeyRecord | undefined, key: KeyRecord | undefined, now: number): KeyRecord {
+function admitKey(storage: KeyStore, root: KeyRecord | undefined, key: KeyRecord | undefined, now: number): KeyRecord {
   const refusal = keyRefusal(key, now);
   if (refusal !== undefined || !key) throw new ApiError("unauthorized", refusal ?? "unknown or revoked API key");
   if (key !== root && now - (lastUsedWrites.get(key.id) ?? 0) > 60_000) {
@@ -170,9 +170,9 @@ function admitKey(storage: Storage, root: KeyRecord | undefined, key: KeyRecord 
  */
 export const KEY_CACHE_MS = 500;
 const MAX_CACHED_KEYS = 10_000;
-const keyCaches = new WeakMap<Storage, Map<string, { key: KeyRecord; at: number }>>();
+const keyCaches = new WeakMap<KeyStore, Map<string, { key: KeyRecord; at: number }>>();
 
-function cacheOf(storage: Storage) {
+function cacheOf(storage: KeyStore) {
   let cache = keyCaches.get(storage);
   if (!cache) {
     cache = new Map();
@@ -182,12 +182,12 @@ function cacheOf(storage: Storage) {
 }
 
 /** A key record read from storage less than KEY_CACHE_MS ago, if any. */
-function cachedKey(storage: Storage, hash: string, now: number): KeyRecord | undefined {
+function cachedKey(storage: KeyStore, hash: string, now: number): KeyRecord | undefined {
   const hit = keyCaches.get(storage)?.get(hash);
   return hit && now - hit.at < KEY_CACHE_MS && now >= hit.at ? hit.key : undefined;
 }
 
-async function readKeyByHash(storage: Storage, hash: string, now: number): Promise<KeyRecord | undefined> {
+async function readKeyByHash(storage: KeyStore, hash: string, now: number): Promise<KeyRecord | undefined> {
   const key = await storage.keyByHash(hash);
   const cache = cacheOf(storage);
   cache.delete(hash);
@@ -203,7 +203,7 @@ async function readKeyByHash(storage: Storage, hash: string, now: number): Promi
  * revoked, not expired. Read as a request reads it, through the key cache, so a revocation made
  * elsewhere ends the stream within a second. The root key lives in the config, not in storage.
  */
-export async function stillValid(storage: Storage, key: KeyRecord, now = Date.now()): Promise<boolean> {
+export async function stillValid(storage: KeyStore, key: KeyRecord, now = Date.now()): Promise<boolean> {
   if (key.id === rootKeyId) return keyRefusal(key, now) === undefined;
   const found = cachedKey(storage, key.hash, now) ?? (await readKeyByHash(storage, key.hash, now));
   return keyRefusal(found, now) === undefined;

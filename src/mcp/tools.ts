@@ -144,9 +144,19 @@ const RememberInput = Type.Object(
       described(store.category, "raw stores (infer false) only: e.g. preference; default general"),
     ),
     importance: Type.Optional(described(store.importance, "raw stores (infer false) only: 0 to 1; default 0.5")),
+    observedAt: Type.Optional(
+      described(
+        store.observedAt,
+        "when the content was said or observed, ISO 8601 (e.g. 2025-05-01T09:30:00Z), for older conversations; default: now",
+      ),
+    ),
   },
   { additionalProperties: false },
 );
+
+const asOfText =
+  "ISO 8601 time, e.g. 2026-03-01T00:00:00Z: answer with the memories exactly as memd knew them then (needs entity; not in the future)";
+const AsOfArg = Type.String({ maxLength: 64, description: asOfText });
 
 /** `recall`'s input is the body of `POST /v1/memory/search`, its fields described for a model. */
 export const RecallInput = Type.Object(
@@ -158,6 +168,7 @@ export const RecallInput = Type.Object(
     mode: Type.Optional(SearchRequest.properties.mode),
     category: Type.Optional(described(SearchRequest.properties.category, "only memories of this category")),
     tags: Type.Optional(described(SearchRequest.properties.tags, "only memories carrying all of these tags")),
+    as_of: Type.Optional(described(AsOfArg, `${asOfText}; keyword search only`)),
   },
   { additionalProperties: false },
 );
@@ -189,6 +200,7 @@ const ListInput = Type.Object(
     cursor: Type.Optional(
       described(ListQuery.properties.cursor, "for the next page: the previous answer's nextCursor (null: no more)"),
     ),
+    as_of: Type.Optional(AsOfArg),
   },
   { additionalProperties: false },
 );
@@ -248,11 +260,13 @@ export const tools: ToolDef[] = [
       "Find what memd knows that is relevant to a question or topic, before answering or acting. " +
       "Give the namespace, usually the entity, and a `query` in plain words; answers the best-matching current memories, " +
       "most relevant first, each with its id, content, category, tags, creation time and a relevance score. " +
-      "Use it at the start of a conversation or task, and whenever the user refers to something they said before.",
+      "Use it at the start of a conversation or task, and whenever the user refers to something they said before. " +
+      "With as_of (and an entity), it searches the memories as they were at that time.",
     readOnly: true,
     defaulted: ["namespace", "entity"],
     input: RecallInput,
-    run: (args, rest) => rest("POST", "/v1/memory/search", { body: args }),
+    run: ({ as_of, ...args }, rest) =>
+      rest("POST", "/v1/memory/search", { body: as_of === undefined ? args : { ...args, asOf: as_of } }),
   },
   {
     name: "get_context",
@@ -274,13 +288,18 @@ export const tools: ToolDef[] = [
       "List the current memories of an entity (or of a whole namespace when entity is left out), newest first, " +
       "each with its id, content, category, importance, tags and creation time. Expired, deleted and replaced memories are not shown. " +
       "Use it to review everything known about an entity; use recall to find what is relevant to a question. " +
-      "While the answer's nextCursor is not null there are more: call again with cursor set to it.",
+      "While the answer's nextCursor is not null there are more: call again with cursor set to it. " +
+      "With as_of (and an entity), it lists the memories exactly as memd knew them at that time.",
     readOnly: true,
     defaulted: ["namespace", "entity"],
     input: ListInput,
-    run: ({ tags, ...args }, rest) =>
+    run: ({ tags, as_of, ...args }, rest) =>
       rest("GET", "/v1/memory", {
-        query: { ...(args as Record<string, string | number | undefined>), tag: tags as string[] | undefined },
+        query: {
+          ...(args as Record<string, string | number | undefined>),
+          tag: tags as string[] | undefined,
+          asOf: as_of as string | undefined,
+        },
       }),
   },
   {

@@ -15,6 +15,7 @@
 import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { newCost, withVectors } from "../embedding/client";
+import type { AppliedChange } from "../extraction/reconcile";
 import { ApiError, invalidField } from "../http/errors";
 import { isUuid } from "../http/schemas";
 import { isoTime, parseIsoTime } from "../http/time";
@@ -131,6 +132,7 @@ const recordOf = (m: Memory): MemoryRecord => ({
   updatedAt: Date.parse(m.updatedAt ?? m.createdAt),
   expiresAt: m.expiresAt === undefined ? undefined : Date.parse(m.expiresAt),
   state: "current",
+  observedAt: Date.parse(m.observedAt),
 });
 
 /** A memd memory as mem0 answers it. */
@@ -590,13 +592,29 @@ export async function addMem0(
   const roles = new Set(messages.map((m) => m.role));
   const content =
     roles.size > 1 ? messages.map((m) => `${m.role}: ${textOf(m)}`).join("\n") : messages.map(textOf).join("\n");
-  const res = await naming("content", "messages", () => smartStore({ ...base, content, infer: true }, key.id, set));
-  // MERGE changed a memory in place; REPLACE put a new memory in the place of a contradicted one.
+  let applied: AppliedChange[] = [];
+  await naming("content", "messages", () =>
+    smartStore({ ...base, content, infer: true }, key.id, set, undefined, (a) => {
+      applied = a;
+    }),
+  );
+  // Each change as written, in mem0's words: MERGE changed a memory in place and REPLACE put a new
+  // memory in the place of a contradicted one (UPDATE); DELETE answers the memory it deleted; a
+  // duplicate skipped or an existing memory kept answers that memory (NONE).
   return inFormat(
     body,
-    res.memories.map((m) => toMem0(recordOf(m), { event: m.event === "ADD" ? "ADD" : "UPDATE" })),
+    applied.map(({ kind, memory }) => toMem0(memory, { event: mem0AddEvent[kind] })),
   );
 }
+
+const mem0AddEvent: Record<AppliedChange["kind"], string> = {
+  ADD: "ADD",
+  MERGE: "UPDATE",
+  REPLACE: "UPDATE",
+  DELETE: "DELETE",
+  SKIP_DUPLICATE: "NONE",
+  KEEP_EXISTING: "NONE",
+};
 
 /** PUT /v1/memories/{id}/: text and metadata (replaced whole); a body that changes nothing answers the memory. */
 export async function updateMem0(core: Core, key: KeyRecord, id: string, body: UpdateRequest) {

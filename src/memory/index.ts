@@ -2,11 +2,13 @@ import { Elysia, t } from "elysia";
 import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { embedHeaders, newCost } from "../embedding/client";
+import type { ObserveChanges } from "../extraction/reconcile";
 import type { DirectRoute } from "../http/direct";
 import { ApiError } from "../http/errors";
 import { type IdempotencySlot, idempotent } from "../http/idempotency";
 import { queryLimit } from "../http/query";
 import { isUuid, jsonAnswer } from "../http/schemas";
+import { asOfField, instantField } from "../http/time";
 import { type auth, checkScope } from "../keys/auth";
 import type { KeyRecord } from "../keys/model";
 import { covers, permits } from "../keys/service";
@@ -15,6 +17,7 @@ import {
   EraseRequest,
   Erasure,
   ErasuresQuery,
+  GetQuery,
   ListQuery,
   ListResponse,
   Memory,
@@ -28,6 +31,7 @@ import {
   deleteMemory,
   eraseEntity,
   findMemory,
+  findMemoryAsOf,
   listMemories,
   patchMemory,
   storeRaw,
@@ -52,6 +56,7 @@ export type SmartStore = (
   actorKeyId: string,
   set: { headers: Record<string, unknown> },
   idempotency?: IdempotencySlot,
+  observe?: ObserveChanges,
 ) => Promise<StoreResponse>;
 
 const unavailable: SmartStore = async () => {
@@ -117,7 +122,17 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       async ({ query }) => {
         const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
         const { namespace, entity, category, tag } = query;
-        return listMemories(core, { namespace, entity, category, tags: tag, limit }, query.cursor);
+        const q = {
+          namespace,
+          entity,
+          category,
+          tags: tag,
+          limit,
+          asOf: asOfField(query.asOf),
+          observedAfter: instantField("observedAfter", query.observedAfter),
+          observedBefore: instantField("observedBefore", query.observedBefore),
+        };
+        return listMemories(core, q, query.cursor);
       },
       {
         permission: "read",
@@ -125,7 +140,8 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         query: ListQuery,
         detail: {
           summary: "List current memories, newest first, a page at a time",
-          description: "Follow nextCursor until it is null; paging never loses or repeats a memory.",
+          description:
+            "Follow nextCursor until it is null; paging never loses or repeats a memory. With asOf (and an entity): the entity's memories exactly as they were current at that instant, replayed from the audit trail (docs/time.md).",
           responses: jsonAnswer(ListResponse),
         },
       },
@@ -195,8 +211,10 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     )
     .get(
       "/v1/memory/:id",
-      async ({ params, apiKey }) => {
-        const r = isUuid(params.id) ? await findMemory(core, params.id) : undefined;
+      async ({ params, query, apiKey }) => {
+        const asOf = asOfField(query.asOf);
+        const find = (id: string) => (asOf === undefined ? findMemory(core, id) : findMemoryAsOf(core, id, asOf));
+        const r = isUuid(params.id) ? await find(params.id) : undefined;
         // A memory outside the key's namespaces answers as if it did not exist, so ids cannot be probed.
         if (!r || !covers(apiKey, r.namespace)) throw new ApiError("not_found", "no memory with that id");
         return toMemory(r);
@@ -204,7 +222,11 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       {
         permission: "read",
         params: MemoryParams,
-        detail: { summary: "Get one current memory", responses: jsonAnswer(Memory) },
+        query: GetQuery,
+        detail: {
+          summary: "Get one current memory (with asOf: as it was current at that instant)",
+          responses: jsonAnswer(Memory),
+        },
       },
     )
     .delete(

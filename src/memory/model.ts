@@ -3,6 +3,7 @@ import { storedKinds } from "../audit/model";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
 import { Name, NoControlText, Timestamp, tagPattern, Uuid } from "../http/schemas";
+import { isoShapePattern } from "../http/time";
 
 export { Name };
 
@@ -13,6 +14,17 @@ export const Tag = t.String({ minLength: 1, maxLength: limits.tagChars, pattern:
 const Tags = t.Array(Tag, { maxItems: limits.tags });
 const Metadata = t.Record(t.String(), t.Unknown(), { description: "a JSON object, at most 16 KiB serialized" });
 const Source = t.String({ minLength: 1, maxLength: limits.sourceChars });
+
+/** An ISO 8601 instant in a request; its value is checked by the handler (http/time.ts). */
+const Instant = (description: string) => t.String({ maxLength: 64, pattern: isoShapePattern, description });
+const observedText =
+  "ISO 8601: when the fact was stated or observed (default: the time it is stored); not in the future (5 minutes of clock skew allowed), not before 1970";
+export const ObservedAt = Instant(observedText);
+const asOfText =
+  "ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md";
+export const AsOf = Instant(asOfText);
+export const ObservedAfter = Instant("ISO 8601: only memories observed at or after it");
+export const ObservedBefore = Instant("ISO 8601: only memories observed strictly before it");
 
 export const defaultCategory = "general";
 export const defaultImportance = 0.5;
@@ -30,6 +42,7 @@ export const StoreRequest = t.Object(
     ttl: t.Optional(t.Number({ exclusiveMinimum: 0, maximum: 100 * 365 * 86400, description: "seconds" })),
     category: t.Optional(Category),
     importance: t.Optional(Importance),
+    observedAt: t.Optional(ObservedAt),
   },
   { additionalProperties: false },
 );
@@ -50,6 +63,9 @@ export const Memory = t.Object({
   createdAt: Timestamp,
   updatedAt: t.Optional(Timestamp),
   expiresAt: t.Optional(Timestamp),
+  observedAt: t.String({
+    description: "ISO 8601 UTC: when the fact was stated or observed (valid time); see docs/time.md",
+  }),
   event: t.Optional(StoredEvent),
 });
 export type Memory = typeof Memory.static;
@@ -69,6 +85,9 @@ export const ListQuery = t.Object(
     tag: t.Optional(t.Array(Tag, { maxItems: limits.tags, description: "repeat: all must match" })),
     limit: t.Optional(LimitParam(limits.pageMax, limits.listDefault)),
     cursor: t.Optional(t.String({ minLength: 1, maxLength: 512, description: "nextCursor of the previous page" })),
+    asOf: t.Optional(AsOf),
+    observedAfter: t.Optional(ObservedAfter),
+    observedBefore: t.Optional(ObservedBefore),
   },
   { additionalProperties: false },
 );
@@ -87,6 +106,7 @@ export const PatchRequest = t.Object(
     importance: t.Optional(Importance),
     tags: t.Optional(t.Nullable(Tags, { description: "null removes the tags" })),
     metadata: t.Optional(t.Nullable(Metadata, { description: "null removes the metadata" })),
+    observedAt: t.Optional(ObservedAt),
   },
   { additionalProperties: false },
 );
@@ -112,5 +132,7 @@ export const ErasuresQuery = t.Object({ namespace: Name, entity: t.Optional(Name
 
 /** Any string: an id that is not a UUID answers 404 (see isUuid), not a validation error. */
 export const MemoryParams = t.Object({ id: t.String() });
+
+export const GetQuery = t.Object({ asOf: t.Optional(AsOf) }, { additionalProperties: false });
 
 export type { MemoryRecord } from "../storage/records";

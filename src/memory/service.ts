@@ -3,8 +3,8 @@ import { type EmbedCost, newCost, withVectors } from "../embedding/client";
 import { ApiError, invalidField } from "../http/errors";
 import type { IdempotencySlot } from "../http/idempotency";
 import { isUuid } from "../http/schemas";
-import { isoTime } from "../http/time";
-import { type ErasureRecord, isCurrent } from "../storage/records";
+import { isoTime, observedAtField, parseIsoTime } from "../http/time";
+import { type ErasureRecord, isCurrent, observedOf } from "../storage/records";
 import type { Applied, ListMemoriesQuery, MemoryOp, NewMemory } from "../storage/storage";
 import {
   defaultCategory,
@@ -38,6 +38,7 @@ export function toMemory(r: MemoryRecord, event?: Memory["event"]): Memory {
   m.createdAt = iso(r.createdAt);
   if (r.updatedAt !== r.createdAt) m.updatedAt = iso(r.updatedAt);
   if (r.expiresAt !== undefined) m.expiresAt = iso(r.expiresAt);
+  m.observedAt = iso(observedOf(r));
   if (event) m.event = event;
   return m;
 }
@@ -50,6 +51,7 @@ export function checkStoreLimits(core: Core, req: StoreRequest) {
     throw invalidField("content", `is ${bytes} bytes of UTF-8; at most ${core.config.maxContentBytes} are accepted`);
   if (req.metadata !== undefined && Buffer.byteLength(JSON.stringify(req.metadata), "utf8") > maxMetadataBytes)
     throw invalidField("metadata", `serializes to more than ${maxMetadataBytes} bytes`);
+  observedAtField(req.observedAt);
 }
 
 export interface Fact {
@@ -72,6 +74,8 @@ export function newMemory(req: StoreRequest, fact: Fact): NewMemory {
   if (req.metadata) m.metadata = req.metadata;
   if (req.source !== undefined) m.source = req.source;
   if (req.ttl !== undefined) m.ttlSeconds = req.ttl;
+  // Checked by checkStoreLimits; absent: the store time.
+  if (req.observedAt !== undefined) m.observedAt = parseIsoTime(req.observedAt);
   return m;
 }
 
@@ -121,18 +125,22 @@ export async function deleteMemory(
 }
 
 /** Reads of a cursor made for one query: its filters, hashed, so a cursor of another query is refused. */
-function queryHash(q: ListMemoriesQuery): string {
-  const key = JSON.stringify([q.namespace, q.entity ?? null, q.category ?? null, [...(q.tags ?? [])].sort()]);
+function queryHash(q: ListMemoriesQuery & { asOf?: number }): string {
+  const parts: unknown[] = [q.namespace, q.entity ?? null, q.category ?? null, [...(q.tags ?? [])].sort()];
+  // Only when given, so that cursors made before these filters existed stay valid.
+  if (q.asOf !== undefined || q.observedAfter !== undefined || q.observedBefore !== undefined)
+    parts.push(q.asOf ?? null, q.observedAfter ?? null, q.observedBefore ?? null);
+  const key = JSON.stringify(parts);
   return new Bun.CryptoHasher("sha256").update(key).digest("hex").slice(0, 16);
 }
 
 const badCursor = () => invalidField("cursor", "is malformed or was made for another query; start again without it");
 
 /** The opaque cursor: the last id shown and the query it belongs to. */
-export const encodeCursor = (q: ListMemoriesQuery, lastId: string) =>
+export const encodeCursor = (q: ListMemoriesQuery & { asOf?: number }, lastId: string) =>
   Buffer.from(JSON.stringify({ b: lastId, q: queryHash(q) })).toString("base64url");
 
-function decodeCursor(q: ListMemoriesQuery, raw: string): string {
+function decodeCursor(q: ListMemoriesQuery & { asOf?: number }, raw: string): string {
   let v: { b?: unknown; q?: unknown };
   try {
     v = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
@@ -149,16 +157,35 @@ function decodeCursor(q: ListMemoriesQuery, raw: string): string {
  */
 export async function listMemories(
   core: Core,
-  query: Omit<ListMemoriesQuery, "before">,
+  query: Omit<ListMemoriesQuery, "before"> & { asOf?: number },
   cursor: string | undefined,
 ): Promise<ListResponse> {
   const q: ListMemoriesQuery = { ...query, ...(cursor !== undefined ? { before: decodeCursor(query, cursor) } : {}) };
-  const page = await core.storage.listMemories(q);
+  const page = query.asOf === undefined ? await core.storage.listMemories(q) : await listAsOf(core, q, query.asOf);
   return {
     memories: page.memories.map((r) => toMemory(r)),
     nextCursor: page.next === undefined ? null : encodeCursor(query, page.next),
   };
 }
+
+/** Refuses an as-of read without an entity: it replays one entity's history (docs/time.md). */
+export function requireEntityForAsOf(entity: string | undefined, what: string) {
+  if (entity === undefined)
+    throw invalidField(
+      "entity",
+      `is required with asOf: ${what} as of a moment replays one entity's history; give the entity (docs/time.md)`,
+    );
+}
+
+/** A page of an entity's memories as they were current at `asOf`, newest first, as listMemories pages. */
+async function listAsOf(core: Core, q: ListMemoriesQuery, asOf: number) {
+  requireEntityForAsOf(q.entity, "a list");
+  const { namespace, entity, before, limit } = q;
+  return core.storage.entityAsOf({ namespace, entity: entity!, asOf, filter: q, before, limit });
+}
+
+/** Memory `id` as it was current at `asOf`, or undefined (see Storage.memoryAsOf). */
+export const findMemoryAsOf = (core: Core, id: string, asOf: number) => core.storage.memoryAsOf(id, asOf);
 
 /**
  * Changes a current memory in place (event UPDATE, reason "edited"); 400 when the body changes
@@ -175,8 +202,9 @@ export async function patchMemory(
   if (Object.keys(patch).length === 0)
     throw new ApiError(
       "invalid_request",
-      "the body changes nothing: send content, category, importance, tags or metadata",
+      "the body changes nothing: send content, category, importance, tags, metadata or observedAt",
     );
+  const observedAt = observedAtField(patch.observedAt);
   if (patch.content !== undefined) {
     const bytes = Buffer.byteLength(patch.content, "utf8");
     if (bytes > core.config.maxContentBytes)
@@ -192,9 +220,16 @@ export async function patchMemory(
     (patch.category !== undefined && patch.category !== existing.category) ||
     (patch.importance !== undefined && patch.importance !== existing.importance) ||
     (patch.tags !== undefined && !same(patch.tags, existing.tags)) ||
-    (patch.metadata !== undefined && !same(patch.metadata, existing.metadata));
+    (patch.metadata !== undefined && !same(patch.metadata, existing.metadata)) ||
+    (observedAt !== undefined && observedAt !== observedOf(existing));
   if (!changes) throw new ApiError("invalid_request", "the body changes nothing: every field already has that value");
-  const op: MemoryOp = { event: "UPDATE", target: id, patch, reason: "edited" };
+  const { observedAt: _text, ...fields } = patch;
+  const op: MemoryOp = {
+    event: "UPDATE",
+    target: id,
+    patch: observedAt === undefined ? fields : { ...fields, observedAt },
+    reason: "edited",
+  };
   // New content gets its vector before the write, like a store (or is left pending for the worker).
   const contentChanges = patch.content !== undefined && patch.content !== existing.content;
   const ops = contentChanges ? await withVectors(core, [op], newCost()) : [op];

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { openEnv } from "../storage/lmdb/index";
+import { dropSnapshots } from "../storage/lmdb/keyword-snapshot";
 
 /** Processes other than this one that have `file` mapped (Linux /proc); empty elsewhere. */
 export function processesMapping(file: string): number[] {
@@ -44,6 +45,8 @@ export async function compactStore(dataDir: string): Promise<{ before: number; a
   }
   renameSync(join(tmp, "data.mdb"), file);
   rmSync(tmp, { recursive: true, force: true });
+  // Keyword snapshots may hold the words of memories erased since they were taken.
+  dropSnapshots(dataDir);
   return { before, after: Bun.file(file).size };
 }
 

@@ -1,7 +1,7 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 import { limits } from "../config/limits";
-import { Category, Memory, Name, Tag } from "../memory/model";
+import { AsOf, Category, Memory, Name, ObservedAfter, ObservedBefore, Tag } from "../memory/model";
 
 export const searchModes = ["keyword", "semantic", "hybrid"] as const;
 export type SearchMode = (typeof searchModes)[number];
@@ -22,6 +22,9 @@ export const SearchRequest = t.Object(
     ),
     category: t.Optional(Category),
     tags: t.Optional(t.Array(Tag, { maxItems: limits.tags })),
+    asOf: t.Optional(AsOf),
+    observedAfter: t.Optional(ObservedAfter),
+    observedBefore: t.Optional(ObservedBefore),
   },
   { additionalProperties: false },
 );

@@ -3,11 +3,13 @@
 import type { Core } from "../core";
 import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedding/client";
 import { ApiError, invalidField } from "../http/errors";
-import { toMemory } from "../memory/service";
+import { asOfField, instantField } from "../http/time";
+import { requireEntityForAsOf, toMemory } from "../memory/service";
 import { byScoreThenNewer } from "../storage/ops";
 import { isCurrent, type MemoryRecord } from "../storage/records";
 import type { MemoryScope, Scored, SearchFilter } from "../storage/storage";
 import { queryTerms } from "../text/tokens";
+import { keywordAsOf } from "./asof";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
 
 /** Reciprocal rank fusion constant: a hit at rank r (from 1) in a list adds 1 / (RRF_K + r). */
@@ -81,18 +83,42 @@ export const maxQueryChars = 1000;
 export async function search(core: Core, req: SearchRequest, cost: EmbedCost): Promise<SearchResponse> {
   if (req.query.length > maxQueryChars && [...req.query].length > maxQueryChars)
     throw invalidField("query", `must be a string of 1 to ${maxQueryChars} characters, not blank`);
+  const filter: SearchFilter = {
+    category: req.category,
+    tags: req.tags,
+    observedAfter: instantField("observedAfter", req.observedAfter),
+    observedBefore: instantField("observedBefore", req.observedBefore),
+  };
+  const asOf = asOfField(req.asOf);
+  if (asOf !== undefined) return searchAsOf(core, req, filter, asOf);
   const mode = resolveMode(core, req.mode);
   const { hits, mode: used } = await rank(core, {
     scope: { namespace: req.namespace, entity: req.entity },
     query: req.query,
     mode,
     limit: req.limit ?? 10,
-    filter: { category: req.category, tags: req.tags },
+    filter,
     cost,
   });
   const now = Date.now();
   const results = hits.filter((h) => isCurrent(h.memory, now)).map((h) => ({ ...toMemory(h.memory), score: h.score }));
   return { results, mode: used };
+}
+
+/**
+ * Search as of a moment: keyword only (embeddings are kept for current content only, so older
+ * versions have none) and within one entity (the replay is per entity); both say so in a 400.
+ */
+async function searchAsOf(core: Core, req: SearchRequest, filter: SearchFilter, asOf: number): Promise<SearchResponse> {
+  if (req.mode !== undefined && req.mode !== "keyword")
+    throw invalidField(
+      "mode",
+      `${req.mode} search cannot answer as of a moment: embeddings are kept for current content only; use mode keyword (docs/time.md)`,
+    );
+  requireEntityForAsOf(req.entity, "a search");
+  const { memories: versions } = await core.storage.entityAsOf({ namespace: req.namespace, entity: req.entity!, asOf });
+  const hits = keywordAsOf(versions, queryTerms(req.query), filter, req.limit ?? 10);
+  return { results: hits.map((h) => ({ ...toMemory(h.memory), score: h.score })), mode: "keyword" };
 }
 
 /**

@@ -1,6 +1,6 @@
 // What an op does to memory records and which event it records: one pure function shared by
 // every backend, so that both write exactly the same records for the same ops.
-import { type EventRecord, isCurrent, type MemoryRecord } from "./records";
+import { type EventRecord, isCurrent, type MemoryRecord, observedOf } from "./records";
 import type { MemoryOp, NewMemory } from "./storage";
 
 /**
@@ -36,7 +36,22 @@ function recordOf(m: NewMemory, atMs: number): MemoryRecord {
   r.updatedAt = atMs;
   if (m.ttlSeconds !== undefined) r.expiresAt = atMs + Math.ceil(m.ttlSeconds * 1000);
   r.state = "current";
+  // Valid time: the client's, else the store time (the event's).
+  r.observedAt = m.observedAt ?? atMs;
   return r;
+}
+
+/**
+ * Writes a memory's state after an event onto the event (see EventRecord), so that the trail
+ * alone replays every field. Returns the event.
+ */
+function withState<E extends Planned["event"]>(e: E, m: MemoryRecord): E {
+  e.importance = m.importance;
+  if (m.tags !== undefined) e.tags = m.tags;
+  if (m.metadata !== undefined) e.metadata = m.metadata;
+  if (m.expiresAt !== undefined) e.expiresAt = m.expiresAt;
+  e.observedAt = observedOf(m);
+  return e;
 }
 
 function patched(r: MemoryRecord, op: Extract<MemoryOp, { patch: unknown }>, atMs: number): MemoryRecord {
@@ -81,7 +96,7 @@ export function planOp(
         newContent: created.content,
         reason: null,
       };
-      return { created, event };
+      return { created, event: withState(event, created) };
     }
     case "REPLACE": {
       const t = target!;
@@ -89,38 +104,50 @@ export function planOp(
       return {
         created,
         target: { ...t, state: "replaced", updatedAt: atMs },
-        event: {
-          ...base,
-          ...on(created),
-          event: "REPLACE",
-          oldContent: t.content,
-          newContent: created.content,
-          mergedFromId: t.id,
-          reason: op.reason,
-        },
+        event: withState(
+          {
+            ...base,
+            ...on(created),
+            event: "REPLACE",
+            oldContent: t.content,
+            newContent: created.content,
+            mergedFromId: t.id,
+            reason: op.reason,
+            // The replaced fact keeps its own valid time on the old side.
+            oldObservedAt: observedOf(t),
+          },
+          created,
+        ),
       };
     }
     case "MERGE":
     case "UPDATE": {
       const t = target!;
       const next = patched(t, op, atMs);
-      return {
-        target: next,
-        event: {
-          ...base,
-          ...on(next),
-          event: op.event,
-          oldContent: t.content,
-          newContent: next.content,
-          reason: op.reason ?? null,
-        },
+      const event: Planned["event"] = {
+        ...base,
+        ...on(next),
+        event: op.event,
+        oldContent: t.content,
+        newContent: next.content,
+        reason: op.reason ?? null,
       };
+      if (observedOf(next) !== observedOf(t)) event.oldObservedAt = observedOf(t);
+      return { target: next, event: withState(event, next) };
     }
     case "DELETE": {
       const t = target!;
       return {
         target: { ...t, state: "deleted", updatedAt: atMs },
-        event: { ...base, ...on(t), event: "DELETE", oldContent: t.content, newContent: null, reason: op.reason },
+        event: {
+          ...base,
+          ...on(t),
+          event: "DELETE",
+          oldContent: t.content,
+          newContent: null,
+          reason: op.reason,
+          observedAt: observedOf(t),
+        },
       };
     }
     case "SKIP_DUPLICATE":
@@ -135,6 +162,7 @@ export function planOp(
           oldContent: null,
           newContent: op.newContent,
           reason: op.reason ?? null,
+          observedAt: observedOf(t),
         },
       };
     }
@@ -184,13 +212,15 @@ export const byScoreThenNewer = (
   b.memory.createdAt - a.memory.createdAt ||
   (a.memory.id < b.memory.id ? 1 : a.memory.id > b.memory.id ? -1 : 0);
 
-/** Whether a memory meets a search filter. */
+/** Whether a memory meets a search filter (or a list query's filters). */
 export function matchesFilter(
   m: MemoryRecord,
-  f: { category?: string; categories?: string[]; tags?: string[] },
+  f: { category?: string; categories?: string[]; tags?: string[]; observedAfter?: number; observedBefore?: number },
 ): boolean {
   if (f.category !== undefined && m.category !== f.category) return false;
   if (f.categories !== undefined && !f.categories.includes(m.category)) return false;
+  if (f.observedAfter !== undefined && observedOf(m) < f.observedAfter) return false;
+  if (f.observedBefore !== undefined && observedOf(m) >= f.observedBefore) return false;
   if (f.tags?.length) {
     if (!m.tags) return false;
     for (const t of f.tags) if (!m.tags.includes(t)) return false;

@@ -36,7 +36,15 @@ export interface MemoryRecord {
   updatedAt: number;
   expiresAt?: number;
   state: MemoryState;
+  /**
+   * When the fact was stated or observed (valid time), ms since the epoch; set by every write
+   * since format 7 / schema 5. Absent on older records: it is then `createdAt` (observedOf).
+   */
+  observedAt?: number;
 }
+
+/** A memory's observed time: its own, or its creation time for records written before observedAt existed. */
+export const observedOf = (r: MemoryRecord): number => r.observedAt ?? r.createdAt;
 
 /** What is stored per event. `category` is kept for diff items; `atMs` is unique per namespace. */
 export interface EventRecord {
@@ -52,6 +60,20 @@ export interface EventRecord {
   category: string;
   atMs: number;
   actorKeyId: string | null;
+  /**
+   * The memory's state after the event (the new side: `memoryId`'s), so that the trail alone
+   * replays every field (as-of reads, storage/asof.ts). Written by every event since format 7 /
+   * schema 5: `importance` is set on every ADD, UPDATE, MERGE and REPLACE, and its absence
+   * marks an older event, which carries only content and category. `observedAt` is on every
+   * new event (for DELETE, SKIP_DUPLICATE and KEEP_EXISTING: the target's).
+   */
+  importance?: number;
+  tags?: string[];
+  metadata?: Record<string, unknown>;
+  expiresAt?: number;
+  observedAt?: number;
+  /** The old side's observed time: the replaced memory's (REPLACE), or the one an edit changed (UPDATE, MERGE). */
+  oldObservedAt?: number;
 }
 
 export const permissions = ["read", "read_write", "admin"] as const;

@@ -36,6 +36,8 @@ export interface MemoryPatch {
   importance?: number;
   tags?: string[] | null;
   metadata?: Record<string, unknown> | null;
+  /** When the fact was stated or observed (ms since the epoch). */
+  observedAt?: number;
   /** The embedding of the new content (see VectorUpdate). */
   vector?: VectorUpdate;
 }
@@ -102,6 +104,10 @@ export interface SearchFilter {
   categories?: string[];
   /** Every one of these tags. */
   tags?: string[];
+  /** Observed at or after this time (ms; see MemoryRecord.observedAt). */
+  observedAfter?: number;
+  /** Observed strictly before this time (ms). */
+  observedBefore?: number;
 }
 
 /** A current memory and its score, higher is better. */
@@ -124,6 +130,10 @@ export interface ListMemoriesQuery {
   category?: string;
   /** Every one of these tags must be on the memory. */
   tags?: string[];
+  /** Observed at or after this time (ms). */
+  observedAfter?: number;
+  /** Observed strictly before this time (ms). */
+  observedBefore?: number;
   limit: number;
   /** Continue with memories older than this memory id (the last one of the previous page). */
   before?: string;
@@ -136,6 +146,20 @@ export interface MemoryPage {
    * memories and still have a next one: a filtered scan stops after a bounded number of records.
    */
   next?: string;
+}
+
+/** A page of an entity as of a moment (Storage.entityAsOf). */
+export interface AsOfQuery {
+  namespace: string;
+  entity: string;
+  /** The moment, ms since the epoch. */
+  asOf: number;
+  /** What each version must meet (as a search filter or a list query's filters). */
+  filter?: SearchFilter;
+  /** Continue with memories older than this memory id. */
+  before?: string;
+  /** At most this many; absent: all. */
+  limit?: number;
 }
 
 /** How an import treats a record whose id already exists. */
@@ -196,9 +220,11 @@ export interface StorageStats {
   gauges: Record<string, [string, number]>;
 }
 
-export interface Storage {
-  readonly backend: "lmdb" | "postgres";
+// The roles: one small interface per concern, each implemented once per backend in a file of its
+// name (lmdb/events.ts beside postgres/events.ts, ...). A feature asks for the roles it uses.
 
+/** Changes of memories, each with its audit event, and the order and durability around them. */
+export interface MemoryWrites {
   /**
    * Applies `ops` in order, in one transaction, each with its audit event (times strictly
    * increasing per namespace); resolves once the transaction is durable. Either every op that is
@@ -212,14 +238,53 @@ export interface Storage {
     now?: number,
     idempotency?: IdempotencyRecord,
   ): Promise<(Applied | null)[]>;
+  /**
+   * Runs `fn` after every earlier call for the same (namespace, entity) has settled, across every
+   * process that shares this storage: smart stores of one entity never overlap.
+   */
+  serialize<T>(namespace: string, entity: string, fn: () => Promise<T>): Promise<T>;
+  /** Resolves once everything that reads can see is durable (LMDB flushes after commit; PostgreSQL commits durably). */
+  durable(): Promise<void>;
+}
+
+/** Memories as they are now. */
+export interface MemoryReads {
   /** Any memory record by id, current or not. */
   getMemory(id: string): Promise<MemoryRecord | undefined>;
   /** Current memories of a namespace or entity, in id order (creation order), at most `limit`. */
   currentMemories(scope: MemoryScope, limit: number): Promise<MemoryRecord[]>;
+  /**
+   * Current memories matching `q`, newest first (reverse id order: ids are UUIDv7). Paging with
+   * `before` never loses or repeats a memory while others are added or removed.
+   */
+  listMemories(q: ListMemoriesQuery): Promise<MemoryPage>;
+  /** Current memories whose expiry is at or before `now`, soonest first. */
+  dueExpiries(now: number, limit: number): Promise<{ id: string; expiresAt: number }[]>;
+}
+
+/** The audit trail, by time. */
+export interface EventReads {
   /** Events of a scope, newest first; cost follows `limit`, not the history. */
   newestEvents(scope: EventScope, limit: number): Promise<EventRecord[]>;
   /** Up to `limit` events of a scope strictly after `afterMs`, oldest first. */
   eventsAfter(scope: EventScope, afterMs: number, limit: number): Promise<EventRecord[]>;
+}
+
+/** Memories as they were at a moment, replayed from the audit trail (storage/asof.ts). */
+export interface AsOfReads {
+  /**
+   * A page of an entity's memories as they were current at `asOf` (ms), replayed from its events
+   * (storage/asof.ts), newest first (reverse id order), filtered like a list. Cost follows the
+   * entity's events up to `asOf` (read through the (namespace, entity, time) event index) and
+   * the page, not the store.
+   */
+  entityAsOf(q: AsOfQuery): Promise<MemoryPage>;
+  /** Memory `id` as it was current at `asOf`, or undefined (see entityAsOf). */
+  memoryAsOf(id: string, asOf: number): Promise<MemoryRecord | undefined>;
+}
+
+/** What holds data: namespaces and entities, for browsing. */
+export interface Browse {
   /**
    * Namespaces that have events, in name order; cost follows `limit` (a skip scan over the
    * namespace's event index), not the number of memories or events.
@@ -227,9 +292,10 @@ export interface Storage {
   namespaces(page: NamePage): Promise<NamespaceSummary[]>;
   /** Entities of a namespace that have events, in name order; bounded like `namespaces`. */
   entities(namespace: string, page: Omit<NamePage, "prefix">): Promise<EntitySummary[]>;
-  /** Current memories whose expiry is at or before `now`, soonest first. */
-  dueExpiries(now: number, limit: number): Promise<{ id: string; expiresAt: number }[]>;
+}
 
+/** Ranked reads over current memories, by words and by meaning. */
+export interface Search {
   /**
    * The `limit` best current memories of a scope for `terms` (text/tokens.ts queryTerms) by BM25
    * over the scope's current memories (text/scoring.ts: k1, b, the terms' weights; document
@@ -255,6 +321,10 @@ export interface Storage {
     limit: number,
     now?: number,
   ): Promise<Scored[]>;
+}
+
+/** The vectors behind semantic search: the queue of memories owed one, and rebuilding the index. */
+export interface Embeddings {
   /** Up to `limit` current memories waiting for an embedding, oldest first. */
   pendingEmbeddings(limit: number): Promise<PendingEmbedding[]>;
   /**
@@ -269,7 +339,10 @@ export interface Storage {
    * number of current memories indexed.
    */
   rebuildSearchIndex(options?: { embeddings?: boolean }): Promise<number>;
+}
 
+/** API keys. */
+export interface KeyStore {
   /**
    * Stores a key. With `onlyIfNone`, only when the store holds no key at all, decided inside the
    * transaction, so replicas starting together on an empty database make one first key, not one
@@ -284,20 +357,10 @@ export interface Storage {
   revokeKey(id: string, at: number): Promise<boolean>;
   /** Records a use of the key; not durable on return (a lost update only makes lastUsedAt older). */
   touchKey(id: string, at: number): Promise<void>;
+}
 
-  /**
-   * Runs `fn` after every earlier call for the same (namespace, entity) has settled, across every
-   * process that shares this storage: smart stores of one entity never overlap.
-   */
-  serialize<T>(namespace: string, entity: string, fn: () => Promise<T>): Promise<T>;
-  /** Resolves once everything that reads can see is durable (LMDB flushes after commit; PostgreSQL commits durably). */
-  durable(): Promise<void>;
-  /**
-   * Current memories matching `q`, newest first (reverse id order: ids are UUIDv7). Paging with
-   * `before` never loses or repeats a memory while others are added or removed.
-   */
-  listMemories(q: ListMemoriesQuery): Promise<MemoryPage>;
-
+/** Erasing an entity, and the record of erasures. */
+export interface Erasure {
   /**
    * Erases an entity, in one transaction: every current memory gets a DELETE event (reason
    * `erased`, no content); every memory record of the entity, current or not, loses its content,
@@ -308,7 +371,10 @@ export interface Storage {
   erase(namespace: string, entity: string, actorKeyId: string | null, now?: number): Promise<ErasureRecord>;
   /** Erasures of a namespace (or one entity), oldest first. */
   erasures(namespace: string, entity?: string): Promise<ErasureRecord[]>;
+}
 
+/** Export and import of whole stores, records as they are. */
+export interface Transfer {
   /**
    * Every record of the given namespaces (all when undefined): memories in every state, events,
    * erasures, and API keys when `keys` is set, read from one consistent snapshot while writers
@@ -326,16 +392,39 @@ export interface Storage {
     records: readonly ExportRecord[],
     options: ImportOptions,
   ): Promise<{ written: number; skipped: number }>;
+}
 
+/** Answers kept for Idempotency-Keys (written by MemoryWrites.apply). */
+export interface Idempotency {
   /** The kept answer for (keyId, key) that has not expired at `now`, if any (see IdempotencyRecord). */
   idempotentAnswer(keyId: string, key: string, now: number): Promise<IdempotencyEntry | undefined>;
   /** Drops entries that expired at or before `now`; returns how many. */
   sweepIdempotency(now: number, limit: number): Promise<number>;
+}
 
+/** The store itself: readiness, figures, closing. */
+export interface Upkeep {
   /** Why the storage cannot take writes now, or undefined when it can. */
   notReadyReason(): Promise<string | undefined>;
   stats(): Promise<StorageStats>;
   close(): Promise<void>;
+}
+
+/** Every role, over one backend. */
+export interface Storage
+  extends MemoryWrites,
+    MemoryReads,
+    EventReads,
+    AsOfReads,
+    Browse,
+    Search,
+    Embeddings,
+    KeyStore,
+    Erasure,
+    Transfer,
+    Idempotency,
+    Upkeep {
+  readonly backend: "lmdb" | "postgres";
 }
 
 /** Conditions of the database itself, mapped by the HTTP layer to their own error codes. */
@@ -349,16 +438,3 @@ export class StorageError extends Error {
 }
 
 export type { EventKind };
-
-/** The methods of a memory's whole life (lists, erasure, export and import, idempotent answers), one module per backend. */
-export type LifecycleMethods = Pick<
-  Storage,
-  | "listMemories"
-  | "erase"
-  | "erasures"
-  | "exportAll"
-  | "existing"
-  | "importRecords"
-  | "idempotentAnswer"
-  | "sweepIdempotency"
->;

@@ -8,8 +8,14 @@ import { Name } from "../http/schemas";
 import { Category, Tag } from "../memory/model";
 import { eventKinds, lowerUuidPattern, permissions } from "../storage/records";
 
-/** The version of the export format; an import refuses other versions. */
-export const EXPORT_FORMAT = 1;
+/**
+ * The version of the export format this memd writes. 2: memories' observedAt, and events that
+ * carry the memory's state after them (importance, tags, metadata, expiresAt, observedAt,
+ * oldObservedAt). An import reads these versions and refuses others; a format 1 file has none of
+ * the new fields, and its records then read as records written before they existed (docs/time.md).
+ */
+export const EXPORT_FORMAT = 2;
+export const IMPORT_FORMATS: readonly number[] = [1, 2];
 
 // Ids in lower case, as memd writes them: an id in another case would be a second id on LMDB.
 const uuid = Type.String({ pattern: lowerUuidPattern });
@@ -43,6 +49,7 @@ const MemoryLine = Type.Object(
     updatedAt: ms,
     expiresAt: Type.Optional(ms),
     state: Type.Union([Type.Literal("current"), Type.Literal("deleted"), Type.Literal("replaced")]),
+    observedAt: Type.Optional(ms),
   },
   { additionalProperties: false },
 );
@@ -62,6 +69,12 @@ const EventLine = Type.Object(
     category: Type.String(),
     atMs: ms,
     actorKeyId: nullable(Type.String()),
+    importance: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+    tags: Type.Optional(Type.Array(Tag, { maxItems: limits.tags })),
+    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    expiresAt: Type.Optional(ms),
+    observedAt: Type.Optional(ms),
+    oldObservedAt: Type.Optional(ms),
   },
   { additionalProperties: false },
 );

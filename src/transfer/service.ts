@@ -2,8 +2,8 @@
 // Both stream: an export holds one page of records at a time, an import one batch of lines.
 import { version } from "../build-info";
 import type { EventRecord, ExportRecord } from "../storage/records";
-import type { Storage } from "../storage/storage";
-import { checkHeader, EXPORT_FORMAT, fieldOrder, type Header, lineCheckers } from "./model";
+import type { EventReads, Transfer, Upkeep } from "../storage/storage";
+import { checkHeader, EXPORT_FORMAT, fieldOrder, type Header, IMPORT_FORMATS, lineCheckers } from "./model";
 
 /** Lines per import transaction and per existence check. */
 const BATCH = 1000;
@@ -22,7 +22,7 @@ export function exportHeader(namespaces: string[] | undefined, keys: boolean): H
 
 /** The lines of an export (each ending in "\n"), from one consistent snapshot of the store. */
 export async function* exportLines(
-  storage: Storage,
+  storage: Transfer,
   options: { namespaces?: string[]; keys: boolean },
   progress?: Progress,
 ): AsyncGenerator<string> {
@@ -97,9 +97,9 @@ function parseHeader(text: string | undefined): Header {
   } catch {
     throw new ImportError(1, "the header is not valid JSON");
   }
-  if (!checkHeader.Check(v)) throw new ImportError(1, 'expected a header line ({"type":"header","format":1,...})');
-  if (v.format !== EXPORT_FORMAT)
-    throw new ImportError(1, `export format ${v.format}; this memd reads format ${EXPORT_FORMAT}`);
+  if (!checkHeader.Check(v)) throw new ImportError(1, 'expected a header line ({"type":"header","format":2,...})');
+  if (!IMPORT_FORMATS.includes(v.format))
+    throw new ImportError(1, `export format ${v.format}; this memd reads formats ${IMPORT_FORMATS.join(" and ")}`);
   return v;
 }
 
@@ -137,7 +137,7 @@ export interface ImportPlan {
  * (see ImportPlan.renumber), and a file whose events are then not in seq order is refused.
  */
 export async function planImport(
-  storage: Storage,
+  storage: Transfer & EventReads & Pick<Upkeep, "stats">,
   path: string,
   options: { skipExisting: boolean },
   progress?: Progress,
@@ -241,7 +241,7 @@ export async function planImport(
  * Whether the store holds this event at another seq: the same memory, time and contents (an
  * import that renumbered it, interrupted and run again).
  */
-async function storedElsewhere(storage: Storage, e: EventRecord & { type: "event" }): Promise<boolean> {
+async function storedElsewhere(storage: EventReads, e: EventRecord & { type: "event" }): Promise<boolean> {
   const { type: _type, seq: _seq, ...want } = e;
   const near = await storage.eventsAfter({ namespace: e.namespace, memoryId: e.memoryId }, e.atMs - 1, 100);
   return near.some((x) => {
@@ -266,7 +266,7 @@ const describe = (r: ExportRecord) =>
  * order; so an interruption leaves a prefix of the file, which planImport recognises as such.
  */
 export async function runImport(
-  storage: Storage,
+  storage: Transfer,
   path: string,
   plan: ImportPlan,
   options: { skipExisting: boolean },
@@ -294,14 +294,15 @@ export async function runImport(
     }
     if (text.trim() === "") continue;
     const r = parseRecord(line, text);
-    if (plan.renumber && r.type === "event") {
-      // Already there (at its seq or another): left out, as an identical record is.
+    if (r.type === "event") {
+      // Already there (at its seq or, renumbered by an earlier import, at another): left out,
+      // as an identical record is.
       if (plan.presentSeqs.has(r.seq)) {
         skipped++;
         progress?.tick();
         continue;
       }
-      renumbered++;
+      if (plan.renumber) renumbered++;
     }
     batch.push(r);
     if (batch.length >= BATCH) await flush();

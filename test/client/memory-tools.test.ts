@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, stepCountIs } from "ai";
 import { memdTools } from "../../client/src/ai";
-import { createClient, type MemdClient, memoryTools, toolDefinitions } from "../../client/src/index";
+import { createClient, type MemdClient, memoryTools, type ToolCall, toolDefinitions } from "../../client/src/index";
 import { type FakeModel, startFakeModel } from "../fake-model";
 import { rootSecret, startTestServer, type TestServer } from "../helpers";
 
@@ -130,7 +130,8 @@ describe("the OpenAI-format dispatcher, in a loop of plain fetch calls", () => {
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ model: "agent", messages, tools: tools.definitions }),
       });
-      const message = (await res.json()).choices[0].message;
+      type Message = Record<string, unknown> & { tool_calls?: (ToolCall & { id: string })[] };
+      const message = ((await res.json()) as { choices: { message: Message }[] }).choices[0].message;
       messages.push(message);
       if (!message.tool_calls) break;
       for (const call of message.tool_calls)
@@ -155,6 +156,23 @@ describe("the OpenAI-format dispatcher, in a loop of plain fetch calls", () => {
     expect(tools.handles("weather")).toBe(false);
     await expect(tools.run({ name: "weather", arguments: {} })).rejects.toThrow("no tool named weather");
     expect(toolDefinitions.every((t) => t.type === "function" && t.function.parameters.type === "object")).toBe(true);
+  });
+
+  test("forget without a memory's id is the model's mistake, never another route's answer", async () => {
+    const tools = memoryTools(client, { namespace: "agents", entity: "fay", infer: false });
+    await tools.run({ name: "remember", arguments: { content: "Owns a kayak" } });
+    const forget = async (args: Record<string, unknown>) =>
+      JSON.parse(await tools.run({ name: "forget", arguments: args })).error;
+    for (const args of [{}, { memoryId: "" }, { memoryId: "  " }, { memoryId: 42 }])
+      expect(await forget(args)).toEqual({
+        code: "invalid_arguments",
+        message: "memoryId: the id of a memory, from recall, is required",
+      });
+    for (const memoryId of ["..", ".", "not-an-id", "../keys"])
+      expect(await forget({ memoryId })).toEqual({ code: "not_found", message: "no memory with that id" });
+    expect((await client.list({ namespace: "agents", entity: "fay" })).memories.map((m) => m.content)).toEqual([
+      "Owns a kayak",
+    ]);
   });
 
   test("docs/agents.md's tools section shows client/examples/agent-tools.test.ts as it is, and marks its other ts blocks no-run", () => {

@@ -57,6 +57,7 @@ describe("POST /v1/memory (infer: false) over HTTP", () => {
           tags: ["drink"],
           metadata: { constructor: 1 },
           createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+          observedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
           event: "ADD",
         },
       ],

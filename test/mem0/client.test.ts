@@ -107,6 +107,30 @@ describe("the mem0 TypeScript client against memd", () => {
     expect((await memdList("bea")).map((m) => m.content)).toEqual(["Lives in Berlin"]);
   });
 
+  test("add with inference answers DELETE for a memory the model deleted, NONE for a duplicate it kept", async () => {
+    const [kept] = ((await client.add(say("Works at Acme"), { userId: "hank", infer: false })) as any).results;
+    fake.script([
+      (req) => {
+        const text = String(req.messages.find((m) => m.role === "user")?.content);
+        const handle = /(m\d+) \[[^\]]*\] Works at Acme/.exec(text)![1];
+        return answer({ fact: "Quit Acme", decision: "DELETE", target: handle, reason: "quit" });
+      },
+    ]);
+    const quit: any = await client.add(say("I quit my job at Acme"), { userId: "hank" });
+    expect(quit.results.map((m: any) => [m.id, m.memory, m.event, m.userId])).toEqual([
+      [kept.id, "Works at Acme", "DELETE", "hank"],
+    ]);
+    expect(await memdList("hank")).toEqual([]);
+
+    const [olives] = ((await client.add(say("Hates olives"), { userId: "hank", infer: false })) as any).results;
+    const calls = fake.calls;
+    // An exact duplicate is settled without the model: the memory it repeats, unchanged.
+    const again: any = await client.add(say("Hates olives"), { userId: "hank" });
+    expect(fake.calls).toBe(calls);
+    expect(again.results.map((m: any) => [m.id, m.memory, m.event])).toEqual([[olives.id, "Hates olives", "NONE"]]);
+    expect((await memdList("hank")).map((m) => m.content)).toEqual(["Hates olives"]);
+  });
+
   test("search with filters: scores, only the filtered entity, agent and run ids as filters", async () => {
     await client.add(say("Carl plays the cello"), { userId: "carl", infer: false });
     await client.add(say("Carl likes cello concerts"), {

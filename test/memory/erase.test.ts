@@ -2,9 +2,10 @@
 // POST /v1/memory/erase: forgetting a person, and the proof that nothing of them remains after
 // `memd compact`. Runs on both backends.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { SQL } from "bun";
+import { snapshotDir } from "../../src/storage/lmdb/keyword-snapshot";
 import { backend, dumpStorage, runMemd, startTestServer, type TestServer, tempDir } from "../helpers";
 
 const marker = `ZQXMARK${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
@@ -30,6 +31,12 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
+/** The keyword snapshots in the data dir (LMDB). */
+const snapshots = () => (existsSync(snapshotDir(tmp.dir)) ? readdirSync(snapshotDir(tmp.dir)) : []);
+const waitForSnapshot = async () => {
+  for (let i = 0; i < 500 && snapshots().length === 0; i++) await Bun.sleep(10);
+  expect(snapshots().length).toBe(1);
+};
 const store = async (entity: string, content: string, extra: Record<string, unknown> = {}) =>
   (await s.json("POST", "/v1/memory", { namespace: "gdpr", entity, content, infer: false, ...extra })).body.memories[0];
 
@@ -59,9 +66,18 @@ describe("erase", () => {
     );
     const d = ((await kept.json()) as any).memories[0];
     erasedIds = [a.id, b.id, c.id, d.id];
+    // A keyword search finds the marker: on LMDB the namespace's lists are then saved in a
+    // snapshot beside the store (src/storage/lmdb/keyword-snapshot.ts), which the erasure deletes.
+    const found = await s.json("POST", "/v1/memory/search", { namespace: "gdpr", query: marker, mode: "keyword" });
+    expect(found.body.results.length).toBe(3);
+    if (backend === "lmdb") await waitForSnapshot();
 
     const r = await s.json("POST", "/v1/memory/erase", { namespace: "gdpr", entity: "alice" });
     expect(r.status).toBe(200);
+    if (backend === "lmdb") expect(snapshots()).toEqual([]);
+    expect(
+      (await s.json("POST", "/v1/memory/search", { namespace: "gdpr", query: marker, mode: "keyword" })).body.results,
+    ).toEqual([]);
     expect(r.body).toMatchObject({ namespace: "gdpr", entity: "alice", actorKeyId: "root", memories: 4 });
     // 4 ADD + 1 UPDATE + 1 DELETE before, then 3 DELETE (erased) for the memories still current.
     expect(r.body.events).toBe(9);
@@ -214,17 +230,23 @@ describe("erase", () => {
       expect(refused.code).toBe(1);
       expect(refused.err).toContain("stop it first");
       await s.server.stop();
+      // The server saved its keyword lists at close (only what is current: no marker in them).
+      expect(snapshots().length).toBe(1);
       const done = await memd(["compact", "--data-dir", tmp.dir]);
       expect({ code: done.code, err: done.err }).toEqual({ code: 0, err: "" });
       expect(done.out).toMatch(/^memd: compacted .* bytes -> \d+ bytes\n$/);
       const files = readdirSync(tmp.dir, { recursive: true }) as string[];
       expect(files.length).toBeGreaterThan(0);
-      const needle = Buffer.from(marker);
+      // As given, and as the keyword index keeps words (folded to lower case).
+      const needles = [Buffer.from(marker), Buffer.from(marker.toLowerCase())];
       for (const f of files) {
         const path = join(tmp.dir, f);
         if (!statSync(path).isFile()) continue;
-        expect({ file: f, found: readFileSync(path).includes(needle) }).toEqual({ file: f, found: false });
+        const bytes = readFileSync(path);
+        expect({ file: f, found: needles.some((n) => bytes.includes(n)) }).toEqual({ file: f, found: false });
       }
+      // memd compact deletes the keyword snapshots: none may hold words erased since it was taken.
+      expect(snapshots()).toEqual([]);
       // The store still opens and serves after compaction.
       s = await startTestServer({ dataDir: tmp.dir });
       expect((await s.json("GET", "/v1/memory?namespace=gdpr&entity=bob")).body.memories).toHaveLength(1);

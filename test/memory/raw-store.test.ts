@@ -67,8 +67,12 @@ describe("raw store (infer: false)", () => {
         reason: null,
         createdAt: m.createdAt,
         actorKeyId: "root",
+        // Not given: observed when stored (docs/time.md).
+        observedAt: m.createdAt,
+        oldObservedAt: null,
       },
     ]);
+    expect(m.observedAt).toBe(m.createdAt);
   });
 
   test("fields not given are absent, not null or empty; defaults documented", async () => {
@@ -84,6 +88,7 @@ describe("raw store (infer: false)", () => {
       "id",
       "importance",
       "namespace",
+      "observedAt",
     ]);
     expect(m.category).toBe("general");
     expect(m.importance).toBe(0.5);

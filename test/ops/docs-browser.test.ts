@@ -154,8 +154,14 @@ test("clicked through, the page makes no request but to this server, and offers 
     // The policy holds in the browser: a connection to another origin (a loopback one, so
     // nothing leaves even if it did not) is refused before it is made.
     const refused = await page.evaluate(async () => {
+      // This runs in the page; the test's own types know no DOM.
+      const win = globalThis as unknown as { document: EventTarget };
       const violation = new Promise<string>((resolve) =>
-        document.addEventListener("securitypolicyviolation", (e) => resolve(e.effectiveDirective), { once: true }),
+        win.document.addEventListener(
+          "securitypolicyviolation",
+          (e) => resolve((e as Event & { effectiveDirective: string }).effectiveDirective),
+          { once: true },
+        ),
       );
       const fetched = await fetch("http://127.0.0.2:9/").then(
         () => "fetched",

@@ -216,11 +216,16 @@ test("in-memory keyword lists stay exact through removals and compaction", () =>
   const space = new KeywordSpace(5);
   const rand = seededRandom(7);
   const live = new Map<string, { entity: string; v: (string | number)[] }>();
+  // Half the ids are UUIDs (kept as 16 bytes), half any other string (kept aside).
+  const idPool = Array.from({ length: 60 }, (_, i) =>
+    i % 2 ? `m${i}` : `0${i.toString(16).padStart(7, "0")}-0000-7000-8000-${(i * 7919).toString(16).padStart(12, "0")}`,
+  );
   for (let i = 0; i < 400; i++) {
-    const id = `m${Math.floor(rand() * 60)}`;
+    const id = idPool[Math.floor(rand() * idPool.length)];
     if (rand() < 0.35) {
       space.remove(id);
       live.delete(id);
+      expect(space.docOf(id)).toBeUndefined();
       continue;
     }
     const entity = `e${i % 3}`;
@@ -229,29 +234,40 @@ test("in-memory keyword lists stay exact through removals and compaction", () =>
     space.add(id, v);
     live.set(id, { entity, v });
     expect(space.stats).toEqual({ docs: live.size, totalLength: 3 * live.size });
+    for (const id of live.keys()) expect(space.idOf(space.docOf(id)!)).toBe(id);
     // Every live memory, and nothing else, is reachable with its own terms.
     for (const [term, list] of space.lists) {
       const want = [...live].filter(([, m]) => m.v.includes(term)).map(([id]) => id);
       const got: string[] = [];
-      for (let k = 0; k < list.n; k++) if (!space.gone[list.doc[k]]) got.push(space.ids[list.doc[k]]);
+      for (let k = 0; k < list.n; k++) if (!space.gone[list.doc[k]]) got.push(space.idOf(list.doc[k]));
       expect(got.sort()).toEqual(want.sort());
       expect(list.live).toBe(want.length);
     }
-    for (const [entity, docs] of space.byEntity)
-      expect([...docs].map((d) => space.ids[d]).sort()).toEqual(
+    for (const e of ["e0", "e1", "e2"]) {
+      const docs = [...(space.entityDocuments(e)?.docs ?? [])].filter((d) => !space.gone[d]);
+      expect(space.entityDocuments(e)?.live ?? 0).toBe(docs.length);
+      expect(docs.map((d) => space.idOf(d)).sort()).toEqual(
         [...live]
-          .filter(([, m]) => m.entity === entity)
+          .filter(([, m]) => m.entity === e)
           .map(([id]) => id)
           .sort(),
       );
-    for (const d of space.byEntity.get(entity)!) {
-      const m = live.get(space.ids[d])!;
+    }
+    for (const d of space.entityDocuments(entity)!.docs) {
+      if (space.gone[d]) continue;
+      const m = live.get(space.idOf(d))!;
       const pairs: (string | number)[] = [];
-      for (let k = space.docStart[d]; k < space.docStart[d + 1]; k += 2)
-        pairs.push([...space.lists].find(([, l]) => l.id === space.pool[k])![0], space.pool[k + 1]);
+      for (let k = space.docStart[d]; k < space.docStart[d + 1]; k++)
+        pairs.push([...space.lists].find(([, l]) => l.id === space.poolList[k])![0], space.poolTf[k]);
       expect([space.docLen[d], space.docCreated[d], m.entity, ...pairs]).toEqual(m.v);
     }
   }
+});
+
+test("every document keeps its length and time however far the arrays grow (documents 2,048 and 4,096-4,098 lost theirs)", () => {
+  const space = new KeywordSpace();
+  for (let i = 0; i < 9000; i++) space.add(Bun.randomUUIDv7(), [1 + (i % 7), i + 1, `e${i % 5}`, "tea", 1]);
+  for (let d = 0; d < 9000; d++) expect([d, space.docLen[d], space.docCreated[d]]).toEqual([d, 1 + (d % 7), d + 1]);
 });
 
 // The in-memory copies are LMDB's: PostgreSQL searches in the database.

@@ -84,7 +84,7 @@ describe("memd export", () => {
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l));
-    expect(lines[0]).toMatchObject({ type: "header", format: 1, namespaces: null, keys: false });
+    expect(lines[0]).toMatchObject({ type: "header", format: 2, namespaces: null, keys: false });
     expect(Date.parse(lines[0].exportedAt)).toBeGreaterThan(0);
     const types = lines.slice(1).map((l) => l.type);
     expect(new Set(types)).toEqual(new Set(["memory", "event", "erasure"]));
@@ -188,7 +188,7 @@ describe("memd import", () => {
       ["bad field", bad(2, JSON.stringify({ ...memory, importance: 7 })), /line 3: memory: \/importance/],
       ["extra field", bad(2, JSON.stringify({ ...memory, secret: "x" })), /line 3: memory: /],
       ["no header", good.slice(1).join("\n"), /line 1: expected a header line/],
-      ["newer format", bad(0, header.replace('"format":1', '"format":9')), /line 1: export format 9/],
+      ["newer format", bad(0, header.replace('"format":2', '"format":9')), /line 1: export format 9/],
       ["second header", bad(4, header), /line 5: a second header line/],
       ["empty file", "", /line 1: the file is empty/],
       // One id twice, far apart (a later batch than its first line): refused before any write.

@@ -110,6 +110,16 @@ test("into a store with events: new seqs, times, contents and order kept, every 
   const skipping = await memd(["import", file, "--skip-existing", ...place(a)]);
   expect(skipping.code).toBe(0);
   expect(skipping.err).toContain("imported 0 records");
+  // One of those events under a seq that is free here (as another export of the same store may
+  // number it): found at its new seq all the same, and not written again.
+  const oneEvent = JSON.parse(lines[firstEvent]);
+  const moved = join(tmp.dir, "moved-seq.jsonl");
+  writeFileSync(moved, `${lines[0]}\n${JSON.stringify({ ...oneEvent, seq: 1_000_000 })}\n`);
+  const movedRun = await memd(["import", moved, "--skip-existing", ...place(a)]);
+  expect({ code: movedRun.code, err: movedRun.err }).toMatchObject({
+    code: 0,
+    err: expect.stringContaining("imported 0 records"),
+  });
 
   // The other store's own namespace: the same events in the same order, only their ids are new.
   const b = await events(a, "b");

@@ -421,8 +421,12 @@ async function entityView(ns: string, entity: string, token: number) {
   let shown = pageRows;
   let editing = false;
   let stale = false;
+  /** The "as of" moment shown (ISO), or null for now: a past view replays the audit trail and is read-only. */
+  let asOf: string | null = null;
 
   const category = h("select", { id: "f-category", name: "category" });
+  const asOfInput = h("input", { id: "as-of", name: "asOf", type: "datetime-local", step: "1" });
+  const asOfNote = h("p", { class: "hint as-of-note", role: "status" });
   const tag = h("select", { id: "f-tag", name: "tag" });
   const query = h("input", { id: "q", name: "query", type: "search", autocomplete: "off", maxlength: "1000" });
   const list = h("ul", { class: "memories", "aria-label": "Memories" });
@@ -433,7 +437,10 @@ async function entityView(ns: string, entity: string, token: number) {
   const load = async (reset: boolean) => {
     const cursor = reset ? null : next;
     const r = memoriesOf(
-      await api("GET", `/v1/memory${qs({ namespace: ns, entity, limit: 1000, cursor: cursor ?? undefined })}`),
+      await api(
+        "GET",
+        `/v1/memory${qs({ namespace: ns, entity, limit: 1000, cursor: cursor ?? undefined, asOf: asOf ?? undefined })}`,
+      ),
     );
     all = reset ? r.memories : [...all, ...r.memories];
     next = r.next;
@@ -494,12 +501,16 @@ async function entityView(ns: string, entity: string, token: number) {
           h("span", {}, `importance ${m.importance}`),
           m.score !== undefined ? h("span", {}, `score ${m.score.toFixed(3)}`) : null,
           m.createdAt ? h("span", { title: m.createdAt }, age(m.createdAt)) : null,
+          // When the fact was stated, if that is not when it was stored.
+          m.observedAt && m.observedAt !== m.createdAt
+            ? h("span", { class: "observed" }, "observed ", time(m.observedAt))
+            : null,
         ),
         h(
           "div",
           { class: "actions" },
           link(memoryHref(m.id), "History", { "aria-label": `History of: ${m.content.slice(0, 60)}` }),
-          canWrite()
+          canWrite() && asOf === null
             ? [action("Edit", "edit", () => editForm()), action("Delete", "delete danger", () => remove())]
             : null,
         ),
@@ -593,11 +604,13 @@ async function entityView(ns: string, entity: string, token: number) {
       searchNote = "";
       return render();
     }
+    // As of a moment, search is by words only (older versions have no embeddings).
     const r = await api<{ results: Memory[]; mode: string }>("POST", "/v1/memory/search", {
       namespace: ns,
       entity,
       query: q,
       limit: 100,
+      ...(asOf === null ? {} : { asOf, mode: "keyword" }),
     });
     results = r.results;
     searchNote = `Search (${r.mode}) for “${q}”: `;
@@ -633,11 +646,43 @@ async function entityView(ns: string, entity: string, token: number) {
     ev.preventDefault();
     search().catch(showError);
   });
+  const showAsOf = async (value: string | null) => {
+    asOf = value;
+    asOfNote.textContent =
+      asOf === null
+        ? ""
+        : `As of ${new Date(asOf).toLocaleString()}: the memories exactly as they were then, from the audit trail (read-only).`;
+    shown = pageRows;
+    await refresh();
+  };
+  const asOfForm = h(
+    "form",
+    { class: "as-of", "aria-label": "As of a moment" },
+    h("div", {}, h("label", { for: "as-of" }, "As of (local time)"), asOfInput),
+    h("button", { type: "submit" }, "Show as of"),
+    h(
+      "button",
+      {
+        type: "button",
+        onclick: () => {
+          asOfInput.value = "";
+          showAsOf(null).catch(showError);
+        },
+      },
+      "Now",
+    ),
+  );
+  asOfForm.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const ms = new Date(asOfInput.value).getTime();
+    showAsOf(asOfInput.value && !Number.isNaN(ms) ? new Date(ms).toISOString() : null).catch(showError);
+  });
   const filters = h(
     "div",
     { class: "filters" },
     h("div", {}, h("label", { for: "f-category" }, "Category"), category),
     h("div", {}, h("label", { for: "f-tag" }, "Tag"), tag),
+    asOfForm,
   );
   for (const s of [category, tag])
     s.addEventListener("change", () => {
@@ -682,6 +727,7 @@ async function entityView(ns: string, entity: string, token: number) {
     h("p", { class: "hint" }, `Entity in namespace ${ns}`),
     searchForm,
     filters,
+    asOfNote,
     count,
     list,
     more,
@@ -690,7 +736,8 @@ async function entityView(ns: string, entity: string, token: number) {
   await load(true);
   if (!current(token)) return;
   render();
-  watch(ns, entity, () => refresh().catch(showError));
+  // A view as of a past moment does not change; only the current one follows the stream.
+  watch(ns, entity, () => (asOf === null ? refresh().catch(showError) : undefined));
 }
 
 // ---------------------------------------------------------------- history of a memory
@@ -744,6 +791,10 @@ async function historyView(id: string, token: number) {
               time(e.createdAt),
               h("span", {}, `by ${e.actorKeyId ?? "(system)"}`),
               e.reason ? h("span", {}, `reason: ${e.reason}`) : null,
+              e.observedAt ? h("span", { class: "observed" }, "observed ", time(e.observedAt)) : null,
+              e.oldObservedAt && e.event !== "DELETE"
+                ? h("span", { class: "observed old" }, "was observed ", time(e.oldObservedAt))
+                : null,
             ),
             diffView(e.oldContent, e.newContent),
             e.mergedFromId && e.mergedFromId !== id
@@ -774,6 +825,7 @@ async function historyView(id: string, token: number) {
           { class: "card" },
           h("p", { class: "content" }, memory.content),
           h("p", { class: "hint" }, `Current · ${memory.category} · id ${id}`),
+          h("p", { class: "hint" }, "Observed ", time(memory.observedAt)),
         )
       : h(
           "p",

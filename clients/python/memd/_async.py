@@ -208,6 +208,9 @@ class AsyncMemd:
         """Deletes every current memory of an entity (``namespace``, ``entity``): ``{"deleted": n}``."""
         return await self._call(_api.delete_entity(request, fields, idempotency_key))
 
+    #: The TypeScript client's name for :meth:`delete_entity`.
+    deleteEntity = delete_entity
+
     async def erase(self, request: EraseRequest | None = None, /, **fields: Any) -> Erasure:
         """Erases every memory of an entity and their content in the audit trail (admin)."""
         return await self._call(_api.erase(request, fields))

@@ -232,6 +232,9 @@ class Memd:
         """Deletes every current memory of an entity (``namespace``, ``entity``): ``{"deleted": n}``."""
         return self._call(_api.delete_entity(request, fields, idempotency_key))
 
+    #: The TypeScript client's name for :meth:`delete_entity`.
+    deleteEntity = delete_entity
+
     def erase(self, request: EraseRequest | None = None, /, **fields: Any) -> Erasure:
         """Erases every memory of an entity and their content in the audit trail (admin)."""
         return self._call(_api.erase(request, fields))

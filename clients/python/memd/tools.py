@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any, Mapping, overload
 
 from ._async import AsyncMemd
@@ -152,6 +153,21 @@ def _arguments(raw: Any) -> dict[str, Any] | None:
     return dict(raw) if isinstance(raw, Mapping) else None
 
 
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
+
+
+def _memory_id(args: Mapping[str, Any]) -> str:
+    """forget's memoryId: a blank one is the model's mistake; memd's ids are UUIDs, so anything
+    else names no memory (and never reaches another route)."""
+    raw = args.get("memoryId")
+    memory_id = raw.strip() if isinstance(raw, str) else ""
+    if not memory_id:
+        raise MemdError(400, "invalid_arguments", "memoryId: the id of a memory, from recall, is required")
+    if not _UUID.match(memory_id):
+        raise MemdError(404, "not_found", "no memory with that id")
+    return memory_id
+
+
 _BAD_ARGUMENTS = {"error": {"code": "invalid_arguments", "message": "arguments are not a JSON object"}}
 
 
@@ -217,7 +233,7 @@ class MemoryTools(_Scope):
             raise ValueError(f"memd tools: no tool named {name}")
         try:
             if name == "forget":
-                memory_id = str(arguments.get("memoryId") or "")
+                memory_id = _memory_id(arguments)
                 # Only this entity's memories: another's id is as unknown as one that never was.
                 memory = self.client.get(memory_id)
                 if self._foreign(memory):
@@ -251,7 +267,7 @@ class AsyncMemoryTools(_Scope):
             raise ValueError(f"memd tools: no tool named {name}")
         try:
             if name == "forget":
-                memory_id = str(arguments.get("memoryId") or "")
+                memory_id = _memory_id(arguments)
                 memory = await self.client.get(memory_id)
                 if self._foreign(memory):
                     raise MemdError(404, "not_found", "no memory with that id")

@@ -33,6 +33,8 @@ class _MemoryRequired(TypedDict):
     importance: float
     #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
     createdAt: str
+    #: ISO 8601 UTC: when the fact was stated or observed (valid time); see docs/time.md
+    observedAt: str
 
 
 class Memory(_MemoryRequired, total=False):
@@ -63,6 +65,8 @@ class StoreRequest(_StoreRequestRequired, total=False):
     ttl: float
     category: str
     importance: float
+    #: ISO 8601: when the fact was stated or observed (default: the time it is stored); not in the future (5 minutes of clock skew allowed), not before 1970
+    observedAt: str
 
 
 class StoreResponse(TypedDict):
@@ -84,6 +88,12 @@ class ListQuery(_ListQueryRequired, total=False):
     limit: int
     #: nextCursor of the previous page
     cursor: str
+    #: ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md
+    asOf: str
+    #: ISO 8601: only memories observed at or after it
+    observedAfter: str
+    #: ISO 8601: only memories observed strictly before it
+    observedBefore: str
 
 
 class ListResponse(TypedDict):
@@ -100,6 +110,8 @@ class PatchRequest(TypedDict, total=False):
     tags: list[str] | None
     #: null removes the metadata
     metadata: dict[str, Any] | None
+    #: ISO 8601: when the fact was stated or observed (default: the time it is stored); not in the future (5 minutes of clock skew allowed), not before 1970
+    observedAt: str
 
 
 class DeleteEntityQuery(TypedDict):
@@ -145,6 +157,12 @@ class SearchRequest(_SearchRequestRequired, total=False):
     mode: Literal["keyword", "semantic", "hybrid"]
     category: str
     tags: list[str]
+    #: ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md
+    asOf: str
+    #: ISO 8601: only memories observed at or after it
+    observedAfter: str
+    #: ISO 8601: only memories observed strictly before it
+    observedBefore: str
 
 
 class _SearchResultRequired(TypedDict):
@@ -156,6 +174,8 @@ class _SearchResultRequired(TypedDict):
     importance: float
     #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
     createdAt: str
+    #: ISO 8601 UTC: when the fact was stated or observed (valid time); see docs/time.md
+    observedAt: str
     #: higher is better
     score: float
 
@@ -187,10 +207,16 @@ class ContextRequest(_ContextRequestRequired, total=False):
     maxTokens: int
     #: only memories of these categories
     categories: list[str]
+    #: ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md
+    asOf: str
+    #: ISO 8601: only memories observed at or after it
+    observedAfter: str
+    #: ISO 8601: only memories observed strictly before it
+    observedBefore: str
 
 
 class ContextResponse(TypedDict):
-    #: the memories as text for a prompt: grouped by category (## category), each line '- [YYYY-MM-DD] content'; empty when none
+    #: the memories as text for a prompt: grouped by category (## category), each line '- [YYYY-MM-DD] content' with the date the fact was observed (UTC); empty when none
     context: str
     #: the memories in the context, in the order they appear
     memories: list[SearchResult]
@@ -281,6 +307,8 @@ class AuditEvent(TypedDict):
     #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
     createdAt: str
     actorKeyId: str | None
+    observedAt: str | None
+    oldObservedAt: str | None
 
 
 class _StreamQueryRequired(TypedDict):

@@ -48,6 +48,7 @@ def test_async_client_covers_the_api(server):
             assert (e.value.status, e.value.code) == (404, "not_found")
             await c.store(namespace="a", entity="v", content="x", infer=False)
             assert await c.delete_entity(namespace="a", entity="v") == {"deleted": 1}
+            assert c.deleteEntity == c.delete_entity
             await c.store(namespace="a", entity="w", content="x", infer=False)
             assert (await c.erase(namespace="a", entity="w"))["memories"] == 1
             assert [x["entity"] for x in await c.erasures(namespace="a")] == ["w"]

@@ -75,6 +75,7 @@ def test_every_method_and_memd_error(server):
     c.store(namespace="ns", entity="gone", content="one", infer=False)
     c.store(namespace="ns", entity="gone", content="two", infer=False)
     assert c.delete_entity(namespace="ns", entity="gone") == {"deleted": 2}
+    assert c.deleteEntity == c.delete_entity  # the TypeScript name works too
     c.store(namespace="ns", entity="forget-me", content="secret", infer=False)
     erased = c.erase(namespace="ns", entity="forget-me")
     assert (erased["entity"], erased["memories"]) == ("forget-me", 1)

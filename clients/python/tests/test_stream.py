@@ -107,3 +107,25 @@ def test_a_key_revoked_while_streaming_ends_the_stream_with_401(server):
             with pytest.raises(MemdError) as e:
                 next(events)
     assert (e.value.status, e.value.code) == (401, "unauthorized")
+
+
+def test_the_sse_reading_takes_split_chunks_comments_and_an_overflow():
+    from memd._common import SseParser, StreamState
+
+    state = StreamState("ns", None, None, None, retry=0.5)
+    wire = (
+        b": memd event stream\n\nid: c0\n\n"
+        b'id: c1\nevent: memory\ndata: {"memoryId": "m1"}\n\n'
+        b": keepalive\n\n"
+        b'id: c2\r\nevent: memory\r\ndata: {"memoryId":\r\ndata: "m2"}\r\n\r\n'
+        b'id: c2\nevent: overflow\ndata: {"cursor": "c2", "message": "consumer too slow"}\n\n'
+    )
+    parser = SseParser()
+    events = []
+    for i in range(0, len(wire), 7):  # any split of the bytes reads the same
+        events += state.take(parser.feed(wire[i : i + 7]))
+    assert [(e.cursor, e.event["memoryId"]) for e in events] == [("c1", "m1"), ("c2", "m2")]
+    # After an overflow the stream resumes at once, from the cursor it gave, sent as Last-Event-ID.
+    assert state.cursor == "c2" and state.headers()["last-event-id"] == "c2"
+    assert state.next_wait(None) == 0.0
+    assert state.next_wait(3.0) == 3.0  # at least the server's Retry-After

@@ -99,6 +99,15 @@ def test_refusals_and_bad_arguments_reach_the_model_as_errors(server):
         call = SimpleNamespace(id="c1", type="function", function=SimpleNamespace(name="recall", arguments='{"query": "tea"}'))
         assert json.loads(tools.run(call)) == {"memories": []}
         assert tools.handles("recall") and not tools.handles("weather")
+        # forget without a memory's id is the model's mistake, never another route's answer.
+        for args in ({}, {"memoryId": ""}, {"memoryId": "  "}, {"memoryId": 42}):
+            assert json.loads(tools.run({"name": "forget", "arguments": args}))["error"] == {
+                "code": "invalid_arguments",
+                "message": "memoryId: the id of a memory, from recall, is required",
+            }
+        for memory_id in ("..", ".", "not-an-id", "../keys"):
+            got = json.loads(tools.run({"name": "forget", "arguments": {"memoryId": memory_id}}))
+            assert got["error"] == {"code": "not_found", "message": "no memory with that id"}
         with pytest.raises(ValueError):
             tools.run({"name": "weather", "arguments": "{}"})
 

@@ -53,6 +53,11 @@ export class EventClock {
     return { seq: ++this.seq, atMs };
   }
 
+  /** The last seq handed out. */
+  get handedOut() {
+    return this.seq;
+  }
+
   /** How many namespaces are cached (for tests of the bound). */
   get cached() {
     return this.lastMs.size;

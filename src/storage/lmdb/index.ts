@@ -4,6 +4,7 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { type Database, type Key, open, type RootDatabase } from "lmdb";
+import { stateMarks } from "../asof";
 import { keyedMutex } from "../mutex";
 import { type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
 import { type EventRecord, type IdempotencyEntry, isCurrent, type KeyRecord, type MemoryRecord } from "../records";
@@ -17,6 +18,7 @@ import {
   type Storage,
   StorageError,
 } from "../storage";
+import { lmdbAsOf } from "./asof";
 import { EventClock } from "./clock";
 import { keywordCache as newKeywordCache } from "./keyword-cache";
 import { binaryDbs, dbNames, END, FORMAT_VERSION, keys } from "./layout";
@@ -68,7 +70,7 @@ const sharedStructuresKey = Symbol.for("structures");
 const recordFields = new Set(
   [
     ["id", "namespace", "entity", "content", "category", "importance", "tags", "metadata", "source"],
-    ["createdAt", "updatedAt", "expiresAt", "state"],
+    ["createdAt", "updatedAt", "expiresAt", "state", "observedAt", "oldObservedAt"],
     ["seq", "memoryId", "event", "oldContent", "newContent", "mergedFromId", "reason", "atMs", "actorKeyId"],
     ["name", "permission", "namespaces", "lastUsedAt", "revokedAt", "hash"],
     ["memories", "events", "keyId", "key", "status", "body"],
@@ -138,7 +140,18 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   const clock = new EventClock(dbs);
   const flushed = () => Promise.resolve(env.flushed).then(() => undefined);
   const vectorCache = newVectorCache(dbs);
-  const keywordCache = newKeywordCache(dbs);
+  /**
+   * Writes begun and not yet followed by the in-memory lists, each with the last seq handed out
+   * when it began: every event up to the smallest is committed and followed (keyword snapshots
+   * are taken as of that seq, keyword-snapshot.ts).
+   */
+  const inflight = new Map<object, number>();
+  const settledSeq = () => {
+    let min = clock.handedOut;
+    for (const seq of inflight.values()) if (seq < min) min = seq;
+    return min;
+  };
+  const keywordCache = newKeywordCache(dbs, options.searchIndex === false ? undefined : dataDir, settledSeq);
   /**
    * Runs a write plan durably. The in-memory keyword lists and vectors follow what it committed:
    * every IndexWriter the plan made is collected (IndexWriter.collect), and the memories and
@@ -146,6 +159,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
    */
   const write = async <T>(plan: (w: Writes) => T): Promise<T> => {
     const writers: IndexWriter[] = [];
+    const token = {};
+    inflight.set(token, clock.handedOut);
     try {
       return await writeDurably(env, flushed, (w) => IndexWriter.collect(writers, () => plan(w)));
     } finally {
@@ -153,6 +168,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
         vectorCache.refresh(ix.vectorsTouched);
         keywordCache.refresh(ix.keywordTouched);
       }
+      inflight.delete(token);
     }
   };
   const serialize = keyedMutex();
@@ -279,11 +295,14 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     const failures = new Map<number, unknown>();
     // The in-memory keyword lists and vectors follow the commit, as in write().
     const writers: IndexWriter[] = [];
+    const token = {};
+    inflight.set(token, clock.handedOut);
     const refreshCaches = () => {
       for (const ix of writers) {
         vectorCache.refresh(ix.vectorsTouched);
         keywordCache.refresh(ix.keywordTouched);
       }
+      inflight.delete(token);
     };
     env
       .transaction(() =>
@@ -467,6 +486,8 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       let n = 0;
       await env.transaction(() => {
         n = rebuildIndex(dbs, options.embeddings ?? false);
+        // Keyword snapshots of the index before are no longer caught up by its events.
+        dbs.meta.putSync("searchEpoch", ((dbs.meta.get("searchEpoch") as number | undefined) ?? 0) + 1);
       });
       vectorCache.clear();
       keywordCache.clear();
@@ -516,7 +537,9 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
 
     serialize: (namespace, entity, fn) => serialize(JSON.stringify([namespace, entity]), fn),
 
-    ...lmdbLifecycle({ env, dbs, clock, write, stage, getRecord }),
+    ...lmdbLifecycle({ env, dbs, clock, write, stage, getRecord, erased: (ns) => keywordCache.forget(ns) }),
+
+    ...lmdbAsOf(dbs, getRecord),
 
     async notReadyReason() {
       // isOperational() is in lmdb-js (status "open") but missing from its type declarations.
@@ -554,6 +577,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     },
 
     async close() {
+      keywordCache.save();
       vectorCache.clear();
       keywordCache.clear();
       await flushed();
@@ -594,7 +618,8 @@ export function putEvent(w: Writes, dbs: Dbs, event: EventRecord) {
   const { namespace: ns, atMs, seq } = event;
   w.put(dbs.events, seq, event);
   w.put(dbs.eventsByNs, keys.eventByNs(ns, atMs, seq), null);
-  w.put(dbs.eventsByEntity, keys.eventByEntity(ns, event.entity, atMs, seq), null);
+  // The value says what the event did to which memory (as-of reads fold it without the event).
+  w.put(dbs.eventsByEntity, keys.eventByEntity(ns, event.entity, atMs, seq), stateMarks(event));
   w.put(dbs.eventsByMemory, keys.eventByMemory(ns, event.memoryId, atMs, seq), null);
   // A REPLACE also belongs to the history of the memory it superseded.
   if (event.mergedFromId && event.mergedFromId !== event.memoryId)

@@ -12,7 +12,10 @@
  *   expiries           [expiresAtMs, memoryId]             -> null  (what the TTL sweeper deletes next)
  *   events             seq                                 -> EventRecord  (seq: global, strictly increasing)
  *   events_by_ns       [namespace, atMs, seq]              -> null
- *   events_by_entity   [namespace, entity, atMs, seq]      -> null
+ *   events_by_entity   [namespace, entity, atMs, seq]      -> null; since format 7 what the event did:
+ *                                                             "+id[@expiresAt]" / "-id" per memory, comma-joined
+ *                                                             (storage/asof.ts stateMarks). The as-of index: an
+ *                                                             entity's history up to a moment is one range scan.
  *   events_by_memory   [namespace, memoryId, atMs, seq]    -> null  (a REPLACE is listed under both memories)
  *   api_keys           [keyId]                             -> KeyRecord (hash of the secret, never the secret)
  *   api_key_hashes     [sha256 hex]                        -> keyId
@@ -23,7 +26,8 @@
  * Every msgpack sub-database also holds its shared structures (format 6) under the symbol key
  * Symbol.for("structures"), outside every range.
  *
- * meta also holds "clockEpoch", a counter that `memd import` bumps: a running server's event clock
+ * meta also holds "searchEpoch", which a rebuild of the search index bumps (keyword snapshots,
+ * keyword-snapshot.ts, of an older epoch are not used), and "clockEpoch", a counter that `memd import` bumps: a running server's event clock
  * sees it change and re-reads the last seq and event times, so imported events never collide with
  * new ones; "seqFloor", the largest seq of an import under way, which new events stay above.
  * Idempotency keys are printable ASCII (no 0x00), keyed per API key so that two keys
@@ -110,6 +114,8 @@ export const keys = {
  * 3: the search index; 4: erasures, idempotency, idempotency_expiries; 5: the terms in
  * namespace_memories' values, no doc_terms or search_stats; 6: records' field names in each
  * sub-database's shared structures (older releases could not read those records), and no terms
- * in namespace_memories' values.
+ * in namespace_memories' values; 7: memories' observedAt, and events that carry the memory's
+ * state after them (importance, tags, metadata, expiresAt, observedAt, oldObservedAt), for
+ * as-of reads.
  */
-export const FORMAT_VERSION = 6;
+export const FORMAT_VERSION = 7;

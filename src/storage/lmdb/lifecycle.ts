@@ -2,10 +2,10 @@
 // answers. Kept apart from index.ts, which holds the hot path (apply); these methods are spread
 // into the storage object there.
 import type { RootDatabase } from "lmdb";
-import { type Planned, planOp } from "../ops";
+import { matchesFilter, type Planned, planOp } from "../ops";
 import type { ErasureRecord, EventRecord, ExportRecord, IdempotencyEntry, KeyRecord, MemoryRecord } from "../records";
 import { isCurrent } from "../records";
-import type { Applied, LifecycleMethods, MemoryOp } from "../storage";
+import type { Applied, Erasure, Idempotency, ListMemoriesQuery, MemoryOp, MemoryReads, Transfer } from "../storage";
 import type { EventClock } from "./clock";
 import { type Dbs, putEvent, type Writes } from "./index";
 import { END, keys } from "./layout";
@@ -22,9 +22,11 @@ export interface LifecycleContext {
   write<T>(plan: (w: Writes) => T): Promise<T>;
   stage(w: Writes, ix: IndexWriter, op: MemoryOp, p: Planned, seq: number, overlay: Map<string, MemoryRecord>): Applied;
   getRecord(id: string): MemoryRecord | undefined;
+  /** After an erasure in a namespace has committed (its keyword snapshot is deleted). */
+  erased(namespace: string): void;
 }
 
-type Methods = LifecycleMethods;
+type Methods = Pick<MemoryReads, "listMemories"> & Erasure & Transfer & Idempotency;
 
 /** A memory record without anything a person said: what an erasure leaves. */
 export function scrubbed(r: MemoryRecord): MemoryRecord {
@@ -32,19 +34,15 @@ export function scrubbed(r: MemoryRecord): MemoryRecord {
   return { ...rest, content: "" };
 }
 
-/** An event without contents, reason `erased`: what an erasure leaves. */
-export const scrubbedEvent = (e: EventRecord): EventRecord => ({
-  ...e,
-  oldContent: null,
-  newContent: null,
-  reason: "erased",
-});
+/** An event without contents (its tags and metadata too), reason `erased`: what an erasure leaves. */
+export function scrubbedEvent(e: EventRecord): EventRecord {
+  const { tags: _t, metadata: _m, ...rest } = e;
+  return { ...rest, oldContent: null, newContent: null, reason: "erased" };
+}
 
 /** Whether a memory passes a list query's filters. */
-export function listed(r: MemoryRecord | undefined, category: string | undefined, tags: string[], now: number) {
-  if (!isCurrent(r, now)) return false;
-  if (category !== undefined && r.category !== category) return false;
-  return tags.every((t) => r.tags?.includes(t));
+export function listed(r: MemoryRecord | undefined, q: ListMemoriesQuery, now: number) {
+  return isCurrent(r, now) && matchesFilter(r, q);
 }
 
 /** The key of an exported record in its sub-database. */
@@ -67,7 +65,7 @@ const withoutType = (r: ExportRecord) => {
 };
 
 export function lmdbLifecycle(ctx: LifecycleContext): Methods {
-  const { env, dbs, clock, write, stage, getRecord } = ctx;
+  const { env, dbs, clock, write, stage, getRecord, erased } = ctx;
   const dbOf = (r: ExportRecord) =>
     ({ memory: dbs.memories, event: dbs.events, key: dbs.apiKeys, erasure: dbs.erasures })[r.type];
 
@@ -77,7 +75,6 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
       const byEntity = q.entity !== undefined;
       const prefix = byEntity ? [q.namespace, q.entity!] : [q.namespace];
       const db = byEntity ? dbs.entityMemories : dbs.namespaceMemories;
-      const tags = q.tags ?? [];
       const out: MemoryRecord[] = [];
       let lastScanned: string | undefined;
       let scanned = 0;
@@ -91,7 +88,7 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
         const id = (key as string[]).at(-1)!;
         if (scanned++ >= MAX_LIST_SCAN) return { memories: out, next: lastScanned };
         const r = getRecord(id);
-        if (listed(r, q.category, tags, now)) {
+        if (listed(r, q, now)) {
           // One more match than asked: there is a next page, continuing after the last one shown.
           if (out.length === q.limit) return { memories: out, next: out.at(-1)!.id };
           out.push(r!);
@@ -101,8 +98,8 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
       return { memories: out };
     },
 
-    erase(namespace, entity, actorKeyId, now = Date.now()) {
-      return write((w) => {
+    async erase(namespace, entity, actorKeyId, now = Date.now()) {
+      const done = await write((w) => {
         clock.sync();
         // Every memory of the entity has at least its ADD or REPLACE event under the entity.
         const ids = new Set<string>();
@@ -166,6 +163,8 @@ export function lmdbLifecycle(ctx: LifecycleContext): Methods {
         w.put(dbs.erasures, keys.erasure(namespace, entity, atMs), erasure);
         return erasure;
       });
+      erased(namespace);
+      return done;
     },
 
     async erasures(namespace, entity) {

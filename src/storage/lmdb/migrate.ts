@@ -49,6 +49,11 @@ const steps: Record<number, (dbs: Dbs, env: RootDatabase) => void> = {
   5(dbs) {
     rebuildIndex(dbs, false);
   },
+  // 7: memories carry observedAt and events the memory's whole state (storage/asof.ts). Nothing
+  // to rewrite: older records and events read as they are (observedAt is then createdAt; an
+  // older event's other fields come from the record). The step keeps older releases, which
+  // would drop the new fields on their next write, from opening the data dir.
+  6() {},
 };
 
 /** 3: the search index, built from the current memories (no vectors: `memd reindex` embeds). */

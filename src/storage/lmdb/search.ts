@@ -7,7 +7,7 @@ import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage
 import type { Dbs, Writes } from "./index";
 import type { KeywordSpace, List } from "./keyword-cache";
 import { keys } from "./layout";
-import type { Space } from "./vector-cache";
+import { ann, type Space } from "./vector-cache";
 
 /**
  * Stages index changes for one write transaction and notes what they touched, so the in-memory
@@ -133,12 +133,13 @@ export function keywordSearch(
 ): Scored[] {
   if (terms.length === 0) return EMPTY;
   // The scope's documents and their average length (BM25's N and avgdl).
-  const docsOf = scope.entity === undefined ? undefined : space.byEntity.get(scope.entity);
+  const ofEntity = scope.entity === undefined ? undefined : space.entityDocuments(scope.entity);
+  const docsOf = ofEntity?.docs;
   let { docs, totalLength } = space.stats;
   if (scope.entity !== undefined) {
-    docs = docsOf?.size ?? 0;
+    docs = ofEntity?.live ?? 0;
     totalLength = 0;
-    if (docsOf) for (const d of docsOf) totalLength += space.docLen[d];
+    if (docsOf) for (const d of docsOf) if (!space.gone[d]) totalLength += space.docLen[d];
   }
   if (docs === 0) return EMPTY;
   const avg = totalLength / docs;
@@ -161,11 +162,12 @@ export function keywordSearch(
     .map(({ term, weight, list }) => ({ term, weight, list, idf: weight * idf(docs, list.live) }))
     .sort((a, b) => b.idf - a.idf || (a.term < b.term ? -1 : 1));
   if (ts.length === 0) return EMPTY;
-  const n = space.ids.length;
+  const n = space.count;
   if (space.scores.length < n) {
-    space.scores = new Float64Array(Math.max(1024, n * 2));
-    space.touched = new Int32Array(Math.max(1024, n * 2));
-    space.values = new Float64Array(Math.max(1024, n * 2));
+    const room = Math.max(1024, n + (n >> 3));
+    space.scores = new Float64Array(room);
+    space.touched = new Int32Array(room);
+    space.values = new Float64Array(room);
   }
   const count = docsOf
     ? entityCandidates(space, docsOf, ts, docs, avg)
@@ -177,19 +179,20 @@ export function keywordSearch(
  * An entity's candidates into (space.touched, space.values): its documents, each looked at once
  * for which of the query's lists hold it. Returns how many.
  */
-function entityCandidates(space: KeywordSpace, docsOf: Set<number>, ts: QueryTerm[], docs: number, avg: number) {
+function entityCandidates(space: KeywordSpace, docsOf: Int32Array, ts: QueryTerm[], docs: number, avg: number) {
   const { touched, values } = space;
   const listIds = ts.map((t) => t.list.id);
   const hits: number[] = []; // document, then (list index, tf) pairs, then -1
   const df = ts.map(() => 0);
   for (const d of docsOf) {
+    if (space.gone[d]) continue;
     let found = false;
-    for (let k = space.docStart[d]; k < space.docStart[d + 1]; k += 2) {
-      const q = listIds.indexOf(space.pool[k]);
+    for (let k = space.docStart[d]; k < space.docStart[d + 1]; k++) {
+      const q = listIds.indexOf(space.poolList[k]);
       if (q < 0) continue;
       if (!found) hits.push(d);
       found = true;
-      hits.push(q, space.pool[k + 1]);
+      hits.push(q, space.poolTf[k]);
       df[q]++;
     }
     if (found) hits.push(-1);
@@ -232,7 +235,7 @@ function namespaceCandidates(space: KeywordSpace, ts: QueryTerm[], avg: number, 
     for (let want = limit * 2 + 16; ; want *= 4) {
       const order = bestValues(values, count, want);
       let k = 0;
-      for (const j of order) if (accept(space.ids[touched[j]]) && ++k === limit) return values[j];
+      for (const j of order) if (accept(space.idOf(touched[j])) && ++k === limit) return values[j];
       if (order.length >= count) return Number.NEGATIVE_INFINITY;
     }
   };
@@ -275,8 +278,8 @@ function namespaceCandidates(space: KeywordSpace, ts: QueryTerm[], avg: number, 
     acc[d] = 0;
     if (s < cut) continue;
     for (let j = 0; j < late.length; j++)
-      for (let k = space.docStart[d]; k < space.docStart[d + 1]; k += 2)
-        if (space.pool[k] === late[j].id) s += bm25(ts[q + j].idf, space.pool[k + 1], space.docLen[d], avg);
+      for (let k = space.docStart[d]; k < space.docStart[d + 1]; k++)
+        if (space.poolList[k] === late[j].id) s += bm25(ts[q + j].idf, space.poolTf[k], space.docLen[d], avg);
     touched[kept] = d;
     values[kept++] = s;
   }
@@ -288,8 +291,8 @@ function namespaceCandidates(space: KeywordSpace, ts: QueryTerm[], avg: number, 
  * for the first time in space.touched from `count` on; returns the new count.
  */
 function addList(space: KeywordSpace, list: List, w: number, avg: number, count: number): number {
-  const { scores: acc, touched, gone } = space;
-  const { doc, tf, len } = list;
+  const { scores: acc, touched, gone, docLen } = space;
+  const { doc, tf } = list;
   // Most postings have tf 1: their contribution by length, from a table.
   const one = new Float64Array(list.maxLen + 1);
   for (let l = 0; l < one.length; l++) one[l] = bm25(w, 1, l, avg);
@@ -298,7 +301,7 @@ function addList(space: KeywordSpace, list: List, w: number, avg: number, count:
     if (gone[d]) continue;
     const before = acc[d];
     if (before === 0) touched[count++] = d;
-    const l = len[i];
+    const l = docLen[d];
     acc[d] = before + (tf[i] === 1 ? one[l] : bm25(w, tf[i], l, avg));
   }
   return count;
@@ -315,14 +318,14 @@ function pickAccepted(
   limit: number,
   accept: (id: string) => MemoryRecord | null,
 ): Scored[] {
-  const { touched, values, docCreated, ids } = space;
+  const { touched, values, docCreated } = space;
   /** Whether candidate i ranks before candidate j. */
   const before = (i: number, j: number) => {
     if (values[i] !== values[j]) return values[i] > values[j];
     const a = touched[i];
     const b = touched[j];
     if (docCreated[a] !== docCreated[b]) return docCreated[a] > docCreated[b];
-    return ids[a] > ids[b];
+    return space.idAfter(a, b);
   };
   for (let want = limit * 4 + 16; ; want *= 4) {
     // The best `want` by a heap whose root ranks last.
@@ -352,7 +355,7 @@ function pickAccepted(
     heap.sort((i, j) => (before(i, j) ? -1 : 1));
     const out: Scored[] = [];
     for (const j of heap) {
-      const m = accept(ids[touched[j]]);
+      const m = accept(space.idOf(touched[j]));
       if (m) out.push({ memory: m, score: values[j] });
       if (out.length === limit) return out;
     }
@@ -377,9 +380,11 @@ function topAccepted(
 }
 
 /**
- * Exact cosine top-k over every vector of a scope, scored against the namespace's in-memory
- * matrix (vector-cache.ts); candidates are checked against their memory record, so a memory that
- * is no longer current is never returned.
+ * Cosine top-k over a scope, on the namespace's in-memory codes (vector-cache.ts): the candidates
+ * it offers carry exact scores, read from LMDB; exact for a scope of at most `ann.rescore`
+ * vectors, approximate (the nearest codes) beyond. Candidates are checked against their memory
+ * record, so a memory that is no longer current is never returned; when too few pass, more are
+ * asked for, up to the whole scope.
  */
 export function semanticSearch(
   dbs: Dbs,
@@ -391,19 +396,25 @@ export function semanticSearch(
   now: number,
 ): Scored[] {
   const q = normalized(query);
-  const { ids, sims } = space.score(scope.entity, q);
   const scores = new Map<string, number>();
   const accept = (id: string) => {
     const m = dbs.memories.get(id) as MemoryRecord | undefined;
     return isCurrent(m, now) && m.namespace === scope.namespace && matchesFilter(m, filter) ? m : null;
   };
-  // Only the best few are worth sorting and checking: widen until `limit` pass or all are seen.
-  for (let want = limit * 4 + 16; ; want *= 4) {
-    const order = topIndexes(sims, want);
-    scores.clear();
-    for (const j of order) scores.set(ids[j], sims[j]);
-    const out = topAccepted(scores, accept, limit);
-    if (out.length >= limit || order.length >= sims.length) return out;
+  for (let want = Math.max(limit * 4 + 16, ann.rescore); ; want *= 4) {
+    const { ids, sims, all } = space.nearest(scope.entity, q, want);
+    // Only the best few are worth sorting and checking: widen until `limit` pass or all are seen.
+    for (let check = limit * 4 + 16; ; check *= 4) {
+      const order = topIndexes(sims, check);
+      scores.clear();
+      for (const j of order) scores.set(ids[j], sims[j]);
+      const out = topAccepted(scores, accept, limit);
+      if (out.length >= limit) return out;
+      if (order.length >= sims.length) {
+        if (all) return out;
+        break;
+      }
+    }
   }
 }
 

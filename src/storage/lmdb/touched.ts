@@ -32,13 +32,15 @@ export function refreshTouched<V>(
 
 /** How one index is copied into memory per namespace (see NamespaceCache). */
 export interface CacheSource<S, V> {
-  empty(): S;
+  empty(namespace: string): S;
   /**
    * Reads up to `limit` entries of `namespace` from LMDB into `s`, starting after the key
    * `after` (from the start when undefined); returns the last key read, or undefined when the
    * namespace had no more.
    */
   load(s: S, namespace: string, after: Key[] | undefined, limit: number): Key[] | undefined;
+  /** After a first load (spare room can be dropped). */
+  loaded?(s: S): void;
   /** Whether a loaded copy is worth keeping (an empty one is not: searches of unused names would pile up). */
   keep(s: S): boolean;
   /** A touched memory's entry as LMDB now holds it. */
@@ -84,13 +86,14 @@ export class NamespaceCache<S, V> {
 
   private async load(namespace: string, touched: Touched[]): Promise<S> {
     const generation = this.generation;
-    const s = this.source.empty();
+    const s = this.source.empty(namespace);
     try {
       for (let after = this.source.load(s, namespace, undefined, loading.slice); after !== undefined; ) {
         await loading.between();
         after = this.source.load(s, namespace, after, loading.slice);
       }
       this.apply(touched, (ns) => (ns === namespace ? s : undefined));
+      this.source.loaded?.(s);
       if (generation === this.generation && this.source.keep(s)) this.ready.set(namespace, s);
       return s;
     } finally {

@@ -6,6 +6,7 @@ import { type ReservedSQL, SQL } from "bun";
 import { keyedMutex } from "../mutex";
 import type { EventRecord, KeyRecord, MemoryRecord } from "../records";
 import { type EventScope, IdempotencyKeyTaken, type MemoryOp, type Storage, StorageError } from "../storage";
+import { pgAsOf } from "./asof";
 import { pgLifecycle } from "./lifecycle";
 import { migrate } from "./schema";
 import { keywordSearch, rebuildIndex, semanticSearch, writeIndex } from "./search";
@@ -52,6 +53,7 @@ export function memoryOf(r: Row): MemoryRecord {
     updatedAt: Number(r.updated_at),
     ...(r.expires_at !== null ? { expiresAt: Number(r.expires_at) } : {}),
     state: r.state as MemoryRecord["state"],
+    ...(r.observed_at !== null && r.observed_at !== undefined ? { observedAt: Number(r.observed_at) } : {}),
   };
 }
 
@@ -69,10 +71,11 @@ export const memoryRow = (m: MemoryRecord) => ({
   updated_at: m.updatedAt,
   expires_at: m.expiresAt ?? null,
   state: m.state,
+  observed_at: m.observedAt ?? null,
 });
 
 export function eventOf(r: Row): EventRecord {
-  return {
+  const e: EventRecord = {
     seq: Number(r.seq),
     namespace: r.namespace as string,
     entity: r.entity as string,
@@ -86,6 +89,14 @@ export function eventOf(r: Row): EventRecord {
     atMs: Number(r.at_ms),
     actorKeyId: r.actor_key_id as string | null,
   };
+  // The memory's state after the event (records.ts), on events written since schema 5.
+  if (r.importance !== null && r.importance !== undefined) e.importance = Number(r.importance);
+  if (r.tags !== null && r.tags !== undefined) e.tags = json<string[]>(r.tags);
+  if (r.metadata !== null && r.metadata !== undefined) e.metadata = json<Record<string, unknown>>(r.metadata);
+  if (r.expires_at !== null && r.expires_at !== undefined) e.expiresAt = Number(r.expires_at);
+  if (r.observed_at !== null && r.observed_at !== undefined) e.observedAt = Number(r.observed_at);
+  if (r.old_observed_at !== null && r.old_observed_at !== undefined) e.oldObservedAt = Number(r.old_observed_at);
+  return e;
 }
 
 export const keyRow = (k: KeyRecord) => ({
@@ -112,6 +123,12 @@ export const eventRow = (e: Omit<EventRecord, "seq">) => ({
   category: e.category,
   at_ms: e.atMs,
   actor_key_id: e.actorKeyId,
+  importance: e.importance ?? null,
+  tags: e.tags === undefined ? null : JSON.stringify(e.tags),
+  metadata: e.metadata === undefined ? null : JSON.stringify(e.metadata),
+  expires_at: e.expiresAt ?? null,
+  observed_at: e.observedAt ?? null,
+  old_observed_at: e.oldObservedAt ?? null,
 });
 
 export function keyOf(r: Row): KeyRecord {
@@ -195,7 +212,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
 
     apply(ops, actorKeyId, now = Date.now(), idempotency) {
       if (ops.length === 0 && !idempotency) return Promise.resolve([]);
-      return apply({ ops, actorKeyId, now, idempotency }, addsToOneNamespace(ops));
+      return apply({ ops, actorKeyId, now, idempotency }, onlyAdds(ops));
     },
 
     async getMemory(id) {
@@ -408,6 +425,8 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       },
     }),
 
+    ...pgAsOf({ sql, db }),
+
     async notReadyReason() {
       try {
         // A database that takes no writes (a standby after a failover) is not ready either.
@@ -444,11 +463,14 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   return storage;
 }
 
-/** The namespace of ops that only add memories to one namespace (raw stores); else undefined. */
-function addsToOneNamespace(ops: readonly MemoryOp[]): string | undefined {
-  const ns = ops[0]?.event === "ADD" ? ops[0].create.namespace : undefined;
-  return ns !== undefined && ops.every((op) => op.event === "ADD" && op.create.namespace === ns) ? ns : undefined;
-}
+/**
+ * The group of calls that only add memories (raw stores), which share transactions: they lock
+ * only their namespaces' clock rows, in name order within one statement, so a shared
+ * transaction over many namespaces cannot deadlock with another. Else undefined: the call runs
+ * alone.
+ */
+const onlyAdds = (ops: readonly MemoryOp[]): string | undefined =>
+  ops.every((op) => op.event === "ADD") ? "adds" : undefined;
 
 /** Events of a scope: after `afterMs` oldest first, or (afterMs undefined) newest first. */
 function eventsQuery(sql: SQL, scope: EventScope, afterMs: number | undefined, limit: number) {

@@ -2,11 +2,11 @@
 // idempotent answers. Spread into the storage object in index.ts.
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import type { ErasureRecord, ExportRecord, IdempotencyEntry, KeyRecord, MemoryRecord } from "../records";
-import type { Applied, LifecycleMethods, MemoryOp } from "../storage";
+import type { Applied, Erasure, Idempotency, MemoryOp, MemoryReads, Transfer } from "../storage";
 import { eventOf, eventRow, keyOf, keyRow, memoryOf, memoryRow, type Row } from "./index";
 import { writeIndex } from "./search";
 
-type Methods = LifecycleMethods;
+type Methods = Pick<MemoryReads, "listMemories"> & Erasure & Transfer & Idempotency;
 
 export interface PgLifecycleContext {
   sql: SQL;
@@ -91,6 +91,8 @@ export function pgLifecycle({ sql, db, write, applyIn }: PgLifecycleContext): Me
           AND (${tags}::text[] IS NULL OR (tags IS NOT NULL AND (CASE WHEN json_typeof(tags) = 'string'
             THEN (tags #>> '{}')::jsonb ELSE tags::jsonb END) ?& ${tags}::text[]))
           AND (expires_at IS NULL OR expires_at > ${now})
+          AND (${q.observedAfter ?? null}::bigint IS NULL OR COALESCE(observed_at, created_at) >= ${q.observedAfter ?? null})
+          AND (${q.observedBefore ?? null}::bigint IS NULL OR COALESCE(observed_at, created_at) < ${q.observedBefore ?? null})
           AND id < ${before}::uuid
           ORDER BY id DESC LIMIT ${q.limit + 1}`,
       );
@@ -120,7 +122,8 @@ export function pgLifecycle({ sql, db, write, applyIn }: PgLifecycleContext): Me
         );
         await tx`UPDATE memories SET content = '', tags = NULL, metadata = NULL, source = NULL
             WHERE id = ANY(${ids}::uuid[])`;
-        const scrubbed = await tx`UPDATE events SET old_content = NULL, new_content = NULL, reason = 'erased'
+        const scrubbed =
+          await tx`UPDATE events SET old_content = NULL, new_content = NULL, tags = NULL, metadata = NULL, reason = 'erased'
             WHERE namespace = ${namespace} AND (memory_id = ANY(${ids}::uuid[]) OR merged_from_id = ANY(${ids}::uuid[]))
             RETURNING seq`;
         // Stored answers that name an erased memory (a store's answer holds its content).

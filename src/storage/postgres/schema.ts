@@ -149,6 +149,20 @@ export const migrations: string[] = [
   `
   UPDATE search_state SET needs_rebuild = true WHERE EXISTS (SELECT 1 FROM memories WHERE state = 'current');
   `,
+  // Memory in time (issue 23): each memory's observed time (valid time; NULL on older rows means
+  // its created_at), and events that carry the memory's state after them, so that the trail
+  // alone replays every field (storage/asof.ts). Older events keep NULLs there: as-of reads take
+  // those fields from the memory row. events_by_entity (namespace, entity, at_ms) serves as-of reads.
+  `
+  ALTER TABLE memories ADD COLUMN observed_at bigint;
+  ALTER TABLE events
+    ADD COLUMN importance double precision,
+    ADD COLUMN tags json,
+    ADD COLUMN metadata json,
+    ADD COLUMN expires_at bigint,
+    ADD COLUMN observed_at bigint,
+    ADD COLUMN old_observed_at bigint;
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;

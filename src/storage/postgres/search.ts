@@ -22,27 +22,30 @@ const vectorBytes = (v: Float32Array | number[]) => Buffer.from(normalized(v).bu
 
 /** Writes the net index change of one apply: postings, stats, vectors, queue. */
 export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise<void> {
-  await Promise.all(sendIndex(tx, touched));
+  const change = indexChange(touched);
+  const deletes = sendIndexDeletes(tx, change);
+  const writes = new Statement();
+  addIndexWrites(writes, change);
+  await Promise.all([...deletes, ...(writes.empty ? [] : [writes.send(tx)])]);
 }
 
-const started = <T>(q: Promise<T> & { execute(): unknown }) => q.execute() as Promise<T>;
+/** The rows of an index change, as computed from what one apply did. */
+export interface IndexChange {
+  /** Memories whose postings go. */
+  removeIds: string[];
+  postings: { namespace: string; entity: string; term: string; memory_id: string; tf: number; doc_len: number }[];
+  stats: { namespace: string; entity: string; docs: number; total_len: number }[];
+  /** Memories whose vector and queue entry go. */
+  dropIds: string[];
+  /** New vectors: float32 little-endian, base64 (rows travel as JSON). */
+  vectors: { memory_id: string; namespace: string; entity: string; vector: string }[];
+  pending: { memory_id: string }[];
+}
 
-/**
- * Sends the statements of the net index change of one apply (postings, stats, vectors, queue) on
- * `tx`, in order and without waiting between them; their answers. One statement per table (in
- * slices of 5,000 rows), each with its columns as arrays, so that its text is the same for any
- * number of rows; a memory that did not exist before the apply has nothing to delete.
- */
-export function sendIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise<unknown>[] {
+/** The net index change of one apply: postings, stats, vectors, queue; a new memory has nothing to delete. */
+export function indexChange(touched: Iterable<IndexTouch>): IndexChange {
   const removeIds: string[] = [];
-  const postings: {
-    namespace: string;
-    entity: string;
-    term: string;
-    memory_id: string;
-    tf: number;
-    doc_len: number;
-  }[] = [];
+  const postings: IndexChange["postings"] = [];
   const stats = new Map<string, { namespace: string; entity: string; docs: number; total_len: number }>();
   const bump = (namespace: string, entity: string, docs: number, len: number) => {
     const k = JSON.stringify([namespace, entity]);
@@ -51,9 +54,9 @@ export function sendIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise<unknow
     s.total_len += len;
     stats.set(k, s);
   };
-  const dropVectors: string[] = [];
-  const pending: string[] = [];
-  const vectors: { memory_id: string; namespace: string; entity: string; vector: Buffer }[] = [];
+  const dropIds = new Set<string>();
+  const pending: IndexChange["pending"] = [];
+  const vectors: IndexChange["vectors"] = [];
   for (const { before, after, vector, vectorOnly } of touched) {
     const was = before?.state === "current";
     const is = after.state === "current";
@@ -79,68 +82,91 @@ export function sendIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise<unknow
       bump(after.namespace, "", 1, length);
       bump(after.namespace, after.entity, 1, length);
     }
-    // A new memory has no vector or queue entry to drop (and a rebuild keeps the stored ones).
-    if (before !== undefined && (!is || (was && vector === undefined) || vector !== undefined))
-      dropVectors.push(after.id);
-    if (is && vector === "pending") pending.push(after.id);
+    // A memory that did not exist before has no vector or queue entry to drop (and a rebuild
+    // keeps the stored ones).
+    if (before !== undefined && (!is || (was && vector === undefined) || vector !== undefined)) dropIds.add(after.id);
+    if (is && vector === "pending") pending.push({ memory_id: after.id });
     if (is && vector !== undefined && vector !== "pending")
       vectors.push({
         memory_id: after.id,
         namespace: after.namespace,
         entity: after.entity,
-        vector: vectorBytes(vector),
+        vector: vectorBytes(vector).toString("base64"),
       });
-  }
-  const out: Promise<unknown>[] = [];
-  const text = (xs: string[]) => tx.array(xs, "text");
-  // Ids as one array parameter and rows in slices: an erasure can touch 100,000 memories.
-  if (removeIds.length)
-    out.push(started(tx`DELETE FROM memory_terms WHERE memory_id = ANY(${text(removeIds)}::uuid[])`));
-  for (let i = 0; i < postings.length; i += 5000) {
-    const p = postings.slice(i, i + 5000);
-    out.push(
-      started(tx`INSERT INTO memory_terms (namespace, entity, term, memory_id, tf, doc_len)
-        SELECT * FROM unnest(${text(p.map((x) => x.namespace))}::text[], ${text(p.map((x) => x.entity))}::text[],
-          ${text(p.map((x) => x.term))}::text[], ${text(p.map((x) => x.memory_id))}::uuid[],
-          ${tx.array(
-            p.map((x) => x.tf),
-            "int4",
-          )}::int[], ${tx.array(
-            p.map((x) => x.doc_len),
-            "int4",
-          )}::int[])`),
-    );
   }
   const rows = [...stats.values()]
     .filter((s) => s.docs !== 0 || s.total_len !== 0)
     .sort((a, b) => (a.namespace + a.entity < b.namespace + b.entity ? -1 : 1));
-  if (rows.length)
-    out.push(
-      started(tx`
-        INSERT INTO search_stats AS s (namespace, entity, docs, total_len)
-        SELECT * FROM unnest(${text(rows.map((r) => r.namespace))}::text[], ${text(rows.map((r) => r.entity))}::text[],
-          ${tx.array(
-            rows.map((r) => r.docs),
-            "int8",
-          )}::bigint[], ${tx.array(
-            rows.map((r) => r.total_len),
-            "int8",
-          )}::bigint[])
-        ON CONFLICT (namespace, entity) DO UPDATE
-          SET docs = s.docs + EXCLUDED.docs, total_len = s.total_len + EXCLUDED.total_len`),
-    );
-  const ids = [...new Set(dropVectors)];
-  if (ids.length) {
-    out.push(started(tx`DELETE FROM memory_vectors WHERE memory_id = ANY(${text(ids)}::uuid[])`));
-    out.push(started(tx`DELETE FROM embed_pending WHERE memory_id = ANY(${text(ids)}::uuid[])`));
+  return { removeIds, postings, stats: rows, dropIds: [...dropIds], vectors, pending };
+}
+
+const started = <T>(q: Promise<T> & { execute(): unknown }) => q.execute() as Promise<T>;
+
+/**
+ * Sends an index change's deletes on `tx`, without waiting: they go before the statement that
+ * writes the new rows (one statement cannot delete and insert the same key).
+ */
+export function sendIndexDeletes(tx: Tx, c: IndexChange): Promise<unknown>[] {
+  const out: Promise<unknown>[] = [];
+  const text = (xs: string[]) => tx.array(xs, "text");
+  // Ids as one array parameter: an erasure can touch 100,000 memories.
+  if (c.removeIds.length)
+    out.push(started(tx`DELETE FROM memory_terms WHERE memory_id = ANY(${text(c.removeIds)}::uuid[])`));
+  if (c.dropIds.length) {
+    out.push(started(tx`DELETE FROM memory_vectors WHERE memory_id = ANY(${text(c.dropIds)}::uuid[])`));
+    out.push(started(tx`DELETE FROM embed_pending WHERE memory_id = ANY(${text(c.dropIds)}::uuid[])`));
   }
-  for (let i = 0; i < vectors.length; i += 5000)
-    out.push(started(tx`INSERT INTO memory_vectors ${tx(vectors.slice(i, i + 5000))}`));
-  for (let i = 0; i < pending.length; i += 5000)
-    out.push(
-      started(tx`INSERT INTO embed_pending (memory_id) SELECT unnest(${text(pending.slice(i, i + 5000))}::uuid[])`),
-    );
   return out;
+}
+
+/**
+ * One statement of several writes, each a data-modifying WITH query over rows given as one JSON
+ * text (json_populate_recordset): one statement and one parameter per table, whatever the number
+ * of rows, encoded by JSON.stringify. PostgreSQL runs every such query to completion. The rows
+ * of one statement must not meet twice (no key inserted twice, nothing deleted and inserted).
+ */
+export class Statement {
+  private readonly parts: string[] = [];
+  private readonly params: string[] = [];
+  get empty() {
+    return this.parts.length === 0;
+  }
+  /** Adds a write; `$rows` in `sql` stands for the rows, as json. */
+  add(sql: string, rows: unknown[]) {
+    if (rows.length === 0) return;
+    this.params.push(JSON.stringify(rows));
+    this.parts.push(`w${this.parts.length} AS (${sql.replaceAll("$rows", `$${this.params.length}::text::json`)})`);
+  }
+  /** Sends it on `tx`, without waiting. */
+  send(tx: Tx): Promise<unknown> {
+    return started(tx.unsafe(`WITH ${this.parts.join(",\n")} SELECT 1`, this.params));
+  }
+}
+
+/** Adds an index change's new rows to `w`: postings, stats, vectors, queue. */
+export function addIndexWrites(w: Statement, c: IndexChange) {
+  w.add(
+    `INSERT INTO memory_terms (namespace, entity, term, memory_id, tf, doc_len)
+     SELECT namespace, entity, term, memory_id, tf, doc_len FROM json_populate_recordset(NULL::memory_terms, $rows)`,
+    c.postings,
+  );
+  w.add(
+    `INSERT INTO search_stats AS s (namespace, entity, docs, total_len)
+     SELECT namespace, entity, docs, total_len FROM json_populate_recordset(NULL::search_stats, $rows)
+     ON CONFLICT (namespace, entity) DO UPDATE
+       SET docs = s.docs + EXCLUDED.docs, total_len = s.total_len + EXCLUDED.total_len`,
+    c.stats,
+  );
+  w.add(
+    `INSERT INTO memory_vectors (memory_id, namespace, entity, vector)
+     SELECT memory_id, namespace, entity, decode(vector, 'base64')
+     FROM json_to_recordset($rows) AS t(memory_id uuid, namespace text, entity text, vector text)`,
+    c.vectors,
+  );
+  w.add(
+    `INSERT INTO embed_pending (memory_id) SELECT memory_id FROM json_to_recordset($rows) AS t(memory_id uuid)`,
+    c.pending,
+  );
 }
 
 /** Filter conditions on memories `m`, as SQL text with $n parameters appended to `params`. */
@@ -160,6 +186,15 @@ function filterSql(filter: SearchFilter, now: number, params: unknown[]): string
     // the parameter goes as text, or the driver would wrap it in a JSON string too.
     params.push(JSON.stringify(filter.tags));
     where += ` AND m.tags IS NOT NULL AND (m.tags #>> '{}')::jsonb @> $${params.length}::text::jsonb`;
+  }
+  // Observed time: older rows have none, and count as observed when they were created.
+  if (filter.observedAfter !== undefined) {
+    params.push(filter.observedAfter);
+    where += ` AND COALESCE(m.observed_at, m.created_at) >= $${params.length}`;
+  }
+  if (filter.observedBefore !== undefined) {
+    params.push(filter.observedBefore);
+    where += ` AND COALESCE(m.observed_at, m.created_at) < $${params.length}`;
   }
   return where;
 }

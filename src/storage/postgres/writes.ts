@@ -9,14 +9,11 @@ import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import { planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
 import { type Applied, IdempotencyKeyTaken, type IdempotencyRecord, type MemoryOp, StorageError } from "../storage";
-import { type IndexTouch, sendIndex } from "./search";
+import { addIndexWrites, type IndexTouch, indexChange, Statement, sendIndexDeletes } from "./search";
 
 type Row = Record<string, unknown>;
 /** A connection in a transaction: queries sent on it run in order, and may be sent before the last one answered. */
 export type Conn = ReservedSQL | TransactionSQL;
-
-/** Rows per statement: under the protocol's 65,535 parameters even for the widest table. */
-const ROWS_PER_STATEMENT = 2000;
 
 export const unavailableMessage = "the database is unavailable; try again shortly";
 export const unknownMessage =
@@ -206,7 +203,6 @@ export interface RowShapes {
 }
 
 const text = (sql: Conn, xs: (string | null)[]) => sql.array(xs, "text");
-const int8 = (sql: Conn, xs: (number | null)[]) => sql.array(xs, "int8");
 const sent = <T>(q: Promise<T> & { execute(): unknown }) => q.execute() as Promise<T>;
 
 /**
@@ -265,52 +261,48 @@ export async function applyBatch(
   }
   const claims = [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, i]) => calls[i]);
 
-  const [, clocks, seqRows, claimed] = await Promise.all([
+  // One statement takes the clock rows (in name order), then the event seqs and the keys (in key
+  // order): the WHERE on c makes both wait for the clocks, so seqs follow the clock's order.
+  const clockRows = namespaces.map((ns, i) => ({ ns, n: counts[i] }));
+  const claimRows = claims.map((c) => {
+    const r = c.idempotency!;
+    return { k: r.keyId, ik: r.key, h: r.hash, e: r.expiresAt };
+  });
+  const [, [reserved]] = await Promise.all([
     Promise.all(first),
-    namespaces.length
-      ? sent(q`
-          INSERT INTO namespace_clock AS c (namespace, last_ms)
-          SELECT ns, ${floor}::bigint + n - 1 FROM unnest(${text(q, namespaces)}::text[], ${int8(q, counts)}::bigint[]) AS t(ns, n)
-          ORDER BY ns
-          ON CONFLICT (namespace) DO UPDATE
-            SET last_ms = GREATEST(${floor}::bigint, c.last_ms + 1) + (EXCLUDED.last_ms - ${floor}::bigint)
-          RETURNING namespace, last_ms`)
-      : [],
-    stamps
-      ? sent(q`SELECT array_agg(nextval('event_seq')) AS seqs FROM generate_series(1, ${stamps}::int)`)
-      : [{ seqs: [] }],
-    claims.length
-      ? sent(q`
-          INSERT INTO idempotency AS i (key_id, idem_key, hash, state, created_at, expires_at)
-          SELECT k, ik, h, 'pending', ${now}::bigint, e
-          FROM unnest(${text(
-            q,
-            claims.map((c) => c.idempotency!.keyId),
-          )}::text[], ${text(
-            q,
-            claims.map((c) => c.idempotency!.key),
-          )}::text[],
-            ${text(
-              q,
-              claims.map((c) => c.idempotency!.hash),
-            )}::text[], ${int8(
-              q,
-              claims.map((c) => c.idempotency!.expiresAt),
-            )}::bigint[]) AS t(k, ik, h, e)
-          ON CONFLICT (key_id, idem_key) DO UPDATE SET hash = EXCLUDED.hash, state = 'pending', status = NULL,
-            body = NULL, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
-          WHERE i.state = 'pending' OR i.expires_at <= EXCLUDED.created_at
-          RETURNING key_id, idem_key`)
-      : [],
+    sent(q`
+      WITH c AS (
+        INSERT INTO namespace_clock AS c (namespace, last_ms)
+        SELECT ns, ${floor}::bigint + n - 1
+        FROM json_to_recordset(${JSON.stringify(clockRows)}::text::json) AS t(ns text, n bigint)
+        ORDER BY ns COLLATE "C"
+        ON CONFLICT (namespace) DO UPDATE
+          SET last_ms = GREATEST(${floor}::bigint, c.last_ms + 1) + (EXCLUDED.last_ms - ${floor}::bigint)
+        RETURNING namespace, last_ms),
+      k AS (
+        INSERT INTO idempotency AS i (key_id, idem_key, hash, state, created_at, expires_at)
+        SELECT k, ik, h, 'pending', ${now}::bigint, e
+        FROM json_to_recordset(${JSON.stringify(claimRows)}::text::json) AS t(k text, ik text, h text, e bigint)
+        WHERE (SELECT count(*) FROM c) >= 0
+        ORDER BY k COLLATE "C", ik COLLATE "C"
+        ON CONFLICT (key_id, idem_key) DO UPDATE SET hash = EXCLUDED.hash, state = 'pending', status = NULL,
+          body = NULL, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+        WHERE i.state = 'pending' OR i.expires_at <= EXCLUDED.created_at
+        RETURNING key_id, idem_key)
+      SELECT (SELECT json_agg(json_build_array(namespace, last_ms)) FROM c) AS clocks,
+        (SELECT array_agg(nextval('event_seq')) FROM generate_series(1, ${stamps}::int)
+          WHERE (SELECT count(*) FROM c) >= 0) AS seqs,
+        (SELECT json_agg(json_build_array(key_id, idem_key)) FROM k) AS claimed`),
   ]);
+  const clocks = (reserved.clocks ?? []) as [string, number | string][];
+  const claimed = (reserved.claimed ?? []) as [string, string][];
   // An answer committed meanwhile: the row was there (or was being written: the insert waited for it).
   const ours = new Set<number>();
-  for (const r of claimed) ours.add(byKey.get(JSON.stringify([r.key_id, r.idem_key]))!);
+  for (const [keyId, key] of claimed) ours.add(byKey.get(JSON.stringify([keyId, key]))!);
 
   const nextMs = new Map<string, number>();
-  for (const c of clocks)
-    nextMs.set(c.namespace as string, Number(c.last_ms) - perNamespace.get(c.namespace as string)! + 1);
-  const seqs = parseSeqs(seqRows[0]?.seqs);
+  for (const [ns, last] of clocks) nextMs.set(ns, Number(last) - perNamespace.get(ns)! + 1);
+  const seqs = parseSeqs(reserved.seqs);
   let nextSeq = 0;
 
   const results: ApplyResult[] = [];
@@ -362,47 +354,37 @@ export async function applyBatch(
     }
   });
 
-  const pending: Promise<unknown>[] = [];
-  const memories = [...writes.values()];
-  for (let i = 0; i < memories.length; i += ROWS_PER_STATEMENT)
-    pending.push(sent(insertMemories(q, memories.slice(i, i + ROWS_PER_STATEMENT))));
-  // The search index changes in this same transaction.
-  if (touched.size > 0) pending.push(...sendIndex(q, touched.values()));
-  for (let i = 0; i < events.length; i += ROWS_PER_STATEMENT)
-    pending.push(sent(insertEvents(q, events.slice(i, i + ROWS_PER_STATEMENT))));
-  if (answers.length)
-    pending.push(
-      sent(q`
-        UPDATE idempotency AS i SET state = 'done', status = t.status, body = t.body
-        FROM unnest(${text(
-          q,
-          answers.map((a) => a.r.keyId),
-        )}::text[], ${text(
-          q,
-          answers.map((a) => a.r.key),
-        )}::text[],
-          ${int8(
-            q,
-            answers.map((a) => a.status),
-          )}::bigint[], ${text(
-            q,
-            answers.map((a) => a.body),
-          )}::text[])
-          AS t(k, ik, status, body)
-        WHERE i.key_id = t.k AND i.idem_key = t.ik`),
-    );
-  if (unanswered.length)
-    pending.push(
-      sent(q`
-        DELETE FROM idempotency AS i USING unnest(${text(
-          q,
-          unanswered.map((r) => r.keyId),
-        )}::text[], ${text(
-          q,
-          unanswered.map((r) => r.key),
-        )}::text[]) AS t(k, ik)
-        WHERE i.key_id = t.k AND i.idem_key = t.ik`),
-    );
+  // Deletes first (their own statements), then every new row in one statement (search.ts).
+  const change = indexChange(touched.values());
+  const deletes = sendIndexDeletes(q, change);
+  const w = new Statement();
+  w.add(
+    `INSERT INTO memories (${memoryColumns}) SELECT ${memoryColumns}
+     FROM json_populate_recordset(NULL::memories, $rows)
+     ON CONFLICT (id) DO UPDATE SET
+       content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
+       tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
+       updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state,
+       observed_at = EXCLUDED.observed_at`,
+    [...writes.values()].map(memoryJson),
+  );
+  addIndexWrites(w, change);
+  w.add(
+    `INSERT INTO events (${eventColumns}) SELECT ${eventColumns} FROM json_populate_recordset(NULL::events, $rows)`,
+    events.map(eventJson),
+  );
+  w.add(
+    `UPDATE idempotency AS i SET state = 'done', status = t.status, body = t.body
+     FROM json_to_recordset($rows) AS t(k text, ik text, status int, body text)
+     WHERE i.key_id = t.k AND i.idem_key = t.ik`,
+    answers.map((a) => ({ k: a.r.keyId, ik: a.r.key, status: a.status, body: a.body })),
+  );
+  w.add(
+    `DELETE FROM idempotency AS i USING json_to_recordset($rows) AS t(k text, ik text)
+     WHERE i.key_id = t.k AND i.idem_key = t.ik`,
+    unanswered.map((r) => ({ k: r.keyId, ik: r.key })),
+  );
+  const pending = [...deletes, ...(w.empty ? [] : [w.send(q)])];
   await Promise.all(pending);
   return results;
 }
@@ -417,123 +399,63 @@ function parseSeqs(v: unknown): number[] {
   return xs.sort((a, b) => a - b);
 }
 
-const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+/** The columns written, named: a column added later takes its default. */
+const memoryColumns =
+  "id, namespace, entity, content, category, importance, tags, metadata, source, created_at, updated_at, expires_at, state, observed_at";
+const eventColumns =
+  "seq, namespace, entity, memory_id, event, old_content, new_content, merged_from_id, reason, category, at_ms, actor_key_id, importance, tags, metadata, expires_at, observed_at, old_observed_at";
 
-/** Memory rows as one statement (arrays of columns, so its text and plan are the same for any count). */
-function insertMemories(q: Conn, ms: MemoryRecord[]) {
-  return q`
-    INSERT INTO memories (id, namespace, entity, content, category, importance, tags, metadata, source,
-      created_at, updated_at, expires_at, state)
-    SELECT * FROM unnest(${text(
-      q,
-      ms.map((m) => m.id),
-    )}::uuid[], ${text(
-      q,
-      ms.map((m) => m.namespace),
-    )}::text[], ${text(
-      q,
-      ms.map((m) => m.entity),
-    )}::text[],
-      ${text(
-        q,
-        ms.map((m) => m.content),
-      )}::text[], ${text(
-        q,
-        ms.map((m) => m.category),
-      )}::text[],
-      ${q.array(
-        ms.map((m) => m.importance),
-        "float8",
-      )}::float8[], ${text(
-        q,
-        ms.map((m) => json(m.tags)),
-      )}::json[], ${text(
-        q,
-        ms.map((m) => json(m.metadata)),
-      )}::json[],
-      ${text(
-        q,
-        ms.map((m) => m.source ?? null),
-      )}::text[], ${int8(
-        q,
-        ms.map((m) => m.createdAt),
-      )}::bigint[],
-      ${int8(
-        q,
-        ms.map((m) => m.updatedAt),
-      )}::bigint[], ${int8(
-        q,
-        ms.map((m) => m.expiresAt ?? null),
-      )}::bigint[],
-      ${text(
-        q,
-        ms.map((m) => m.state),
-      )}::text[])
-    ON CONFLICT (id) DO UPDATE SET
-      content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
-      tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
-      updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state`;
-}
+/** A memory as a row of json_populate_recordset(NULL::memories, ...): absent fields are NULL. */
+const memoryJson = (m: MemoryRecord) => ({
+  id: m.id,
+  namespace: m.namespace,
+  entity: m.entity,
+  content: m.content,
+  category: m.category,
+  importance: m.importance,
+  tags: m.tags,
+  metadata: m.metadata,
+  source: m.source,
+  created_at: m.createdAt,
+  updated_at: m.updatedAt,
+  expires_at: m.expiresAt,
+  state: m.state,
+  observed_at: m.observedAt,
+});
 
-/** Event rows, with the seqs taken for them, as one statement. */
-function insertEvents(q: Conn, es: EventRecord[]) {
-  return q`
-    INSERT INTO events (seq, namespace, entity, memory_id, event, old_content, new_content, merged_from_id,
-      reason, category, at_ms, actor_key_id)
-    SELECT * FROM unnest(${int8(
-      q,
-      es.map((e) => e.seq),
-    )}::bigint[], ${text(
-      q,
-      es.map((e) => e.namespace),
-    )}::text[], ${text(
-      q,
-      es.map((e) => e.entity),
-    )}::text[],
-      ${text(
-        q,
-        es.map((e) => e.memoryId),
-      )}::uuid[], ${text(
-        q,
-        es.map((e) => e.event),
-      )}::text[],
-      ${text(
-        q,
-        es.map((e) => e.oldContent),
-      )}::text[], ${text(
-        q,
-        es.map((e) => e.newContent),
-      )}::text[],
-      ${text(
-        q,
-        es.map((e) => e.mergedFromId),
-      )}::uuid[], ${text(
-        q,
-        es.map((e) => e.reason),
-      )}::text[],
-      ${text(
-        q,
-        es.map((e) => e.category),
-      )}::text[], ${int8(
-        q,
-        es.map((e) => e.atMs),
-      )}::bigint[],
-      ${text(
-        q,
-        es.map((e) => e.actorKeyId),
-      )}::text[])`;
-}
+/** An event as a row of json_populate_recordset(NULL::events, ...). */
+const eventJson = (e: EventRecord) => ({
+  seq: e.seq,
+  namespace: e.namespace,
+  entity: e.entity,
+  memory_id: e.memoryId,
+  event: e.event,
+  old_content: e.oldContent,
+  new_content: e.newContent,
+  merged_from_id: e.mergedFromId,
+  reason: e.reason,
+  category: e.category,
+  at_ms: e.atMs,
+  actor_key_id: e.actorKeyId,
+  importance: e.importance,
+  tags: e.tags,
+  metadata: e.metadata,
+  expires_at: e.expiresAt,
+  observed_at: e.observedAt,
+  old_observed_at: e.oldObservedAt,
+});
 
 /** Most calls one shared transaction takes. */
 const maxGroup = 128;
 
 /**
- * apply for PostgreSQL: calls with the same `group` key (raw stores of one namespace) that
+ * apply for PostgreSQL: calls with the same `group` key (raw stores, of any namespaces) that
  * arrive while one of theirs is running share the next transaction (group commit): a
  * namespace's writes hold its clock row until their commit, so one transaction per call would
- * put a commit (an fsync) between every two writes of a namespace. Grouped calls only add to
- * that one namespace, so they lock that one clock row and nothing else: grouping cannot
- * deadlock. Each call still lands whole or not at all. If the shared transaction fails for a
+ * put a commit (an fsync) between every two writes of a namespace, and each would cost its own
+ * statements. Grouped calls only add memories, so they lock their namespaces' clock rows (in
+ * name order, in one statement) and their Idempotency-Keys after them (in key order), as every
+ * writer does: grouping cannot deadlock. Each call still lands whole or not at all. If the shared transaction fails for a
  * reason other than the database's state, nothing committed, and each call runs again alone, so
  * one bad call fails only itself. A caller answered at its deadline before COMMIT makes the
  * transaction roll back; the others run again in the next one.

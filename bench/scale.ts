@@ -1,0 +1,136 @@
+// Keyword search at a million memories, measured from outside (issue 26): the compiled server
+// (dist/memd) on a data dir of BENCH_SCALE_N memories (default 1,000,000) in one namespace.
+//   - the first keyword search after a start (the namespace's lists built or read), twice:
+//     after the load, and after a restart;
+//   - warm keyword latency over HTTP, 1 caller (p50, p99);
+//   - the server's anonymous memory (RssAnon) with keyword search warm on that namespace.
+// `bun run bench/scale.ts` prints a Markdown section; make bench appends it to bench/results.md.
+// The memories: 6-15 words drawn Zipf-like from 20,000 words over 1,000 entities, as bench/search.ts.
+// `bun run bench/scale.ts load <dir> <n>` is the loader it runs in a child process.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openLmdb } from "../src/storage/lmdb/index";
+import type { MemoryOp } from "../src/storage/storage";
+import { seededRandom } from "../test/helpers";
+
+const words = Array.from({ length: 20000 }, (_, i) => `w${i.toString(36)}`);
+const zipfOf = (r: () => number) => () =>
+  words[Math.min(words.length - 1, Math.floor(Math.exp(r() * Math.log(words.length)) - 1))];
+
+if (process.argv[2] === "load") {
+  const [dir, n] = [process.argv[3], Number(process.argv[4])];
+  const rand = seededRandom(42);
+  const zipf = zipfOf(rand);
+  const s = await openLmdb(dir);
+  let inFlight: Promise<unknown> = Promise.resolve();
+  for (let i = 0; i < n; i += 10_000) {
+    const ops: MemoryOp[] = [];
+    for (let j = i; j < Math.min(n, i + 10_000); j++)
+      ops.push({
+        event: "ADD",
+        create: {
+          id: Bun.randomUUIDv7(),
+          namespace: "big",
+          entity: `e${j % 1000}`,
+          content: Array.from({ length: 6 + Math.floor(rand() * 10) }, zipf).join(" "),
+          category: "fact",
+          importance: 0.5,
+        },
+      });
+    await inFlight;
+    inFlight = s.apply(ops, null);
+  }
+  await inFlight;
+  await s.close();
+  process.exit(0);
+}
+
+const N = Number(process.env.BENCH_SCALE_N ?? 1_000_000);
+const root = join(import.meta.dir, "..");
+const bin = process.env.BENCH_SCALE_BIN ?? join(root, "dist/memd");
+const key = "memd_bench_root_key_0123456789abcdef";
+const dir = process.env.BENCH_SCALE_DIR ?? mkdtempSync(join(tmpdir(), "memd-scale-"));
+const log = (s: string) => console.error(`[scale] ${s}`);
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+const t0 = performance.now();
+if (!process.env.BENCH_SCALE_DIR || !(await Bun.file(join(dir, "data.mdb")).exists())) {
+  log(`loading ${N} memories into ${dir}`);
+  const p = Bun.spawnSync([process.execPath, "run", import.meta.path, "load", dir, String(N)], { stderr: "inherit" });
+  if (p.exitCode !== 0) throw new Error("load failed");
+}
+const loadS = (performance.now() - t0) / 1000;
+
+let port = 13000 + Math.floor(Math.random() * 6000);
+async function start() {
+  const url = `http://127.0.0.1:${++port}`;
+  const proc = Bun.spawn([bin, "serve", "--port", String(port), "--data-dir", dir], {
+    env: { PATH: process.env.PATH!, MEMD_API_KEY: key, MEMD_LOG_LEVEL: "warn" },
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  for (const until = performance.now() + 120_000; performance.now() < until; await Bun.sleep(5)) {
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) return { proc, url };
+    } catch {}
+  }
+  throw new Error("server never became ready");
+}
+const search = async (url: string, query: string) => {
+  const r = await fetch(`${url}/v1/memory/search`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ namespace: "big", query, mode: "keyword", limit: 10 }),
+  });
+  if (r.status !== 200) throw new Error(`search answered ${r.status}: ${await r.text()}`);
+  return ((await r.json()) as { results: unknown[] }).results.length;
+};
+const anonMiB = async (pid: number) => {
+  const status = await Bun.file(`/proc/${pid}/status`).text();
+  return Number(/^RssAnon:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) / 1024;
+};
+
+const firsts: number[] = [];
+let warm = { p50: 0, p99: 0, hits: 0 };
+let anon = 0;
+for (let round = 0; round < 2; round++) {
+  const s = await start();
+  const a = performance.now();
+  await search(s.url, "w0 w1 w2");
+  firsts.push(performance.now() - a);
+  if (round === 0) {
+    const qword = zipfOf(seededRandom(7));
+    const lat: number[] = [];
+    let hits = 0;
+    for (let i = 0; i < 550; i++) {
+      const q = `${qword()} ${qword()} ${qword()}`;
+      const b = performance.now();
+      hits += await search(s.url, q);
+      lat.push(performance.now() - b);
+    }
+    warm = { p50: pct(lat.slice(50), 50), p99: pct(lat.slice(50), 99), hits: hits / 550 };
+    await Bun.sleep(1500); // a moment for the collector after the queries
+    anon = await anonMiB(s.proc.pid);
+  }
+  s.proc.kill("SIGTERM");
+  await s.proc.exited;
+}
+if (!process.env.BENCH_SCALE_DIR) rmSync(dir, { recursive: true, force: true });
+
+const ms = (x: number) => `${x.toFixed(2)} ms`;
+console.log(`
+## Keyword search at ${N.toLocaleString("en")} memories, from outside (bench/scale.ts, issue 26)
+
+dist/memd on a data dir of ${N.toLocaleString("en")} memories in one namespace (6-15 words drawn Zipf-like from 20,000 words, 1,000 entities; loaded through Storage.apply in ${loadS.toFixed(0)} s). Queries over HTTP, 1 caller, 3 words drawn the same way, limit 10, 500 after 50 of warm-up.
+
+| figure | measured | target |
+|---|---|---|
+| first keyword search after the load (server just started) | ${ms(firsts[0])} | ≤ 1 s |
+| first keyword search after a restart | ${ms(firsts[1])} | ≤ 1 s |
+| warm keyword search, whole namespace, p50 / p99 | ${ms(warm.p50)} / ${ms(warm.p99)} (${warm.hits.toFixed(1)} hits per query) | < 2 ms / < 20 ms |
+| server's anonymous memory (RssAnon), keyword search warm | ${anon.toFixed(0)} MiB | ≤ 300 MB |
+`);

@@ -1,0 +1,67 @@
+// Keyword search as of a moment: BM25 (the same k1, b, idf and term weights as the live index,
+// text/scoring.ts) over the
+// versions of one entity's memories current at that moment (Storage.entityAsOf), computed here,
+// since the live index holds only current content. Document statistics (count, lengths, df) are
+// those of the entity at that moment, as a live search scoped to the entity uses the entity's.
+import { byScoreThenNewer, matchesFilter } from "../storage/ops";
+import type { MemoryRecord } from "../storage/records";
+import type { Scored, SearchFilter } from "../storage/storage";
+import { bm25, idf, type QueryTerm } from "../text/scoring";
+import { termCounts } from "../text/tokens";
+
+type Counts = ReturnType<typeof termCounts>;
+
+/**
+ * Term counts by content, shared by every as-of search: most versions of a history have the
+ * same content as many others (an entity's memories change rarely), so repeated searches
+ * tokenize each text once. Bounded; dropped wholesale when full (simple, and refilled on use).
+ */
+const countsCache = new Map<string, Counts>();
+const maxCached = 50_000;
+
+function countsOf(content: string): Counts {
+  let c = countsCache.get(content);
+  if (c === undefined) {
+    if (countsCache.size >= maxCached) countsCache.clear();
+    c = termCounts(content);
+    countsCache.set(content, c);
+  }
+  return c;
+}
+
+/** The `limit` best of `docs` for `query` (text/tokens.ts queryTerms) by BM25, best first, ties newer first. */
+export function keywordAsOf(
+  docs: readonly MemoryRecord[],
+  query: readonly QueryTerm[],
+  filter: SearchFilter,
+  limit: number,
+): Scored[] {
+  // A term given twice weighs its heaviest, as the live index takes it.
+  const weightOf = new Map<string, number>();
+  for (const q of query) weightOf.set(q.term, Math.max(weightOf.get(q.term) ?? 0, q.weight));
+  const terms = [...weightOf.keys()];
+  if (docs.length === 0 || terms.length === 0) return [];
+  const counts = docs.map((d) => countsOf(d.content));
+  let total = 0;
+  const df = new Map<string, number>(terms.map((t) => [t, 0]));
+  for (const c of counts) {
+    total += c.length;
+    for (const t of terms) if (c.tf.has(t)) df.set(t, df.get(t)! + 1);
+  }
+  const avg = total / docs.length;
+  const weights = terms.map((t) => weightOf.get(t)! * idf(docs.length, df.get(t)!));
+  const hits: Scored[] = [];
+  docs.forEach((memory, i) => {
+    const c = counts[i];
+    let score = 0;
+    let matched = false;
+    terms.forEach((t, q) => {
+      const tf = c.tf.get(t);
+      if (tf === undefined) return;
+      matched = true;
+      score += bm25(weights[q], tf, c.length, avg);
+    });
+    if (matched && matchesFilter(memory, filter)) hits.push({ memory, score });
+  });
+  return hits.sort(byScoreThenNewer).slice(0, limit);
+}

@@ -1,0 +1,205 @@
+// A namespace's in-memory keyword lists (keyword-cache.ts) saved in a file beside the store, so
+// that the first search after a start reads them (a fraction of a second at 1,000,000 memories)
+// instead of tokenizing every memory again (~15 s). A snapshot is written behind the store path:
+// after a namespace's lists are first built, when enough has changed since the last one, and at
+// close; never in a write transaction. It is exact once caught up: it records the time of the
+// namespace's newest event that the lists had followed when it was taken (as of the last seq
+// handed out before the oldest write still in flight: index.ts), and the load re-reads every
+// memory named by the namespace's events from that time on (a re-read is idempotent: it indexes
+// what is current), so a snapshot older than the store (a kill -9 after it) misses nothing.
+// A snapshot of another build is not used (terms depend on the tokenizer). Changes that write no
+// events of their own time are refused by epoch: the snapshot records the
+// data dir's format, meta "clockEpoch" (bumped by `memd import`, whose events keep their old
+// times) and "searchEpoch" (bumped by a rebuild of the search index); a snapshot whose epochs
+// differ is ignored. A torn or damaged file fails its hash and is ignored too.
+// Erasures: an erasure deletes its namespace's snapshot (a later one holds only what is current);
+// `memd compact` deletes every snapshot (compact.ts), so no file keeps an erased memory's words.
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { commit, version } from "../../build-info";
+import { KeywordSpace, packTerms, type SpaceParts } from "./keyword-cache";
+
+const MAGIC = "memd-keywords-1";
+
+/** The snapshots' directory in a data dir. */
+export const snapshotDir = (dataDir: string) => join(dataDir, "search");
+const fileOf = (dataDir: string, namespace: string) =>
+  join(snapshotDir(dataDir), `keywords-${Bun.hash(namespace).toString(16)}.bin`);
+
+/**
+ * Which build wrote it: the terms of a text depend on the tokenizer, stemmers and stop words of
+ * the release (a snapshot of another build is not used), and from source on a sample's terms.
+ */
+let buildStamp: string | undefined;
+const build = () =>
+  (buildStamp ??= `${version}+${commit}:${Bun.hash(
+    JSON.stringify(
+      packTerms(
+        "The runners were running to the cafés of Straße Lisbon, 北京烤鸭 and ümlauts; les enfants mangeaient des pommes 2024",
+        0,
+        "",
+      ),
+    ),
+  ).toString(16)}`);
+
+/** Which state of the store a snapshot belongs to. */
+export type SnapshotStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number };
+
+type Header = {
+  magic: string;
+  build: string;
+  namespace: string;
+  stamp: SnapshotStamp;
+  count: number;
+  pool: number;
+  postings: number;
+  terms: string[];
+  entities: string[];
+  otherIds: [number, string][];
+  hash: string;
+};
+
+const align8 = (n: number) => Math.ceil(n / 8) * 8;
+type Section = Int32Array<ArrayBuffer> | Uint16Array<ArrayBuffer> | Float64Array<ArrayBuffer>;
+
+/** Writes a snapshot (through a temporary file, fsynced, then renamed over the last one). */
+export function writeSnapshot(dataDir: string, namespace: string, stamp: SnapshotStamp, p: SpaceParts) {
+  const sections: Section[] = [
+    p.idWords,
+    p.docLen,
+    p.docCreated,
+    p.docEntity,
+    p.docStart,
+    p.poolList,
+    p.poolTf,
+    p.listN,
+    p.listMaxLen,
+    p.listDoc,
+    p.listTf,
+  ];
+  let size = 0;
+  for (const s of sections) size += align8(s.byteLength);
+  const body = new Uint8Array(size);
+  let at = 0;
+  for (const s of sections) {
+    body.set(new Uint8Array(s.buffer, s.byteOffset, s.byteLength), at);
+    at += align8(s.byteLength);
+  }
+  const header: Header = {
+    magic: MAGIC,
+    build: build(),
+    namespace,
+    stamp,
+    count: p.count,
+    pool: p.poolList.length,
+    postings: p.listDoc.length,
+    terms: p.terms,
+    entities: p.entities,
+    otherIds: p.otherIds,
+    hash: Bun.hash(body).toString(16),
+  };
+  const head = Buffer.from(JSON.stringify(header));
+  const prefix = new Uint8Array(align8(8 + head.length));
+  new DataView(prefix.buffer).setUint32(0, head.length, true);
+  prefix.set(head, 8);
+  mkdirSync(snapshotDir(dataDir), { recursive: true });
+  const file = fileOf(dataDir, namespace);
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fd = openSync(tmp, "w");
+  try {
+    writeSync(fd, prefix);
+    writeSync(fd, body);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+}
+
+/** The snapshot of a namespace as a KeywordSpace, if there is one of this stamp (atMs aside), whole. */
+export function readSnapshot(
+  dataDir: string,
+  namespace: string,
+  stamp: Omit<SnapshotStamp, "atMs">,
+  compactAfter?: number,
+): { space: KeywordSpace; atMs: number } | undefined {
+  let buf: Buffer;
+  try {
+    buf = readFileSync(fileOf(dataDir, namespace));
+  } catch {
+    return undefined;
+  }
+  try {
+    // A copy into memory of our own, 8-byte aligned, that the arrays view.
+    const bytes = new Uint8Array(new ArrayBuffer(align8(buf.length)));
+    bytes.set(buf);
+    const length = new DataView(bytes.buffer).getUint32(0, true);
+    const header = JSON.parse(Buffer.from(bytes.subarray(8, 8 + length)).toString()) as Header;
+    const s = header.stamp;
+    if (
+      header.magic !== MAGIC ||
+      header.build !== build() ||
+      header.namespace !== namespace ||
+      s.format !== stamp.format ||
+      s.clockEpoch !== stamp.clockEpoch ||
+      s.searchEpoch !== stamp.searchEpoch
+    )
+      return undefined;
+    let at = align8(8 + length);
+    const L = header.terms.length;
+    const n = header.count;
+    const sizes: [new (b: ArrayBuffer, o: number, l: number) => Section, number][] = [
+      [Int32Array, n * 4],
+      [Int32Array, n],
+      [Float64Array, n],
+      [Int32Array, n],
+      [Int32Array, n + 1],
+      [Int32Array, header.pool],
+      [Uint16Array, header.pool],
+      [Int32Array, L],
+      [Int32Array, L],
+      [Int32Array, header.postings],
+      [Uint16Array, header.postings],
+    ];
+    const bodyAt = at;
+    const out: Section[] = [];
+    for (const [T, count] of sizes) {
+      const bytesPer = (T as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+      if (at + count * bytesPer > buf.length) return undefined;
+      out.push(new T(bytes.buffer, at, count));
+      at += align8(count * bytesPer);
+    }
+    if (at !== buf.length || Bun.hash(bytes.subarray(bodyAt, at)).toString(16) !== header.hash) return undefined;
+    const [idWords, docLen, docCreated, docEntity, docStart, poolList, poolTf, listN, listMaxLen, listDoc, listTf] =
+      out;
+    const space = KeywordSpace.fromParts(
+      {
+        count: n,
+        idWords: idWords as Int32Array<ArrayBuffer>,
+        docLen: docLen as Int32Array<ArrayBuffer>,
+        docCreated: docCreated as Float64Array<ArrayBuffer>,
+        docEntity: docEntity as Int32Array<ArrayBuffer>,
+        docStart: docStart as Int32Array<ArrayBuffer>,
+        poolList: poolList as Int32Array<ArrayBuffer>,
+        poolTf: poolTf as Uint16Array<ArrayBuffer>,
+        listN: listN as Int32Array<ArrayBuffer>,
+        listMaxLen: listMaxLen as Int32Array<ArrayBuffer>,
+        listDoc: listDoc as Int32Array<ArrayBuffer>,
+        listTf: listTf as Uint16Array<ArrayBuffer>,
+        terms: header.terms,
+        entities: header.entities,
+        otherIds: header.otherIds,
+      },
+      compactAfter,
+    );
+    return { space, atMs: s.atMs };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Deletes a namespace's snapshot (all of them without a namespace). */
+export function dropSnapshots(dataDir: string, namespace?: string) {
+  if (namespace === undefined) rmSync(snapshotDir(dataDir), { recursive: true, force: true });
+  else rmSync(fileOf(dataDir, namespace), { force: true });
+}

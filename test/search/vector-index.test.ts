@@ -1,0 +1,219 @@
+// @targets lmdb
+// The approximate vector index of LMDB (src/storage/lmdb/vector-cache.ts), with its sizes made
+// small so that binary codes, cells, rescoring and recentring all run on a few hundred vectors:
+// the Hamming kernel against a JS reference, the index's candidates against brute force through
+// random sets and removals, recall on clustered vectors, and through Storage that a search answers
+// exact cosines of current memories only, right after each change.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { hammingKernel } from "../../src/storage/lmdb/hamming";
+import { openLmdb } from "../../src/storage/lmdb/index";
+import { ann, compaction, Space } from "../../src/storage/lmdb/vector-cache";
+import type { MemoryOp } from "../../src/storage/storage";
+import { seededRandom, tempDir } from "../helpers";
+
+const saved = { ...ann };
+beforeAll(() => {
+  Object.assign(ann, { rescore: 24, cellsFrom: 300, cells: 16, probe: 1 / 4 });
+  compaction.from = 0; // compacts whenever more is left behind than used
+});
+afterAll(() => {
+  Object.assign(ann, saved);
+  compaction.from = 1 << 20;
+});
+
+const popcount = (x: number) => {
+  let c = 0;
+  for (let v = x >>> 0; v; v >>>= 1) c += v & 1;
+  return c;
+};
+
+test("the Hamming kernel counts differing bits as a plain loop does, and codes bits above the mean", () => {
+  const rand = seededRandom(3);
+  for (const words of [1, 3, 12]) {
+    const k = hammingKernel(words);
+    k.memory.grow(4);
+    const bytes = words * 8;
+    const u8 = new Uint8Array(k.memory.buffer);
+    const rows = 50;
+    const base = 1024;
+    for (let i = 0; i < bytes + 0; i++) u8[i] = Math.floor(rand() * 256);
+    for (let i = 0; i < rows * bytes; i++) u8[base + i] = Math.floor(rand() * 256);
+    const ref = (r: number) => {
+      let d = 0;
+      for (let j = 0; j < bytes; j++) d += popcount(u8[j] ^ u8[base + r * bytes + j]);
+      return d;
+    };
+    const out = base + rows * bytes;
+    k.scan(base, rows, out);
+    const d = new Int32Array(k.memory.buffer, out, rows);
+    for (let r = 0; r < rows; r++) expect(d[r]).toBe(ref(r));
+    const idx = out + rows * 4;
+    new Int32Array(k.memory.buffer, idx, 3).set([base + 7 * bytes, base, base + (rows - 1) * bytes]);
+    k.gather(idx, 3, idx + 64);
+    expect([...new Int32Array(k.memory.buffer, idx + 64, 3)]).toEqual([ref(7), ref(0), ref(rows - 1)]);
+  }
+  const k = hammingKernel(2);
+  k.memory.grow(1);
+  const f = new Float32Array(k.memory.buffer);
+  const dims = 96;
+  for (let j = 0; j < dims; j++) {
+    f[256 + j] = rand() - 0.5;
+    f[512 + j] = j % 3 === 0 ? f[256 + j] : rand() * 0.2 - 0.1; // equal is not above
+  }
+  k.encode(1024, 2048, dims, 4096);
+  const code = new Uint32Array(k.memory.buffer, 4096, 3);
+  for (let j = 0; j < dims; j++) expect((code[j >> 5] >>> (j & 31)) & 1).toBe(f[256 + j] > f[512 + j] ? 1 : 0);
+});
+
+/** Clustered unit vectors (a mixture in a few latent dimensions, spread out, with an offset). */
+function clustered(seed: number, dims: number) {
+  const rand = seededRandom(seed);
+  const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-12)) * Math.cos(2 * Math.PI * rand());
+  const centres = Array.from({ length: 12 }, () => Array.from({ length: 6 }, gauss));
+  const offset = Array.from({ length: dims }, () => gauss() * 0.5);
+  const map = Array.from({ length: dims }, () => [Math.floor(rand() * 6), rand() < 0.5 ? -1 : 1]);
+  return () => {
+    const c = centres[Math.floor(rand() * centres.length)];
+    const z = c.map((x) => x + 0.6 * gauss());
+    const v = Float32Array.from({ length: dims }, (_, j) => offset[j] + map[j][1] * z[map[j][0]] + 0.3 * gauss());
+    const n = Math.hypot(...v);
+    return v.map((x) => x / n);
+  };
+}
+
+const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, j) => s + x * b[j], 0);
+
+test("the index's candidates are current vectors with exact scores, through random sets and removals; recall stays high", () => {
+  const dims = 136; // not a multiple of 32 or 64: the padding is exercised
+  const draw = clustered(11, dims);
+  const rand = seededRandom(12);
+  const stored = new Map<string, { entity: string; v: Float32Array }>();
+  const space = new Space((id) => {
+    const s = stored.get(id);
+    return s && new Uint8Array(s.v.buffer, s.v.byteOffset, s.v.byteLength);
+  });
+  let next = 0;
+  let recallHits = 0;
+  let recallWant = 0;
+  for (let step = 0; step < 1500; step++) {
+    const x = rand();
+    const ids = [...stored.keys()];
+    if (x < 0.7 || ids.length < 10) {
+      const id = `m${next++}`;
+      const entity = `e${Math.floor(rand() * 5)}`;
+      const v = draw();
+      stored.set(id, { entity, v });
+      space.set(id, entity, v);
+    } else if (x < 0.85) {
+      const id = ids[Math.floor(rand() * ids.length)];
+      stored.delete(id);
+      space.set(id, "ignored", undefined);
+    } else if (x < 0.97) {
+      // A new vector for a memory (and sometimes another entity: a memory moved).
+      const id = ids[Math.floor(rand() * ids.length)];
+      const entity = rand() < 0.3 ? `e${Math.floor(rand() * 5)}` : stored.get(id)!.entity;
+      const v = draw();
+      stored.set(id, { entity, v });
+      space.set(id, entity, v);
+    } else {
+      // A vector of another length: kept aside and scored exactly.
+      const id = `odd${next++}`;
+      const v = Float32Array.from({ length: 8 }, () => rand());
+      stored.set(id, { entity: "e0", v });
+      space.set(id, "e0", v);
+    }
+    if (step % 100 !== 99) continue;
+    expect(space.size).toBe(stored.size);
+    const q = draw();
+    for (const entity of [undefined, "e1"]) {
+      const inScope = [...stored].filter(
+        ([, s]) => s.v.length === dims && (entity === undefined || s.entity === entity),
+      );
+      // Asking for the whole scope: every vector, exact.
+      const whole = space.nearest(entity, q, stored.size + 1);
+      expect(whole.all).toBe(true);
+      expect(whole.ids.sort()).toEqual(inScope.map(([id]) => id).sort());
+      // Asking for a few: each a current vector of the scope, its score exact.
+      const some = space.nearest(entity, q, 24);
+      expect(some.ids.length).toBeGreaterThanOrEqual(Math.min(24, inScope.length));
+      some.ids.forEach((id, i) => {
+        const s = stored.get(id)!;
+        expect(entity === undefined || s.entity === entity).toBe(true);
+        expect(some.sims[i]).toBeCloseTo(dot(s.v, q), 5);
+      });
+      // Recall of the best 5 among the candidates.
+      const truth = inScope
+        .map(([id, s]) => ({ id, score: dot(s.v, q) }))
+        .sort((a, b) => b.score - a.score)
+        .slice(0, 5)
+        .map((h) => h.id);
+      const got = new Set(some.ids);
+      recallHits += truth.filter((id) => got.has(id)).length;
+      recallWant += truth.length;
+    }
+  }
+  expect(recallHits / recallWant).toBeGreaterThanOrEqual(0.9);
+});
+
+let storage: Awaited<ReturnType<typeof openLmdb>>;
+const tmp = tempDir();
+beforeAll(async () => {
+  storage = await openLmdb(tmp.dir);
+});
+afterAll(async () => {
+  await storage.close();
+  tmp.cleanup();
+});
+
+test("through Storage: past the exact size a search answers exact cosines of current memories only, at once after each change", async () => {
+  const dims = 64;
+  const draw = clustered(21, dims);
+  const ns = "vec-ann";
+  const vectors = new Map<string, Float32Array>();
+  const ops: MemoryOp[] = [];
+  for (let i = 0; i < 700; i++) {
+    const id = Bun.randomUUIDv7();
+    const v = draw();
+    vectors.set(id, v);
+    ops.push({
+      event: "ADD",
+      create: {
+        id,
+        namespace: ns,
+        entity: `e${i % 4}`,
+        content: `m${i}`,
+        category: "fact",
+        importance: 0.5,
+        vector: v,
+      },
+    });
+  }
+  await storage.apply(ops, null);
+  const q = draw();
+  const exact = () =>
+    [...vectors]
+      .map(([id, v]) => ({ id, score: dot(v, q) }))
+      .sort((a, b) => b.score - a.score)
+      .slice(0, 5);
+  const search = async () => await storage.semanticSearch({ namespace: ns }, q, {}, 5);
+  const first = await search();
+  expect(first.length).toBe(5);
+  for (const h of first) expect(h.score).toBeCloseTo(dot(vectors.get(h.memory.id)!, q), 5);
+  const best = exact();
+  expect(first.filter((h) => best.some((b) => b.id === h.memory.id)).length).toBeGreaterThanOrEqual(4);
+  // Delete the best answer: never returned again, in the very next search.
+  const top = first[0].memory.id;
+  await storage.apply([{ event: "DELETE", target: top, reason: "test" }], null);
+  vectors.delete(top);
+  expect((await search()).map((h) => h.memory.id)).not.toContain(top);
+  // A memory given the query's own vector comes first at once, with score 1.
+  const other = first[3].memory.id;
+  await storage.apply([{ event: "MERGE", target: other, patch: { content: "moved", vector: q } }], null);
+  vectors.set(other, q);
+  const after = await search();
+  expect(after[0].memory.id).toBe(other);
+  expect(after[0].score).toBeCloseTo(1, 5);
+  // A filter that few pass still finds them (the search widens to the whole scope if it must).
+  const few = await storage.semanticSearch({ namespace: ns }, q, { category: "preference" }, 5);
+  expect(few).toEqual([]);
+});
