@@ -193,34 +193,38 @@ const cases: Record<string, Case> = {
     expect((await s.listKeys()).map((k) => k.name).sort()).toEqual(["first", "other"]);
   },
 
-  "idempotency: an answer is kept with its change; a second change under the key writes nothing; entries expire": async (s) => {
-    const n = ns("idem");
-    const now = Date.now();
-    const record = (keyId: string, key: string, hash: string): IdempotencyRecord => ({
-      keyId,
-      key,
-      hash,
-      expiresAt: now + 1000,
-      answer: (applied) => ({ status: 200, body: JSON.stringify({ id: applied[0]?.memory.id }) }),
-    });
-    const first = add(n, "ordered a bike");
-    await s.apply([first], "k1", now, record("k1", "order-1", "h1"));
-    const kept = await s.idempotentAnswer("k1", "order-1", now);
-    expect([kept?.hash, kept?.status, kept?.body]).toEqual(["h1", 200, JSON.stringify({ id: idOf(first) })]);
-    await expect(s.apply([add(n, "ordered a second bike")], "k1", now, record("k1", "order-1", "h1"))).rejects.toThrow(
-      IdempotencyKeyTaken,
-    );
-    expect((await s.currentMemories({ namespace: n }, 10)).map((m) => m.content)).toEqual(["ordered a bike"]);
-    // Another API key has its own Idempotency-Keys; an answer of undefined keeps nothing.
-    await s.apply([add(n, "by another key")], "k2", now, record("k2", "order-1", "h9"));
-    expect((await s.idempotentAnswer("k2", "order-1", now))?.hash).toBe("h9");
-    await s.apply([], "k3", now, { ...record("k3", "order-1", "h1"), answer: () => undefined });
-    expect(await s.idempotentAnswer("k3", "order-1", now)).toBeUndefined();
-    expect(await s.idempotentAnswer("k1", "order-1", now + 1000)).toBeUndefined();
-    expect(await s.sweepIdempotency(now + 1000, 100)).toBeGreaterThanOrEqual(2);
-    await s.apply([add(n, "a new order")], "k1", now + 2000, { ...record("k1", "order-1", "h2"), expiresAt: now + 3000 });
-    expect((await s.idempotentAnswer("k1", "order-1", now + 2000))?.hash).toBe("h2");
-  },
+  "idempotency: an answer is kept with its change; a second change under the key writes nothing; entries expire":
+    async (s) => {
+      const n = ns("idem");
+      const now = Date.now();
+      const record = (keyId: string, key: string, hash: string): IdempotencyRecord => ({
+        keyId,
+        key,
+        hash,
+        expiresAt: now + 1000,
+        answer: (applied) => ({ status: 200, body: JSON.stringify({ id: applied[0]?.memory.id }) }),
+      });
+      const first = add(n, "ordered a bike");
+      await s.apply([first], "k1", now, record("k1", "order-1", "h1"));
+      const kept = await s.idempotentAnswer("k1", "order-1", now);
+      expect([kept?.hash, kept?.status, kept?.body]).toEqual(["h1", 200, JSON.stringify({ id: idOf(first) })]);
+      await expect(
+        s.apply([add(n, "ordered a second bike")], "k1", now, record("k1", "order-1", "h1")),
+      ).rejects.toThrow(IdempotencyKeyTaken);
+      expect((await s.currentMemories({ namespace: n }, 10)).map((m) => m.content)).toEqual(["ordered a bike"]);
+      // Another API key has its own Idempotency-Keys; an answer of undefined keeps nothing.
+      await s.apply([add(n, "by another key")], "k2", now, record("k2", "order-1", "h9"));
+      expect((await s.idempotentAnswer("k2", "order-1", now))?.hash).toBe("h9");
+      await s.apply([], "k3", now, { ...record("k3", "order-1", "h1"), answer: () => undefined });
+      expect(await s.idempotentAnswer("k3", "order-1", now)).toBeUndefined();
+      expect(await s.idempotentAnswer("k1", "order-1", now + 1000)).toBeUndefined();
+      expect(await s.sweepIdempotency(now + 1000, 100)).toBeGreaterThanOrEqual(2);
+      await s.apply([add(n, "a new order")], "k1", now + 2000, {
+        ...record("k1", "order-1", "h2"),
+        expiresAt: now + 3000,
+      });
+      expect((await s.idempotentAnswer("k1", "order-1", now + 2000))?.hash).toBe("h2");
+    },
 
   "erase: the entity's memories and events lose their content, other entities keep theirs, the erasure stays": async (
     s,
