@@ -3,17 +3,12 @@
 // (namespace, entity, at_ms)), and only those of memories that were current then come back; the
 // records of the page are read in chunks, and the shared rules of storage/asof.ts make the
 // versions.
-import type { SQL } from "bun";
 import { pageOfVersions, stateKinds, versionAt } from "../asof";
 import { matchesFilter } from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
 import type { AsOfQuery, AsOfReads, MemoryPage } from "../storage";
-import { eventOf, memoryOf, type Row } from "./index";
-
-export interface PgAsOfContext {
-  sql: SQL;
-  db<T>(fn: () => Promise<T>): Promise<T>;
-}
+import { eventOf, memoryOf, type Row } from "./rows";
+import type { PgState } from "./state";
 
 /** Sorts after every UUID: no cursor. */
 const noCursor = "ffffffff-ffff-ffff-ffff-ffffffffffff";
@@ -21,7 +16,7 @@ const noCursor = "ffffffff-ffff-ffff-ffff-ffffffffffff";
 /** Memories one namespace-wide as-of page looks at, at most, before it answers a short page. */
 const NAMESPACE_SCAN = 1000;
 
-export function pgAsOf({ sql, db }: PgAsOfContext): AsOfReads {
+export function pgAsOf({ sql, db }: PgState): AsOfReads {
   const kinds = sql.array([...stateKinds], "text");
 
   /**
