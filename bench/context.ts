@@ -17,10 +17,10 @@ export async function contextBench(url: string, key: string, log: (s: string) =>
   const rand = seededRandom(21);
   const pick = () => words[Math.floor(rand() * words.length)];
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  const post = async (path: string, body: unknown) => {
+  const post = async (path: string, body: unknown): Promise<{ tokens: number; memories: unknown[] }> => {
     const r = await fetch(url + path, { method: "POST", headers, body: JSON.stringify(body) });
     if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${await r.text()}`);
-    return r.json();
+    return (await r.json()) as { tokens: number; memories: unknown[] };
   };
   let stored = 0;
   await Promise.all(

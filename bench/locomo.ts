@@ -258,6 +258,44 @@ export async function locomoBench(o: {
 
 const f3 = (x: number) => x.toFixed(3);
 
+/** Issue 21's targets against the runs (turns set; hybrid against the better single mode on both sets). */
+export function locomoTargets(runs: Run[]): string[] {
+  const get = (set: string, mode: Mode, embedder: string) =>
+    runs.find((r) => r.set === set && r.mode === mode && r.embedder === embedder);
+  const ok = (b: boolean) => (b ? "met" : "**missed**");
+  const out = ["| target (LoCoMo) | figure | |", "| --- | --- | --- |"];
+  const kw = get("turns", "keyword", "-");
+  if (kw) {
+    out.push(`| keyword hit@5 ≥ 0.62, turns | ${f3(kw.overall.hit5)} | ${ok(kw.overall.hit5 >= 0.62)} |`);
+    out.push(`| keyword hit@10 ≥ 0.70, turns | ${f3(kw.overall.hit10)} | ${ok(kw.overall.hit10 >= 0.7)} |`);
+    out.push(`| keyword search p50 < 5 ms, turns | ${kw.p50.toFixed(2)} ms | ${ok(kw.p50 < 5)} |`);
+    const use = get("turns", "hybrid", "use");
+    if (use) {
+      out.push(
+        `| hybrid (USE-lite) hit@10 ≥ keyword + 0.03, turns | ${f3(use.overall.hit10)} against ${f3(kw.overall.hit10 + 0.03)} | ${ok(use.overall.hit10 >= kw.overall.hit10 + 0.03 - 1e-9)} |`,
+      );
+      out.push(
+        `| hybrid (USE-lite) hit@5 ≥ keyword, turns | ${f3(use.overall.hit5)} against ${f3(kw.overall.hit5)} | ${ok(use.overall.hit5 >= kw.overall.hit5)} |`,
+      );
+    }
+  }
+  for (const r of runs.filter((r) => r.mode === "hybrid")) {
+    const k = get(r.set, "keyword", "-");
+    const s = get(r.set, "semantic", r.embedder);
+    if (!k || !s) continue;
+    for (const [cut, of] of [
+      ["5", (x: Run) => x.overall.hit5],
+      ["10", (x: Run) => x.overall.hit10],
+    ] as const) {
+      const best = Math.max(of(k), of(s));
+      out.push(
+        `| hybrid (${r.embedder}) hit@${cut} ≥ the better single mode, ${r.set} | ${f3(of(r))} against ${f3(best)} | ${ok(of(r) >= best)} |`,
+      );
+    }
+  }
+  return [...out, ""];
+}
+
 /** Markdown tables of the runs: overall, then per category. */
 export function locomoTables(runs: Run[]): string[] {
   const out: string[] = [];
@@ -312,7 +350,7 @@ if (import.meta.main) {
     modes: values.modes?.split(",") as Mode[] | undefined,
     cacheFile: values.cache,
   });
-  console.log(locomoTables(runs).join("\n"));
+  console.log([...locomoTargets(runs), ...locomoTables(runs)].join("\n"));
   if (values.json) {
     mkdirSync(dirname(values.json), { recursive: true });
     writeFileSync(values.json, JSON.stringify(runs, null, 1));

@@ -7,7 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { crashRound } from "../test/crash-run";
 import { startFakeModel } from "../test/fake-model";
+import { contextBench } from "./context";
 import { lifecycleBench } from "./lifecycle";
+import { defaultData, locomoBench, locomoTables, locomoTargets } from "./locomo";
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
 import { timeBench } from "./time";
@@ -407,6 +409,30 @@ lines.push(
   `Total bench time: ${((performance.now() - started) / 1000).toFixed(0)} s.`,
   "",
 );
+// Issue 21: the context endpoint on an entity of 1,000 memories, and recall on LoCoMo.
+{
+  const dir = join(work, "context");
+  const c = await startMemd(dir);
+  lines.push(...(await contextBench(c.url, key, log)));
+  await stop(c);
+}
+{
+  const data = process.env.BENCH_LOCOMO_DATA ?? defaultData;
+  lines.push("## Recall on LoCoMo (issue 21)", "");
+  if (await Bun.file(data).exists()) {
+    const runs = await locomoBench({ data, embedders: ["use", "fake"], sets: ["turns", "observations"], log });
+    lines.push(
+      `Data: ${data.replace(`${root}/`, "")}. bench/locomo.ts (also runnable alone): each turn (or observation) one raw memory of its conversation's entity; each question an entity-scoped search, limit 10. USE-lite: bench/use-embedder.ts; fake: test/fake-embedder.ts (256 dimensions, trigrams). Keyword rows do not depend on the embedder. Latency as the client sees it, in the bench's own process.`,
+      "",
+      ...locomoTargets(runs),
+      ...locomoTables(runs),
+    );
+  } else
+    lines.push(
+      `Not run: no data at ${data} (set BENCH_LOCOMO_DATA to data/locomo10.json of snap-research/LoCoMo).`,
+      "",
+    );
+}
 // Lifecycle figures (export, import, erase, list paging): bench/lifecycle.ts, also runnable alone.
 lines.push(await lifecycleBench(1_000_000, log));
 // Search at a million memories (issue 26): keyword search from outside (bench/scale.ts: first

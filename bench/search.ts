@@ -11,7 +11,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fuse } from "../src/search/service";
+import { fuse } from "../src/search/fusion";
 import { openLmdb } from "../src/storage/lmdb/index";
 import { openPostgres } from "../src/storage/postgres/index";
 import type { MemoryOp, Scored } from "../src/storage/storage";
@@ -79,7 +79,7 @@ if (parts.has("quality")) {
       let hits: Scored[] = k.slice(0, 10);
       if (mode === "hybrid") {
         const v = await s.semanticSearch(scope, Float32Array.from(fakeVector(q.query, opts, canon)), {}, 30);
-        hits = fuse([k, v], 10);
+        hits = fuse(k, v, 10);
       }
       const ranked = hits.map((h) => idOf.get(h.memory.id)!);
       const rank = ranked.findIndex((id) => q.relevant.includes(id));

@@ -155,7 +155,7 @@ const RememberInput = Type.Object(
 );
 
 const asOfText =
-  "ISO 8601 time, e.g. 2026-03-01T00:00:00Z: answer with the memories exactly as memd knew them then (needs entity; not in the future)";
+  "ISO 8601 time, e.g. 2026-03-01T00:00:00Z: answer with the memories exactly as memd knew them then (not in the future)";
 const AsOfArg = Type.String({ maxLength: 64, description: asOfText });
 
 /** `recall`'s input is the body of `POST /v1/memory/search`, its fields described for a model. */
@@ -168,7 +168,7 @@ export const RecallInput = Type.Object(
     mode: Type.Optional(SearchRequest.properties.mode),
     category: Type.Optional(described(SearchRequest.properties.category, "only memories of this category")),
     tags: Type.Optional(described(SearchRequest.properties.tags, "only memories carrying all of these tags")),
-    as_of: Type.Optional(described(AsOfArg, `${asOfText}; keyword search only`)),
+    as_of: Type.Optional(described(AsOfArg, `${asOfText}; needs entity; keyword search only`)),
   },
   { additionalProperties: false },
 );
@@ -289,7 +289,7 @@ export const tools: ToolDef[] = [
       "each with its id, content, category, importance, tags and creation time. Expired, deleted and replaced memories are not shown. " +
       "Use it to review everything known about an entity; use recall to find what is relevant to a question. " +
       "While the answer's nextCursor is not null there are more: call again with cursor set to it. " +
-      "With as_of (and an entity), it lists the memories exactly as memd knew them at that time.",
+      "With as_of, it lists the memories exactly as memd knew them at that time.",
     readOnly: true,
     defaulted: ["namespace", "entity"],
     input: ListInput,

@@ -141,7 +141,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         detail: {
           summary: "List current memories, newest first, a page at a time",
           description:
-            "Follow nextCursor until it is null; paging never loses or repeats a memory. With asOf (and an entity): the entity's memories exactly as they were current at that instant, replayed from the audit trail (docs/time.md).",
+            "Follow nextCursor until it is null; paging never loses or repeats a memory. With asOf: the memories exactly as they were current at that instant, replayed from the audit trail (docs/time.md).",
           responses: jsonAnswer(ListResponse),
         },
       },

@@ -179,9 +179,8 @@ export function requireEntityForAsOf(entity: string | undefined, what: string) {
 
 /** A page of an entity's memories as they were current at `asOf`, newest first, as listMemories pages. */
 async function listAsOf(core: Core, q: ListMemoriesQuery, asOf: number) {
-  requireEntityForAsOf(q.entity, "a list");
   const { namespace, entity, before, limit } = q;
-  return core.storage.entityAsOf({ namespace, entity: entity!, asOf, filter: q, before, limit });
+  return core.storage.entityAsOf({ namespace, entity, asOf, filter: q, before, limit });
 }
 
 /** Memory `id` as it was current at `asOf`, or undefined (see Storage.memoryAsOf). */

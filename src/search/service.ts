@@ -1,19 +1,16 @@
 // Search over current memories: keyword (BM25, from the storage's index), semantic (exact
-// cosine over stored vectors) and hybrid (reciprocal rank fusion of the two).
+// cosine over stored vectors) and hybrid (the two fused by how far their hits stand out: fusion.ts).
 import type { Core } from "../core";
 import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedding/client";
 import { ApiError, invalidField } from "../http/errors";
 import { asOfField, instantField } from "../http/time";
 import { requireEntityForAsOf, toMemory } from "../memory/service";
-import { byScoreThenNewer } from "../storage/ops";
 import { isCurrent, type MemoryRecord } from "../storage/records";
 import type { MemoryScope, Scored, SearchFilter } from "../storage/storage";
-import { queryTerms } from "../text/tokens";
+import { indexTerms, queryTerms } from "../text/tokens";
 import { keywordAsOf } from "./asof";
+import { FUSION, fuse } from "./fusion";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
-
-/** Reciprocal rank fusion constant: a hit at rank r (from 1) in a list adds 1 / (RRF_K + r). */
-export const RRF_K = 60;
 
 /** The mode a request gets: its own, or hybrid when a model is configured, else keyword. */
 export function resolveMode(core: Core, mode: SearchMode | undefined): SearchMode {
@@ -25,19 +22,6 @@ export function resolveMode(core: Core, mode: SearchMode | undefined): SearchMod
       `${mode} search needs an embedding model: set MEMD_EMBED_BASE_URL (--embed-base-url) and MEMD_EMBED_MODEL`,
     );
   return mode;
-}
-
-/** Fuses ranked lists: each hit scores the sum of 1 / (RRF_K + rank) over the lists it is in. */
-export function fuse(lists: readonly Scored[][], limit: number): Scored[] {
-  const fused = new Map<string, Scored>();
-  for (const list of lists)
-    list.forEach((hit, i) => {
-      const f = fused.get(hit.memory.id);
-      const add = 1 / (RRF_K + i + 1);
-      if (f) f.score += add;
-      else fused.set(hit.memory.id, { memory: hit.memory, score: add });
-    });
-  return [...fused.values()].sort(byScoreThenNewer).slice(0, limit);
 }
 
 export interface RankOptions {
@@ -56,7 +40,8 @@ export interface RankOptions {
 export async function rank(core: Core, o: RankOptions): Promise<{ hits: Scored[]; mode: SearchMode }> {
   const filter = o.filter ?? {};
   const now = Date.now();
-  const keyword = (limit: number) => core.storage.keywordSearch(o.scope, queryTerms(o.query), filter, limit, now);
+  const terms = queryTerms(o.query);
+  const keyword = (limit: number) => core.storage.keywordSearch(o.scope, terms, filter, limit, now);
   if (o.mode === "keyword") return { hits: await keyword(o.limit), mode: "keyword" };
   let vector: Float32Array;
   try {
@@ -70,10 +55,16 @@ export async function rank(core: Core, o: RankOptions): Promise<{ hits: Scored[]
   }
   if (o.mode === "semantic")
     return { hits: await core.storage.semanticSearch(o.scope, vector, filter, o.limit, now), mode: "semantic" };
-  // Each list is read deeper than `limit`, so that a hit ranked a little lower in both can win.
-  const depth = Math.min(100, Math.max(o.limit * 3, 30));
-  const [k, s] = await Promise.all([keyword(depth), core.storage.semanticSearch(o.scope, vector, filter, depth, now)]);
-  return { hits: fuse([k, s], o.limit), mode: "hybrid" };
+  // Each list is read deeper than `limit` (fusion.ts), so that a hit ranked lower in both can win.
+  const depth = Math.max(o.limit, FUSION.depth);
+  const [k, s] = await Promise.all([
+    keyword(depth),
+    core.storage.semanticSearch(o.scope, vector, filter, Math.max(depth, FUSION.semanticStatsDepth), now),
+  ]);
+  // A keyword hit that shares none of the query's words but its stop words is no evidence.
+  const words = new Set(terms.filter((t) => t.weight === 1).map((t) => t.term));
+  const evidence = k.filter((h) => indexTerms(h.memory.content).some((t) => words.has(t)));
+  return { hits: fuse(evidence, s, o.limit), mode: "hybrid" };
 }
 
 /** The longest query, in characters (code points). */

@@ -151,7 +151,12 @@ export interface MemoryPage {
 /** A page of an entity as of a moment (Storage.entityAsOf). */
 export interface AsOfQuery {
   namespace: string;
-  entity: string;
+  /**
+   * Absent: the whole namespace, newest first, read memory by memory through the
+   * (namespace, memory, time) event index; a page then reads a bounded number of index entries and
+   * may be short with a next page, as a filtered list is.
+   */
+  entity?: string;
   /** The moment, ms since the epoch. */
   asOf: number;
   /** What each version must meet (as a search filter or a list query's filters). */
@@ -273,10 +278,10 @@ export interface EventReads {
 /** Memories as they were at a moment, replayed from the audit trail (storage/asof.ts). */
 export interface AsOfReads {
   /**
-   * A page of an entity's memories as they were current at `asOf` (ms), replayed from its events
-   * (storage/asof.ts), newest first (reverse id order), filtered like a list. Cost follows the
-   * entity's events up to `asOf` (read through the (namespace, entity, time) event index) and
-   * the page, not the store.
+   * A page of an entity's (or a namespace's) memories as they were current at `asOf` (ms),
+   * replayed from its events (storage/asof.ts), newest first (reverse id order), filtered like a
+   * list. For an entity, cost follows its events up to `asOf` (read through the (namespace,
+   * entity, time) event index) and the page, not the store.
    */
   entityAsOf(q: AsOfQuery): Promise<MemoryPage>;
   /** Memory `id` as it was current at `asOf`, or undefined (see entityAsOf). */

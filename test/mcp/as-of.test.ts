@@ -46,8 +46,12 @@ describe("as_of", () => {
     expect(r.results.map((m: any) => m.content)).toEqual(["Gus likes jazz"]);
   });
 
-  test("without an entity: the API's refusal, in words", async () => {
-    const e = await runTool(tool("list_memories"), { namespace: "agent", as_of: between }, env()).catch((x) => x);
+  test("list_memories of a whole namespace as of a moment; recall without an entity: the API's refusal, in words", async () => {
+    const all = (await runTool(tool("list_memories"), { namespace: "agent", as_of: between }, env())) as any;
+    expect(all.memories.map((m: any) => m.content)).toEqual(["Gus likes jazz"]);
+    const e = await runTool(tool("recall"), { namespace: "agent", query: "Gus", as_of: between }, env()).catch(
+      (x) => x,
+    );
     expect(e).toBeInstanceOf(ToolError);
     expect((e as ToolError).details?.[0].field).toBe("entity");
   });

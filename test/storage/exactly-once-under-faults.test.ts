@@ -336,7 +336,7 @@ test(
     const missingFromDiff = [...acked.values()].filter((id) => !diffIds.has(id)).length;
 
     console.log(
-      `soak: acknowledged ${counts.acknowledged}, retried ${counts.retried} (503 storage_unavailable or not_ready ${counts.unavailable}, 503 outcome_unknown ${counts.outcomeUnknown}, connection errors ${counts.connectionErrors}; ${counts.replayed} answered by replay), faults ${counts.faults.length} (${counts.faults.join("; ")}), duplicates: ${duplicates}, lost: ${lost}`,
+      `soak (${Math.round((Date.now() - started) / 1000)} s): acknowledged ${counts.acknowledged}, retried ${counts.retried} (503 storage_unavailable or not_ready ${counts.unavailable}, 503 outcome_unknown ${counts.outcomeUnknown}, connection errors ${counts.connectionErrors}; ${counts.replayed} answered by replay), faults ${counts.faults.length} (${counts.faults.join("; ")}), duplicates: ${duplicates}, lost: ${lost}`,
     );
     expect(unexpected).toEqual([]);
     expect({ duplicates, lost, unasked, missingFromDiff }).toEqual({

@@ -1,38 +1,40 @@
 // @targets postgres
-// A PostgreSQL database whose stored terms were made by the previous tokenizer (folded words, no
-// stemming) is rebuilt by the schema step at start: the stored terms are the new forms, and a
-// search finds by stem what the old terms could not match.
+// A PostgreSQL database left by the release before stemming (its schema version, its stored
+// terms folded words only) is brought up by the schema steps at start: the stored terms are
+// rebuilt in the new form, and a search finds by stem what the old terms could not match.
 import { afterAll, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { openPostgres } from "../../src/storage/postgres/index";
-import { SCHEMA_VERSION } from "../../src/storage/postgres/schema";
-import type { MemoryOp } from "../../src/storage/storage";
+import { migrations, SCHEMA_VERSION } from "../../src/storage/postgres/schema";
 import { queryTerms, termCounts, tokenize } from "../../src/text/tokens";
 import { freshDatabase } from "../helpers";
 
 const url = await freshDatabase();
-const open = () => openPostgres({ url, pool: 2, connectTimeoutMs: 5000, statementTimeoutMs: 10000 });
 const sql = new SQL({ url, max: 1 });
 afterAll(() => sql.close());
 
+/** The schema version of the release before stemming: the step that rebuilds for it is next. */
+const before = migrations.findIndex((m) =>
+  m.includes("needs_rebuild = true WHERE EXISTS (SELECT 1 FROM memories WHERE state = 'current');"),
+);
 const content = "Melanie is painting sunrises with her kids";
-const add = (id: string): MemoryOp => ({
-  create: { id, namespace: "up", entity: "u", content, category: "general", importance: 0.5 },
-  event: "ADD",
-});
 
 test("the stored terms of an older tokenizer are rebuilt at start, and a search by stem finds them", async () => {
+  expect(before).toBeGreaterThan(0);
+  // The older release's schema, one memory and its terms as that release wrote them.
+  await sql`CREATE TABLE memd_schema (id int PRIMARY KEY, version int NOT NULL)`;
+  for (const step of migrations.slice(0, before)) await sql.unsafe(step);
+  await sql`INSERT INTO memd_schema (id, version) VALUES (1, ${before})`;
   const id = Bun.randomUUIDv7();
-  const first = await open();
-  await first.apply([add(id)], null);
-  await first.close();
-  // As the previous release left it: its schema version, terms as folded words only.
-  await sql`DELETE FROM memory_terms`;
+  const now = Date.now();
+  await sql`INSERT INTO memories ${sql({ id, namespace: "up", entity: "u", content, category: "general", importance: 0.5, created_at: now, updated_at: now, state: "current" })}`;
+  const words = tokenize(content);
   const old = new Map<string, number>();
-  for (const t of tokenize(content)) old.set(t, (old.get(t) ?? 0) + 1);
+  for (const t of words) old.set(t, (old.get(t) ?? 0) + 1);
   for (const [term, tf] of old)
-    await sql`INSERT INTO memory_terms ${sql({ namespace: "up", entity: "u", term, memory_id: id, tf, doc_len: tokenize(content).length })}`;
-  await sql`UPDATE memd_schema SET version = ${SCHEMA_VERSION - 1}`;
+    await sql`INSERT INTO memory_terms ${sql({ namespace: "up", entity: "u", term, memory_id: id, tf, doc_len: words.length })}`;
+  for (const entity of ["", "u"])
+    await sql`INSERT INTO search_stats ${sql({ namespace: "up", entity, docs: 1, total_len: words.length })}`;
   await sql`UPDATE search_state SET needs_rebuild = false`;
   const terms = async () =>
     (await sql`SELECT term, tf FROM memory_terms ORDER BY term`).map((r: { term: string; tf: number }) => [
@@ -41,7 +43,7 @@ test("the stored terms of an older tokenizer are rebuilt at start, and a search 
     ]);
   expect(await terms()).toContainEqual(["painting", 1]);
 
-  const upgraded = await open();
+  const upgraded = await openPostgres({ url, pool: 2, connectTimeoutMs: 5000, statementTimeoutMs: 10000 });
   try {
     expect(await sql`SELECT version FROM memd_schema`).toEqual([{ version: SCHEMA_VERSION }]);
     expect(await terms()).toEqual([...termCounts(content).tf].sort((a, b) => (a[0] < b[0] ? -1 : 1)));

@@ -6,16 +6,65 @@
 // events are read instead. A memory's history is one reverse scan of events_by_memory.
 import type { Key } from "lmdb";
 import { candidates, changesState, foldEvent, foldMarks, type Latest, pageOfVersions, versionAt } from "../asof";
+import { matchesFilter } from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
-import type { AsOfReads } from "../storage";
-import type { Dbs } from "./index";
+import type { AsOfQuery, AsOfReads, MemoryPage } from "../storage";
 import { END } from "./layout";
+import { getRecord, type LmdbState } from "./state";
 
-export function lmdbAsOf(dbs: Dbs, getRecord: (id: string) => MemoryRecord | undefined): AsOfReads {
+/** How many index entries one namespace-wide as-of page reads at most before it answers a short page. */
+const MAX_NAMESPACE_SCAN = 5000;
+
+export function lmdbAsOf(s: LmdbState): AsOfReads {
+  const { dbs } = s;
   const eventAt = (seq: number) => dbs.events.get(seq) as EventRecord;
+
+  /**
+   * A namespace as of a moment: events_by_memory ([namespace, memoryId, atMs, seq]) read backwards
+   * lists each memory's events together, memories newest first and each one's events newest
+   * first, so its latest state-changing event up to the moment is the first such key at or before
+   * it. A page stops after MAX_NAMESPACE_SCAN entries, at the end of a memory, with a next page.
+   */
+  function namespaceAsOf(q: AsOfQuery): MemoryPage {
+    const { namespace, asOf } = q;
+    const filter = q.filter ?? {};
+    const limit = q.limit ?? Number.POSITIVE_INFINITY;
+    const out: MemoryRecord[] = [];
+    let current: string | undefined;
+    let decided = false;
+    let finished: string | undefined;
+    let scanned = 0;
+    const range = dbs.eventsByMemory.getKeys({
+      start: q.before === undefined ? [namespace, END] : [namespace, q.before],
+      end: [namespace],
+      reverse: true,
+    });
+    for (const k of range) {
+      const [, id, atMs, seq] = k as [string, string, number, number];
+      if (id !== current) {
+        if (current !== undefined) finished = current;
+        if (scanned >= MAX_NAMESPACE_SCAN && finished !== undefined) return { memories: out, next: finished };
+        current = id;
+        decided = false;
+      }
+      scanned++;
+      if (decided || atMs > asOf) continue;
+      const e = eventAt(seq);
+      if (!changesState(e)) continue;
+      decided = true;
+      const v = versionAt(id, e, getRecord(s, id), asOf);
+      if (v === undefined || !matchesFilter(v, filter)) continue;
+      // One more than asked: there is a next page, continuing after the last one shown.
+      if (out.length === limit) return { memories: out, next: out.at(-1)!.id };
+      out.push(v);
+    }
+    return { memories: out };
+  }
+
   return {
     async entityAsOf(q) {
-      const { namespace, entity, asOf } = q;
+      if (q.entity === undefined) return namespaceAsOf(q);
+      const { namespace, entity, asOf } = q as AsOfQuery & { entity: string };
       const latest = new Map<string, Latest>();
       // Keys up to and including asOf: [ns, entity, asOf, seq] sorts before [ns, entity, asOf + 1].
       for (const { key, value } of dbs.eventsByEntity.getRange({
@@ -29,14 +78,14 @@ export function lmdbAsOf(dbs: Dbs, getRecord: (id: string) => MemoryRecord | und
       const ids = candidates(latest, asOf, q.before);
       return pageOfVersions(
         ids,
-        (chunk) => chunk.map((id) => versionAt(id, eventAt(latest.get(id)!.seq), getRecord(id), asOf)),
+        (chunk) => chunk.map((id) => versionAt(id, eventAt(latest.get(id)!.seq), getRecord(s, id), asOf)),
         q.filter ?? {},
         q.limit,
       );
     },
 
     async memoryAsOf(id, asOf) {
-      const record = getRecord(id);
+      const record = getRecord(s, id);
       if (!record) return undefined;
       const prefix = [record.namespace, id];
       // Newest first from asOf; a REPLACE that retired it is listed under it too.

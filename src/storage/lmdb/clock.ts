@@ -1,6 +1,5 @@
 import { stampFloor } from "../ops";
-import type { Dbs } from "./index";
-import { END } from "./layout";
+import { type Dbs, END } from "./layout";
 
 /** How many namespaces keep their last time in memory; others are read back from the index. */
 const MAX_NAMESPACES = 10_000;

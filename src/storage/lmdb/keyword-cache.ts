@@ -15,9 +15,8 @@
 // an entity's documents are one growing array.
 import { termCounts } from "../../text/tokens";
 import type { EventRecord, MemoryRecord } from "../records";
-import type { Dbs } from "./index";
-import { dropSnapshots, readSnapshot, writeSnapshot } from "./keyword-snapshot";
-import { END } from "./layout";
+import { dropSnapshots, readSnapshot, type SpaceParts, writeSnapshot } from "./keyword-snapshot";
+import { type Dbs, END } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 
 type Typed = Int32Array | Uint16Array | Uint8Array | Float64Array;
@@ -37,51 +36,39 @@ const trimmed = <T extends Typed>(a: T, n: number): T => {
 /** Most a tf can be (more occurrences count as this many: BM25 saturates long before). */
 const MAX_TF = 65535;
 
-/** One term's postings, in insertion order; `live` counts those of documents not gone (its df). */
+/** A posting's tf and document length in one word: tf in the low 16 bits, the length above (LONG: look it up). */
+export const LONG = 0xffff;
+const tfLen = (tf: number, len: number) => (Math.min(len, LONG) << 16) | tf;
+
+/**
+ * One term's postings, in insertion order; `live` counts those of documents not gone (its df).
+ * Each is a document and a word of its tf and length (tfLen): the length read with the posting
+ * rather than from the document saves a random read per posting.
+ */
 export class List {
   n = 0;
   live = 0;
   doc = new Int32Array(2);
-  tf = new Uint16Array(2);
+  tl = new Int32Array(2);
   /** The longest document ever pushed. */
   maxLen = 0;
   constructor(readonly id: number) {}
   push(d: number, tf: number, len: number) {
     if (this.n === this.doc.length) {
       this.doc = grown(this.doc, this.n + 1);
-      this.tf = grown(this.tf, this.n + 1);
+      this.tl = grown(this.tl, this.n + 1);
     }
     if (len > this.maxLen) this.maxLen = len;
     this.doc[this.n] = d;
-    this.tf[this.n] = tf;
+    this.tl[this.n] = tfLen(tf, len);
     this.n++;
     this.live++;
   }
   /** Drops spare room (after a first load, when most lists stop growing). */
   trim() {
     this.doc = trimmed(this.doc, this.n);
-    this.tf = trimmed(this.tf, this.n);
+    this.tl = trimmed(this.tl, this.n);
   }
-}
-
-/** A space's live documents and lists as flat arrays (keyword-snapshot.ts writes and reads them). */
-export interface SpaceParts {
-  count: number;
-  idWords: Int32Array<ArrayBuffer>;
-  docLen: Int32Array<ArrayBuffer>;
-  docCreated: Float64Array<ArrayBuffer>;
-  docEntity: Int32Array<ArrayBuffer>;
-  docStart: Int32Array<ArrayBuffer>;
-  poolList: Int32Array<ArrayBuffer>;
-  poolTf: Uint16Array<ArrayBuffer>;
-  /** Per list: its length and longest document; their postings one after another. */
-  listN: Int32Array<ArrayBuffer>;
-  listMaxLen: Int32Array<ArrayBuffer>;
-  listDoc: Int32Array<ArrayBuffer>;
-  listTf: Uint16Array<ArrayBuffer>;
-  terms: string[];
-  entities: string[];
-  otherIds: [number, string][];
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -203,6 +190,16 @@ export class KeywordSpace {
     return v === 0 ? undefined : v - 1;
   }
 
+  /** The table hash of document d's id (as hash() of it). */
+  private hashOf(d: number): number {
+    if (this.otherIds.size > 0) {
+      const other = this.otherIds.get(d);
+      if (other !== undefined) return KeywordSpace.hash(other, undefined);
+    }
+    const x = this.idWords;
+    return Math.imul(x[d * 4 + 3] ^ Math.imul(x[d * 4 + 2], 0x9e3779b1) ^ x[d * 4], 0x85ebca6b);
+  }
+
   /** Rebuilds the table for the live documents, at most half full. */
   private rehash(size: number) {
     let n = 2048;
@@ -211,12 +208,7 @@ export class KeywordSpace {
     const mask = n - 1;
     for (let d = 0; d < this.count; d++) {
       if (this.gone[d]) continue;
-      const other = this.otherIds.get(d);
-      const w =
-        other === undefined
-          ? (Array.from(this.idWords.subarray(d * 4, d * 4 + 4)) as [number, number, number, number])
-          : undefined;
-      let s = KeywordSpace.hash(other ?? "", w) & mask;
+      let s = this.hashOf(d) & mask;
       while (this.table[s] !== 0) s = (s + 1) & mask;
       this.table[s] = d + 1;
     }
@@ -228,13 +220,7 @@ export class KeywordSpace {
     const mask = t.length - 1;
     t[s] = 0;
     for (let j = (s + 1) & mask; t[j] !== 0; j = (j + 1) & mask) {
-      const d = t[j] - 1;
-      const other = this.otherIds.get(d);
-      const w =
-        other === undefined
-          ? (Array.from(this.idWords.subarray(d * 4, d * 4 + 4)) as [number, number, number, number])
-          : undefined;
-      const home = KeywordSpace.hash(other ?? "", w) & mask;
+      const home = this.hashOf(t[j] - 1) & mask;
       // Move it back into s when s lies cyclically between its home and j.
       if ((j > s && (home <= s || home > j)) || (j < s && home <= s && home > j)) {
         t[s] = t[j];
@@ -344,13 +330,13 @@ export class KeywordSpace {
     const listN = new Int32Array(kept.length);
     const listMaxLen = new Int32Array(kept.length);
     const listDoc = new Int32Array(postings);
-    const listTf = new Uint16Array(postings);
+    const listTl = new Int32Array(postings);
     let at = 0;
     kept.forEach((l, i) => {
       listN[i] = l.n;
       listMaxLen[i] = l.maxLen;
       listDoc.set(l.doc.subarray(0, l.n), at);
-      listTf.set(l.tf.subarray(0, l.n), at);
+      listTl.set(l.tl.subarray(0, l.n), at);
       at += l.n;
     });
     const poolSize = this.docStart[n];
@@ -377,7 +363,8 @@ export class KeywordSpace {
       listN,
       listMaxLen,
       listDoc,
-      listTf,
+      listTl,
+      table: this.table,
       terms,
       entities,
       otherIds: [...this.otherIds],
@@ -408,7 +395,7 @@ export class KeywordSpace {
       l.live = len;
       l.maxLen = p.listMaxLen[i];
       l.doc = p.listDoc.subarray(at, at + len);
-      l.tf = p.listTf.subarray(at, at + len);
+      l.tl = p.listTl.subarray(at, at + len);
       at += len;
       s.listById.push(l);
       s.lists.set(term, l);
@@ -427,7 +414,7 @@ export class KeywordSpace {
       s.entityDocs[e][s.entityCount[e]++] = d;
     }
     for (let e = 0; e < s.entityLive.length; e++) s.entityLive[e] = s.entityCount[e];
-    s.rehash(n);
+    s.table = p.table;
     return s;
   }
 
@@ -495,7 +482,7 @@ export class KeywordSpace {
         const d = renumber[l.doc[i]];
         if (d < 0) continue;
         l.doc[k] = d;
-        l.tf[k] = l.tf[i];
+        l.tl[k] = l.tl[i];
         k++;
       }
       l.n = k;
@@ -599,7 +586,7 @@ export function keywordCache(
     empty: (ns) => {
       const found = dataDir ? readSnapshot(dataDir, ns, stamp()) : undefined;
       if (found) snapshotStats.restored++;
-      const s = found?.space ?? new KeywordSpace();
+      const s = found ? KeywordSpace.fromParts(found.parts) : new KeywordSpace();
       state.set(s, { ns, changes: 0, from: found?.atMs });
       return s;
     },

@@ -11,18 +11,40 @@
 // events of their own time are refused by epoch: the snapshot records the
 // data dir's format, meta "clockEpoch" (bumped by `memd import`, whose events keep their old
 // times) and "searchEpoch" (bumped by a rebuild of the search index); a snapshot whose epochs
-// differ is ignored. A torn or damaged file fails its hash and is ignored too.
+// differ is ignored. A torn or damaged file fails a section's hash and is ignored too.
 // Erasures: an erasure deletes its namespace's snapshot (a later one holds only what is current);
 // `memd compact` deletes every snapshot (compact.ts), so no file keeps an erased memory's words.
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { commit, version } from "../../build-info";
-import { KeywordSpace, packTerms, type SpaceParts } from "./keyword-cache";
+import { termCounts } from "../../text/tokens";
 
-const MAGIC = "memd-keywords-1";
+const MAGIC = "memd-keywords-2";
 
 /** The snapshots' directory in a data dir. */
 export const snapshotDir = (dataDir: string) => join(dataDir, "search");
+/** A space's live documents and lists as flat arrays (KeywordSpace.toParts and fromParts), as a snapshot holds them. */
+export interface SpaceParts {
+  count: number;
+  idWords: Int32Array<ArrayBuffer>;
+  docLen: Int32Array<ArrayBuffer>;
+  docCreated: Float64Array<ArrayBuffer>;
+  docEntity: Int32Array<ArrayBuffer>;
+  docStart: Int32Array<ArrayBuffer>;
+  poolList: Int32Array<ArrayBuffer>;
+  poolTf: Uint16Array<ArrayBuffer>;
+  /** Per list: its length and longest document; their postings one after another. */
+  listN: Int32Array<ArrayBuffer>;
+  listMaxLen: Int32Array<ArrayBuffer>;
+  listDoc: Int32Array<ArrayBuffer>;
+  listTl: Int32Array<ArrayBuffer>;
+  /** The id table (open addressing over the documents' ids; the hash of this build). */
+  table: Int32Array<ArrayBuffer>;
+  terms: string[];
+  entities: string[];
+  otherIds: [number, string][];
+}
+
 const fileOf = (dataDir: string, namespace: string) =>
   join(snapshotDir(dataDir), `keywords-${Bun.hash(namespace).toString(16)}.bin`);
 
@@ -31,16 +53,17 @@ const fileOf = (dataDir: string, namespace: string) =>
  * the release (a snapshot of another build is not used), and from source on a sample's terms.
  */
 let buildStamp: string | undefined;
-const build = () =>
-  (buildStamp ??= `${version}+${commit}:${Bun.hash(
-    JSON.stringify(
-      packTerms(
-        "The runners were running to the cafés of Straße Lisbon, 北京烤鸭 and ümlauts; les enfants mangeaient des pommes 2024",
-        0,
-        "",
-      ),
-    ),
-  ).toString(16)}`);
+const build = () => (buildStamp ??= `${version}+${commit}:${Bun.hash(JSON.stringify(sampleTerms())).toString(16)}`);
+
+/** A sample text's terms as keyword-cache.ts packs them (packTerms(sample, 0, "")). */
+function sampleTerms(): (string | number)[] {
+  const sample =
+    "The runners were running to the cafés of Straße Lisbon, 北京烤鸭 and ümlauts; les enfants mangeaient des pommes 2024";
+  const { tf, length } = termCounts(sample);
+  const v: (string | number)[] = [length, 0, ""];
+  for (const [term, n] of tf) v.push(term, n);
+  return v;
+}
 
 /** Which state of the store a snapshot belongs to. */
 export type SnapshotStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number };
@@ -56,7 +79,9 @@ type Header = {
   terms: string[];
   entities: string[];
   otherIds: [number, string][];
-  hash: string;
+  table: number;
+  /** Bun.hash of each section, in order. */
+  hashes: string[];
 };
 
 const align8 = (n: number) => Math.ceil(n / 8) * 8;
@@ -75,16 +100,10 @@ export function writeSnapshot(dataDir: string, namespace: string, stamp: Snapsho
     p.listN,
     p.listMaxLen,
     p.listDoc,
-    p.listTf,
+    p.listTl,
+    p.table,
   ];
-  let size = 0;
-  for (const s of sections) size += align8(s.byteLength);
-  const body = new Uint8Array(size);
-  let at = 0;
-  for (const s of sections) {
-    body.set(new Uint8Array(s.buffer, s.byteOffset, s.byteLength), at);
-    at += align8(s.byteLength);
-  }
+  const bytesOf = (x: Section) => new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
   const header: Header = {
     magic: MAGIC,
     build: build(),
@@ -93,10 +112,11 @@ export function writeSnapshot(dataDir: string, namespace: string, stamp: Snapsho
     count: p.count,
     pool: p.poolList.length,
     postings: p.listDoc.length,
+    table: p.table.length,
     terms: p.terms,
     entities: p.entities,
     otherIds: p.otherIds,
-    hash: Bun.hash(body).toString(16),
+    hashes: sections.map((x) => Bun.hash(bytesOf(x)).toString(16)),
   };
   const head = Buffer.from(JSON.stringify(header));
   const prefix = new Uint8Array(align8(8 + head.length));
@@ -106,9 +126,14 @@ export function writeSnapshot(dataDir: string, namespace: string, stamp: Snapsho
   const file = fileOf(dataDir, namespace);
   const tmp = `${file}.${process.pid}.tmp`;
   const fd = openSync(tmp, "w");
+  const pad = new Uint8Array(8);
   try {
     writeSync(fd, prefix);
-    writeSync(fd, body);
+    // Each section as it is in memory (no copy of the whole), padded to 8 bytes.
+    for (const x of sections) {
+      writeSync(fd, bytesOf(x));
+      if (x.byteLength % 8) writeSync(fd, pad, 0, 8 - (x.byteLength % 8));
+    }
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -116,13 +141,12 @@ export function writeSnapshot(dataDir: string, namespace: string, stamp: Snapsho
   renameSync(tmp, file);
 }
 
-/** The snapshot of a namespace as a KeywordSpace, if there is one of this stamp (atMs aside), whole. */
+/** The parts of a namespace's snapshot (KeywordSpace.fromParts), if there is one of this stamp (atMs aside), whole. */
 export function readSnapshot(
   dataDir: string,
   namespace: string,
   stamp: Omit<SnapshotStamp, "atMs">,
-  compactAfter?: number,
-): { space: KeywordSpace; atMs: number } | undefined {
+): { parts: SpaceParts; atMs: number } | undefined {
   let buf: Buffer;
   try {
     buf = readFileSync(fileOf(dataDir, namespace));
@@ -130,9 +154,12 @@ export function readSnapshot(
     return undefined;
   }
   try {
-    // A copy into memory of our own, 8-byte aligned, that the arrays view.
-    const bytes = new Uint8Array(new ArrayBuffer(align8(buf.length)));
-    bytes.set(buf);
+    // The arrays view the file's bytes (copied first only if they are not 8-byte aligned).
+    let bytes: Uint8Array<ArrayBuffer> = buf as Uint8Array<ArrayBuffer>;
+    if (buf.byteOffset % 8 !== 0) {
+      bytes = new Uint8Array(new ArrayBuffer(align8(buf.length)));
+      bytes.set(buf);
+    }
     const length = new DataView(bytes.buffer).getUint32(0, true);
     const header = JSON.parse(Buffer.from(bytes.subarray(8, 8 + length)).toString()) as Header;
     const s = header.stamp;
@@ -159,40 +186,51 @@ export function readSnapshot(
       [Int32Array, L],
       [Int32Array, L],
       [Int32Array, header.postings],
-      [Uint16Array, header.postings],
+      [Int32Array, header.postings],
+      [Int32Array, header.table],
     ];
-    const bodyAt = at;
     const out: Section[] = [];
-    for (const [T, count] of sizes) {
+    for (const [i, [T, count]] of sizes.entries()) {
       const bytesPer = (T as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
       if (at + count * bytesPer > buf.length) return undefined;
-      out.push(new T(bytes.buffer, at, count));
+      if (Bun.hash(bytes.subarray(at, at + count * bytesPer)).toString(16) !== header.hashes[i]) return undefined;
+      out.push(new T(bytes.buffer, bytes.byteOffset + at, count));
       at += align8(count * bytesPer);
     }
-    if (at !== buf.length || Bun.hash(bytes.subarray(bodyAt, at)).toString(16) !== header.hash) return undefined;
-    const [idWords, docLen, docCreated, docEntity, docStart, poolList, poolTf, listN, listMaxLen, listDoc, listTf] =
-      out;
-    const space = KeywordSpace.fromParts(
-      {
-        count: n,
-        idWords: idWords as Int32Array<ArrayBuffer>,
-        docLen: docLen as Int32Array<ArrayBuffer>,
-        docCreated: docCreated as Float64Array<ArrayBuffer>,
-        docEntity: docEntity as Int32Array<ArrayBuffer>,
-        docStart: docStart as Int32Array<ArrayBuffer>,
-        poolList: poolList as Int32Array<ArrayBuffer>,
-        poolTf: poolTf as Uint16Array<ArrayBuffer>,
-        listN: listN as Int32Array<ArrayBuffer>,
-        listMaxLen: listMaxLen as Int32Array<ArrayBuffer>,
-        listDoc: listDoc as Int32Array<ArrayBuffer>,
-        listTf: listTf as Uint16Array<ArrayBuffer>,
-        terms: header.terms,
-        entities: header.entities,
-        otherIds: header.otherIds,
-      },
-      compactAfter,
-    );
-    return { space, atMs: s.atMs };
+    if (at !== buf.length) return undefined;
+    const [
+      idWords,
+      docLen,
+      docCreated,
+      docEntity,
+      docStart,
+      poolList,
+      poolTf,
+      listN,
+      listMaxLen,
+      listDoc,
+      listTl,
+      table,
+    ] = out;
+    const parts: SpaceParts = {
+      count: n,
+      idWords: idWords as Int32Array<ArrayBuffer>,
+      docLen: docLen as Int32Array<ArrayBuffer>,
+      docCreated: docCreated as Float64Array<ArrayBuffer>,
+      docEntity: docEntity as Int32Array<ArrayBuffer>,
+      docStart: docStart as Int32Array<ArrayBuffer>,
+      poolList: poolList as Int32Array<ArrayBuffer>,
+      poolTf: poolTf as Uint16Array<ArrayBuffer>,
+      listN: listN as Int32Array<ArrayBuffer>,
+      listMaxLen: listMaxLen as Int32Array<ArrayBuffer>,
+      listDoc: listDoc as Int32Array<ArrayBuffer>,
+      listTl: listTl as Int32Array<ArrayBuffer>,
+      table: table as Int32Array<ArrayBuffer>,
+      terms: header.terms,
+      entities: header.entities,
+      otherIds: header.otherIds,
+    };
+    return { parts, atMs: s.atMs };
   } catch {
     return undefined;
   }

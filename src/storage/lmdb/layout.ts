@@ -1,3 +1,5 @@
+import type { Database } from "lmdb";
+
 /**
  * The LMDB sub-databases and every key built in them. Names and key tuples live here, once.
  *
@@ -77,6 +79,9 @@ export const dbNames = {
   idempotency: "idempotency",
   idempotencyExpiries: "idempotency_expiries",
 } as const;
+
+/** The open sub-databases, by their name in dbNames. */
+export type Dbs = Record<keyof typeof dbNames, Database>;
 
 /** Sub-databases whose values are raw bytes, not msgpack. */
 export const binaryDbs: ReadonlySet<string> = new Set([dbNames.vectors]);

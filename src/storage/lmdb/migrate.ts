@@ -1,8 +1,8 @@
 import type { RootDatabase } from "lmdb";
 import type { MemoryRecord } from "../records";
-import { type Dbs, Writes } from "./index";
-import { FORMAT_VERSION, keys } from "./layout";
+import { type Dbs, FORMAT_VERSION, keys } from "./layout";
 import { IndexWriter } from "./search";
+import { Writes } from "./staging";
 
 /**
  * Brings a data dir up to FORMAT_VERSION, in one write transaction per step, and records the

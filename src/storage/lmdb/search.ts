@@ -3,10 +3,11 @@
 import { bm25, bm25Bound, idf, type QueryTerm as Term } from "../../text/scoring";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
-import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
-import type { Dbs, Writes } from "./index";
-import type { KeywordSpace, List } from "./keyword-cache";
-import { keys } from "./layout";
+import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
+import { type KeywordSpace, type List, LONG } from "./keyword-cache";
+import { type Dbs, keys } from "./layout";
+import type { Writes } from "./staging";
+import type { LmdbState } from "./state";
 import { ann, type Space } from "./vector-cache";
 
 /**
@@ -292,7 +293,7 @@ function namespaceCandidates(space: KeywordSpace, ts: QueryTerm[], avg: number, 
  */
 function addList(space: KeywordSpace, list: List, w: number, avg: number, count: number): number {
   const { scores: acc, touched, gone, docLen } = space;
-  const { doc, tf } = list;
+  const { doc, tl } = list;
   // Most postings have tf 1: their contribution by length, from a table.
   const one = new Float64Array(list.maxLen + 1);
   for (let l = 0; l < one.length; l++) one[l] = bm25(w, 1, l, avg);
@@ -301,8 +302,11 @@ function addList(space: KeywordSpace, list: List, w: number, avg: number, count:
     if (gone[d]) continue;
     const before = acc[d];
     if (before === 0) touched[count++] = d;
-    const l = docLen[d];
-    acc[d] = before + (tf[i] === 1 ? one[l] : bm25(w, tf[i], l, avg));
+    const x = tl[i];
+    const tf = x & LONG;
+    let l = x >>> 16;
+    if (l === LONG) l = docLen[d];
+    acc[d] = before + (tf === 1 ? one[l] : bm25(w, tf, l, avg));
   }
   return count;
 }
@@ -462,4 +466,18 @@ function topIndexes(values: Float32Array | Float64Array, k: number, n = values.l
   const out: number[] = [];
   for (let i = 0; i < n; i++) if (values[i] >= cut) out.push(i);
   return out;
+}
+
+/** The Search role: each namespace's in-memory keyword lists and vectors (state.ts), scored above. */
+export function lmdbSearch(s: LmdbState): Search {
+  const { dbs, keywordCache, vectorCache } = s;
+  return {
+    async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
+      return keywordSearch(dbs, await keywordCache.get(scope.namespace), scope, terms, filter, limit, now);
+    },
+
+    async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
+      return semanticSearch(dbs, await vectorCache.get(scope.namespace), scope, vector, filter, limit, now);
+    },
+  };
 }

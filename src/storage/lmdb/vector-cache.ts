@@ -16,7 +16,7 @@
 // memory record anyway.
 import { type DotKernel, dotKernel } from "./dot";
 import { type HammingKernel, hammingKernel } from "./hamming";
-import type { Dbs } from "./index";
+import type { Dbs } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 
 /** How the approximate search trades work for recall (tests make them small). */
@@ -96,11 +96,12 @@ export class Space {
   private bytes = 0; // of one code
   private padded = 0; // dims rounded up to a multiple of 32
   // Byte offsets: the query's code at 0 (also where a new code is made), a vector and the mean
-  // (float32, `padded` long), the cell centres' codes, then the blocks from `heap` to `top`,
-  // then scratch for a search (distances, addresses).
+  // (float32, `padded` long), then the blocks from `heap` to `top` (row codes, or the cells'
+  // codes and their centres' codes), then scratch for a search (distances, addresses).
   private vAt = 0;
   private meanAt = 0;
   private centresAt = 0;
+  private centresRoom = 0; // in codes
   private heap = 0;
   private top = 0;
   private wasted = 0;
@@ -223,8 +224,7 @@ export class Space {
     this.kernel = hammingKernel(this.bytes / 8);
     this.vAt = align(this.bytes, 64);
     this.meanAt = this.vAt + this.padded * 4;
-    this.centresAt = this.meanAt + this.padded * 4;
-    this.heap = align(this.centresAt + MAX_CELLS * this.bytes, 64);
+    this.heap = align(this.meanAt + this.padded * 4, 64);
     this.top = this.heap;
     this.sum = new Float64Array(dims);
     this.views();
@@ -300,10 +300,11 @@ export class Space {
     const live = this.cells > 0 ? this.top - this.heap - this.wasted : this.rowRoom * this.bytes;
     if (this.wasted === 0 || this.wasted < Math.max(live, compaction.from)) return;
     const blocks: [number, number, (at: number) => void][] = [];
-    if (this.cells > 0)
+    if (this.cells > 0) {
       for (let c = 0; c < this.cells; c++)
         blocks.push([this.cellAt[c], this.cellRoom[c] * this.bytes, (at) => (this.cellAt[c] = at)]);
-    else blocks.push([this.rowAt, this.rowRoom * this.bytes, (at) => (this.rowAt = at)]);
+      blocks.push([this.centresAt, this.centresRoom * this.bytes, (at) => (this.centresAt = at)]);
+    } else blocks.push([this.rowAt, this.rowRoom * this.bytes, (at) => (this.rowAt = at)]);
     blocks.sort((a, b) => a[0] - b[0]);
     let to = this.heap;
     for (const [from, size, moved] of blocks) {
@@ -347,6 +348,11 @@ export class Space {
     const pick = xorshift(0x9e3779b9);
     const chosen = new Set<number>();
     while (chosen.size < k) chosen.add(Math.floor(pick() * this.rows));
+    if (this.centresRoom < k) {
+      this.wasted += this.centresRoom * this.bytes;
+      this.centresAt = this.allocate(k);
+      this.centresRoom = k;
+    }
     let c = 0;
     for (const r of chosen) {
       const from = this.codeAt(r);

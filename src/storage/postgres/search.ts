@@ -5,7 +5,9 @@ import { bm25Sql, type QueryTerm } from "../../text/scoring";
 import { termCounts } from "../../text/tokens";
 import { byScoreThenNewer, normalized } from "../ops";
 import type { MemoryRecord } from "../records";
-import type { MemoryScope, Scored, SearchFilter, VectorUpdate } from "../storage";
+import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
+import { memoryOf } from "./rows";
+import type { PgState } from "./state";
 
 type Tx = TransactionSQL | SQL | ReservedSQL;
 
@@ -325,4 +327,17 @@ export async function rebuildIndex(
     after = records.at(-1)!.id;
   }
   return n;
+}
+
+/** The Search role: the statements above, each a read with its deadline. */
+export function pgSearch({ sql, db }: PgState): Search {
+  return {
+    async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
+      return db(() => keywordSearch(sql, scope, terms, filter, limit, now, memoryOf));
+    },
+
+    async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
+      return db(() => semanticSearch(sql, scope, vector, filter, limit, now, memoryOf));
+    },
+  };
 }

@@ -50,6 +50,8 @@ const databaseAnswered = (e: unknown) => /^[0-9A-Z]{5}$/.test(String((e as { err
  */
 export interface Caller<T> {
   state: "waiting" | "committing" | "answered";
+  /** When its deadline passes (Date.now()). */
+  deadline: number;
   resolve(v: T): void;
   reject(e: unknown): void;
   timer?: ReturnType<typeof setTimeout>;
@@ -66,7 +68,7 @@ export interface WriteSettings {
 export function newCaller<T>(limitMs: number): { caller: Caller<T>; answer: Promise<T> } {
   let caller!: Caller<T>;
   const answer = new Promise<T>((resolve, reject) => {
-    caller = { state: "waiting", resolve, reject };
+    caller = { state: "waiting", deadline: Date.now() + limitMs, resolve, reject };
   });
   caller.timer = setTimeout(() => fail(caller, unavailable()), limitMs);
   return { caller, answer };
@@ -89,20 +91,29 @@ function succeed<T>(c: Caller<T>, v: T) {
 /** What `transact` did when it answered nobody: a caller gave up before COMMIT, or `work` failed. */
 export type NotRun = { gaveUp: true } | { failed: unknown };
 
+/** What a transaction's work gives back: a value per caller, and its last statements, sent but not awaited. */
+export interface Work<T> {
+  values: T[];
+  /** Sent last: COMMIT goes right behind them, in the same round trip. */
+  last?: Promise<unknown>[];
+}
+
 /**
  * Runs `work` in one transaction on a reserved connection for `callers` (values[i] answers
  * callers[i]). BEGIN and the settings go in one message with work's first statements behind it.
  * The deadline is checked before COMMIT: if any caller was answered meanwhile, the transaction
  * rolls back and `{ gaveUp }` is returned (the callers still waiting are not answered). If work
- * fails, it rolls back and `{ failed }` is returned, nobody answered. Otherwise COMMIT is sent and
- * the callers are answered by its outcome: the values, the database's refusal, or, when the
- * connection fails or the commit's bound passes, outcome_unknown.
+ * fails, it rolls back and `{ failed }` is returned, nobody answered. Otherwise COMMIT is sent,
+ * behind work's last statements, and the callers are answered by the outcome: the values; if a
+ * last statement failed (the database answered an error, so COMMIT rolled back), `{ failed }`
+ * with the callers waiting again; the database's refusal of COMMIT; or, when the connection fails
+ * or the commit's bound passes, outcome_unknown.
  */
 export async function transact<T>(
   sql: SQL,
   s: WriteSettings,
   callers: Caller<T>[],
-  work: (conn: ReservedSQL, begun: Promise<unknown>) => Promise<T[]>,
+  work: (conn: ReservedSQL, begun: Promise<unknown>) => Promise<Work<T>>,
 ): Promise<undefined | NotRun> {
   let conn: ReservedSQL;
   try {
@@ -114,7 +125,7 @@ export async function transact<T>(
     conn.release();
     return { gaveUp: true };
   }
-  let values: T[];
+  let done: Work<T>;
   try {
     // One message: the statement timeout and durability hold for this transaction only, so the
     // connection carries nothing to the next client of a transaction-mode pooler.
@@ -124,13 +135,15 @@ export async function transact<T>(
       )
       .simple()
       .execute();
-    values = await work(conn, begun);
+    done = await work(conn, begun);
   } catch (e) {
     await end(conn, "ROLLBACK");
     return { failed: e };
   }
+  const last = done.last ?? [];
   // The deadline, before COMMIT: a caller answered 503 meanwhile must find nothing committed.
   if (callers.some((c) => c.state !== "waiting")) {
+    await Promise.allSettled(last);
     await end(conn, "ROLLBACK");
     return { gaveUp: true };
   }
@@ -139,28 +152,43 @@ export async function transact<T>(
     clearTimeout(c.timer);
   }
   let bound: ReturnType<typeof setTimeout> | undefined;
-  const outcomeUnknown = () => {
+  const commit = conn`COMMIT`.execute();
+  const outcome = await Promise.race([
+    Promise.allSettled([...last, commit]),
+    new Promise<"unknown">((resolve) => {
+      bound = setTimeout(() => resolve("unknown"), s.commitTimeoutMs);
+    }),
+  ]);
+  clearTimeout(bound);
+  const unknown = () => {
     for (const c of callers) fail(c, new StorageError("outcome_unknown", unknownMessage));
-  };
-  try {
-    await Promise.race([
-      conn`COMMIT`.execute(),
-      new Promise((_, reject) => {
-        bound = setTimeout(() => reject(new StorageError("outcome_unknown", unknownMessage)), s.commitTimeoutMs);
-      }),
-    ]);
-  } catch (e) {
-    clearTimeout(bound);
-    // The database said no (it rolled back): a definite answer. A lost connection or no answer: unknown.
-    if (databaseAnswered(e)) for (const c of callers) fail(c, storageError(e));
-    else outcomeUnknown();
     conn.close().catch(() => undefined);
     return undefined;
+  };
+  if (outcome === "unknown") return unknown();
+  const failed = outcome.find((o) => o.status === "rejected");
+  if (failed) {
+    const e = failed.reason;
+    // The database answered an error: what was sent after it, COMMIT too, did nothing.
+    if (!databaseAnswered(e)) return unknown();
+    conn.close().catch(() => undefined);
+    if (failed === outcome.at(-1)) {
+      for (const c of callers) fail(c, storageError(e)); // COMMIT itself refused
+      return undefined;
+    }
+    for (const c of callers) rearm(c);
+    return { failed: e };
   }
-  clearTimeout(bound);
   conn.release();
-  for (const [i, c] of callers.entries()) succeed(c, values[i]);
+  for (const [i, c] of callers.entries()) succeed(c, done.values[i]);
   return undefined;
+}
+
+/** A caller whose transaction did nothing waits again, until what is left of its deadline. */
+function rearm(c: Caller<never> | Caller<unknown>) {
+  if (c.state !== "committing") return;
+  c.state = "waiting";
+  c.timer = setTimeout(() => fail(c, unavailable()), Math.max(0, c.deadline - Date.now()));
 }
 
 /** Ends the transaction; a connection that cannot is closed, never pooled in a transaction. */
@@ -181,7 +209,7 @@ export function writeAlone<T>(sql: SQL, s: WriteSettings, work: (conn: ReservedS
   const { caller, answer } = newCaller<T>(s.statementTimeoutMs);
   void transact(sql, s, [caller], async (conn, begun) => {
     await begun;
-    return [await work(conn)];
+    return { values: [await work(conn)] };
   }).then((r) => {
     if (r && "failed" in r) fail(caller, storageError(r.failed));
   });
@@ -212,6 +240,7 @@ const sent = <T>(q: Promise<T> & { execute(): unknown }) => q.execute() as Promi
  * them: read the target rows (only when an op has a target), then take the clock rows, the event
  * seqs and the Idempotency-Keys together, then write memories, search index, events and answers
  * together. `first` are statements already sent in this transaction, awaited with the first ones.
+ * The last writes are sent and returned unawaited (`last`), for COMMIT to follow them at once.
  *
  * Lock order, the same in every writer: target memory rows by id, then clock rows by namespace,
  * then idempotency rows by key. A call whose key already has an answer (committed by another
@@ -222,7 +251,7 @@ export async function applyBatch(
   calls: readonly ApplyCall[],
   shapes: RowShapes,
   first: Promise<unknown>[] = [],
-): Promise<ApplyResult[]> {
+): Promise<Work<ApplyResult>> {
   const ids = [...new Set(calls.flatMap((c) => c.ops.map(targetOf)).filter((id) => id !== undefined))].sort();
   const targets = new Map<string, MemoryRecord>();
   if (ids.length > 0) {
@@ -385,8 +414,7 @@ export async function applyBatch(
     unanswered.map((r) => ({ k: r.keyId, ik: r.key })),
   );
   const pending = [...deletes, ...(w.empty ? [] : [w.send(q)])];
-  await Promise.all(pending);
-  return results;
+  return { values: results, last: pending };
 }
 
 /** array_agg's int8[] as numbers, ascending (it may come back as text: {1,2,3}). */

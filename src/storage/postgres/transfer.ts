@@ -1,48 +1,14 @@
-// The PostgreSQL side of a memory's whole life: paged lists, erasure, export and import,
-// idempotent answers. Spread into the storage object in index.ts.
-import type { ReservedSQL, SQL, TransactionSQL } from "bun";
-import type { ErasureRecord, ExportRecord, IdempotencyEntry, KeyRecord, MemoryRecord } from "../records";
-import type { Applied, Erasure, Idempotency, MemoryOp, MemoryReads, Transfer } from "../storage";
-import { eventOf, eventRow, keyOf, keyRow, memoryOf, memoryRow, type Row } from "./index";
+// The PostgreSQL export (one REPEATABLE READ snapshot, paged by key) and import of records as
+// they are.
+import type { SQL } from "bun";
+import type { ErasureRecord, ExportRecord, KeyRecord, MemoryRecord } from "../records";
+import type { Transfer } from "../storage";
+import { erasureOf, erasureRow, eventOf, eventRow, keyOf, keyRow, memoryOf, memoryRow } from "./rows";
 import { writeIndex } from "./search";
-
-type Methods = Pick<MemoryReads, "listMemories"> & Erasure & Transfer & Idempotency;
-
-export interface PgLifecycleContext {
-  sql: SQL;
-  /** A read, with its deadline. */
-  db<T>(fn: () => Promise<T>): Promise<T>;
-  /** A write in a transaction of its own (writes.ts: deadline before COMMIT, its own bound after). */
-  write<T>(work: (tx: ReservedSQL) => Promise<T>): Promise<T>;
-  applyIn(
-    tx: TransactionSQL | ReservedSQL,
-    ops: readonly MemoryOp[],
-    actorKeyId: string | null,
-    now: number,
-  ): Promise<(Applied | null)[]>;
-}
+import type { PgState } from "./state";
 
 /** Rows per keyset page of an export. */
 const PAGE = 2000;
-const uuidRegex = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
-
-const erasureOf = (r: Row): ErasureRecord => ({
-  namespace: r.namespace as string,
-  entity: r.entity as string,
-  atMs: Number(r.at_ms),
-  actorKeyId: r.actor_key_id as string | null,
-  memories: Number(r.memories),
-  events: Number(r.events),
-});
-
-const erasureRow = (e: ErasureRecord) => ({
-  namespace: e.namespace,
-  entity: e.entity,
-  at_ms: e.atMs,
-  actor_key_id: e.actorKeyId,
-  memories: e.memories,
-  events: e.events,
-});
 
 const withoutType = (r: ExportRecord) => {
   const { type: _type, ...rest } = r;
@@ -53,7 +19,8 @@ const withoutType = (r: ExportRecord) => {
 const idOf = (r: ExportRecord): string =>
   r.type === "event" ? String(r.seq) : r.type === "erasure" ? `${r.namespace}\0${r.entity}\0${r.atMs}` : r.id;
 
-export function pgLifecycle({ sql, db, write, applyIn }: PgLifecycleContext): Methods {
+export function pgTransfer(s: PgState): Transfer {
+  const { sql, db, write } = s;
   /** Stored records with the ids of `records`, by type and id. */
   async function found(q: SQL, records: readonly ExportRecord[]): Promise<Map<string, unknown>> {
     const by = (t: ExportRecord["type"]) => records.filter((r) => r.type === t);
@@ -79,81 +46,6 @@ export function pgLifecycle({ sql, db, write, applyIn }: PgLifecycleContext): Me
   }
 
   return {
-    async listMemories(q) {
-      const now = Date.now();
-      const before = q.before ?? "ffffffff-ffff-ffff-ffff-ffffffffffff";
-      // Tags are written as JSON text into a json column (a JSON string holding the array); read either form.
-      const tags = q.tags?.length ? sql.array(q.tags, "text") : null;
-      const rows = await db(
-        () => sql`SELECT * FROM memories WHERE state = 'current' AND namespace = ${q.namespace}
-          AND (${q.entity ?? null}::text IS NULL OR entity = ${q.entity ?? null})
-          AND (${q.category ?? null}::text IS NULL OR category = ${q.category ?? null})
-          AND (${tags}::text[] IS NULL OR (tags IS NOT NULL AND (CASE WHEN json_typeof(tags) = 'string'
-            THEN (tags #>> '{}')::jsonb ELSE tags::jsonb END) ?& ${tags}::text[]))
-          AND (expires_at IS NULL OR expires_at > ${now})
-          AND (${q.observedAfter ?? null}::bigint IS NULL OR COALESCE(observed_at, created_at) >= ${q.observedAfter ?? null})
-          AND (${q.observedBefore ?? null}::bigint IS NULL OR COALESCE(observed_at, created_at) < ${q.observedBefore ?? null})
-          AND id < ${before}::uuid
-          ORDER BY id DESC LIMIT ${q.limit + 1}`,
-      );
-      const memories = rows.slice(0, q.limit).map(memoryOf);
-      return { memories, next: rows.length > q.limit ? memories.at(-1)!.id : undefined };
-    },
-
-    erase(namespace, entity, actorKeyId, now = Date.now()) {
-      return write(async (tx) => {
-        const rows = await tx`SELECT id, state, expires_at FROM memories
-            WHERE namespace = ${namespace} AND entity = ${entity} ORDER BY id FOR UPDATE`;
-        // An expiry not yet swept is deleted too: the op names its expiry, so it still acts.
-        const ops: MemoryOp[] = rows
-          .filter((r: Row) => r.state === "current")
-          .map((r: Row) => ({
-            event: "DELETE" as const,
-            target: r.id as string,
-            reason: "erased",
-            ...(r.expires_at !== null ? { expiresAt: Number(r.expires_at) } : {}),
-          }));
-        if (ops.length) await applyIn(tx, ops, actorKeyId, now);
-        // Exactly the memories locked above: a store committed meanwhile is after the erasure and
-        // keeps its content, its events and its stored answer.
-        const ids = sql.array(
-          rows.map((r: Row) => r.id as string),
-          "text",
-        );
-        await tx`UPDATE memories SET content = '', tags = NULL, metadata = NULL, source = NULL
-            WHERE id = ANY(${ids}::uuid[])`;
-        const scrubbed =
-          await tx`UPDATE events SET old_content = NULL, new_content = NULL, tags = NULL, metadata = NULL, reason = 'erased'
-            WHERE namespace = ${namespace} AND (memory_id = ANY(${ids}::uuid[]) OR merged_from_id = ANY(${ids}::uuid[]))
-            RETURNING seq`;
-        // Stored answers that name an erased memory (a store's answer holds its content).
-        await tx`DELETE FROM idempotency i WHERE i.body IS NOT NULL AND EXISTS (
-            SELECT 1 FROM regexp_matches(i.body, ${uuidRegex}, 'g') AS m(x)
-            WHERE lower(m.x[1])::uuid = ANY(${ids}::uuid[]))`;
-        const [last] =
-          await tx`SELECT max(at_ms) AS at FROM erasures WHERE namespace = ${namespace} AND entity = ${entity}`;
-        const erasure: ErasureRecord = {
-          namespace,
-          entity,
-          atMs: last.at === null ? now : Math.max(now, Number(last.at) + 1),
-          actorKeyId,
-          memories: rows.length,
-          events: scrubbed.length,
-        };
-        await tx`INSERT INTO erasures ${tx(erasureRow(erasure))}`;
-        return erasure;
-      });
-    },
-
-    async erasures(namespace, entity) {
-      const rows = await db(() =>
-        entity === undefined
-          ? sql`SELECT * FROM erasures WHERE namespace = ${namespace} ORDER BY at_ms`
-          : sql`SELECT * FROM erasures WHERE namespace = ${namespace} AND entity = ${entity} ORDER BY at_ms`,
-      );
-      return rows.map(erasureOf);
-    },
-
     async *exportAll({ namespaces, keys: withKeys }) {
       // One REPEATABLE READ transaction on a reserved connection: every page reads one snapshot.
       const conn = await db(() => sql.reserve());
@@ -271,33 +163,6 @@ export function pgLifecycle({ sql, db, write, applyIn }: PgLifecycleContext): Me
           await tx`SELECT setval('event_seq', GREATEST(${options.seqFloor}::bigint, (SELECT last_value FROM event_seq)))`;
         return { written: keep.length, skipped };
       });
-    },
-
-    async idempotentAnswer(keyId, key, now) {
-      const [r] = await db(
-        () => sql`SELECT * FROM idempotency WHERE key_id = ${keyId} AND idem_key = ${key}
-          AND state = 'done' AND expires_at > ${now}`,
-      );
-      if (!r) return undefined;
-      const entry: IdempotencyEntry = {
-        keyId,
-        key,
-        hash: r.hash as string,
-        state: "done",
-        status: Number(r.status),
-        body: r.body as string,
-        createdAt: Number(r.created_at),
-        expiresAt: Number(r.expires_at),
-      };
-      return entry;
-    },
-
-    async sweepIdempotency(now, limit) {
-      const rows = await db(
-        () => sql`DELETE FROM idempotency WHERE (key_id, idem_key) IN (
-          SELECT key_id, idem_key FROM idempotency WHERE expires_at <= ${now} LIMIT ${limit}) RETURNING 1`,
-      );
-      return rows.length;
     },
   };
 }

@@ -1,0 +1,66 @@
+// The PostgreSQL erasure of an entity, in one transaction, and the record of erasures.
+import type { ErasureRecord } from "../records";
+import type { Erasure, MemoryOp } from "../storage";
+import { erasureOf, erasureRow, type Row } from "./rows";
+import type { PgState } from "./state";
+
+const uuidRegex = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
+
+export function pgErasure(s: PgState): Erasure {
+  const { sql, db, write, applyIn } = s;
+  return {
+    erase(namespace, entity, actorKeyId, now = Date.now()) {
+      return write(async (tx) => {
+        const rows = await tx`SELECT id, state, expires_at FROM memories
+            WHERE namespace = ${namespace} AND entity = ${entity} ORDER BY id FOR UPDATE`;
+        // An expiry not yet swept is deleted too: the op names its expiry, so it still acts.
+        const ops: MemoryOp[] = rows
+          .filter((r: Row) => r.state === "current")
+          .map((r: Row) => ({
+            event: "DELETE" as const,
+            target: r.id as string,
+            reason: "erased",
+            ...(r.expires_at !== null ? { expiresAt: Number(r.expires_at) } : {}),
+          }));
+        if (ops.length) await applyIn(tx, ops, actorKeyId, now);
+        // Exactly the memories locked above: a store committed meanwhile is after the erasure and
+        // keeps its content, its events and its stored answer.
+        const ids = sql.array(
+          rows.map((r: Row) => r.id as string),
+          "text",
+        );
+        await tx`UPDATE memories SET content = '', tags = NULL, metadata = NULL, source = NULL
+            WHERE id = ANY(${ids}::uuid[])`;
+        const scrubbed =
+          await tx`UPDATE events SET old_content = NULL, new_content = NULL, tags = NULL, metadata = NULL, reason = 'erased'
+            WHERE namespace = ${namespace} AND (memory_id = ANY(${ids}::uuid[]) OR merged_from_id = ANY(${ids}::uuid[]))
+            RETURNING seq`;
+        // Stored answers that name an erased memory (a store's answer holds its content).
+        await tx`DELETE FROM idempotency i WHERE i.body IS NOT NULL AND EXISTS (
+            SELECT 1 FROM regexp_matches(i.body, ${uuidRegex}, 'g') AS m(x)
+            WHERE lower(m.x[1])::uuid = ANY(${ids}::uuid[]))`;
+        const [last] =
+          await tx`SELECT max(at_ms) AS at FROM erasures WHERE namespace = ${namespace} AND entity = ${entity}`;
+        const erasure: ErasureRecord = {
+          namespace,
+          entity,
+          atMs: last.at === null ? now : Math.max(now, Number(last.at) + 1),
+          actorKeyId,
+          memories: rows.length,
+          events: scrubbed.length,
+        };
+        await tx`INSERT INTO erasures ${tx(erasureRow(erasure))}`;
+        return erasure;
+      });
+    },
+
+    async erasures(namespace, entity) {
+      const rows = await db(() =>
+        entity === undefined
+          ? sql`SELECT * FROM erasures WHERE namespace = ${namespace} ORDER BY at_ms`
+          : sql`SELECT * FROM erasures WHERE namespace = ${namespace} AND entity = ${entity} ORDER BY at_ms`,
+      );
+      return rows.map(erasureOf);
+    },
+  };
+}

@@ -1,0 +1,35 @@
+// The PostgreSQL backend's state: the connections and the call wrappers every role shares,
+// built once by index.ts and passed to each role's functions.
+import type { ReservedSQL, SQL, TransactionSQL } from "bun";
+import type { keyedMutex } from "../mutex";
+import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
+
+export interface PgState {
+  readonly sql: SQL;
+  /**
+   * Connections of their own for smart stores, which hold an entity's lock row for the length of
+   * a model call: so that they can never take every connection the writes they wait for need.
+   */
+  readonly lockSql: SQL;
+  /** One waiter per entity per process (MemoryWrites.serialize). */
+  readonly entityLocks: ReturnType<typeof keyedMutex>;
+  /**
+   * Runs a read, mapping connection trouble (and no answer within `limitMs`, by default the
+   * statement timeout) to storage_unavailable.
+   */
+  db<T>(fn: () => Promise<T>, limitMs?: number): Promise<T>;
+  /** A write in a transaction of its own (writes.ts: deadline before COMMIT, its own bound after). */
+  write<T>(work: (tx: ReservedSQL) => Promise<T>): Promise<T>;
+  /** One apply, in a transaction shared with others of the same `group` (writes.ts, applier). */
+  apply(
+    call: { ops: readonly MemoryOp[]; actorKeyId: string | null; now: number; idempotency?: IdempotencyRecord },
+    group: string | undefined,
+  ): Promise<(Applied | null)[]>;
+  /** Applies ops inside a transaction of the caller's (an erasure's). */
+  applyIn(
+    tx: TransactionSQL | ReservedSQL,
+    ops: readonly MemoryOp[],
+    actorKeyId: string | null,
+    now: number,
+  ): Promise<(Applied | null)[]>;
+}

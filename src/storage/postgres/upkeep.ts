@@ -1,0 +1,42 @@
+// The PostgreSQL store itself: readiness (a read-only standby is not ready), figures, closing.
+import { StorageError, type Upkeep } from "../storage";
+import type { PgState } from "./state";
+import { storageError } from "./writes";
+
+export function pgUpkeep(s: PgState): Upkeep {
+  const { sql, lockSql, db } = s;
+  return {
+    async notReadyReason() {
+      try {
+        // A database that takes no writes (a standby after a failover) is not ready either.
+        const [r] = await db(() => sql`SELECT current_setting('transaction_read_only') AS ro`);
+        if (r.ro === "on") return "the database is read-only";
+        return undefined;
+      } catch (e) {
+        const mapped = storageError(e);
+        return mapped instanceof StorageError ? mapped.message : `the database answered: ${(e as Error).message}`;
+      }
+    },
+
+    async stats() {
+      const [r] = await db(
+        () => sql`SELECT
+          (SELECT count(*) FROM memories WHERE state = 'current') AS current,
+          (SELECT count(*) FROM memories) AS records,
+          (SELECT count(*) FROM events) AS events,
+          (SELECT count(*) FROM embed_pending) AS pending`,
+      );
+      return {
+        currentMemories: Number(r.current),
+        memoryRecords: Number(r.records),
+        events: Number(r.events),
+        pendingEmbeddings: Number(r.pending),
+        gauges: {},
+      };
+    },
+
+    async close() {
+      await Promise.all([sql.close(), lockSql.close()]);
+    },
+  };
+}
