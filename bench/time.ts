@@ -39,7 +39,8 @@ const words = ["tea", "coffee", "Paris", "Berlin", "cello", "running", "chess", 
  * event times.
  */
 async function load(settings: { dataDir: string; databaseUrl?: string }, total: number, timeline: number) {
-  const storage = await openStorage(settings);
+  // A bulk load's statements may take longer than a request's (on a busy machine too).
+  const storage = await openStorage({ ...settings, dbStatementTimeoutMs: 300_000 });
   const batch = settings.databaseUrl ? 2000 : 10_000;
   const rand = seeded(23);
   const live: string[] = [];
@@ -201,12 +202,18 @@ export async function timeBench(log: (s: string) => void = console.error): Promi
   const requests = Number(process.env.BENCH_TIME_REQUESTS ?? 300);
   const work = mkdtempSync(join(tmpdir(), "memd-bench-time-"));
   const rows: string[] = [];
-  const backends: { name: string; settings: { dataDir: string; databaseUrl?: string }; args: string[] }[] = [
-    { name: "LMDB", settings: { dataDir: join(work, "lmdb") }, args: ["--data-dir", join(work, "lmdb")] },
-  ];
+  const backends: { name: string; settings: { dataDir: string; databaseUrl?: string }; args: string[] }[] = [];
+  // BENCH_TIME_BACKENDS=lmdb or =postgres measures one of them.
+  const only = process.env.BENCH_TIME_BACKENDS;
+  if (only !== "postgres")
+    backends.push({
+      name: "LMDB",
+      settings: { dataDir: join(work, "lmdb") },
+      args: ["--data-dir", join(work, "lmdb")],
+    });
   // A fresh database on the bench's PostgreSQL server (make bench runs inside scripts/with-postgres).
   const pgServer = process.env.MEMD_BENCH_DATABASE_URL ?? process.env.MEMD_TEST_DATABASE_URL;
-  const pg = pgServer?.startsWith("postgres") ? await createDatabase(pgServer) : undefined;
+  const pg = pgServer?.startsWith("postgres") && only !== "lmdb" ? await createDatabase(pgServer) : undefined;
   if (pg)
     backends.push({ name: "PostgreSQL", settings: { dataDir: "", databaseUrl: pg }, args: ["--database-url", pg] });
   try {
