@@ -1,8 +1,11 @@
 // The storage contract: what every backend promises behind the Storage interface
 // (src/storage/storage.ts), written once and run on every backend of ./backends.ts: LMDB, and
-// PostgreSQL (always, in make test). A case is a function of a store; the loop at the bottom
-// makes one test per case and backend, so a new case cannot forget a backend.
+// PostgreSQL (always, in make test). A case is a function of a store, named after the role it
+// covers; the loop at the bottom makes one test per case and backend, so a new case cannot forget
+// a backend, and a test checks that every role of Storage has cases.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { ExportRecord, KeyRecord } from "../../src/storage/records";
 import {
   IdempotencyKeyTaken,
@@ -54,37 +57,38 @@ async function all<T>(it: AsyncIterable<T>): Promise<T[]> {
 type Case = (s: Storage, backend: Backend) => Promise<void>;
 
 const cases: Record<string, Case> = {
-  "apply: of calls made at once, one whose op is bad fails alone and writes nothing; the others land whole": async (
+  "MemoryWrites: apply: of calls made at once, one whose op is bad fails alone and writes nothing; the others land whole":
+    async (s) => {
+      const n = ns("batch");
+      const first = add(n, "green tea");
+      const second = add(n, "green tea again");
+      const results = await Promise.allSettled([
+        s.apply([first, add(n, "with a sibling")], "k"),
+        s.apply([add(n, "never written"), { event: "BOGUS" } as never], "k"),
+        s.apply([second], "k"),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+      // Calls made at once may commit in any order (LMDB batches them in arrival order, see
+      // lmdb-write-plans.test.ts); a call made after an answer sees what was answered.
+      await s.apply([{ event: "UPDATE", target: idOf(first), patch: { content: "black coffee" } }], "k");
+      expect((await s.getMemory(idOf(first)))?.content).toBe("black coffee");
+      const hits = async (term: string) =>
+        (await s.keywordSearch({ namespace: n }, [{ term, weight: 1 }], {}, 10)).map((h) => h.memory.id);
+      expect(await hits("coffee")).toEqual([idOf(first)]);
+      expect(await hits("green")).toEqual([idOf(second)]);
+      expect(await hits("never")).toEqual([]);
+      const events = await s.newestEvents({ namespace: n }, 10);
+      expect(events.map((e) => e.event).sort()).toEqual(["ADD", "ADD", "ADD", "UPDATE"]);
+      expect((await s.currentMemories({ namespace: n }, 10)).map((m) => m.content).sort()).toEqual([
+        "black coffee",
+        "green tea again",
+        "with a sibling",
+      ]);
+    },
+
+  "MemoryWrites: apply: an op on a memory that is no longer current is skipped (null) and records nothing": async (
     s,
   ) => {
-    const n = ns("batch");
-    const first = add(n, "green tea");
-    const second = add(n, "green tea again");
-    const results = await Promise.allSettled([
-      s.apply([first, add(n, "with a sibling")], "k"),
-      s.apply([add(n, "never written"), { event: "BOGUS" } as never], "k"),
-      s.apply([second], "k"),
-    ]);
-    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
-    // Calls made at once may commit in any order (LMDB batches them in arrival order, see
-    // lmdb-write-plans.test.ts); a call made after an answer sees what was answered.
-    await s.apply([{ event: "UPDATE", target: idOf(first), patch: { content: "black coffee" } }], "k");
-    expect((await s.getMemory(idOf(first)))?.content).toBe("black coffee");
-    const hits = async (term: string) =>
-      (await s.keywordSearch({ namespace: n }, [{ term, weight: 1 }], {}, 10)).map((h) => h.memory.id);
-    expect(await hits("coffee")).toEqual([idOf(first)]);
-    expect(await hits("green")).toEqual([idOf(second)]);
-    expect(await hits("never")).toEqual([]);
-    const events = await s.newestEvents({ namespace: n }, 10);
-    expect(events.map((e) => e.event).sort()).toEqual(["ADD", "ADD", "ADD", "UPDATE"]);
-    expect((await s.currentMemories({ namespace: n }, 10)).map((m) => m.content).sort()).toEqual([
-      "black coffee",
-      "green tea again",
-      "with a sibling",
-    ]);
-  },
-
-  "apply: an op on a memory that is no longer current is skipped (null) and records nothing": async (s) => {
     const n = ns("skip");
     const a = add(n, "lives in Lisbon");
     await s.apply([a], "k");
@@ -101,48 +105,48 @@ const cases: Record<string, Case> = {
     ]);
   },
 
-  "event times are unique and increasing per namespace: paging a burst by time loses and repeats nothing": async (
-    s,
-  ) => {
-    const n = ns("clock");
-    const now = Date.now();
-    await Promise.all(Array.from({ length: 60 }, (_, i) => s.apply([add(n, `fact ${i}`)], "k", now)));
-    const seen: number[] = [];
-    let after = -1;
-    for (let page = 0; page < 100; page++) {
-      const events = await s.eventsAfter({ namespace: n }, after, 7);
-      if (events.length === 0) break;
-      for (const e of events) {
-        expect(e.atMs).toBeGreaterThan(after);
-        after = e.atMs;
-        seen.push(e.seq);
+  "EventReads: event times are unique and increasing per namespace: paging a burst by time loses and repeats nothing":
+    async (s) => {
+      const n = ns("clock");
+      const now = Date.now();
+      await Promise.all(Array.from({ length: 60 }, (_, i) => s.apply([add(n, `fact ${i}`)], "k", now)));
+      const seen: number[] = [];
+      let after = -1;
+      for (let page = 0; page < 100; page++) {
+        const events = await s.eventsAfter({ namespace: n }, after, 7);
+        if (events.length === 0) break;
+        for (const e of events) {
+          expect(e.atMs).toBeGreaterThan(after);
+          after = e.atMs;
+          seen.push(e.seq);
+        }
       }
-    }
-    expect(seen.length).toBe(60);
-    expect(new Set(seen).size).toBe(60);
-  },
+      expect(seen.length).toBe(60);
+      expect(new Set(seen).size).toBe(60);
+    },
 
-  "listMemories pages newest first, and paging while memories go never loses or repeats one that stays": async (s) => {
-    const n = ns("list");
-    const ops = Array.from({ length: 9 }, (_, i) => add(n, `memory ${i}`, { tags: i % 2 ? ["odd"] : ["even"] }));
-    for (const op of ops) await s.apply([op], "k");
-    const first = await s.listMemories({ namespace: n, limit: 4 });
-    expect(first.memories.map((m) => m.content)).toEqual(["memory 8", "memory 7", "memory 6", "memory 5"]);
-    await s.apply([{ event: "DELETE", target: idOf(ops[8]), reason: "deleted" }], "k");
-    await s.apply([{ event: "DELETE", target: idOf(ops[2]), reason: "deleted" }], "k");
-    const rest: string[] = [];
-    let before = first.next;
-    while (before) {
-      const page = await s.listMemories({ namespace: n, limit: 4, before });
-      rest.push(...page.memories.map((m) => m.content));
-      before = page.next;
-    }
-    expect(rest).toEqual(["memory 4", "memory 3", "memory 1", "memory 0"]);
-    const odd = await s.listMemories({ namespace: n, tags: ["odd"], limit: 10 });
-    expect(odd.memories.map((m) => m.content)).toEqual(["memory 7", "memory 5", "memory 3", "memory 1"]);
-  },
+  "MemoryReads: listMemories pages newest first, and paging while memories go never loses or repeats one that stays":
+    async (s) => {
+      const n = ns("list");
+      const ops = Array.from({ length: 9 }, (_, i) => add(n, `memory ${i}`, { tags: i % 2 ? ["odd"] : ["even"] }));
+      for (const op of ops) await s.apply([op], "k");
+      const first = await s.listMemories({ namespace: n, limit: 4 });
+      expect(first.memories.map((m) => m.content)).toEqual(["memory 8", "memory 7", "memory 6", "memory 5"]);
+      await s.apply([{ event: "DELETE", target: idOf(ops[8]), reason: "deleted" }], "k");
+      await s.apply([{ event: "DELETE", target: idOf(ops[2]), reason: "deleted" }], "k");
+      const rest: string[] = [];
+      let before = first.next;
+      while (before) {
+        const page = await s.listMemories({ namespace: n, limit: 4, before });
+        rest.push(...page.memories.map((m) => m.content));
+        before = page.next;
+      }
+      expect(rest).toEqual(["memory 4", "memory 3", "memory 1", "memory 0"]);
+      const odd = await s.listMemories({ namespace: n, tags: ["odd"], limit: 10 });
+      expect(odd.memories.map((m) => m.content)).toEqual(["memory 7", "memory 5", "memory 3", "memory 1"]);
+    },
 
-  "namespaces and entities: name order, a page after a name, counts of current memories": async (s) => {
+  "Browse: namespaces and entities: name order, a page after a name, counts of current memories": async (s) => {
     const p = ns("browse");
     for (const [namespace, entity] of [
       [`${p}/b`, "x"],
@@ -166,21 +170,22 @@ const cases: Record<string, Case> = {
     ]);
   },
 
-  "TTL: dueExpiries lists what expired, soonest first; a DELETE made for that expiry retires it once": async (s) => {
-    const n = ns("ttl");
-    const now = Date.now();
-    const a = add(n, "expires first", { ttlSeconds: 1 });
-    const b = add(n, "expires second", { ttlSeconds: 2 });
-    await s.apply([a, b, add(n, "stays")], "k", now);
-    const due = (await s.dueExpiries(now + 5000, 100)).filter((d) => [idOf(a), idOf(b)].includes(d.id));
-    expect(due.map((d) => d.id)).toEqual([idOf(a), idOf(b)]);
-    const expire = () =>
-      s.apply([{ event: "DELETE", target: due[0].id, reason: "expired", expiresAt: due[0].expiresAt }], null);
-    expect((await expire())[0]?.event.reason).toBe("expired");
-    expect(await expire()).toEqual([null]);
-  },
+  "MemoryReads: TTL: dueExpiries lists what expired, soonest first; a DELETE made for that expiry retires it once":
+    async (s) => {
+      const n = ns("ttl");
+      const now = Date.now();
+      const a = add(n, "expires first", { ttlSeconds: 1 });
+      const b = add(n, "expires second", { ttlSeconds: 2 });
+      await s.apply([a, b, add(n, "stays")], "k", now);
+      const due = (await s.dueExpiries(now + 5000, 100)).filter((d) => [idOf(a), idOf(b)].includes(d.id));
+      expect(due.map((d) => d.id)).toEqual([idOf(a), idOf(b)]);
+      const expire = () =>
+        s.apply([{ event: "DELETE", target: due[0].id, reason: "expired", expiresAt: due[0].expiresAt }], null);
+      expect((await expire())[0]?.event.reason).toBe("expired");
+      expect(await expire()).toEqual([null]);
+    },
 
-  "keys: one first key when none exists, found by hash; a revoked key keeps its record": async (s) => {
+  "KeyStore: keys: one first key when none exists, found by hash; a revoked key keeps its record": async (s) => {
     const first = key("first");
     expect(await s.insertKey(first, { onlyIfNone: true })).toBe(true);
     expect(await s.insertKey(key("second"), { onlyIfNone: true })).toBe(false);
@@ -193,7 +198,7 @@ const cases: Record<string, Case> = {
     expect((await s.listKeys()).map((k) => k.name).sort()).toEqual(["first", "other"]);
   },
 
-  "idempotency: an answer is kept with its change; a second change under the key writes nothing; entries expire":
+  "Idempotency: idempotency: an answer is kept with its change; a second change under the key writes nothing; entries expire":
     async (s) => {
       const n = ns("idem");
       const now = Date.now();
@@ -226,59 +231,120 @@ const cases: Record<string, Case> = {
       expect((await s.idempotentAnswer("k1", "order-1", now + 2000))?.hash).toBe("h2");
     },
 
-  "erase: the entity's memories and events lose their content, other entities keep theirs, the erasure stays": async (
-    s,
-  ) => {
-    const n = ns("erase");
-    const a = add(n, "secret one", { tags: ["t"], metadata: { m: 1 }, source: "chat" });
-    const kept = { ...add(n, "not theirs"), create: { ...newMemory(n, "not theirs"), entity: "other" } } as MemoryOp;
-    await s.apply([a, kept], "k");
-    await s.apply([{ event: "UPDATE", target: idOf(a), patch: { content: "secret two" } }], "k");
-    const erasure = await s.erase(n, "e", "admin");
-    expect([erasure.memories, erasure.events]).toEqual([1, 3]);
-    const record = await s.getMemory(idOf(a));
-    expect([record?.state, record?.content, record?.tags, record?.metadata, record?.source]).toEqual([
-      "deleted",
-      "",
-      undefined,
-      undefined,
-      undefined,
-    ]);
-    const events = await s.newestEvents({ namespace: n, entity: "e" }, 10);
-    expect(events.map((e) => [e.event, e.oldContent, e.newContent, e.reason])).toEqual([
-      ["DELETE", null, null, "erased"],
-      ["UPDATE", null, null, "erased"],
-      ["ADD", null, null, "erased"],
-    ]);
-    expect((await s.getMemory(idOf(kept)))?.content).toBe("not theirs");
-    expect((await s.erasures(n)).map((e) => [e.entity, e.actorKeyId])).toEqual([["e", "admin"]]);
+  "Erasure: erase: the entity's memories and events lose their content, other entities keep theirs, the erasure stays":
+    async (s) => {
+      const n = ns("erase");
+      const a = add(n, "secret one", { tags: ["t"], metadata: { m: 1 }, source: "chat" });
+      const kept = { ...add(n, "not theirs"), create: { ...newMemory(n, "not theirs"), entity: "other" } } as MemoryOp;
+      await s.apply([a, kept], "k");
+      await s.apply([{ event: "UPDATE", target: idOf(a), patch: { content: "secret two" } }], "k");
+      const erasure = await s.erase(n, "e", "admin");
+      expect([erasure.memories, erasure.events]).toEqual([1, 3]);
+      const record = await s.getMemory(idOf(a));
+      expect([record?.state, record?.content, record?.tags, record?.metadata, record?.source]).toEqual([
+        "deleted",
+        "",
+        undefined,
+        undefined,
+        undefined,
+      ]);
+      const events = await s.newestEvents({ namespace: n, entity: "e" }, 10);
+      expect(events.map((e) => [e.event, e.oldContent, e.newContent, e.reason])).toEqual([
+        ["DELETE", null, null, "erased"],
+        ["UPDATE", null, null, "erased"],
+        ["ADD", null, null, "erased"],
+      ]);
+      expect((await s.getMemory(idOf(kept)))?.content).toBe("not theirs");
+      expect((await s.erasures(n)).map((e) => [e.entity, e.actorKeyId])).toEqual([["e", "admin"]]);
+    },
+
+  "Transfer: export, then import into an empty store of the same backend: the same records, and existing() knows them":
+    async (s, backend) => {
+      const n = ns("transfer");
+      const a = add(n, "moves along", { tags: ["x"], metadata: { deep: { list: [1, "two"] } } });
+      await s.apply([a, add(n, "and another")], "k");
+      await s.apply([{ event: "DELETE", target: idOf(a), reason: "deleted" }], "k");
+      const exported = await all(s.exportAll({ namespaces: [n], keys: false }));
+      expect(exported.map((r) => r.type)).toEqual(["memory", "memory", "event", "event", "event"]);
+      const target = await backend.open();
+      try {
+        expect(await target.storage.existing(exported)).toEqual(exported.map(() => "absent"));
+        await target.storage.importRecords(exported, { skipExisting: false, skipIdentical: false });
+        const again: ExportRecord[] = await all(target.storage.exportAll({ namespaces: [n], keys: false }));
+        expect(again).toEqual(exported);
+        expect(await target.storage.existing(exported)).toEqual(exported.map(() => "identical"));
+        await expect(
+          target.storage.importRecords(exported, { skipExisting: false, skipIdentical: false }),
+        ).rejects.toThrow();
+      } finally {
+        await target.close();
+      }
+    },
+
+  "Search: equal scores come newer first; category and tag filters keep only what matches": async (s) => {
+    const n = ns("search");
+    const older = add(n, "drinks green tea", { tags: ["drinks"] });
+    const newer = add(n, "drinks green tea", { category: "habit" });
+    await s.apply([older], "k");
+    await s.apply([newer], "k");
+    const hits = (filter: Parameters<Storage["keywordSearch"]>[2]) =>
+      s
+        .keywordSearch({ namespace: n }, [{ term: "tea", weight: 1 }], filter, 10)
+        .then((r) => r.map((h) => h.memory.id));
+    expect(await hits({})).toEqual([idOf(newer), idOf(older)]);
+    expect(await hits({ tags: ["drinks"] })).toEqual([idOf(older)]);
+    expect(await hits({ category: "habit" })).toEqual([idOf(newer)]);
   },
 
-  "export, then import into an empty store of the same backend: the same records, and existing() knows them": async (
-    s,
-    backend,
-  ) => {
-    const n = ns("transfer");
-    const a = add(n, "moves along", { tags: ["x"], metadata: { deep: { list: [1, "two"] } } });
-    await s.apply([a, add(n, "and another")], "k");
-    await s.apply([{ event: "DELETE", target: idOf(a), reason: "deleted" }], "k");
-    const exported = await all(s.exportAll({ namespaces: [n], keys: false }));
-    expect(exported.map((r) => r.type)).toEqual(["memory", "memory", "event", "event", "event"]);
-    const target = await backend.open();
-    try {
-      expect(await target.storage.existing(exported)).toEqual(exported.map(() => "absent"));
-      await target.storage.importRecords(exported, { skipExisting: false, skipIdentical: false });
-      const again: ExportRecord[] = await all(target.storage.exportAll({ namespaces: [n], keys: false }));
-      expect(again).toEqual(exported);
-      expect(await target.storage.existing(exported)).toEqual(exported.map(() => "identical"));
-      await expect(
-        target.storage.importRecords(exported, { skipExisting: false, skipIdentical: false }),
-      ).rejects.toThrow();
-    } finally {
-      await target.close();
-    }
+  "Embeddings: a pending memory gets its vector once, not after a change; semantic search finds it": async (s) => {
+    const n = ns("vectors");
+    const a = add(n, "likes cats", { vector: "pending" });
+    const b = add(n, "likes dogs", { vector: [0, 1, 0] });
+    await s.apply([a, b], "k");
+    const mine = async () => (await s.pendingEmbeddings(1000)).filter((p) => p.id === idOf(a));
+    const [pending] = await mine();
+    expect(pending.content).toBe("likes cats");
+    expect(await s.setVectors([{ id: idOf(a), updatedAt: pending.updatedAt - 1, vector: [1, 0, 0] }])).toBe(0);
+    expect(await s.setVectors([{ id: idOf(a), updatedAt: pending.updatedAt, vector: [1, 0, 0] }])).toBe(1);
+    expect(await mine()).toEqual([]);
+    const near = await s.semanticSearch({ namespace: n }, new Float32Array([0.9, 0.1, 0]), {}, 10);
+    expect(near.map((h) => h.memory.id)).toEqual([idOf(a), idOf(b)]);
+  },
+
+  "AsOfReads: a memory and its entity read as they were at a moment before a change": async (s) => {
+    const n = ns("asof");
+    const t0 = Date.now() - 60_000;
+    const a = add(n, "lives in Lisbon");
+    await s.apply([a], "k", t0);
+    await s.apply([{ event: "UPDATE", target: idOf(a), patch: { content: "lives in Porto" } }], "k", t0 + 20_000);
+    expect((await s.memoryAsOf(idOf(a), t0 + 10_000))?.content).toBe("lives in Lisbon");
+    expect((await s.memoryAsOf(idOf(a), Date.now()))?.content).toBe("lives in Porto");
+    expect(await s.memoryAsOf(idOf(a), t0 - 10_000)).toBeUndefined();
+    const page = await s.entityAsOf({ namespace: n, entity: "e", asOf: t0 + 10_000 });
+    expect(page.memories.map((m) => m.content)).toEqual(["lives in Lisbon"]);
+  },
+
+  "Upkeep: an open store is ready, and its figures count what was written": async (s) => {
+    expect(await s.notReadyReason()).toBeUndefined();
+    const before = await s.stats();
+    await s.apply([add(ns("stats"), "counted")], "k");
+    const after = await s.stats();
+    expect([after.currentMemories - before.currentMemories, after.events - before.events]).toEqual([1, 1]);
   },
 };
+
+/** The roles Storage is made of (src/storage/storage.ts), read from its declaration. */
+const roles = /export interface Storage\s+extends([^{]+)\{/
+  .exec(readFileSync(join(import.meta.dir, "../../src/storage/storage.ts"), "utf8"))![1]
+  .split(",")
+  .map((r) => r.trim());
+
+test("every role of Storage has cases here, and every case names its role", () => {
+  const named = Object.keys(cases).map((name) => name.split(":")[0]);
+  expect(roles.length).toBeGreaterThan(5);
+  for (const role of roles) expect(named).toContain(role);
+  for (const role of named) expect(roles).toContain(role);
+});
 
 test("the suite runs on LMDB, and on PostgreSQL whenever make test provides one", () => {
   const names = backends.map((b) => b.name);
