@@ -14,6 +14,7 @@ import {
   type NewMemory,
   type Storage,
 } from "../../src/storage/storage";
+import { fieldOrder, lineCheckers } from "../../src/transfer/model";
 import { type Backend, backends } from "./backends";
 
 let unique = 0;
@@ -280,6 +281,28 @@ const cases: Record<string, Case> = {
         await target.close();
       }
     },
+
+  "Transfer: a record with every field set has exactly the fields of the export format's line": async (s) => {
+    // The record's shape is said in storage/records.ts, each backend's rows and the export format
+    // (transfer/model.ts): a field one of them lacks shows here, on every backend.
+    const a = add(ns("shape"), "every field", {
+      tags: ["t"],
+      metadata: { k: 1 },
+      source: "chat",
+      ttlSeconds: 3600,
+      observedAt: Date.now() - 1000,
+    });
+    await s.apply([a], "k");
+    await s.apply([{ event: "UPDATE", target: idOf(a), patch: { content: "every field, edited" } }], "k");
+    const record = (await s.getMemory(idOf(a)))!;
+    expect(Object.keys(record).sort()).toEqual(fieldOrder.memory.filter((f) => f !== "type").sort());
+    expect(lineCheckers.memory.Check({ type: "memory", ...record })).toBe(true);
+    const [event] = await s.newestEvents({ namespace: record.namespace }, 1);
+    const eventFields = Object.keys(event).filter(
+      (f) => (event as unknown as Record<string, unknown>)[f] !== undefined,
+    );
+    expect(fieldOrder.event.filter((f) => f !== "type")).toEqual(expect.arrayContaining(eventFields));
+  },
 
   "Search: equal scores come newer first; category and tag filters keep only what matches": async (s) => {
     const n = ns("search");
