@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { ApiError } from "../http/errors";
 import { requestInfo } from "../http/request-log";
-import type { Storage } from "../storage/storage";
+import type { KeyStore } from "../storage/storage";
 import type { KeyRecord, Permission } from "./model";
 import { authenticate, permits, requireNamespace } from "./service";
 
@@ -17,7 +17,7 @@ const needsKey = (path: string) =>
   (path.startsWith("/v1/") && path !== "/v1/openapi.json") || path.startsWith("/v2/") || path.startsWith("/v3/");
 
 export interface AuthOptions {
-  storage: Storage;
+  storage: KeyStore;
   /** The in-memory root key from MEMD_API_KEY, if set. */
   root?: KeyRecord;
   /** Extra paths outside /v1 that need a key (e.g. /metrics). */
