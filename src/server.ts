@@ -1,5 +1,3 @@
-import { accessSync, constants, mkdirSync, statSync } from "node:fs";
-import { resolve } from "node:path";
 import { buildApp } from "./app";
 import { CommitNotifier, notifyingStorage } from "./audit/notify";
 import { StreamHub } from "./audit/stream-service";
@@ -14,16 +12,13 @@ import type { KeyRecord } from "./keys/model";
 import { createKeyIf, type NewKey, rootKeyFromSecret } from "./keys/service";
 import { createLogger } from "./log";
 import { startTtlSweeper } from "./memory/ttl";
-import { openStorage } from "./storage/index";
-import { type DataDirLock, lockDataDir } from "./storage/lock";
+import { openStorage, storageSite } from "./storage/index";
 import { settledStorage } from "./storage/settle";
 import type { Storage } from "./storage/storage";
 
 /** Where the data lives, for logs: the data dir, or the database host (never the password). */
 export function storageName(config: Config): { dataDir: string } | { database: string } {
-  if (!config.databaseUrl) return { dataDir: config.dataDir };
-  const u = new URL(config.databaseUrl);
-  return { database: `postgres://${u.host}${u.pathname}` };
+  return storageSite(config).name;
 }
 
 const rootKeySpec: NewKey = { name: "root", permission: "admin", namespaces: ["*"] };
@@ -35,11 +30,7 @@ const rootKeySpec: NewKey = { name: "root", permission: "admin", namespaces: ["*
  */
 export function rescueCommand(config: Config): string {
   const memd = compiled ? process.execPath : "bin/memd";
-  const quoted = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replaceAll("'", `'\\''`)}'`);
-  const store = config.databaseUrl
-    ? `--database-url "$MEMD_DATABASE_URL"`
-    : `--data-dir ${quoted(resolve(config.dataDir))}`;
-  return `${memd} keys create --name rescue --permission admin --namespace '*' ${store}`;
+  return `${memd} keys create --name rescue --permission admin --namespace '*' ${storageSite(config).option}`;
 }
 
 export interface Running {
@@ -58,27 +49,6 @@ export interface Running {
 
 /** A start that cannot go on; `message` is one line for the operator (exit 1). */
 export class StartError extends Error {}
-
-/** Creates the data dir if needed and checks it is a writable directory; one-line StartError otherwise. */
-export function prepareDataDir(dataDir: string) {
-  const fail = (cause: string) => new StartError(`data dir ${dataDir}: ${cause}`);
-  try {
-    mkdirSync(dataDir, { recursive: true });
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === "EEXIST" || code === "ENOTDIR") throw fail("is a file, not a directory");
-    if (code === "EACCES" || code === "EPERM") throw fail("cannot be created: permission denied");
-    if (code === "EROFS") throw fail("cannot be created: read-only file system");
-    if (code === "ENOENT") throw fail("cannot be created: its parent cannot be made");
-    throw fail(`cannot be created: ${(e as Error).message}`);
-  }
-  if (!statSync(dataDir).isDirectory()) throw fail("is a file, not a directory");
-  try {
-    accessSync(dataDir, constants.W_OK | constants.X_OK);
-  } catch {
-    throw fail("is not writable: permission denied");
-  }
-}
 
 function listenError(e: unknown, host: string, port: number): StartError {
   const code = (e as NodeJS.ErrnoException)?.code;
@@ -111,25 +81,21 @@ export async function startServer(
 ): Promise<Running> {
   const logger = createLogger(config.logLevel, writeLog);
   probePort(config.host, config.port);
-  // The data dir lock is LMDB's: on PostgreSQL, any number of replicas share the database.
-  const lmdb = !config.databaseUrl;
-  if (lmdb) prepareDataDir(config.dataDir);
-  let lock: DataDirLock | undefined;
+  const site = storageSite(config);
+  let release: (() => void) | undefined;
   let storage: Storage | undefined;
   let stopSweeper: (() => Promise<void>) | undefined;
   let stopEmbedder: (() => Promise<void>) | undefined;
   try {
-    if (lmdb)
-      try {
-        lock = await lockDataDir(config.dataDir, (msg) => logger.warn(msg, { dataDir: config.dataDir }));
-      } catch (e) {
-        throw new StartError((e as Error).message);
-      }
+    try {
+      release = await site.claim((msg) => logger.warn(msg, { dataDir: config.dataDir }));
+    } catch (e) {
+      throw new StartError((e as Error).message);
+    }
     try {
       storage = await openStorage(config);
     } catch (e) {
-      const where = lmdb ? `data dir ${config.dataDir}: cannot open the store` : "database";
-      throw new StartError(`${where}: ${(e as Error).message}`);
+      throw new StartError(`${site.openFailure}: ${(e as Error).message}`);
     }
     const notifier = new CommitNotifier();
     // Aborted when the grace period ends: model and embedding calls in flight stop and answer 503 shutting_down.
@@ -183,7 +149,7 @@ export async function startServer(
     });
 
     const openStorageNow = storage;
-    const heldLock = lock;
+    const held = release;
     const sweeper = stopSweeper;
     const embedder = stopEmbedder;
     let stopping: Promise<void> | undefined;
@@ -203,7 +169,7 @@ export async function startServer(
         await sweeper();
         await embedder();
         await openStorageNow.close();
-        heldLock?.release();
+        held?.();
         logger.info("memd stopped", {
           version,
           commit,
@@ -218,7 +184,7 @@ export async function startServer(
     await stopSweeper?.();
     await stopEmbedder?.();
     await storage?.close().catch(() => {});
-    lock?.release();
+    release?.();
     throw e;
   }
 }

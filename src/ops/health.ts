@@ -1,17 +1,9 @@
-import { accessSync, constants } from "node:fs";
 import { Elysia } from "elysia";
 import type { Core } from "../core";
 
 /** Why the store cannot take writes now, or undefined when it can. Cheap enough for every probe. */
-export async function notReadyReason(core: Core): Promise<string | undefined> {
-  const reason = await core.storage.notReadyReason();
-  if (reason !== undefined || core.storage.backend !== "lmdb") return reason;
-  try {
-    accessSync(core.config.dataDir, constants.W_OK);
-  } catch (e) {
-    return `the store cannot be written: ${(e as Error).message}`;
-  }
-  return undefined;
+export function notReadyReason(core: Core): Promise<string | undefined> {
+  return core.storage.notReadyReason();
 }
 
 /** `GET /healthz` (the process answers) and `GET /readyz` (the store is open and writable); no key needed. */

@@ -36,38 +36,34 @@ const trimmed = <T extends Typed>(a: T, n: number): T => {
 /** Most a tf can be (more occurrences count as this many: BM25 saturates long before). */
 const MAX_TF = 65535;
 
-/** A posting's tf and document length in one word: tf in the low 16 bits, the length above (LONG: look it up). */
-export const LONG = 0xffff;
-const tfLen = (tf: number, len: number) => (Math.min(len, LONG) << 16) | tf;
-
 /**
  * One term's postings, in insertion order; `live` counts those of documents not gone (its df).
- * Each is a document and a word of its tf and length (tfLen): the length read with the posting
- * rather than from the document saves a random read per posting.
+ * (The document's length is read from the document: keeping it in each posting too measured no
+ * faster, and took 2 more bytes a posting.)
  */
 export class List {
   n = 0;
   live = 0;
   doc = new Int32Array(2);
-  tl = new Int32Array(2);
+  tf = new Uint16Array(2);
   /** The longest document ever pushed. */
   maxLen = 0;
   constructor(readonly id: number) {}
   push(d: number, tf: number, len: number) {
     if (this.n === this.doc.length) {
       this.doc = grown(this.doc, this.n + 1);
-      this.tl = grown(this.tl, this.n + 1);
+      this.tf = grown(this.tf, this.n + 1);
     }
     if (len > this.maxLen) this.maxLen = len;
     this.doc[this.n] = d;
-    this.tl[this.n] = tfLen(tf, len);
+    this.tf[this.n] = tf;
     this.n++;
     this.live++;
   }
   /** Drops spare room (after a first load, when most lists stop growing). */
   trim() {
     this.doc = trimmed(this.doc, this.n);
-    this.tl = trimmed(this.tl, this.n);
+    this.tf = trimmed(this.tf, this.n);
   }
 }
 
@@ -327,21 +323,25 @@ export class KeywordSpace {
       terms.push(term);
       postings += l.n;
     }
+    // The lists' arrays are handed over as they are (no copy: a snapshot writes them one by one).
     const listN = new Int32Array(kept.length);
     const listMaxLen = new Int32Array(kept.length);
-    const listDoc = new Int32Array(postings);
-    const listTl = new Int32Array(postings);
-    let at = 0;
+    const listDoc: Int32Array<ArrayBuffer>[] = [];
+    const listTf: Uint16Array<ArrayBuffer>[] = [];
     kept.forEach((l, i) => {
       listN[i] = l.n;
       listMaxLen[i] = l.maxLen;
-      listDoc.set(l.doc.subarray(0, l.n), at);
-      listTl.set(l.tl.subarray(0, l.n), at);
-      at += l.n;
+      listDoc.push(l.doc.subarray(0, l.n));
+      listTf.push(l.tf.subarray(0, l.n));
     });
     const poolSize = this.docStart[n];
-    const poolList = new Int32Array(poolSize);
-    for (let k = 0; k < poolSize; k++) poolList[k] = listIdOf[this.poolList[k]];
+    // Renumbered lists only if some were dropped (else the pool is handed over as it is).
+    const same = kept.length === this.listById.length && kept.every((l, i) => l.id === i);
+    let poolList = this.poolList.subarray(0, poolSize);
+    if (!same) {
+      poolList = new Int32Array(poolSize);
+      for (let k = 0; k < poolSize; k++) poolList[k] = listIdOf[this.poolList[k]];
+    }
     // Entities with a live document only, renumbered.
     const entityIdOf = new Int32Array(this.entityNames.length).fill(-1);
     const entities: string[] = [];
@@ -363,7 +363,8 @@ export class KeywordSpace {
       listN,
       listMaxLen,
       listDoc,
-      listTl,
+      listTf,
+      postings,
       table: this.table,
       terms,
       entities,
@@ -387,16 +388,14 @@ export class KeywordSpace {
     for (const [d, id] of p.otherIds) s.otherIds.set(d, id);
     s.live = n;
     for (let d = 0; d < n; d++) s.totalLength += p.docLen[d];
-    let at = 0;
     p.terms.forEach((term, i) => {
       const l = new List(i);
       const len = p.listN[i];
       l.n = len;
       l.live = len;
       l.maxLen = p.listMaxLen[i];
-      l.doc = p.listDoc.subarray(at, at + len);
-      l.tl = p.listTl.subarray(at, at + len);
-      at += len;
+      l.doc = p.listDoc[i];
+      l.tf = p.listTf[i];
       s.listById.push(l);
       s.lists.set(term, l);
     });
@@ -482,7 +481,7 @@ export class KeywordSpace {
         const d = renumber[l.doc[i]];
         if (d < 0) continue;
         l.doc[k] = d;
-        l.tl[k] = l.tl[i];
+        l.tf[k] = l.tf[i];
         k++;
       }
       l.n = k;

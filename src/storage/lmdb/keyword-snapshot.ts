@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { commit, version } from "../../build-info";
 import { termCounts } from "../../text/tokens";
 
-const MAGIC = "memd-keywords-2";
+const MAGIC = "memd-keywords-3";
 
 /** The snapshots' directory in a data dir. */
 export const snapshotDir = (dataDir: string) => join(dataDir, "search");
@@ -33,11 +33,13 @@ export interface SpaceParts {
   docStart: Int32Array<ArrayBuffer>;
   poolList: Int32Array<ArrayBuffer>;
   poolTf: Uint16Array<ArrayBuffer>;
-  /** Per list: its length and longest document; their postings one after another. */
+  /** Per list: its length, longest document, documents and tfs. */
   listN: Int32Array<ArrayBuffer>;
   listMaxLen: Int32Array<ArrayBuffer>;
-  listDoc: Int32Array<ArrayBuffer>;
-  listTl: Int32Array<ArrayBuffer>;
+  listDoc: Int32Array<ArrayBuffer>[];
+  listTf: Uint16Array<ArrayBuffer>[];
+  /** Postings in all (the sum of listN). */
+  postings: number;
   /** The id table (open addressing over the documents' ids; the hash of this build). */
   table: Int32Array<ArrayBuffer>;
   terms: string[];
@@ -87,23 +89,34 @@ type Header = {
 const align8 = (n: number) => Math.ceil(n / 8) * 8;
 type Section = Int32Array<ArrayBuffer> | Uint16Array<ArrayBuffer> | Float64Array<ArrayBuffer>;
 
+/**
+ * The sections of a snapshot, in order; the lists' documents and tfs are one section each,
+ * written list after list (a section's hash is chained over its chunks, Bun.hash's seed).
+ */
+const sectionsOf = (p: SpaceParts): Section[][] => [
+  [p.idWords],
+  [p.docLen],
+  [p.docCreated],
+  [p.docEntity],
+  [p.docStart],
+  [p.poolList],
+  [p.poolTf],
+  [p.listN],
+  [p.listMaxLen],
+  p.listDoc,
+  p.listTf,
+  [p.table],
+];
+const bytesOf = (x: Section) => new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+const hashOf = (chunks: Section[]) => {
+  let h: number | bigint = 0;
+  for (const c of chunks) h = Bun.hash(bytesOf(c), h);
+  return h.toString(16);
+};
+
 /** Writes a snapshot (through a temporary file, fsynced, then renamed over the last one). */
 export function writeSnapshot(dataDir: string, namespace: string, stamp: SnapshotStamp, p: SpaceParts) {
-  const sections: Section[] = [
-    p.idWords,
-    p.docLen,
-    p.docCreated,
-    p.docEntity,
-    p.docStart,
-    p.poolList,
-    p.poolTf,
-    p.listN,
-    p.listMaxLen,
-    p.listDoc,
-    p.listTl,
-    p.table,
-  ];
-  const bytesOf = (x: Section) => new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+  const sections = sectionsOf(p);
   const header: Header = {
     magic: MAGIC,
     build: build(),
@@ -111,12 +124,12 @@ export function writeSnapshot(dataDir: string, namespace: string, stamp: Snapsho
     stamp,
     count: p.count,
     pool: p.poolList.length,
-    postings: p.listDoc.length,
+    postings: p.postings,
     table: p.table.length,
     terms: p.terms,
     entities: p.entities,
     otherIds: p.otherIds,
-    hashes: sections.map((x) => Bun.hash(bytesOf(x)).toString(16)),
+    hashes: sections.map(hashOf),
   };
   const head = Buffer.from(JSON.stringify(header));
   const prefix = new Uint8Array(align8(8 + head.length));
@@ -130,9 +143,13 @@ export function writeSnapshot(dataDir: string, namespace: string, stamp: Snapsho
   try {
     writeSync(fd, prefix);
     // Each section as it is in memory (no copy of the whole), padded to 8 bytes.
-    for (const x of sections) {
-      writeSync(fd, bytesOf(x));
-      if (x.byteLength % 8) writeSync(fd, pad, 0, 8 - (x.byteLength % 8));
+    for (const chunks of sections) {
+      let size = 0;
+      for (const c of chunks) {
+        writeSync(fd, bytesOf(c));
+        size += c.byteLength;
+      }
+      if (size % 8) writeSync(fd, pad, 0, 8 - (size % 8));
     }
     fsyncSync(fd);
   } finally {
@@ -186,32 +203,32 @@ export function readSnapshot(
       [Int32Array, L],
       [Int32Array, L],
       [Int32Array, header.postings],
-      [Int32Array, header.postings],
+      [Uint16Array, header.postings],
       [Int32Array, header.table],
     ];
     const out: Section[] = [];
-    for (const [i, [T, count]] of sizes.entries()) {
+    for (const [T, count] of sizes) {
       const bytesPer = (T as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
       if (at + count * bytesPer > buf.length) return undefined;
-      if (Bun.hash(bytes.subarray(at, at + count * bytesPer)).toString(16) !== header.hashes[i]) return undefined;
       out.push(new T(bytes.buffer, bytes.byteOffset + at, count));
       at += align8(count * bytesPer);
     }
     if (at !== buf.length) return undefined;
-    const [
-      idWords,
-      docLen,
-      docCreated,
-      docEntity,
-      docStart,
-      poolList,
-      poolTf,
-      listN,
-      listMaxLen,
-      listDoc,
-      listTl,
-      table,
-    ] = out;
+    const [idWords, docLen, docCreated, docEntity, docStart, poolList, poolTf, lengths, listMaxLen, docs, tfs, table] =
+      out;
+    // The lists, each a view of its part of the two list sections.
+    const listN = lengths as Int32Array<ArrayBuffer>;
+    const listDoc: Int32Array<ArrayBuffer>[] = [];
+    const listTf: Uint16Array<ArrayBuffer>[] = [];
+    let from = 0;
+    for (let i = 0; i < L; i++) {
+      const to = from + listN[i];
+      if (listN[i] < 0 || to > header.postings) return undefined;
+      listDoc.push((docs as Int32Array<ArrayBuffer>).subarray(from, to));
+      listTf.push((tfs as Uint16Array<ArrayBuffer>).subarray(from, to));
+      from = to;
+    }
+    if (from !== header.postings) return undefined;
     const parts: SpaceParts = {
       count: n,
       idWords: idWords as Int32Array<ArrayBuffer>,
@@ -221,15 +238,18 @@ export function readSnapshot(
       docStart: docStart as Int32Array<ArrayBuffer>,
       poolList: poolList as Int32Array<ArrayBuffer>,
       poolTf: poolTf as Uint16Array<ArrayBuffer>,
-      listN: listN as Int32Array<ArrayBuffer>,
+      listN,
       listMaxLen: listMaxLen as Int32Array<ArrayBuffer>,
-      listDoc: listDoc as Int32Array<ArrayBuffer>,
-      listTl: listTl as Int32Array<ArrayBuffer>,
+      listDoc,
+      listTf,
+      postings: header.postings,
       table: table as Int32Array<ArrayBuffer>,
       terms: header.terms,
       entities: header.entities,
       otherIds: header.otherIds,
     };
+    const hashes = sectionsOf(parts).map(hashOf);
+    if (hashes.some((h, i) => h !== header.hashes[i])) return undefined;
     return { parts, atMs: s.atMs };
   } catch {
     return undefined;

@@ -4,7 +4,7 @@ import { bm25, bm25Bound, idf, type QueryTerm as Term } from "../../text/scoring
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
-import { type KeywordSpace, type List, LONG } from "./keyword-cache";
+import type { KeywordSpace, List } from "./keyword-cache";
 import { type Dbs, keys } from "./layout";
 import type { Writes } from "./staging";
 import type { LmdbState } from "./state";
@@ -293,7 +293,7 @@ function namespaceCandidates(space: KeywordSpace, ts: QueryTerm[], avg: number, 
  */
 function addList(space: KeywordSpace, list: List, w: number, avg: number, count: number): number {
   const { scores: acc, touched, gone, docLen } = space;
-  const { doc, tl } = list;
+  const { doc, tf } = list;
   // Most postings have tf 1: their contribution by length, from a table.
   const one = new Float64Array(list.maxLen + 1);
   for (let l = 0; l < one.length; l++) one[l] = bm25(w, 1, l, avg);
@@ -302,11 +302,8 @@ function addList(space: KeywordSpace, list: List, w: number, avg: number, count:
     if (gone[d]) continue;
     const before = acc[d];
     if (before === 0) touched[count++] = d;
-    const x = tl[i];
-    const tf = x & LONG;
-    let l = x >>> 16;
-    if (l === LONG) l = docLen[d];
-    acc[d] = before + (tf === 1 ? one[l] : bm25(w, tf, l, avg));
+    const l = docLen[d];
+    acc[d] = before + (tf[i] === 1 ? one[l] : bm25(w, tf[i], l, avg));
   }
   return count;
 }

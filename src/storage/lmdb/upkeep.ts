@@ -1,11 +1,13 @@
-// The LMDB store itself: readiness, figures for /metrics, closing.
+// The LMDB store itself: readiness (open, readable, room in the map, a writable data dir),
+// figures for /metrics, closing.
+import { accessSync, constants } from "node:fs";
 import type { Database } from "lmdb";
 import type { Upkeep } from "../storage";
 import { sharedStructuresKey } from "./env";
 import { flushed, type LmdbState } from "./state";
 
 export function lmdbUpkeep(s: LmdbState): Upkeep {
-  const { env, dbs, vectorCache, keywordCache } = s;
+  const { dataDir, env, dbs, vectorCache, keywordCache } = s;
   return {
     async notReadyReason() {
       // isOperational() is in lmdb-js (status "open") but missing from its type declarations.
@@ -19,6 +21,11 @@ export function lmdbUpkeep(s: LmdbState): Upkeep {
       const s = env.getStats() as { pageSize: number; lastPageNumber: number; mapSize: number };
       // Writes start failing with MDB_MAP_FULL near the end of the map; say so before they do.
       if ((s.lastPageNumber + 1) * s.pageSize > s.mapSize * 0.99) return "the store is full; raise --map-size-mb";
+      try {
+        accessSync(dataDir, constants.W_OK);
+      } catch (e) {
+        return `the store cannot be written: ${(e as Error).message}`;
+      }
       return undefined;
     },
 
