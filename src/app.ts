@@ -9,7 +9,7 @@ import { errorHandler } from "./http/error-handler";
 import { jsonBody, maxBodyBytes } from "./http/json-body";
 import type { RouteInfo } from "./http/methods";
 import { pipeline } from "./http/pipeline";
-import { auth } from "./keys/auth";
+import { auth, authenticator } from "./keys/auth";
 import { keyRoutes } from "./keys/index";
 import type { KeyRecord } from "./keys/model";
 import { mcpRoutes } from "./mcp/index";
@@ -51,7 +51,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
   // Request id, 401, 429, 405, strict query, no body on GET: one hook; log line and metrics: one hook.
   const requestPipeline = pipeline({
     logger: core.logger,
-    auth: authOptions,
+    authenticate: authenticator(authOptions),
     rateLimit: limits,
     routes: () => routes(),
     metrics: requests,

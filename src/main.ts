@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 import "./native-addon";
 import { commit, version } from "./build-info";
-import { type Config, ConfigError, checkServeConfig, loadConfig, parseFlags, settingsHelp } from "./config/config";
+import { type Config, checkServeConfig, loadConfig, parseFlags, settingsHelp, UsageError } from "./config/config";
 import { runKeysCommand } from "./keys/cli";
 import { backupStore } from "./ops/backup";
 import { reindex } from "./search/reindex";
@@ -45,7 +45,7 @@ function configFrom(args: string[], check: (c: Config) => Config = (c) => c) {
   try {
     return check(loadConfig(args));
   } catch (e) {
-    if (e instanceof ConfigError) fail(e.message);
+    if (e instanceof UsageError) fail(e.message);
     throw e;
   }
 }
@@ -153,7 +153,7 @@ switch (command) {
   case "mcp": {
     // Loaded only here: the MCP SDK would add to every other command's start-up.
     const { runMcpCommand } = await import("./mcp/cli");
-    process.exitCode = await runMcpCommand(rest);
+    process.exitCode = await runMcpCommand(rest, startServer);
     break;
   }
   case "version":

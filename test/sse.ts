@@ -1,41 +1,10 @@
-// A small Server-Sent Events reader for tests: parses the wire format itself, so the tests see
-// exactly what the server sent (ids, event names, comments).
+// Server-Sent Events for tests: the one parser of the wire format (client/src/sse.ts, which the
+// client and the page use too), so the tests see exactly what the server sent (ids, event names,
+// comments); and bounded waits.
 
-export interface SseMessage {
-  id?: string;
-  event?: string;
-  data?: string;
-  /** Comment lines (": keepalive"), without the colon. */
-  comments: string[];
-}
+import { type SseMessage, sseMessages } from "../client/src/sse";
 
-/** Splits an SSE byte stream into messages (blank-line separated), comments included. */
-export async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
-  const dec = new TextDecoder();
-  let buf = "";
-  for await (const chunk of body) {
-    buf += dec.decode(chunk, { stream: true });
-    let end = buf.indexOf("\n\n");
-    while (end !== -1) {
-      const block = buf.slice(0, end);
-      buf = buf.slice(end + 2);
-      const m: SseMessage = { comments: [] };
-      for (const line of block.split("\n")) {
-        if (line.startsWith(":")) m.comments.push(line.slice(1).trim());
-        else {
-          const i = line.indexOf(":");
-          const field = i === -1 ? line : line.slice(0, i);
-          const value = i === -1 ? "" : line.slice(i + 1).replace(/^ /, "");
-          if (field === "id") m.id = value;
-          else if (field === "event") m.event = value;
-          else if (field === "data") m.data = m.data === undefined ? value : `${m.data}\n${value}`;
-        }
-      }
-      yield m;
-      end = buf.indexOf("\n\n");
-    }
-  }
-}
+export { type SseMessage, sseMessages };
 
 /** Rejects after `ms` with `what` in the message: every wait in these tests is bounded. */
 export function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {

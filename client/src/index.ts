@@ -1,5 +1,7 @@
 // @memd/client: a typed client for memd's HTTP API. Needs only `fetch` (Bun, Node 18+, browsers).
 // Request and answer types are generated from the server's own schemas (src/types.gen.ts).
+
+import { sseMessages } from "./sse.js";
 import type {
   ApiKey,
   AuditEvent,
@@ -293,7 +295,7 @@ async function* streamEvents(
         if (permanent(res.status)) throw errorOf(res.status, body, text);
         asked = Number(res.headers.get("retry-after") ?? 0) * 1000 || 0;
       } else if (res?.body) {
-        for await (const m of parseSse(res.body)) {
+        for await (const m of sseMessages(res.body)) {
           // The first message (and overflow) carry a cursor without an event: remember it all the same.
           if (m.id !== undefined) cursor = m.id;
           if (m.event === "memory" && m.data !== undefined) {
@@ -329,43 +331,5 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     }
     signal?.addEventListener("abort", done);
   });
-
-interface SseMessage {
-  id?: string;
-  event?: string;
-  data?: string;
-}
-
-/** Server-Sent Events as memd writes them (LF line ends): fields per line, a blank line ends a message; comments skipped. */
-async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
-  const reader = body.getReader();
-  const dec = new TextDecoder();
-  let buf = "";
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      buf += dec.decode(value, { stream: true });
-      let end = buf.indexOf("\n\n");
-      while (end !== -1) {
-        const m: SseMessage = {};
-        for (const line of buf.slice(0, end).split("\n")) {
-          if (line === "" || line.startsWith(":")) continue;
-          const i = line.indexOf(":");
-          const field = i === -1 ? line : line.slice(0, i);
-          const value = i === -1 ? "" : line.slice(i + 1).replace(/^ /, "");
-          if (field === "id") m.id = value;
-          else if (field === "event") m.event = value;
-          else if (field === "data") m.data = m.data === undefined ? value : `${m.data}\n${value}`;
-        }
-        buf = buf.slice(end + 2);
-        yield m;
-        end = buf.indexOf("\n\n");
-      }
-    }
-  } finally {
-    reader.releaseLock();
-  }
-}
 
 export * from "./tools.js";

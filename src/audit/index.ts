@@ -6,7 +6,7 @@ import { queryLimit } from "../http/query";
 import { jsonAnswer } from "../http/schemas";
 import { isoTime, parseIsoTime } from "../http/time";
 import type { auth } from "../keys/auth";
-import { covers, requireNamespace } from "../keys/service";
+import { covers } from "../keys/service";
 import { summarizeDiff } from "./diff";
 import { AuditEvent, DiffRequest, DiffResponse, EventsQuery } from "./model";
 import { toAuditEvent } from "./service";
@@ -24,8 +24,7 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
     .use(authPlugin)
     .post(
       "/v1/memory/diff",
-      async ({ body, apiKey }) => {
-        requireNamespace(apiKey, body.namespace);
+      async ({ body }) => {
         const afterMs = body.since == null ? -1 : parseSince(body.since);
         const limit = body.limit ?? limits.diffDefault;
         const scope = { namespace: body.namespace, entity: body.entity };
@@ -43,6 +42,7 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
       },
       {
         permission: "read",
+        namespace: "body",
         body: DiffRequest,
         detail: {
           summary: "What changed since a time",
@@ -55,7 +55,6 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
       "/v1/memory/events",
       async ({ query, apiKey }) => {
         const limit = queryLimit(query.limit, limits.pageMax, limits.eventsDefault);
-        if (query.namespace !== undefined) requireNamespace(apiKey, query.namespace);
         if (query.memoryId !== undefined) {
           const m = await core.storage.getMemory(query.memoryId);
           // Unknown, or outside the key's namespaces, or not in the asked namespace: one answer, so ids cannot be probed.
@@ -70,6 +69,7 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
       },
       {
         permission: "read",
+        namespace: "query",
         query: EventsQuery,
         detail: { summary: "Audit events, newest first", responses: jsonAnswer(t.Array(AuditEvent)) },
       },

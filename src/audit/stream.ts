@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { Core } from "../core";
 import { invalidField } from "../http/errors";
 import type { auth } from "../keys/auth";
-import { requireNamespace, stillValid } from "../keys/service";
+import { stillValid } from "../keys/service";
 import { parseSince } from "./index";
 import { StreamQuery } from "./model";
 import {
@@ -31,7 +31,6 @@ export const streamRoutes = (
   return new Elysia({ name: "audit-stream" }).use(authPlugin).get(
     "/v1/memory/events/stream",
     async ({ query, request, headers, apiKey, server }) => {
-      requireNamespace(apiKey, query.namespace);
       const scope = { namespace: query.namespace, entity: query.entity };
       const codec = new CursorCodec(query.namespace);
       // A reconnecting EventSource repeats the URL (with its after= or since=) and adds Last-Event-ID: that wins.
@@ -69,6 +68,7 @@ export const streamRoutes = (
     },
     {
       permission: "read",
+      namespace: "query",
       query: StreamQuery,
       detail: {
         summary: "Live change stream (Server-Sent Events)",

@@ -4,15 +4,13 @@ import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { queryLimit } from "../http/query";
 import { jsonAnswer } from "../http/schemas";
-import type { auth } from "../keys/auth";
+import { type auth, checkScope } from "../keys/auth";
 import type { KeyRecord } from "../keys/model";
-import { requireNamespace } from "../keys/service";
 import { EntitiesQuery, EntitiesResponse, NamespacesQuery, NamespacesResponse } from "./model";
 import { listEntities, listNamespaces } from "./service";
 
 /** GET /v1/entities: a page of a namespace's entities. */
-function entitiesPage(core: Core, apiKey: KeyRecord, query: EntitiesQuery) {
-  requireNamespace(apiKey, query.namespace);
+function entitiesPage(core: Core, query: EntitiesQuery) {
   const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
   return listEntities(core.storage, query.namespace, limit, query.cursor);
 }
@@ -26,7 +24,8 @@ const entitiesQuery = TypeCompiler.Compile(EntitiesQuery);
  */
 export function browseEntities(core: Core, apiKey: KeyRecord, query: unknown) {
   if (!entitiesQuery.Check(query)) throw new ValidationError("query", entitiesQuery, query);
-  return entitiesPage(core, apiKey, query);
+  checkScope(apiKey, query.namespace);
+  return entitiesPage(core, query);
 }
 
 /** Read routes for browsing (the web page at /ui uses them): namespaces, then their entities. */
@@ -47,8 +46,9 @@ export const browseRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
         },
       },
     )
-    .get("/v1/entities", ({ query, apiKey }) => entitiesPage(core, apiKey, query), {
+    .get("/v1/entities", ({ query }) => entitiesPage(core, query), {
       permission: "read",
+      namespace: "query",
       query: EntitiesQuery,
       detail: {
         summary: "Entities of a namespace, with memory counts and last change",

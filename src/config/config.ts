@@ -307,7 +307,13 @@ export const settings: Setting[] = [
   },
 ];
 
-export class ConfigError extends Error {}
+/**
+ * A mistake on a command line (an unknown flag, a missing value, a wrong argument): every command
+ * says why on stderr and exits 2. One class for every command (serve, keys, mcp, export, ...).
+ */
+export class UsageError extends Error {}
+/** A setting whose value cannot be used (a flag's or an environment variable's): a UsageError too. */
+export class ConfigError extends UsageError {}
 
 /** Builds the Config from command-line flags and an environment, flags first. */
 export function loadConfig(args: string[], env: Record<string, string | undefined> = process.env): Config {
@@ -336,28 +342,74 @@ export function checkServeConfig(config: Config): Config {
 /**
  * `--flag value` and `--flag=value` pairs through node:util parseArgs, for the given string
  * flags; the last of a repeated flag wins. Positionals are refused unless `positionals` is set,
- * which collects them. Errors are ConfigErrors in our words ("unknown flag --x").
+ * which collects them. Errors are UsageErrors in our words ("unknown flag --x").
  */
 export function parseFlags(args: string[], flags: string[], positionals?: string[]): [string, string][] {
-  const options = Object.fromEntries(flags.map((f) => [f.slice(2), { type: "string" as const, multiple: true }]));
+  const line = parseCommandLine(args, { valued: flags, positionals: positionals !== undefined });
+  positionals?.push(...line.positional);
+  return line.pairs;
+}
+
+/** A command line read by parseCommandLine. */
+export interface CommandLine {
+  /** Valued flags in the order given, `--flag=value` split. */
+  pairs: [string, string][];
+  /** Every value of each valued flag; a switch given maps to ["true"]. */
+  flags: Map<string, string[]>;
+  positional: string[];
+  /** The one value of a flag (a UsageError when it was given twice), or undefined. */
+  one(flag: string): string | undefined;
+}
+
+/**
+ * The command-line reader of every command: `--flag value` and `--flag=value` for `valued` flags
+ * (repeatable), bare `switches`, and positional arguments unless `positionals` is false; through
+ * node:util parseArgs. Its mistakes are UsageErrors in our words ("unknown flag --x", "--out needs
+ * a value", "--keys takes no value", 'unexpected argument "x"').
+ */
+export function parseCommandLine(
+  args: string[],
+  spec: { valued: string[]; switches?: string[]; positionals?: boolean },
+): CommandLine {
+  const options = Object.fromEntries([
+    ...spec.valued.map((f) => [f.slice(2), { type: "string" as const, multiple: true }]),
+    ...(spec.switches ?? []).map((f) => [f.slice(2), { type: "boolean" as const, multiple: true }]),
+  ]);
   let parsed: ReturnType<typeof parseArgs>;
   try {
-    parsed = parseArgs({ args, options, strict: true, allowPositionals: positionals !== undefined, tokens: true });
+    parsed = parseArgs({ args, options, strict: true, allowPositionals: spec.positionals !== false, tokens: true });
   } catch (e) {
-    const m = /'(-[^' ]+)/.exec((e as Error).message);
+    const message = (e as Error).message;
+    const m = /'(-[^' ]+)/.exec(message);
     const code = (e as { code?: string }).code;
-    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new ConfigError(`unknown flag ${m?.[1] ?? ""}`.trim());
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError(`unknown flag ${m?.[1] ?? ""}`.trim());
     if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL")
-      throw new ConfigError(`unexpected argument "${/'([^']*)'/.exec((e as Error).message)?.[1] ?? ""}"`);
-    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") throw new ConfigError(`${m?.[1] ?? "a flag"} needs a value`);
-    throw new ConfigError((e as Error).message);
+      throw new UsageError(`unexpected argument "${/'([^']*)'/.exec(message)?.[1] ?? ""}"`);
+    if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE")
+      throw new UsageError(
+        /does not take an argument/.test(message)
+          ? `${m?.[1] ?? "a flag"} takes no value`
+          : `${m?.[1] ?? "a flag"} needs a value`,
+      );
+    throw new UsageError(message);
   }
-  const out: [string, string][] = [];
+  const pairs: [string, string][] = [];
+  const flags = new Map<string, string[]>();
+  const positional: string[] = [];
   for (const t of parsed.tokens ?? []) {
-    if (t.kind === "option" && t.value !== undefined) out.push([`--${t.name}`, t.value]);
-    else if (t.kind === "positional") positionals?.push(t.value);
+    if (t.kind === "positional") positional.push(t.value);
+    if (t.kind !== "option") continue;
+    const flag = `--${t.name}`;
+    const value = t.value ?? "true";
+    if (t.value !== undefined) pairs.push([flag, value]);
+    flags.set(flag, [...(flags.get(flag) ?? []), value]);
   }
-  return out;
+  const one = (flag: string) => {
+    const v = flags.get(flag);
+    if (v && v.length > 1) throw new UsageError(`${flag} given more than once`);
+    return v?.[0];
+  };
+  return { pairs, flags, positional, one };
 }
 
 function parseSetting(s: Setting, raw: string, source: string) {

@@ -4,7 +4,6 @@ import { embedHeaders, newCost } from "../embedding/client";
 import { ApiError } from "../http/errors";
 import { jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
-import { requireNamespace } from "../keys/service";
 import { ContextRequest, ContextResponse } from "./model";
 import { buildContext } from "./service";
 
@@ -12,8 +11,7 @@ import { buildContext } from "./service";
 export const contextRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
   new Elysia({ name: "context" }).use(authPlugin).post(
     "/v1/memory/context",
-    async ({ body, apiKey, set }) => {
-      requireNamespace(apiKey, body.namespace);
+    async ({ body, set }) => {
       const cost = newCost();
       try {
         const res = await buildContext(core, body, cost);
@@ -27,6 +25,7 @@ export const contextRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =
     },
     {
       permission: "read",
+      namespace: "body",
       body: ContextRequest,
       detail: {
         summary: "The memories to put in a prompt, as text within a token budget",

@@ -217,13 +217,14 @@ function loosen(key: string, v: unknown): unknown {
   return v;
 }
 
-// Each candidate costs a scan to its end; the cap keeps a long, bracket-heavy answer linear.
-const MAX_CANDIDATES = 20;
+// Each JSON span tried costs a scan to its end; the cap keeps a long, bracket-heavy answer linear.
+// (Not the memories shown to the model: that is MAX_CANDIDATES in service.ts.)
+const MAX_JSON_SPANS = 20;
 
 /** Yields, in order, every balanced {...} or [...] span of the text that parses as JSON. */
 function* jsonCandidates(text: string): Generator<unknown> {
   let tried = 0;
-  for (let start = 0; start < text.length && tried < MAX_CANDIDATES; start++) {
+  for (let start = 0; start < text.length && tried < MAX_JSON_SPANS; start++) {
     const c = text[start];
     if (c !== "{" && c !== "[") continue;
     tried++;

@@ -1,8 +1,7 @@
 import { Elysia } from "elysia";
-import { type AuthOptions, authenticator } from "../keys/auth";
-import type { KeyRecord } from "../keys/model";
 import type { Logger } from "../log";
 import type { RequestMetrics } from "../ops/metrics";
+import type { KeyRecord } from "../storage/records";
 import { type DirectRoute, directRoutes } from "./direct";
 import { refuseBody } from "./json-body";
 import { methodCheck, type RouteInfo } from "./methods";
@@ -10,9 +9,16 @@ import { checkQueryString } from "./query";
 import { type RateLimitOptions, tokenBuckets } from "./rate-limit";
 import { beginRequest, logRequest, type RequestInfo, requestInfo, statusOf } from "./request-log";
 
+/**
+ * Who sent a request, from the request and its path (no query): the key that authenticated it,
+ * undefined for a path that needs none, or a 401 thrown. Answers without a promise when it can.
+ * The keys feature makes one (keys/auth.ts authenticator); the pipeline only calls it.
+ */
+export type Authenticator = (request: Request, path: string) => KeyRecord | undefined | Promise<KeyRecord>;
+
 export interface PipelineOptions {
   logger: Logger;
-  auth: AuthOptions;
+  authenticate: Authenticator;
   /** Token buckets per key; none when rate limiting is off. */
   rateLimit?: RateLimitOptions;
   /** Every route of the app, read on the first request (see methodCheck). */
@@ -35,9 +41,8 @@ export interface PipelineOptions {
  * The path is cut from the URL once per request, and each check is a plain function of its
  * feature's module. `direct` makes routes served outside Elysia with the same checks and records.
  */
-export function pipeline({ logger, auth, rateLimit, routes, metrics, repeatableQuery = {} }: PipelineOptions) {
+export function pipeline({ logger, authenticate, rateLimit, routes, metrics, repeatableQuery = {} }: PipelineOptions) {
   const repeatable = (path: string) => repeatableQuery[path] ?? repeatableQuery["*"];
-  const authenticate = authenticator(auth);
   const take = rateLimit ? tokenBuckets(rateLimit) : undefined;
   const allowMethod = methodCheck(routes);
   const finish = (request: Request, route: string, status: number, info: RequestInfo | undefined) => {

@@ -1,6 +1,7 @@
 import type { TSchema } from "@sinclair/typebox";
 import { t } from "elysia";
 import { limits } from "../config/limits";
+import { isUuid, uuidPattern } from "../storage/records";
 
 /**
  * The name rule, in one place: names (namespaces, entities, categories, key names) hold no
@@ -11,6 +12,13 @@ import { limits } from "../config/limits";
 export const noControlPattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$";
 export const hasControl = (s: string) => /\p{Cc}/u.test(s);
 
+/**
+ * The tag rule, in one place (stores, edits, imports, and the tag filters of lists and searches):
+ * 1 to 64 characters, no control characters, and not blank. A filter cannot name a tag that a
+ * store would refuse.
+ */
+export const tagPattern = "^(?=[\\s\\S]*\\S)[^\\u0000-\\u001f\\u007f-\\u009f]+$";
+
 /** A string of `min` to `max` characters without control characters. */
 export const NoControlText = (min: number, max: number, options: { description?: string } = {}) =>
   t.String({ minLength: min, maxLength: max, pattern: noControlPattern, ...options });
@@ -18,16 +26,9 @@ export const NoControlText = (min: number, max: number, options: { description?:
 /** A namespace or entity name. */
 export const Name = NoControlText(1, limits.nameChars);
 
-/**
- * Shapes shared by several features. UUIDs are checked with a pattern, not `format: "uuid"`:
- * the format registry is global and a dependency (@elysiajs/openapi) replaces the uuid check
- * with one that builds a validator on every call.
- */
-const uuidPattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+/** Shapes shared by several features. A UUID: the pattern of storage/records.ts. */
 export const Uuid = t.String({ pattern: uuidPattern });
-const uuidShape = new RegExp(uuidPattern);
-/** Whether `s` is a UUID; an id that is not one cannot exist (404, not 400). */
-export const isUuid = (s: string) => uuidShape.test(s);
+export { isUuid };
 
 /** An ISO 8601 UTC timestamp as memd writes them; documented, not checked (answers only). */
 export const Timestamp = t.String({ description: "ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z" });

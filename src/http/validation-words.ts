@@ -1,7 +1,8 @@
 import { ValueErrorType } from "@sinclair/typebox/errors";
+import { lowerUuidPattern, uuidPattern } from "../storage/records";
 import type { ErrorDetail } from "./errors";
 import { limitPattern } from "./query";
-import { noControlPattern } from "./schemas";
+import { noControlPattern, tagPattern } from "./schemas";
 
 /** What TypeBox reports per failed check (a ValueError); only the parts we read. */
 export interface FailedCheck {
@@ -47,7 +48,8 @@ export function describeSchema(s: Record<string, unknown> | undefined): string {
   switch (s.type) {
     case "string": {
       if (s.pattern === noControlPattern) return `must be a string${chars(s)} without control characters`;
-      if (typeof s.pattern === "string" && s.pattern.includes("[0-9a-fA-F]{8}")) return "must be a UUID";
+      if (s.pattern === tagPattern) return `must be a string${chars(s)}, not blank, without control characters`;
+      if (s.pattern === uuidPattern || s.pattern === lowerUuidPattern) return "must be a UUID";
       if (s.pattern === "\\S") return "must be a string that is not blank";
       // Times are strings the handler parses; a schema failure (a number, say) gets the same words.
       if (String(s.description ?? "").startsWith("ISO 8601")) return "must be an ISO 8601 timestamp";
@@ -69,7 +71,7 @@ export function describeSchema(s: Record<string, unknown> | undefined): string {
       const items = s.items as Record<string, unknown> | undefined;
       const of =
         items?.type === "string"
-          ? ` strings${chars(items)}${items.pattern === noControlPattern ? " without control characters" : ""}`
+          ? ` strings${chars(items)}${items.pattern === noControlPattern ? " without control characters" : items.pattern === tagPattern ? ", not blank, without control characters" : ""}`
           : " items";
       const n = s.maxItems as number | undefined;
       const min = s.minItems as number | undefined;

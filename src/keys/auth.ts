@@ -1,9 +1,9 @@
 import { Elysia } from "elysia";
 import { ApiError } from "../http/errors";
 import { requestInfo } from "../http/request-log";
-import type { Storage } from "../storage/storage";
+import type { KeyStore } from "../storage/storage";
 import type { KeyRecord, Permission } from "./model";
-import { authenticate, permits } from "./service";
+import { authenticate, permits, requireNamespace } from "./service";
 
 // The scheme is case-insensitive in HTTP (RFC 9110 11.1): "bearer" and "BEARER" work too.
 // "Token" is the scheme the mem0 clients send (src/mem0): the same key, the same checks.
@@ -17,7 +17,7 @@ const needsKey = (path: string) =>
   (path.startsWith("/v1/") && path !== "/v1/openapi.json") || path.startsWith("/v2/") || path.startsWith("/v3/");
 
 export interface AuthOptions {
-  storage: Storage;
+  storage: KeyStore;
   /** The in-memory root key from MEMD_API_KEY, if set. */
   root?: KeyRecord;
   /** Extra paths outside /v1 that need a key (e.g. /metrics). */
@@ -42,9 +42,21 @@ export function authenticator({ storage, root, protectedPaths = [] }: AuthOption
 }
 
 /**
- * The `permission` macro: a route with `{ permission: "read" }` gets `apiKey` (the key the
+ * The key's scope, checked in one place: every namespace a request names (a string, or a list of
+ * them) must be covered by the key, else 403. Routes declare where their namespace is (the
+ * `namespace` macro below); the entry points outside Elysia's routes (the raw store's direct
+ * route, mem0's entities) call this with theirs.
+ */
+export function checkScope(apiKey: KeyRecord, named: unknown) {
+  for (const ns of Array.isArray(named) ? named : [named]) if (typeof ns === "string") requireNamespace(apiKey, ns);
+}
+
+/**
+ * The route macros. `permission`: a route with `{ permission: "read" }` gets `apiKey` (the key the
  * request pipeline authenticated) in its context, or answers 403 when the key's permission does
- * not include it.
+ * not include it. `namespace`: where the route's namespace is, `"body"` or `"query"` (its
+ * `namespace` field, when given, after validation); a key that does not cover it gets 403 before
+ * the handler runs. Declare `permission` first: a missing permission is said before the scope.
  */
 export function auth() {
   return new Elysia({ name: "auth" }).macro({
@@ -54,6 +66,14 @@ export function auth() {
         if (!apiKey) throw new ApiError("unauthorized", "send the key as Authorization: Bearer <key>");
         if (!permits(apiKey, needed)) throw new ApiError("forbidden", `this key lacks the ${needed} permission`);
         return { apiKey };
+      },
+    }),
+    namespace: (from: "body" | "query") => ({
+      resolve({ request, body, query }) {
+        const apiKey = keyOf(request);
+        if (!apiKey) throw new ApiError("unauthorized", "send the key as Authorization: Bearer <key>");
+        checkScope(apiKey, ((from === "body" ? body : query) as { namespace?: unknown } | undefined)?.namespace);
+        return {};
       },
     }),
   });

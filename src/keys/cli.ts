@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { ConfigError, loadConfig, parseFlags } from "../config/config";
+import { loadConfig, parseCommandLine, UsageError } from "../config/config";
 import { ApiError } from "../http/errors";
 import { isoTime } from "../http/time";
 import { openStorage } from "../storage/index";
@@ -22,8 +22,6 @@ Works on the data dir directly, also while the server runs; a running server see
   --database-url a postgres:// URL (default: $MEMD_DATABASE_URL): the keys of a PostgreSQL store
 `;
 
-class UsageError extends Error {}
-
 interface Output {
   out: (text: string) => void;
   err: (text: string) => void;
@@ -39,24 +37,8 @@ export function parseDuration(raw: string): number {
   return Number(m[1]) * units[m[2]];
 }
 
-/** `--flag value` / `--flag=value` pairs (node:util parseArgs) and positionals, allowing only `allowed` flags. */
-function parseArgs(args: string[], allowed: string[]) {
-  const positional: string[] = [];
-  let pairs: [string, string][];
-  try {
-    pairs = parseFlags(args, allowed, positional);
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  const flags = new Map<string, string[]>();
-  for (const [flag, value] of pairs) flags.set(flag, [...(flags.get(flag) ?? []), value]);
-  const one = (flag: string) => {
-    const v = flags.get(flag);
-    if (v && v.length > 1) throw new UsageError(`${flag} given more than once`);
-    return v?.[0];
-  };
-  return { flags, positional, one };
-}
+/** The flags `allowed` (each `--flag value` or `--flag=value`) and positionals. */
+const parseArgs = (args: string[], allowed: string[]) => parseCommandLine(args, { valued: allowed });
 
 /** The data dir and store, from --data-dir, else MEMD_DATA_DIR, else the default. */
 async function openDataDir(
@@ -181,7 +163,7 @@ export async function runKeysCommand(
     else throw new UsageError(`unknown keys command "${sub}"; expected create, list or revoke`);
     return 0;
   } catch (e) {
-    if (e instanceof UsageError || e instanceof ConfigError || (e instanceof ApiError && e.status === 400)) {
+    if (e instanceof UsageError || (e instanceof ApiError && e.status === 400)) {
       io.err(`memd keys: ${e.message}\nRun "memd keys --help" for usage.\n`);
       return 2;
     }

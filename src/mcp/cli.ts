@@ -1,10 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { parseArgs } from "node:util";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { Value } from "@sinclair/typebox/value";
-import { ConfigError, loadConfig } from "../config/config";
+import { ConfigError, loadConfig, parseCommandLine, UsageError } from "../config/config";
 import { Name } from "../memory/model";
-import { type Running, startServer } from "../server";
+import type { Running, startServer } from "../server";
 import { createMcpServer } from "./server";
 import { tools } from "./tools";
 
@@ -27,8 +26,6 @@ Defaults, so that tool calls can leave them out:
 A flag wins over its environment variable; --url wins over --data-dir.
 `;
 
-class UsageError extends Error {}
-
 interface McpArgs {
   url?: string;
   key?: string;
@@ -39,24 +36,14 @@ interface McpArgs {
 
 /** The flags of `memd mcp`, with their environment variables filled in. */
 export function parseMcpArgs(args: string[], env: Record<string, string | undefined> = process.env): McpArgs | "help" {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        url: { type: "string" },
-        key: { type: "string" },
-        "data-dir": { type: "string" },
-        namespace: { type: "string" },
-        entity: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
+  if (args.includes("-h")) return "help";
+  const line = parseCommandLine(args, {
+    valued: ["--url", "--key", "--data-dir", "--namespace", "--entity"],
+    switches: ["--help"],
+    positionals: false,
+  });
+  const values: Record<string, string | undefined> = {};
+  for (const flag of line.flags.keys()) values[flag.slice(2)] = line.flags.get(flag)!.at(-1);
   if (values.help) return "help";
   const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
   const flagUrl = str(values.url);
@@ -84,7 +71,12 @@ export function parseMcpArgs(args: string[], env: Record<string, string | undefi
  * `memd mcp`: serves the MCP tools on stdio until stdin closes or a signal arrives. Answers the
  * exit code for usage errors (2) and start-up failures (1); otherwise it runs until the end.
  */
-export async function runMcpCommand(args: string[]): Promise<number> {
+export async function runMcpCommand(
+  args: string[],
+  // The server that --data-dir starts in this process: given by the command line (main.ts), so
+  // that mcp/ does not import the server that imports its routes.
+  start: typeof startServer,
+): Promise<number> {
   let opts: McpArgs | "help";
   try {
     opts = parseMcpArgs(args);
@@ -113,7 +105,7 @@ export async function runMcpCommand(args: string[]): Promise<number> {
         ...env,
         MEMD_API_KEY: root,
       });
-      local = await startServer(
+      local = await start(
         config,
         (t) => process.stderr.write(t),
         (line) => process.stderr.write(line),

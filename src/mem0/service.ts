@@ -19,8 +19,9 @@ import type { AppliedChange } from "../extraction/reconcile";
 import { ApiError, invalidField } from "../http/errors";
 import { isUuid } from "../http/schemas";
 import { isoTime, parseIsoTime } from "../http/time";
+import { checkScope } from "../keys/auth";
 import type { KeyRecord } from "../keys/model";
-import { covers, requireNamespace } from "../keys/service";
+import { covers } from "../keys/service";
 import type { SmartStore } from "../memory/index";
 import type { StoreRequest as MemdStore, Memory } from "../memory/model";
 import { checkStoreLimits, deleteMemory, findMemory, newMemory, patchMemory } from "../memory/service";
@@ -71,7 +72,7 @@ export function namespaceOf(key: KeyRecord, header: string | null, setting: stri
     );
   if (ns.length > limits.nameChars || /\p{Cc}/u.test(ns))
     throw invalidField("X-Memd-Namespace", `must be 1 to ${limits.nameChars} characters without control characters`);
-  requireNamespace(key, ns);
+  checkScope(key, ns);
   return ns;
 }
 

@@ -9,9 +9,9 @@ import { type IdempotencySlot, idempotent } from "../http/idempotency";
 import { queryLimit } from "../http/query";
 import { isUuid, jsonAnswer } from "../http/schemas";
 import { asOfField, instantField } from "../http/time";
-import type { auth } from "../keys/auth";
+import { type auth, checkScope } from "../keys/auth";
 import type { KeyRecord } from "../keys/model";
-import { covers, permits, requireNamespace } from "../keys/service";
+import { covers, permits } from "../keys/service";
 import {
   EntityQuery,
   EraseRequest,
@@ -88,7 +88,7 @@ export const directStore = (core: Core): DirectRoute<StoreRequest, KeyRecord> =>
   freeForm: ["metadata"],
   serves: (request, body) => body.infer === false && request.headers.get("idempotency-key") === null,
   handle(body, key, headers) {
-    requireNamespace(key, body.namespace);
+    checkScope(key, body.namespace);
     return storeRawAnswer(core, body, key.id, headers);
   },
 });
@@ -100,7 +100,6 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .post(
       "/v1/memory",
       async ({ body, apiKey, set, request }) => {
-        requireNamespace(apiKey, body.namespace);
         return idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, async (slot) => {
           if (body.infer !== false) return smartStore(body, apiKey.id, set, slot);
           return storeRawAnswer(core, body, apiKey.id, set.headers, slot);
@@ -108,6 +107,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       },
       {
         permission: "read_write",
+        namespace: "body",
         body: StoreRequest,
         detail: {
           summary: "Store a memory",
@@ -119,8 +119,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     )
     .get(
       "/v1/memory",
-      async ({ query, apiKey }) => {
-        requireNamespace(apiKey, query.namespace);
+      async ({ query }) => {
         const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
         const { namespace, entity, category, tag } = query;
         const q = {
@@ -137,6 +136,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       },
       {
         permission: "read",
+        namespace: "query",
         query: ListQuery,
         detail: {
           summary: "List current memories, newest first, a page at a time",
@@ -148,12 +148,12 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     )
     .get(
       "/v1/memory/erasures",
-      async ({ query, apiKey }) => {
-        requireNamespace(apiKey, query.namespace);
+      async ({ query }) => {
         return (await core.storage.erasures(query.namespace, query.entity)).map(toErasure);
       },
       {
         permission: "admin",
+        namespace: "query",
         query: ErasuresQuery,
         detail: { summary: "Erasures of a namespace or entity, oldest first", responses: jsonAnswer(t.Array(Erasure)) },
       },
@@ -161,11 +161,11 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .post(
       "/v1/memory/erase",
       async ({ body, apiKey }) => {
-        requireNamespace(apiKey, body.namespace);
         return eraseEntity(core, body.namespace, body.entity, apiKey.id);
       },
       {
         permission: "admin",
+        namespace: "body",
         body: EraseRequest,
         detail: {
           summary: "Erase an entity: every memory, current or not, loses its content; events lose theirs",
@@ -194,13 +194,13 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .delete(
       "/v1/memory",
       async ({ query, apiKey, set, request }) => {
-        requireNamespace(apiKey, query.namespace);
         return idempotent({ storage: core.storage, request, keyId: apiKey.id, body: undefined, set }, (slot) =>
           deleteEntity(core, query.namespace, query.entity, apiKey.id, slot),
         );
       },
       {
         permission: "read_write",
+        namespace: "query",
         query: EntityQuery,
         detail: {
           summary: "Delete every current memory of an entity (one DELETE event each, reason deleted)",

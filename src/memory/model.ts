@@ -2,7 +2,7 @@ import { t } from "elysia";
 import { storedKinds } from "../audit/model";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { Name, NoControlText, Timestamp, Uuid } from "../http/schemas";
+import { Name, NoControlText, Timestamp, tagPattern, Uuid } from "../http/schemas";
 import { isoShapePattern } from "../http/time";
 
 export { Name };
@@ -10,7 +10,7 @@ export { Name };
 /** The rules of a memory's fields, shared by every schema that takes them (search filters, the export format). */
 export const Category = NoControlText(1, limits.categoryChars);
 const Importance = t.Number({ minimum: 0, maximum: 1 });
-export const Tag = NoControlText(1, limits.tagChars);
+export const Tag = t.String({ minLength: 1, maxLength: limits.tagChars, pattern: tagPattern });
 const Tags = t.Array(Tag, { maxItems: limits.tags });
 const Metadata = t.Record(t.String(), t.Unknown(), { description: "a JSON object, at most 16 KiB serialized" });
 const Source = t.String({ minLength: 1, maxLength: limits.sourceChars });
@@ -82,9 +82,7 @@ export const ListQuery = t.Object(
     namespace: Name,
     entity: t.Optional(Name),
     category: t.Optional(Category),
-    tag: t.Optional(
-      t.Array(t.String({ minLength: 1, maxLength: 64 }), { maxItems: 32, description: "repeat: all must match" }),
-    ),
+    tag: t.Optional(t.Array(Tag, { maxItems: limits.tags, description: "repeat: all must match" })),
     limit: t.Optional(LimitParam(limits.pageMax, limits.listDefault)),
     cursor: t.Optional(t.String({ minLength: 1, maxLength: 512, description: "nextCursor of the previous page" })),
     asOf: t.Optional(AsOf),

@@ -51,7 +51,6 @@ export function checkStoreLimits(core: Core, req: StoreRequest) {
     throw invalidField("content", `is ${bytes} bytes of UTF-8; at most ${core.config.maxContentBytes} are accepted`);
   if (req.metadata !== undefined && Buffer.byteLength(JSON.stringify(req.metadata), "utf8") > maxMetadataBytes)
     throw invalidField("metadata", `serializes to more than ${maxMetadataBytes} bytes`);
-  if (req.tags?.some((tag) => tag.trim() === "")) throw invalidField("tags", "each tag needs a non-blank character");
   observedAtField(req.observedAt);
 }
 
@@ -212,7 +211,6 @@ export async function patchMemory(
   }
   if (patch.metadata && Buffer.byteLength(JSON.stringify(patch.metadata), "utf8") > maxMetadataBytes)
     throw invalidField("metadata", `serializes to more than ${maxMetadataBytes} bytes`);
-  if (patch.tags?.some((tag) => tag.trim() === "")) throw invalidField("tags", "each tag needs a non-blank character");
   const existing = await findMemory(core, id);
   if (!existing || !isAllowed(existing.namespace)) throw new ApiError("not_found", "no memory with that id");
   const same = (a: unknown, b: unknown) => Bun.deepEquals(a ?? null, b ?? null, true);

@@ -4,7 +4,6 @@ import { embedHeaders, newCost } from "../embedding/client";
 import { ApiError } from "../http/errors";
 import { jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
-import { requireNamespace } from "../keys/service";
 import { SearchRequest, SearchResponse } from "./model";
 import { search } from "./service";
 
@@ -12,8 +11,7 @@ import { search } from "./service";
 export const searchRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
   new Elysia({ name: "search" }).use(authPlugin).post(
     "/v1/memory/search",
-    async ({ body, apiKey, set }) => {
-      requireNamespace(apiKey, body.namespace);
+    async ({ body, set }) => {
       const cost = newCost();
       try {
         const res = await search(core, body, cost);
@@ -27,6 +25,7 @@ export const searchRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
     },
     {
       permission: "read",
+      namespace: "body",
       body: SearchRequest,
       detail: {
         summary: "Search current memories by words and by meaning",

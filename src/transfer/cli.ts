@@ -2,7 +2,7 @@
 // server running or not.
 import { createWriteStream, existsSync, mkdirSync } from "node:fs";
 import { resolve } from "node:path";
-import { ConfigError, loadConfig } from "../config/config";
+import { loadConfig, parseCommandLine, UsageError } from "../config/config";
 import { compactStore, postgresCompactAdvice } from "../ops/compact";
 import { openStorage } from "../storage/index";
 import type { Storage } from "../storage/storage";
@@ -35,33 +35,12 @@ Rewrites the LMDB store without its free pages, which may still hold deleted or 
 Stop the server first (refused while the store is open). On PostgreSQL, prints what to run.
 `;
 
-class UsageError extends Error {}
-
 type Out = { out: (s: string) => void; err: { write(s: string): unknown; isTTY?: boolean } };
 const stdio: Out = { out: (s) => process.stdout.write(s), err: process.stderr };
 
-function parseArgs(args: string[], valued: string[], bare: string[]) {
-  const flags = new Map<string, string[]>();
-  const positional: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (!a.startsWith("--")) {
-      positional.push(a);
-      continue;
-    }
-    const [flag, inline] = a.split(/=(.*)/s, 2);
-    if (bare.includes(flag)) {
-      if (inline !== undefined) throw new UsageError(`${flag} takes no value`);
-      flags.set(flag, ["true"]);
-      continue;
-    }
-    if (!valued.includes(flag)) throw new UsageError(`unknown flag ${flag}`);
-    const value = inline ?? args[++i];
-    if (value === undefined) throw new UsageError(`${flag} needs a value`);
-    flags.set(flag, [...(flags.get(flag) ?? []), value]);
-  }
-  return { flags, positional };
-}
+/** The `valued` flags (repeatable), the `bare` switches, and positionals. */
+const parseArgs = (args: string[], valued: string[], bare: string[]) =>
+  parseCommandLine(args, { valued, switches: bare });
 
 /** Opens the store; `create` makes a new LMDB data dir (an import into a fresh store). */
 async function open(flags: Map<string, string[]>, create = false): Promise<{ storage: Storage; dataDir?: string }> {
@@ -140,7 +119,7 @@ export async function runTransferCommand(
     io.out(`memd: compacted ${dir}: ${before} bytes -> ${after} bytes\n`);
     return 0;
   } catch (e) {
-    if (e instanceof UsageError || e instanceof ConfigError) {
+    if (e instanceof UsageError) {
       io.err.write(`memd ${command}: ${e.message}\n\n${usage}`);
       return 2;
     }

@@ -2,7 +2,6 @@ import { Elysia, t } from "elysia";
 import type { Core } from "../core";
 import { ApiError } from "../http/errors";
 import type { auth } from "../keys/auth";
-import { requireNamespace } from "../keys/service";
 import { Name } from "../memory/model";
 import { exportLines } from "./service";
 
@@ -17,10 +16,9 @@ export const transferRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) 
     "/v1/export",
     ({ query, apiKey }) => {
       const namespaces = query.namespace;
-      if (namespaces === undefined) {
-        if (!apiKey.namespaces.includes("*"))
-          throw new ApiError("forbidden", "this key does not cover every namespace; name them with ?namespace=");
-      } else for (const ns of namespaces) requireNamespace(apiKey, ns);
+      // Each namespace named is checked by the route's scope (namespace: "query"); none named is all.
+      if (namespaces === undefined && !apiKey.namespaces.includes("*"))
+        throw new ApiError("forbidden", "this key does not cover every namespace; name them with ?namespace=");
       // API keys never leave over HTTP: a server's keys are not any one namespace's data.
       const lines = exportLines(core.storage, { namespaces, keys: false });
       const encoder = new TextEncoder();
@@ -38,6 +36,7 @@ export const transferRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) 
     },
     {
       permission: "admin",
+      namespace: "query",
       query: ExportQuery,
       detail: {
         summary: "Export memories, events and erasures as JSON Lines (the format of memd export)",

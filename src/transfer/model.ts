@@ -6,7 +6,7 @@ import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { limits } from "../config/limits";
 import { Name } from "../http/schemas";
 import { Category, Tag } from "../memory/model";
-import { eventKinds, permissions } from "../storage/records";
+import { eventKinds, lowerUuidPattern, permissions } from "../storage/records";
 
 /**
  * The version of the export format this memd writes. 2: memories' observedAt, and events that
@@ -17,7 +17,8 @@ import { eventKinds, permissions } from "../storage/records";
 export const EXPORT_FORMAT = 2;
 export const IMPORT_FORMATS: readonly number[] = [1, 2];
 
-const uuid = Type.String({ pattern: "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" });
+// Ids in lower case, as memd writes them: an id in another case would be a second id on LMDB.
+const uuid = Type.String({ pattern: lowerUuidPattern });
 const name = Name;
 const ms = Type.Integer({ minimum: 0, maximum: 8.64e15 });
 const nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);

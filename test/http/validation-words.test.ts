@@ -82,9 +82,9 @@ test.each([
     "tags, several bad",
     { ...store, tags: ["", 5, "x".repeat(65)] },
     [
-      { field: "tags[0]", message: "must be a string of 1 to 64 characters without control characters" },
-      { field: "tags[1]", message: "must be a string of 1 to 64 characters without control characters" },
-      { field: "tags[2]", message: "must be a string of 1 to 64 characters without control characters" },
+      { field: "tags[0]", message: "must be a string of 1 to 64 characters, not blank, without control characters" },
+      { field: "tags[1]", message: "must be a string of 1 to 64 characters, not blank, without control characters" },
+      { field: "tags[2]", message: "must be a string of 1 to 64 characters, not blank, without control characters" },
     ],
   ],
   ["an unknown field", { ...store, colour: "red" }, [{ field: "colour", message: "is not a known field" }]],

@@ -1,6 +1,7 @@
 // The live change stream (GET /v1/memory/events/stream) read with fetch, because EventSource
 // cannot send an Authorization header. Resumes after a drop with Last-Event-ID, so nothing is
 // missed or repeated; reports its state so the page can show "reconnecting".
+import { sseMessages } from "../../client/src/sse";
 import { type AuditEvent, authHeaders, errorOf } from "./api";
 
 export type StreamState = "connecting" | "live" | "reconnecting" | "stopped";
@@ -60,36 +61,11 @@ export function openStream(namespace: string, entity: string | undefined, h: Str
   };
 }
 
-/** Parses a text/event-stream body into messages (id, event, data), until it ends. */
+/** Calls `onMessage` for each message of a text/event-stream body that has an id or data, until it ends. */
 async function readEvents(
   body: ReadableStream<Uint8Array>,
   onMessage: (id: string, event: string, data: string) => void,
 ) {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
-    let end = buffer.indexOf("\n\n");
-    while (end !== -1) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let id = "";
-      let event = "message";
-      const data: string[] = [];
-      for (const line of block.split("\n")) {
-        if (line.startsWith(":")) continue;
-        const colon = line.indexOf(":");
-        const field = colon === -1 ? line : line.slice(0, colon);
-        const v = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
-        if (field === "id") id = v;
-        else if (field === "event") event = v;
-        else if (field === "data") data.push(v);
-      }
-      if (id || data.length) onMessage(id, event, data.join("\n"));
-      end = buffer.indexOf("\n\n");
-    }
-  }
+  for await (const m of sseMessages(body))
+    if (m.id || m.data !== undefined) onMessage(m.id ?? "", m.event ?? "message", m.data ?? "");
 }

@@ -1,13 +1,11 @@
 // The LMDB erasure of an entity, in one write transaction, and the record of erasures.
 import { planOp } from "../ops";
-import type { ErasureRecord, EventRecord, IdempotencyEntry, MemoryRecord } from "../records";
+import { type ErasureRecord, type EventRecord, type IdempotencyEntry, type MemoryRecord, uuidsIn } from "../records";
 import type { Erasure, MemoryOp } from "../storage";
 import { END, keys } from "./layout";
 import { IndexWriter } from "./search";
 import { getRecord, type LmdbState } from "./state";
 import { stage, write } from "./writes";
-
-const uuidPattern = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 
 /** A memory record without anything a person said: what an erasure leaves. */
 export function scrubbed(r: MemoryRecord): MemoryRecord {
@@ -70,7 +68,7 @@ export function lmdbErasure(s: LmdbState): Erasure {
         // Stored answers that name an erased memory (a store's answer holds its content).
         for (const { key, value } of dbs.idempotency.getRange({})) {
           const entry = value as IdempotencyEntry;
-          if (entry.body?.match(uuidPattern)?.some((id) => erased.has(id.toLowerCase()))) {
+          if (entry.body !== undefined && uuidsIn(entry.body).some((id) => erased.has(id))) {
             w.remove(dbs.idempotency, key);
             w.remove(dbs.idempotencyExpiries, keys.idempotencyExpiry(entry.expiresAt, entry.keyId, entry.key));
           }

@@ -1,10 +1,8 @@
 // The PostgreSQL erasure of an entity, in one transaction, and the record of erasures.
-import type { ErasureRecord } from "../records";
+import { type ErasureRecord, uuidText } from "../records";
 import type { Erasure, MemoryOp } from "../storage";
 import { erasureOf, erasureRow, type Row } from "./rows";
 import type { PgState } from "./state";
-
-const uuidRegex = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
 
 export function pgErasure(s: PgState): Erasure {
   const { sql, db, write, applyIn } = s;
@@ -37,7 +35,7 @@ export function pgErasure(s: PgState): Erasure {
             RETURNING seq`;
         // Stored answers that name an erased memory (a store's answer holds its content).
         await tx`DELETE FROM idempotency i WHERE i.body IS NOT NULL AND EXISTS (
-            SELECT 1 FROM regexp_matches(i.body, ${uuidRegex}, 'g') AS m(x)
+            SELECT 1 FROM regexp_matches(i.body, ${uuidText}, 'g') AS m(x)
             WHERE lower(m.x[1])::uuid = ANY(${ids}::uuid[]))`;
         const [last] =
           await tx`SELECT max(at_ms) AS at FROM erasures WHERE namespace = ${namespace} AND entity = ${entity}`;

@@ -1,0 +1,109 @@
+// One-way layers: no run-time import cycle between the files of src/, nor between its folders
+// (a top-level file such as app.ts counts as its own folder). Type-only imports are erased at
+// build time and do not count; dynamic imports do. Since the storage split (one file per role in
+// each backend) there is none at all, so there is no list of exceptions.
+import { expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+
+const src = resolve(import.meta.dir, "../../src");
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    if (statSync(p).isDirectory()) return sourceFiles(p);
+    return p.endsWith(".ts") && !p.endsWith(".d.ts") ? [p] : [];
+  });
+}
+
+/** Each file of src/ and the files of src/ it imports at run time. */
+export function importGraph(): Map<string, Set<string>> {
+  const transpiler = new Bun.Transpiler({ loader: "ts" });
+  const graph = new Map<string, Set<string>>();
+  for (const file of sourceFiles(src)) {
+    const deps = new Set<string>();
+    for (const { path } of transpiler.scanImports(readFileSync(file, "utf8").replace(/^#!.*/, ""))) {
+      if (!path.startsWith(".")) continue;
+      let target = resolve(dirname(file), path);
+      if (existsSync(`${target}.ts`)) target = `${target}.ts`;
+      else if (existsSync(join(target, "index.ts"))) target = join(target, "index.ts");
+      if (target.startsWith(`${src}/`) && target.endsWith(".ts")) deps.add(relative(src, target));
+    }
+    graph.set(relative(src, file), deps);
+  }
+  return graph;
+}
+
+/** The strongly connected components of more than one node (Tarjan), each sorted. */
+export function cycles(graph: Map<string, Set<string>>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1) found.push(component.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found.sort((a, b) => a[0].localeCompare(b[0]));
+}
+
+/** The folder graph: a file's folder is its top-level folder of src/ (or the file itself at the top). */
+export function folderGraph(graph: Map<string, Set<string>>): Map<string, Set<string>> {
+  const folder = (f: string) => f.split("/")[0];
+  const out = new Map<string, Set<string>>();
+  for (const [file, deps] of graph) {
+    const from = folder(file);
+    if (!out.has(from)) out.set(from, new Set());
+    for (const d of deps) if (folder(d) !== from) out.get(from)!.add(folder(d));
+  }
+  return out;
+}
+
+const graph = importGraph();
+
+test("the import graph is read: the server reaches every feature folder", () => {
+  const folders = folderGraph(graph);
+  expect([...folders.get("app.ts")!]).toEqual(expect.arrayContaining(["audit", "http", "keys", "memory", "search"]));
+  expect(graph.size).toBeGreaterThan(80);
+});
+
+test("cycle finding: a file cycle and a folder cycle are found, a chain is not", () => {
+  const g = new Map([
+    ["a/x.ts", new Set(["b/y.ts"])],
+    ["b/y.ts", new Set(["a/z.ts"])],
+    ["a/z.ts", new Set<string>()],
+    ["c/p.ts", new Set(["c/q.ts"])],
+    ["c/q.ts", new Set(["c/p.ts"])],
+  ]);
+  expect(cycles(g)).toEqual([["c/p.ts", "c/q.ts"]]);
+  expect(cycles(folderGraph(g))).toEqual([["a", "b"]]);
+});
+
+test("no import cycle between folders of src/", () => {
+  expect(cycles(folderGraph(graph))).toEqual([]);
+});
+
+test("no import cycle between files of src/, the storage backends' included", () => {
+  expect(cycles(graph)).toEqual([]);
+});
