@@ -95,27 +95,25 @@ const anonMiB = async (pid: number) => {
 };
 
 const firsts: number[] = [];
-let warm = { p50: 0, p99: 0, hits: 0 };
-let anon = 0;
+const warm: { p50: number; p99: number; hits: number }[] = [];
+const anon: number[] = [];
 for (let round = 0; round < 2; round++) {
   const s = await start();
   const a = performance.now();
   await search(s.url, "w0 w1 w2");
   firsts.push(performance.now() - a);
-  if (round === 0) {
-    const qword = zipfOf(seededRandom(7));
-    const lat: number[] = [];
-    let hits = 0;
-    for (let i = 0; i < 550; i++) {
-      const q = `${qword()} ${qword()} ${qword()}`;
-      const b = performance.now();
-      hits += await search(s.url, q);
-      lat.push(performance.now() - b);
-    }
-    warm = { p50: pct(lat.slice(50), 50), p99: pct(lat.slice(50), 99), hits: hits / 550 };
-    await Bun.sleep(1500); // a moment for the collector after the queries
-    anon = await anonMiB(s.proc.pid);
+  const qword = zipfOf(seededRandom(7));
+  const lat: number[] = [];
+  let hits = 0;
+  for (let i = 0; i < 550; i++) {
+    const q = `${qword()} ${qword()} ${qword()}`;
+    const b = performance.now();
+    hits += await search(s.url, q);
+    lat.push(performance.now() - b);
   }
+  warm.push({ p50: pct(lat.slice(50), 50), p99: pct(lat.slice(50), 99), hits: hits / 550 });
+  await Bun.sleep(1500); // a moment for the collector after the queries
+  anon.push(await anonMiB(s.proc.pid));
   s.proc.kill("SIGTERM");
   await s.proc.exited;
 }
@@ -131,6 +129,6 @@ dist/memd on a data dir of ${N.toLocaleString("en")} memories in one namespace (
 |---|---|---|
 | first keyword search after the load (server just started) | ${ms(firsts[0])} | ≤ 1 s |
 | first keyword search after a restart | ${ms(firsts[1])} | ≤ 1 s |
-| warm keyword search, whole namespace, p50 / p99 | ${ms(warm.p50)} / ${ms(warm.p99)} (${warm.hits.toFixed(1)} hits per query) | < 2 ms / < 20 ms |
-| server's anonymous memory (RssAnon), keyword search warm | ${anon.toFixed(0)} MiB | ≤ 300 MB |
+| warm keyword search, whole namespace, p50 / p99: lists built / read from the snapshot | ${ms(warm[0].p50)} / ${ms(warm[0].p99)}; ${ms(warm[1].p50)} / ${ms(warm[1].p99)} (${warm[0].hits.toFixed(1)} hits per query) | < 2 ms / < 20 ms |
+| server's anonymous memory (RssAnon), keyword search warm: lists built / read from the snapshot | ${anon[0].toFixed(0)} MiB / ${anon[1].toFixed(0)} MiB (${((anon[0] * 1048576) / 1e6).toFixed(0)} / ${((anon[1] * 1048576) / 1e6).toFixed(0)} MB) | ≤ 300 MB |
 `);

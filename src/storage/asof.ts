@@ -18,28 +18,18 @@ export const changesState = (e: EventRecord): boolean => stateKindSet.has(e.even
  * The memories whose state an event sets: its memory, and the memory a REPLACE retired (a
  * REPLACE's old side). Empty for events that change nothing.
  */
-export function touchedBy(e: EventRecord): string[] {
+function touchedBy(e: EventRecord): string[] {
   if (!changesState(e)) return [];
   if (e.event === "REPLACE" && e.mergedFromId && e.mergedFromId !== e.memoryId) return [e.memoryId, e.mergedFromId];
   return [e.memoryId];
 }
 
-/**
- * Folds events, oldest first, into each memory's latest state-changing event. The map holds
- * memories that were retired too; versionAt tells them apart.
- */
-export function latestByMemory(events: Iterable<EventRecord>): Map<string, EventRecord> {
-  const latest = new Map<string, EventRecord>();
-  for (const e of events) for (const id of touchedBy(e)) latest.set(id, e);
-  return latest;
-}
-
 /** Whether memory `id` exists after event `e` (before expiry and erasure are considered). */
-export const livesAfter = (id: string, e: EventRecord): boolean =>
+const livesAfter = (id: string, e: EventRecord): boolean =>
   e.event !== "DELETE" && !(e.event === "REPLACE" && e.memoryId !== id);
 
 /** Whether an event carries the memory's whole state (written since observedAt existed). */
-export const carriesState = (e: EventRecord): boolean => e.importance !== undefined;
+const carriesState = (e: EventRecord): boolean => e.importance !== undefined;
 
 /**
  * Memory `id` as it was current at `asOf` (ms), given `e`, its latest state-changing event at or
@@ -81,9 +71,6 @@ export function versionAt(
   v.observedAt = full ? (e.observedAt ?? record.createdAt) : observedOf(record);
   return v;
 }
-
-/** Newest first (ids are UUIDv7: id order is creation order), as lists answer. */
-export const byIdDescending = (a: MemoryRecord, b: MemoryRecord): number => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 
 /**
  * What an event does to each memory it touches, as written in the value of its

@@ -37,8 +37,8 @@ def list_(request: Fields | None, kw: Fields) -> Request:
     return Request("GET", "/v1/memory", params=query(q))
 
 
-def get(memory_id: str) -> Request:
-    return Request("GET", f"/v1/memory/{seg(memory_id)}")
+def get(memory_id: str, as_of: str | None = None) -> Request:
+    return Request("GET", f"/v1/memory/{seg(memory_id)}", params=query({"asOf": as_of}))
 
 
 def update(memory_id: str, patch: Fields | None, kw: Fields, idempotency_key: str | None) -> Request:

@@ -190,24 +190,30 @@ class Memd:
 
     def search(self, request: SearchRequest | None = None, /, **fields: Any) -> SearchResponse:
         """Ranked search over current memories: ``namespace``, ``query``, ``entity``, ``limit``,
-        ``mode`` (keyword, semantic, hybrid), ``category``, ``tags``."""
+        ``mode`` (keyword, semantic, hybrid), ``category``, ``tags``; ``as_of`` (``asOf``, ISO 8601:
+        the memories current at that instant; keyword only, with ``entity``), ``observed_after``,
+        ``observed_before``."""
         return self._call(_api.search(request, fields))
 
     def context(self, request: ContextRequest | None = None, /, **fields: Any) -> ContextResponse:
         """The text block an agent puts in its prompt before it answers: ``namespace``, ``entity``,
-        ``query``, ``max_tokens`` (``maxTokens``), ``categories``. Answers ``context``, ``memories``,
-        ``tokens``, ``truncated``."""
+        ``query``, ``max_tokens`` (``maxTokens``), ``categories``, ``as_of`` (``asOf``),
+        ``observed_after``, ``observed_before``. Answers ``context``, ``memories``, ``tokens``,
+        ``truncated``."""
         return self._call(_api.context(request, fields))
 
     def list(self, request: Fields | None = None, /, **fields: Any) -> ListResponse:
         """Current memories of a namespace or entity, newest first, a page at a time:
         ``namespace``, ``entity``, ``category``, ``tags`` (all must match), ``limit``, ``cursor``
-        (the previous page's ``nextCursor``)."""
+        (the previous page's ``nextCursor``), ``as_of`` (``asOf``, ISO 8601: the memories current at
+        that instant, replayed from the audit trail), ``observed_after``, ``observed_before``."""
         return self._call(_api.list_(request, fields))
 
-    def get(self, memory_id: str) -> Memory:
-        """One current memory; ``MemdError`` 404 when unknown, gone or outside the key's namespaces."""
-        return self._call(_api.get(memory_id))
+    def get(self, memory_id: str, *, as_of: str | None = None) -> Memory:
+        """One current memory, or with ``as_of`` (ISO 8601) the memory as it was current at that instant,
+        replayed from the audit trail; ``MemdError`` 404 when unknown, gone (then) or outside the key's
+        namespaces, 400 when ``as_of`` is in the future."""
+        return self._call(_api.get(memory_id, as_of))
 
     def update(
         self,

@@ -14,7 +14,7 @@
 // differ is ignored. A torn or damaged file fails a section's hash and is ignored too.
 // Erasures: an erasure deletes its namespace's snapshot (a later one holds only what is current);
 // `memd compact` deletes every snapshot (compact.ts), so no file keeps an erased memory's words.
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { commit, version } from "../../build-info";
 import { termCounts } from "../../text/tokens";
@@ -164,19 +164,26 @@ export function readSnapshot(
   namespace: string,
   stamp: Omit<SnapshotStamp, "atMs">,
 ): { parts: SpaceParts; atMs: number } | undefined {
-  let buf: Buffer;
+  // Read into an array of exactly the file's size (readFileSync may keep more room than it filled).
+  let buf: Uint8Array<ArrayBuffer>;
   try {
-    buf = readFileSync(fileOf(dataDir, namespace));
+    const fd = openSync(fileOf(dataDir, namespace), "r");
+    try {
+      buf = new Uint8Array(fstatSync(fd).size);
+      for (let at = 0; at < buf.length; ) {
+        const n = readSync(fd, buf, at, buf.length - at, at);
+        if (n <= 0) return undefined;
+        at += n;
+      }
+    } finally {
+      closeSync(fd);
+    }
   } catch {
     return undefined;
   }
   try {
-    // The arrays view the file's bytes (copied first only if they are not 8-byte aligned).
-    let bytes: Uint8Array<ArrayBuffer> = buf as Uint8Array<ArrayBuffer>;
-    if (buf.byteOffset % 8 !== 0) {
-      bytes = new Uint8Array(new ArrayBuffer(align8(buf.length)));
-      bytes.set(buf);
-    }
+    // The arrays view the file's bytes (a fresh buffer: 8-byte aligned).
+    const bytes = buf;
     const length = new DataView(bytes.buffer).getUint32(0, true);
     const header = JSON.parse(Buffer.from(bytes.subarray(8, 8 + length)).toString()) as Header;
     const s = header.stamp;
