@@ -248,7 +248,7 @@ if (parts.has("semantic")) {
   const e = await time({ namespace: "sem-e", entity: "one" });
   const n = await time({ namespace: "sem-n" });
   say(
-    "\n## Semantic search (LMDB, 768 dimensions, query vector given; exact up to 1,000 vectors, beyond: binary codes and exact rescoring, bench/vectors.ts measures recall)\n",
+    "\n## Semantic search (LMDB, 768 dimensions, query vector given; exact up to 800 vectors, beyond: binary codes and exact rescoring, bench/vectors.ts measures recall)\n",
   );
   say("| scope | p50 | first query of the namespace | target |");
   say("|---|---|---|---|");

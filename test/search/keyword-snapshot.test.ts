@@ -5,7 +5,7 @@
 // of writes (a child process), after a rebuild of the index (the snapshot is refused), and a
 // damaged file is ignored.
 import { afterAll, expect, test } from "bun:test";
-import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { snapshotStats } from "../../src/storage/lmdb/keyword-cache";
@@ -81,8 +81,12 @@ test("after a clean close the next first search reads the snapshot and answers a
   const ids: string[] = [];
   let s = await openLmdb(tmp.dir);
   await s.apply(ops(rand, 400, ids), null);
+  // What a save cut short by a crash leaves: removed by the next save.
+  mkdirSync(snapshotDir(tmp.dir), { recursive: true });
+  writeFileSync(join(snapshotDir(tmp.dir), "keywords-0.bin.999999.tmp"), "tea coffee");
   await s.keywordSearch({ namespace: ns }, queryTerms("tea"), {}, 5); // builds the lists; a snapshot follows behind
-  await waitFor(() => existsSync(snapshotDir(tmp.dir)) && readdirSync(snapshotDir(tmp.dir)).length === 1);
+  await waitFor(() => readdirSync(snapshotDir(tmp.dir)).filter((f) => f.endsWith(".bin")).length === 1);
+  expect(readdirSync(snapshotDir(tmp.dir)).filter((f) => f.endsWith(".tmp"))).toEqual([]);
   for (const op of ops(rand, 200, ids)) await s.apply([op], null); // followed by the lists, saved at close
   await s.close();
   const restored = snapshotStats.restored;

@@ -14,7 +14,18 @@
 // differ is ignored. A torn or damaged file fails a section's hash and is ignored too.
 // Erasures: an erasure deletes its namespace's snapshot (a later one holds only what is current);
 // `memd compact` deletes every snapshot (compact.ts), so no file keeps an erased memory's words.
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { commit, version } from "../../build-info";
 import { termCounts } from "../../text/tokens";
@@ -114,6 +125,9 @@ const hashOf = (chunks: Section[]) => {
   return h.toString(16);
 };
 
+/** Data dirs whose leftover temporary files this process removed. */
+const swept = new Set<string>();
+
 /** Writes a snapshot (through a temporary file, fsynced, then renamed over the last one). */
 export function writeSnapshot(dataDir: string, namespace: string, stamp: SnapshotStamp, p: SpaceParts) {
   const sections = sectionsOf(p);
@@ -136,6 +150,12 @@ export function writeSnapshot(dataDir: string, namespace: string, stamp: Snapsho
   new DataView(prefix.buffer).setUint32(0, head.length, true);
   prefix.set(head, 8);
   mkdirSync(snapshotDir(dataDir), { recursive: true });
+  // A write cut short by a crash left its temporary file: the first save of a process removes them.
+  if (!swept.has(dataDir)) {
+    swept.add(dataDir);
+    for (const f of readdirSync(snapshotDir(dataDir)))
+      if (f.endsWith(".tmp")) rmSync(join(snapshotDir(dataDir), f), { force: true });
+  }
   const file = fileOf(dataDir, namespace);
   const tmp = `${file}.${process.pid}.tmp`;
   const fd = openSync(tmp, "w");

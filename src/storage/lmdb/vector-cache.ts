@@ -22,13 +22,13 @@ import { loadSlice, NamespaceCache } from "./touched";
 /** How the approximate search trades work for recall (tests make them small). */
 export const ann = {
   /** At least this many candidates are scored exactly; a scope this small is searched exactly. */
-  rescore: 1000,
+  rescore: 800,
   /** Cells are made once a namespace holds this many vectors of one length... */
   cellsFrom: 65536,
   /** ...this many of them (at most MAX_CELLS)... */
   cells: 1024,
   /** ...and a namespace-wide search ranks the codes of the nearest cells, this share at least. */
-  probe: 1 / 10,
+  probe: 0.08,
 };
 
 /** The memory is compacted once at least this many bytes (and more than are used) are left behind (tests: 0). */
