@@ -1,9 +1,8 @@
-// @targets lmdb
+// @targets lmdb postgres
 // An as-of keyword search in two phases (score the texts of the moment, then read the records of
 // the best only: AsOfReads.entityTextsAsOf, search/asof.ts keywordAsOfTexts) answers exactly what
 // scoring every version does (keywordAsOf over entityAsOf), ties, filters and limits included, at
-// every instant of a history with every state-changing kind and expiries. LMDB only: PostgreSQL
-// answers as-of searches from entityAsOf alone (it has no entityTextsAsOf).
+// every instant of a history with every state-changing kind and expiries, on both backends.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { keywordAsOf, keywordAsOfTexts } from "../../src/search/asof";
 import { openStorage } from "../../src/storage/index";
@@ -39,7 +38,7 @@ beforeAll(async () => {
     if (live.length < 10 || r < 0.4) {
       const c = create(i);
       live.push(c.id);
-      op = { event: "ADD", create: i % 25 === 0 ? { ...c, expiresAt: Date.now() + 1 } : c };
+      op = { event: "ADD", create: i % 25 === 0 ? { ...c, ttlSeconds: 1 } : c };
     } else {
       const k = Math.floor(rand() * live.length);
       if (r < 0.6) op = { event: "UPDATE", target: live[k], patch: { content: `updated ${words[i % 4]} ${i % 5}` } };

@@ -82,45 +82,87 @@ export function pgAsOf({ sql, db }: PgState): AsOfReads {
     return { memories: out, next: before };
   }
 
+  /**
+   * Each memory of an entity whose latest state-changing event up to `asOf` leaves it current
+   * (not deleted, not retired by a REPLACE, not expired by the event's expiry), after the cursor
+   * `before`, newest first: one scan of events_by_entity (namespace, entity, at_ms), each event
+   * counted for its memory and, a REPLACE, for the one it retired, DISTINCT ON the memory. Only
+   * narrow columns come back; the events of the memories used are read by seq afterwards.
+   */
+  const latestOf = (namespace: string, entity: string, asOf: number, before: string): Promise<Row[]> =>
+    db(
+      () => sql`
+        SELECT mid, seq, new_content, importance IS NOT NULL AS full FROM (
+          SELECT DISTINCT ON (t.mid) t.mid, e.seq, e.event, e.memory_id, e.expires_at, e.new_content, e.importance
+          FROM events e
+          CROSS JOIN LATERAL (VALUES (e.memory_id),
+            (CASE WHEN e.event = 'REPLACE' AND e.merged_from_id <> e.memory_id THEN e.merged_from_id END)) t(mid)
+          WHERE e.namespace = ${namespace} AND e.entity = ${entity} AND e.at_ms <= ${asOf}
+            AND e.event = ANY(${kinds}::text[]) AND t.mid IS NOT NULL
+          ORDER BY t.mid DESC, e.at_ms DESC
+        ) latest
+        WHERE latest.mid < ${before}::uuid AND latest.event <> 'DELETE' AND latest.memory_id = latest.mid
+          AND (latest.expires_at IS NULL OR latest.expires_at > ${asOf})
+        ORDER BY latest.mid DESC`,
+    );
+
+  /** The versions at `asOf` of memories `ids` from their latest events' seqs: events and records in two reads. */
+  async function versionsOf(ids: string[], seqOf: Map<string, number>, asOf: number) {
+    if (ids.length === 0) return [];
+    const seqs = sql.array(
+      ids.map((id) => String(seqOf.get(id))),
+      "text",
+    );
+    const events = new Map<number, EventRecord>(
+      (await db(() => sql`SELECT * FROM events WHERE seq = ANY(${seqs}::bigint[])`)).map(
+        (r: Row) => [Number(r.seq), eventOf(r)] as const,
+      ),
+    );
+    const records = new Map<string, MemoryRecord>(
+      (await db(() => sql`SELECT * FROM memories WHERE id = ANY(${sql.array(ids, "text")}::uuid[])`)).map(
+        (r: Row) => [r.id as string, memoryOf(r)] as const,
+      ),
+    );
+    return ids.map((id) => {
+      const e = events.get(seqOf.get(id)!);
+      return e === undefined ? undefined : versionAt(id, e, records.get(id), asOf);
+    });
+  }
+
   return {
     async entityAsOf(q) {
       if (q.entity === undefined) return namespaceAsOf(q);
       const { namespace, entity, asOf } = q as AsOfQuery & { entity: string };
-      const before = q.before ?? noCursor;
-      // A REPLACE sets two memories' state: the new one (memory_id) and the one it retired. An
-      // event that tells no expiry (older ones) leaves it to the record (versionAt).
-      const rows = await db(
-        () => sql`
-          WITH touched AS (
-            SELECT memory_id AS mid, seq, at_ms FROM events
-              WHERE namespace = ${namespace} AND entity = ${entity} AND at_ms <= ${asOf} AND event = ANY(${kinds}::text[])
-            UNION ALL
-            SELECT merged_from_id, seq, at_ms FROM events
-              WHERE namespace = ${namespace} AND entity = ${entity} AND at_ms <= ${asOf} AND event = 'REPLACE'
-                AND merged_from_id IS NOT NULL AND merged_from_id <> memory_id
-          ), latest AS (
-            SELECT DISTINCT ON (mid) mid, seq FROM touched ORDER BY mid, at_ms DESC
-          )
-          SELECT latest.mid, e.* FROM latest JOIN events e ON e.seq = latest.seq
-          WHERE latest.mid < ${before}::uuid AND e.event <> 'DELETE' AND e.memory_id = latest.mid
-            AND (e.expires_at IS NULL OR e.expires_at > ${asOf})
-          ORDER BY latest.mid DESC`,
-      );
-      const latest = new Map<string, EventRecord>();
-      for (const r of rows as Row[]) latest.set(String(r.mid), eventOf(r));
-      return pageOfVersions(
-        [...latest.keys()],
-        async (ids) => {
-          const records = new Map<string, MemoryRecord>(
-            (await db(() => sql`SELECT * FROM memories WHERE id = ANY(${sql.array(ids, "text")}::uuid[])`)).map(
-              (r: Row) => [r.id as string, memoryOf(r)] as const,
-            ),
-          );
-          return ids.map((id) => versionAt(id, latest.get(id)!, records.get(id), asOf));
-        },
-        q.filter ?? {},
-        q.limit,
-      );
+      const rows = await latestOf(namespace, entity, asOf, q.before ?? noCursor);
+      const seqOf = new Map<string, number>();
+      for (const r of rows) seqOf.set(String(r.mid), Number(r.seq));
+      return pageOfVersions([...seqOf.keys()], (ids) => versionsOf(ids, seqOf, asOf), q.filter ?? {}, q.limit);
+    },
+
+    async entityTextsAsOf({ namespace, entity, asOf }) {
+      const rows = await latestOf(namespace, entity, asOf, noCursor);
+      const seqOf = new Map<string, number>();
+      const texts: { id: string; content: string }[] = [];
+      const older: string[] = [];
+      for (const r of rows) {
+        const id = String(r.mid);
+        seqOf.set(id, Number(r.seq));
+        // An event older than observedAt: its version needs the record (versionAt). Otherwise
+        // the checks of versionAt that need no record: an erasure scrubs the record and every
+        // event of the memory in one transaction, so its latest event tells it too.
+        if (!r.full) older.push(id);
+        else if (r.new_content !== null && r.new_content !== undefined)
+          texts.push({ id, content: String(r.new_content) });
+      }
+      if (older.length > 0) {
+        const vs = await versionsOf(older, seqOf, asOf);
+        older.forEach((id, i) => {
+          if (vs[i] !== undefined) texts.push({ id, content: vs[i]!.content });
+        });
+        // Newest first, as without older events.
+        texts.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+      }
+      return { texts, versions: (ids) => versionsOf(ids, seqOf, asOf) };
     },
 
     async memoryAsOf(id, asOf) {
