@@ -38,7 +38,7 @@ const words = ["tea", "coffee", "Paris", "Berlin", "cello", "running", "chess", 
  * kind) spread evenly among ADDs of 1,000 other entities. Returns the timeline's first and last
  * event times.
  */
-async function load(settings: { dataDir: string; databaseUrl?: string }, total: number, timeline: number) {
+export async function load(settings: { dataDir: string; databaseUrl?: string }, total: number, timeline: number) {
   // A bulk load's statements may take longer than a request's (on a busy machine too).
   const storage = await openStorage({ ...settings, dbStatementTimeoutMs: 300_000 });
   const batch = settings.databaseUrl ? 2000 : 10_000;
@@ -117,10 +117,10 @@ async function load(settings: { dataDir: string; databaseUrl?: string }, total: 
   };
 }
 
-async function startServer(args: string[]) {
+async function startServer(args: string[], checkout = root) {
   const port = 20000 + Math.floor(Math.random() * 10000);
   const proc = Bun.spawn(
-    [process.execPath, "run", join(root, "src/main.ts"), "serve", "--port", String(port), ...args],
+    [process.execPath, "run", join(checkout, "src/main.ts"), "serve", "--port", String(port), ...args],
     {
       env: { ...process.env, MEMD_API_KEY: key, MEMD_LOG_LEVEL: "warn", MEMD_DATABASE_URL: "" },
       stdout: "ignore",
@@ -246,6 +246,24 @@ export async function timeBench(log: (s: string) => void = console.error): Promi
       } finally {
         srv.proc.kill("SIGTERM");
         await srv.proc.exited;
+      }
+      // BENCH_TIME_BEFORE=<another checkout>: the same requests to its server on the same store,
+      // for a before/after comparison in one run.
+      const before = process.env.BENCH_TIME_BEFORE;
+      if (before) {
+        const old = await startServer(b.args, before);
+        try {
+          const m = await measure(old.url, loaded.first, loaded.last, requests);
+          const ratio = (a: number[], c: number[]) => (percentile(a, 50) / percentile(c, 50)).toFixed(1);
+          rows.push(
+            `| ${b.name} | before: as-of list | ${ms(percentile(m.list, 50))} | ${ms(percentile(m.list, 99))} | p50 ${ratio(m.list, m.nowList)} x its current list's (${ms(percentile(m.nowList, 50))}) |`,
+            `| ${b.name} | before: as-of keyword search | ${ms(percentile(m.search, 50))} | ${ms(percentile(m.search, 99))} | p50 ${ratio(m.search, m.nowSearch)} x its current search's (${ms(percentile(m.nowSearch, 50))}) |`,
+          );
+          log(`time: ${rows.slice(-2).join(" ")}`);
+        } finally {
+          old.proc.kill("SIGTERM");
+          await old.proc.exited;
+        }
       }
     }
   } finally {

@@ -5,7 +5,7 @@
 // those of the entity at that moment, as a live search scoped to the entity uses the entity's.
 import { byScoreThenNewer, matchesFilter } from "../storage/ops";
 import type { MemoryRecord } from "../storage/records";
-import type { Scored, SearchFilter } from "../storage/storage";
+import type { AsOfTexts, Scored, SearchFilter } from "../storage/storage";
 import { bm25, idf, type QueryTerm } from "../text/scoring";
 import { termCounts } from "../text/tokens";
 
@@ -64,4 +64,59 @@ export function keywordAsOf(
     if (matched && matchesFilter(memory, filter)) hits.push({ memory, score });
   });
   return hits.sort(byScoreThenNewer).slice(0, limit);
+}
+
+/**
+ * keywordAsOf in two phases, with the same answer: every text is scored (document statistics
+ * need them all), and only the best are made into versions (which reads their records), a group
+ * of equal scores at a time, since ties are broken and filters applied on the versions.
+ */
+export async function keywordAsOfTexts(
+  { texts, versions }: AsOfTexts,
+  query: readonly QueryTerm[],
+  filter: SearchFilter,
+  limit: number,
+): Promise<Scored[]> {
+  const weightOf = new Map<string, number>();
+  for (const q of query) weightOf.set(q.term, Math.max(weightOf.get(q.term) ?? 0, q.weight));
+  const terms = [...weightOf.keys()];
+  if (texts.length === 0 || terms.length === 0) return [];
+  const counts = texts.map((d) => countsOf(d.content));
+  let total = 0;
+  const df = new Map<string, number>(terms.map((t) => [t, 0]));
+  for (const c of counts) {
+    total += c.length;
+    for (const t of terms) if (c.tf.has(t)) df.set(t, df.get(t)! + 1);
+  }
+  const avg = total / texts.length;
+  const weights = terms.map((t) => weightOf.get(t)! * idf(texts.length, df.get(t)!));
+  const matched: { id: string; score: number }[] = [];
+  texts.forEach(({ id }, i) => {
+    const c = counts[i];
+    let score = 0;
+    let hit = false;
+    terms.forEach((t, q) => {
+      const tf = c.tf.get(t);
+      if (tf === undefined) return;
+      hit = true;
+      score += bm25(weights[q], tf, c.length, avg);
+    });
+    if (hit) matched.push({ id, score });
+  });
+  matched.sort((a, b) => b.score - a.score);
+  const hits: Scored[] = [];
+  for (let i = 0; i < matched.length && hits.length < limit; ) {
+    let j = i + 1;
+    while (j < matched.length && matched[j].score === matched[i].score) j++;
+    const group = matched.slice(i, j);
+    const vs = await versions(group.map((m) => m.id));
+    const scored: Scored[] = [];
+    group.forEach((m, k) => {
+      const memory = vs[k];
+      if (memory !== undefined && matchesFilter(memory, filter)) scored.push({ memory, score: m.score });
+    });
+    hits.push(...scored.sort(byScoreThenNewer));
+    i = j;
+  }
+  return hits.slice(0, limit);
 }

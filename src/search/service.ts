@@ -8,7 +8,7 @@ import { requireEntityForAsOf, toMemory } from "../memory/service";
 import { isCurrent, type MemoryRecord } from "../storage/records";
 import type { MemoryScope, Scored, SearchFilter } from "../storage/storage";
 import { indexTerms, queryTerms } from "../text/tokens";
-import { keywordAsOf } from "./asof";
+import { keywordAsOf, keywordAsOfTexts } from "./asof";
 import { FUSION, fuse } from "./fusion";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
 
@@ -107,8 +107,13 @@ async function searchAsOf(core: Core, req: SearchRequest, filter: SearchFilter, 
       `${req.mode} search cannot answer as of a moment: embeddings are kept for current content only; use mode keyword (docs/time.md)`,
     );
   requireEntityForAsOf(req.entity, "a search");
-  const { memories: versions } = await core.storage.entityAsOf({ namespace: req.namespace, entity: req.entity!, asOf });
-  const hits = keywordAsOf(versions, queryTerms(req.query), filter, req.limit ?? 10);
+  const scope = { namespace: req.namespace, entity: req.entity!, asOf };
+  const terms = queryTerms(req.query);
+  const limit = req.limit ?? 10;
+  // Two phases where the backend can (score the texts, then read the records of the best only).
+  const hits = core.storage.entityTextsAsOf
+    ? await keywordAsOfTexts(await core.storage.entityTextsAsOf(scope), terms, filter, limit)
+    : keywordAsOf((await core.storage.entityAsOf(scope)).memories, terms, filter, limit);
   return { results: hits.map((h) => ({ ...toMemory(h.memory), score: h.score })), mode: "keyword" };
 }
 

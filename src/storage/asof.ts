@@ -29,7 +29,7 @@ const livesAfter = (id: string, e: EventRecord): boolean =>
   e.event !== "DELETE" && !(e.event === "REPLACE" && e.memoryId !== id);
 
 /** Whether an event carries the memory's whole state (written since observedAt existed). */
-const carriesState = (e: EventRecord): boolean => e.importance !== undefined;
+export const carriesState = (e: EventRecord): boolean => e.importance !== undefined;
 
 /**
  * Memory `id` as it was current at `asOf` (ms), given `e`, its latest state-changing event at or

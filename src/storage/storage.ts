@@ -286,6 +286,19 @@ export interface AsOfReads {
   entityAsOf(q: AsOfQuery): Promise<MemoryPage>;
   /** Memory `id` as it was current at `asOf`, or undefined (see entityAsOf). */
   memoryAsOf(id: string, asOf: number): Promise<MemoryRecord | undefined>;
+  /**
+   * Optional first phase of an as-of keyword search (search/asof.ts): the id and content of each
+   * memory entityAsOf would answer for the whole entity (no filter, no page), without making
+   * versions of them, and `versions` to make those of the ids asked for (same order; undefined
+   * for one not current then). A backend without it answers searches from entityAsOf.
+   */
+  entityTextsAsOf?(q: { namespace: string; entity: string; asOf: number }): Promise<AsOfTexts>;
+}
+
+/** The texts of an entity's memories as of a moment, and their versions on demand (AsOfReads.entityTextsAsOf). */
+export interface AsOfTexts {
+  texts: { id: string; content: string }[];
+  versions(ids: string[]): Promise<(MemoryRecord | undefined)[]> | (MemoryRecord | undefined)[];
 }
 
 /** What holds data: namespaces and entities, for browsing. */

@@ -5,7 +5,16 @@
 // into versions by the shared rules. Entries written before format 7 have no value: their
 // events are read instead. A memory's history is one reverse scan of events_by_memory.
 import type { Key } from "lmdb";
-import { candidates, changesState, foldEvent, foldMarks, type Latest, pageOfVersions, versionAt } from "../asof";
+import {
+  candidates,
+  carriesState,
+  changesState,
+  foldEvent,
+  foldMarks,
+  type Latest,
+  pageOfVersions,
+  versionAt,
+} from "../asof";
 import { matchesFilter } from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
 import type { AsOfQuery, AsOfReads, MemoryPage } from "../storage";
@@ -61,20 +70,51 @@ export function lmdbAsOf(s: LmdbState): AsOfReads {
     return { memories: out };
   }
 
+  /** Each memory of an entity's history up to `asOf` and its latest state-changing event then. */
+  function fold(namespace: string, entity: string, asOf: number): Map<string, Latest> {
+    const latest = new Map<string, Latest>();
+    // Keys up to and including asOf: [ns, entity, asOf, seq] sorts before [ns, entity, asOf + 1].
+    for (const { key, value } of dbs.eventsByEntity.getRange({
+      start: [namespace, entity],
+      end: [namespace, entity, asOf + 1],
+    })) {
+      const seq = (key as unknown[])[3] as number;
+      if (typeof value === "string") foldMarks(latest, seq, value);
+      else foldEvent(latest, eventAt(seq));
+    }
+    return latest;
+  }
+
   return {
+    async entityTextsAsOf({ namespace, entity, asOf }) {
+      const latest = fold(namespace, entity, asOf);
+      const texts: { id: string; content: string }[] = [];
+      const events = new Map<string, EventRecord>();
+      for (const id of candidates(latest, asOf)) {
+        const e = eventAt(latest.get(id)!.seq);
+        events.set(id, e);
+        if (!carriesState(e)) {
+          // An event older than observedAt: its version needs the record (versionAt).
+          const v = versionAt(id, e, getRecord(s, id), asOf);
+          if (v !== undefined) texts.push({ id, content: v.content });
+          continue;
+        }
+        // The checks of versionAt that need no record: an erasure scrubs the record and every
+        // event of the memory in one transaction, so its latest event tells it too.
+        if (e.newContent === null || e.newContent === undefined) continue;
+        if (e.expiresAt !== undefined && e.expiresAt <= asOf) continue;
+        texts.push({ id, content: e.newContent });
+      }
+      return {
+        texts,
+        versions: (ids) => ids.map((id) => versionAt(id, events.get(id)!, getRecord(s, id), asOf)),
+      };
+    },
+
     async entityAsOf(q) {
       if (q.entity === undefined) return namespaceAsOf(q);
       const { namespace, entity, asOf } = q as AsOfQuery & { entity: string };
-      const latest = new Map<string, Latest>();
-      // Keys up to and including asOf: [ns, entity, asOf, seq] sorts before [ns, entity, asOf + 1].
-      for (const { key, value } of dbs.eventsByEntity.getRange({
-        start: [namespace, entity],
-        end: [namespace, entity, asOf + 1],
-      })) {
-        const seq = (key as unknown[])[3] as number;
-        if (typeof value === "string") foldMarks(latest, seq, value);
-        else foldEvent(latest, eventAt(seq));
-      }
+      const latest = fold(namespace, entity, asOf);
       const ids = candidates(latest, asOf, q.before);
       return pageOfVersions(
         ids,
