@@ -21,7 +21,10 @@ beforeAll(async () => {
   );
   const live: string[] = [];
   let x = 23;
-  const rand = () => (x = (x * 1664525 + 1013904223) >>> 0) / 2 ** 32;
+  const rand = () => {
+    x = (x * 1664525 + 1013904223) >>> 0;
+    return x / 2 ** 32;
+  };
   const create = (i: number) => ({
     id: Bun.randomUUIDv7(),
     namespace: "ns",
