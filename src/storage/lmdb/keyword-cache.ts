@@ -14,7 +14,7 @@
 // aside), found again through an open-addressing table; postings are 6 bytes (document, tf);
 // an entity's documents are one growing array.
 import { termCounts } from "../../text/tokens";
-import type { EventRecord, MemoryRecord } from "../records";
+import { type EventRecord, lowerUuidPattern, type MemoryRecord } from "../records";
 import { dropSnapshots, readSnapshot, type SpaceParts, writeSnapshot } from "./keyword-snapshot";
 import { type Dbs, END } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
@@ -67,7 +67,7 @@ export class List {
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const UUID = new RegExp(lowerUuidPattern);
 const hex8 = (n: number) => (n >>> 0).toString(16).padStart(8, "0");
 
 /**
