@@ -1,7 +1,6 @@
 import { Elysia } from "elysia";
 import type { Core } from "../core";
-import { embedHeaders, newCost } from "../embedding/client";
-import { ApiError } from "../http/errors";
+import { withEmbedCost } from "../embedding/client";
 import { jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
 import { ContextRequest, ContextResponse } from "./model";
@@ -9,21 +8,9 @@ import { buildContext } from "./service";
 
 /** Routes of the context feature: POST /v1/memory/context. */
 export const contextRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
-  new Elysia({ name: "context" }).use(authPlugin).post(
-    "/v1/memory/context",
-    async ({ body, set }) => {
-      const cost = newCost();
-      try {
-        const res = await buildContext(core, body, cost);
-        Object.assign(set.headers, embedHeaders(cost));
-        return res;
-      } catch (e) {
-        if (e instanceof ApiError)
-          throw new ApiError(e.code, e.message, e.details, { ...e.headers, ...embedHeaders(cost) });
-        throw e;
-      }
-    },
-    {
+  new Elysia({ name: "context" })
+    .use(authPlugin)
+    .post("/v1/memory/context", ({ body, set }) => withEmbedCost(set, (cost) => buildContext(core, body, cost)), {
       permission: "read",
       namespace: "body",
       body: ContextRequest,
@@ -34,5 +21,4 @@ export const contextRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =
           "Grouped by category, best group first, each line '- [YYYY-MM-DD] content'; tokens counted by cl100k_base (js-tiktoken), never more than maxTokens.",
         responses: jsonAnswer(ContextResponse),
       },
-    },
-  );
+    });

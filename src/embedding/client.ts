@@ -30,6 +30,23 @@ export const embedHeaders = (c: EmbedCost): Record<string, string> => ({
   "x-memd-embed-tokens": String(c.tokens),
 });
 
+/**
+ * Runs a request's work with a fresh cost and reports the embedding calls it made in the
+ * answer's x-memd-embed-* headers, on a refusal (ApiError) as on success.
+ */
+export async function withEmbedCost<T>(set: { headers: object }, run: (cost: EmbedCost) => Promise<T>): Promise<T> {
+  const cost = newCost();
+  try {
+    const res = await run(cost);
+    Object.assign(set.headers, embedHeaders(cost));
+    return res;
+  } catch (e) {
+    if (e instanceof ApiError)
+      throw new ApiError(e.code, e.message, e.details, { ...e.headers, ...embedHeaders(cost) });
+    throw e;
+  }
+}
+
 /** Running totals since start, read by /metrics through its embedStats hook. */
 export const embeddingStats = { calls: 0, errors: 0, tokens: 0, latencyMs: 0 };
 

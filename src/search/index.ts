@@ -1,7 +1,6 @@
 import { Elysia } from "elysia";
 import type { Core } from "../core";
-import { embedHeaders, newCost } from "../embedding/client";
-import { ApiError } from "../http/errors";
+import { withEmbedCost } from "../embedding/client";
 import { jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
 import { SearchRequest, SearchResponse } from "./model";
@@ -9,21 +8,9 @@ import { search } from "./service";
 
 /** Routes of the search feature: POST /v1/memory/search. */
 export const searchRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
-  new Elysia({ name: "search" }).use(authPlugin).post(
-    "/v1/memory/search",
-    async ({ body, set }) => {
-      const cost = newCost();
-      try {
-        const res = await search(core, body, cost);
-        Object.assign(set.headers, embedHeaders(cost));
-        return res;
-      } catch (e) {
-        if (e instanceof ApiError)
-          throw new ApiError(e.code, e.message, e.details, { ...e.headers, ...embedHeaders(cost) });
-        throw e;
-      }
-    },
-    {
+  new Elysia({ name: "search" })
+    .use(authPlugin)
+    .post("/v1/memory/search", ({ body, set }) => withEmbedCost(set, (cost) => search(core, body, cost)), {
       permission: "read",
       namespace: "body",
       body: SearchRequest,
@@ -33,5 +20,4 @@ export const searchRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
           "mode keyword: BM25 (k1 1.2, b 0.25) over words stemmed in their text's language, a query's stop words weighing 0.35; semantic: cosine over stored embeddings; hybrid: the two lists' z-scores summed, hits standing far out of their list first (src/search/fusion.ts).",
         responses: jsonAnswer(SearchResponse),
       },
-    },
-  );
+    });

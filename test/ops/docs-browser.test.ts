@@ -6,41 +6,19 @@
 // toolbar) are not on the page, and its Content-Security-Policy refuses any other connection.
 // If Chromium cannot start, the tests fail saying why; none is skipped.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium } from "../chromium";
 import { startTestServer, type TestServer } from "../helpers";
 
-const chromiumPath = "/usr/bin/chromium";
 let s: TestServer;
 let browser: Browser | undefined;
 let launchError: Error | undefined;
 
 beforeAll(async () => {
   s = await startTestServer();
-  if (!existsSync(chromiumPath)) {
-    launchError = new Error(
-      `${chromiumPath} is missing: install it with apt-get install -y chromium (make browser-deps)`,
-    );
-    return;
-  }
-  try {
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      timeout: 60_000,
-    });
-  } catch (e) {
-    launchError = new Error(`Chromium (${chromiumPath}) could not be started: ${(e as Error).message}`);
-  }
+  const launched = await launchChromium();
+  if (launched instanceof Error) launchError = launched;
+  else browser = launched;
 });
 afterAll(async () => {
   await browser?.close();

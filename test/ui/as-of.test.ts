@@ -1,11 +1,10 @@
 // The page at /ui, in Chromium: an entity's memories "as of" a date-time (replayed from the audit
 // trail, read-only) and back to now; each memory's observed date in its list and its history.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium } from "../chromium";
 import { rootSecret, startTestServer, type TestServer } from "../helpers";
 
-const chromiumPath = "/usr/bin/chromium";
 let s: TestServer;
 let browser: Browser | undefined;
 let launchError: Error | undefined;
@@ -30,21 +29,9 @@ beforeAll(async () => {
   await Bun.sleep(beforeEdit - Date.now() + 50);
   expect((await s.json("PATCH", `/v1/memory/${tea.id}`, { content: "Ann drinks black tea" })).status).toBe(200);
   await raw("Ann has a dog");
-  if (!existsSync(chromiumPath)) {
-    launchError = new Error(
-      `${chromiumPath} is missing: install it with apt-get install -y chromium (make browser-deps)`,
-    );
-    return;
-  }
-  try {
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"],
-      timeout: 60_000,
-    });
-  } catch (e) {
-    launchError = new Error(`Chromium (${chromiumPath}) could not be started: ${(e as Error).message}`);
-  }
+  const launched = await launchChromium();
+  if (launched instanceof Error) launchError = launched;
+  else browser = launched;
 }, 60_000);
 
 afterAll(async () => {

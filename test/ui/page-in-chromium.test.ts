@@ -3,14 +3,14 @@
 // saying why; none is skipped for it. Screenshots of each main view (desktop and 375 px wide) go
 // to test-artifacts/ui/; with MEMD_UPDATE_SCREENSHOTS=1 also to docs/screenshots/ (docs/ui.md's).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import type { MemoryOp } from "../../src/storage/storage";
+import { launchChromium } from "../chromium";
 import { type ChatRequest, startFakeModel } from "../fake-model";
 import { rootSecret, startTestServer, type TestServer } from "../helpers";
 
-const chromiumPath = "/usr/bin/chromium";
 const repo = join(import.meta.dir, "../..");
 const artifacts = join(repo, "test-artifacts/ui");
 const readme = join(repo, "docs/screenshots");
@@ -95,31 +95,9 @@ beforeAll(async () => {
   keys.write = await makeKey("agent (read_write)", "read_write", ["acme"]);
   keys.admin = await makeKey("operator (admin)", "admin", ["acme"]);
 
-  if (!existsSync(chromiumPath)) {
-    launchError = new Error(
-      `${chromiumPath} is missing: install it with apt-get install -y chromium (make browser-deps)`,
-    );
-    return;
-  }
-  try {
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      // playwright-core gives each launch a fresh temporary profile (user data dir).
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      timeout: 60_000,
-    });
-  } catch (e) {
-    launchError = new Error(`Chromium (${chromiumPath}) could not be started: ${(e as Error).message}`);
-  }
+  const launched = await launchChromium();
+  if (launched instanceof Error) launchError = launched;
+  else browser = launched;
 });
 
 afterAll(async () => {
