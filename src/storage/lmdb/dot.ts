@@ -5,28 +5,9 @@
 //   gather(m, q, dimsBytes, idx, count, out): out[k] = Σ m[idx[k]][j]·q[j] for k < count
 // Addresses are byte offsets into the module's memory; dimsBytes must be a multiple of 32.
 
-const leb = (n: number): number[] => {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n) b |= 0x80;
-    out.push(b);
-  } while (n);
-  return out;
-};
-const vec = (items: number[][]) => [...leb(items.length), ...items.flat()];
-const section = (id: number, body: number[]) => [id, ...leb(body.length), ...body];
-const name = (s: string) => [...leb(s.length), ...[...s].map((c) => c.charCodeAt(0))];
-const I32 = 0x7f;
+import { add, brIf0, get, I32, i32, leb, ltU, name, params, section, set, tee, vec } from "./wasm";
+
 const V128 = 0x7b;
-const get = (i: number) => [0x20, i];
-const set = (i: number) => [0x21, i];
-const tee = (i: number) => [0x22, i];
-const i32 = (n: number) => [0x41, ...leb(n)];
-const add = 0x6a;
-const ltU = 0x49;
-const brIf0 = [0x0d, 0x00];
 const load = (offset: number) => [0xfd, 0x00, 0x04, offset]; // v128.load align=16
 const zero = [0xfd, 0x0c, ...new Array(16).fill(0)]; // v128.const 0
 const fmul = [0xfd, 0xe6, 0x01];
@@ -170,7 +151,6 @@ const gather = [
   0x0b,
 ];
 
-const params = (n: number) => [0x60, ...vec(Array.from({ length: n }, () => [I32])), 0];
 const moduleBytes = new Uint8Array([
   ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
   ...section(1, vec([params(5), params(6)])),

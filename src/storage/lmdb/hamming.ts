@@ -10,39 +10,10 @@
 // The query code sits at byte 0 of the module's memory; c, at and out are byte offsets into it.
 // The bytes are built here, so there is no build step and nothing to load at run time.
 
-const leb = (n: number): number[] => {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n) b |= 0x80;
-    out.push(b);
-  } while (n);
-  return out;
-};
-/** Signed LEB128, as i32.const takes it. */
-const sleb = (n: number): number[] => {
-  const out: number[] = [];
-  for (;;) {
-    const b = n & 0x7f;
-    n >>= 7;
-    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) return [...out, b];
-    out.push(b | 0x80);
-  }
-};
-const vec = (items: number[][]) => [...leb(items.length), ...items.flat()];
-const section = (id: number, body: number[]) => [id, ...leb(body.length), ...body];
-const name = (s: string) => [...leb(s.length), ...[...s].map((c) => c.charCodeAt(0))];
-const I32 = 0x7f;
-const get = (i: number) => [0x20, ...leb(i)];
-const set = (i: number) => [0x21, ...leb(i)];
-const tee = (i: number) => [0x22, ...leb(i)];
-const i32 = (n: number) => [0x41, ...sleb(n)];
-const add = 0x6a;
+import { add, brIf0, get, I32, i32, leb, ltU, name, params, section, set, tee, vec } from "./wasm";
+
 const shl = 0x74;
 const eqz = 0x45;
-const ltU = 0x49;
-const brIf0 = [0x0d, 0x00];
 const load32 = [0x28, 0x02, 0x00];
 const store32 = [0x36, 0x02, 0x00];
 const load64 = (offset: number) => [0x29, 0x03, ...leb(offset)];
@@ -175,7 +146,6 @@ function moduleFor(words: number): Uint8Array {
     0x0b,
     0x0b,
   ];
-  const params = (n: number) => [0x60, ...vec(Array.from({ length: n }, () => [I32])), 0];
   return new Uint8Array([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
     ...section(1, vec([params(3), params(4)])),
