@@ -14,7 +14,8 @@
 // aside), found again through an open-addressing table; postings are 6 bytes (document, tf);
 // an entity's documents are one growing array.
 import { termCounts } from "../../text/tokens";
-import { type EventRecord, lowerUuidPattern, type MemoryRecord } from "../records";
+import { lowerUuidPattern } from "../../wire/schemas";
+import type { EventRecord, MemoryRecord } from "../records";
 import { dropSnapshots, readSnapshot, type SpaceParts, writeSnapshot } from "./keyword-snapshot";
 import { type Dbs, END } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
