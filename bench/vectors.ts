@@ -1,4 +1,4 @@
-// Approximate semantic search (src/storage/lmdb/vector-cache.ts) on synthetic embeddings:
+// Approximate semantic search (src/storage/vector-space.ts) on synthetic embeddings:
 // recall@10 against exact cosine, latency, and memory per vector. `bun run bench/vectors.ts`
 // prints a Markdown section. BENCH_VECTORS_N (default 1,000,000), BENCH_VECTORS_DIMS (768),
 // BENCH_VECTORS_QUERIES (50). BENCH_VECTORS_STORE=1 goes through Storage (LMDB) end to end:
@@ -14,10 +14,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { dotKernel } from "../src/storage/lmdb/dot";
+import { dotKernel } from "../src/storage/dot";
 import { openLmdb } from "../src/storage/lmdb/index";
-import { ann, Space } from "../src/storage/lmdb/vector-cache";
 import type { MemoryOp } from "../src/storage/storage";
+import { ann, VectorSpace } from "../src/storage/vector-space";
 
 const N = Number(process.env.BENCH_VECTORS_N ?? 1_000_000);
 const dims = Number(process.env.BENCH_VECTORS_DIMS ?? 768);
@@ -104,10 +104,10 @@ const anon0 = await anon();
 let search: (q: Float32Array) => Promise<string[]>;
 let loadS = 0;
 let close = async () => {};
-let space: Space | undefined;
+let space: VectorSpace | undefined;
 if (!viaStore) {
   const t1 = performance.now();
-  space = new Space((id) => new Uint8Array(exact.memory.buffer, dataAt + Number(id) * rowBytes, rowBytes));
+  space = new VectorSpace((id) => new Uint8Array(exact.memory.buffer, dataAt + Number(id) * rowBytes, rowBytes));
   for (let r = 0; r < N; r++) space.set(String(r), `e${r % 1000}`, row(r));
   loadS = (performance.now() - t1) / 1000;
   const s = space;
