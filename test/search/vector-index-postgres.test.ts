@@ -69,7 +69,7 @@ test("the 4-bit copy decodes each value to within half a level of its vector's l
   const rand = seededRandom(5);
   const k = new FourBit();
   const vs = Array.from({ length: 40000 }, (_, r) => Float32Array.from({ length: 7 }, () => (r % 3) * (rand() - 0.5)));
-  vs.forEach((v, r) => k.put(r, v));
+  for (const [r, v] of vs.entries()) k.put(r, v);
   k.move(39999, 3);
   vs[3] = vs[39999];
   for (const r of [0, 1, 2, 3, 16384, 20000, 39998]) {
