@@ -56,6 +56,8 @@ export type ReadVector = (id: string, entity: string, row: number) => Uint8Array
 export interface RowKeeper {
   put(row: number, v: Float32Array): void;
   move(from: number, to: number): void;
+  /** When given, scores rows against q itself (instead of `read` and dot.ts). */
+  dot?(row: number, q: Float32Array): number;
 }
 
 /** Small deterministic generator (xorshift32), for picking cell centres. */
@@ -493,6 +495,13 @@ export class VectorSpace {
 
   /** Scores the rows exactly against q, reading their vectors (rows without one now are left out). */
   private rescore(rows: Iterable<number>, q: Float32Array, ids: string[], sims: number[]) {
+    if (this.keeper?.dot) {
+      for (const r of rows) {
+        ids.push(this.ids[r]);
+        sims.push(this.keeper.dot(r, q));
+      }
+      return;
+    }
     const stride = align(this.dims, 8);
     const k = rescoring(stride);
     new Float32Array(k.memory.buffer, 0, this.dims).set(q);

@@ -65,7 +65,7 @@ async function built(s: PostgresStorage, ns: string, q: Float32Array) {
   expect(await s.vectors.ready(ns)).toBeDefined();
 }
 
-test("the 4-bit copy decodes each value to within half a level of its vector's largest", () => {
+test("the 4-bit copy decodes each value to within half a level of its vector's largest, and scores as decoded", () => {
   const rand = seededRandom(5);
   const k = new FourBit();
   const vs = Array.from({ length: 40000 }, (_, r) => Float32Array.from({ length: 7 }, () => (r % 3) * (rand() - 0.5)));
@@ -76,6 +76,9 @@ test("the 4-bit copy decodes each value to within half a level of its vector's l
     const got = new Float32Array(k.read(r)!.slice().buffer);
     const max = Math.max(...vs[r].map(Math.abs));
     for (let j = 0; j < 7; j++) expect(Math.abs(got[j] - vs[r][j])).toBeLessThanOrEqual(max / 14 + 1e-7);
+    // Scoring straight from the codes is the dot product of the decoded vector.
+    const q = Float32Array.from({ length: 7 }, () => rand() - 0.5);
+    expect(k.dot(r, q)).toBeCloseTo(dot(got, q), 5);
   }
 });
 

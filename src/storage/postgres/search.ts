@@ -343,14 +343,16 @@ export async function approximateSearch(
       if (batch.length === 0) continue;
       for (const id of batch) read.add(id);
       const params: unknown[] = [`{${batch.join(",")}}`, scope.namespace];
-      let where = "m.id = ANY($1::uuid[]) AND m.namespace = $2";
+      let where = "m.namespace = $2";
       if (scope.entity !== undefined) {
         params.push(scope.entity);
         where += ` AND m.entity = $${params.length}`;
       }
       where += ` AND ${filterSql(filter, now, params)}`;
       const rows = await sql.unsafe(
-        `SELECT m.*, v.vector FROM memories m JOIN memory_vectors v ON v.memory_id = m.id WHERE ${where}`,
+        // From the ids, each memory and vector by its primary key (whatever the statistics say).
+        `SELECT m.*, v.vector FROM unnest($1::uuid[]) AS c(id)
+         JOIN memories m ON m.id = c.id JOIN memory_vectors v ON v.memory_id = c.id WHERE ${where}`,
         params,
       );
       for (const r of rows) {

@@ -72,6 +72,38 @@ export class FourBit implements RowKeeper {
     this.scales[to >>> 14][to & (BLOCK - 1)] = this.scales[from >>> 14][from & (BLOCK - 1)];
   }
 
+  /** The query split in even and odd dimensions, for dot (remade when the query changes). */
+  private q: Float32Array | undefined;
+  private qEven = new Float32Array(0);
+  private qOdd = new Float32Array(0);
+  private qSum = 0;
+
+  /** Row's vector (as decoded) · q, from the 4-bit codes, without decoding them. */
+  dot(row: number, q: Float32Array): number {
+    if (q !== this.q) {
+      this.q = q;
+      this.qEven = new Float32Array(this.bytes);
+      this.qOdd = new Float32Array(this.bytes);
+      this.qSum = 0;
+      for (let j = 0; j < this.bytes; j++) {
+        this.qEven[j] = q[2 * j] ?? 0;
+        this.qOdd[j] = q[2 * j + 1] ?? 0;
+        this.qSum += this.qEven[j] + this.qOdd[j];
+      }
+    }
+    const b = row >>> 14;
+    const codes = this.blocks[b];
+    const at = (row & (BLOCK - 1)) * this.bytes;
+    const even = this.qEven;
+    const odd = this.qOdd;
+    let acc = 0;
+    for (let j = 0; j < this.bytes; j++) {
+      const c = codes[at + j];
+      acc += even[j] * (c & 15) + odd[j] * (c >>> 4);
+    }
+    return (acc - 8 * this.qSum) * this.scales[b][row & (BLOCK - 1)];
+  }
+
   /** Row's vector as float32 bytes, decoded into a buffer reused by the next call. */
   read(row: number): Uint8Array | undefined {
     const b = row >>> 14;
