@@ -3,9 +3,8 @@
 // sequence of adds, merges, replaces, deletes and expiries, and after each step the index kept
 // incrementally ranks exactly as one rebuilt from scratch (and on LMDB holds the same bytes).
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { KeywordSpace, pruning } from "../../src/storage/keyword-space";
 import { openLmdb } from "../../src/storage/lmdb/index";
-import { KeywordSpace } from "../../src/storage/lmdb/keyword-cache";
-import { pruning } from "../../src/storage/lmdb/search";
 import { isCurrent, type MemoryRecord } from "../../src/storage/records";
 import type { MemoryOp, Storage } from "../../src/storage/storage";
 import { bm25, idf, type QueryTerm } from "../../src/text/scoring";

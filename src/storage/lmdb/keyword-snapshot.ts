@@ -29,35 +29,12 @@ import {
 import { join } from "node:path";
 import { commit, version } from "../../build-info";
 import { termCounts } from "../../text/tokens";
+import type { SpaceParts } from "../keyword-space";
 
 const MAGIC = "memd-keywords-3";
 
 /** The snapshots' directory in a data dir. */
 export const snapshotDir = (dataDir: string) => join(dataDir, "search");
-/** A space's live documents and lists as flat arrays (KeywordSpace.toParts and fromParts), as a snapshot holds them. */
-export interface SpaceParts {
-  count: number;
-  idWords: Int32Array<ArrayBuffer>;
-  docLen: Int32Array<ArrayBuffer>;
-  docCreated: Float64Array<ArrayBuffer>;
-  docEntity: Int32Array<ArrayBuffer>;
-  docStart: Int32Array<ArrayBuffer>;
-  poolList: Int32Array<ArrayBuffer>;
-  poolTf: Uint16Array<ArrayBuffer>;
-  /** Per list: its length, longest document, documents and tfs. */
-  listN: Int32Array<ArrayBuffer>;
-  listMaxLen: Int32Array<ArrayBuffer>;
-  listDoc: Int32Array<ArrayBuffer>[];
-  listTf: Uint16Array<ArrayBuffer>[];
-  /** Postings in all (the sum of listN). */
-  postings: number;
-  /** The id table (open addressing over the documents' ids; the hash of this build). */
-  table: Int32Array<ArrayBuffer>;
-  terms: string[];
-  entities: string[];
-  otherIds: [number, string][];
-}
-
 const fileOf = (dataDir: string, namespace: string) =>
   join(snapshotDir(dataDir), `keywords-${Bun.hash(namespace).toString(16)}.bin`);
 
