@@ -27,7 +27,8 @@ Bun.gc(true);
 await Bun.sleep(100);
 await report("gc");
 t = performance.now();
-for (let i = 0; i < 200; i++) await s.keywordSearch({ namespace: ns }, queryTerms(`w${i.toString(36)} w${(i * 7).toString(36)} w3`), {}, 10);
+for (let i = 0; i < 200; i++)
+  await s.keywordSearch({ namespace: ns }, queryTerms(`w${i.toString(36)} w${(i * 7).toString(36)} w3`), {}, 10);
 console.log(`200 searches ${(performance.now() - t).toFixed(0)} ms`);
 Bun.gc(true);
 await Bun.sleep(2000);

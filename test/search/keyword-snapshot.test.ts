@@ -9,8 +9,8 @@
 import { afterAll, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openLmdb } from "../../src/storage/lmdb/index";
 import { KeywordSpace } from "../../src/storage/keyword-space";
+import { openLmdb } from "../../src/storage/lmdb/index";
 import { snapshotStats, snapshotting } from "../../src/storage/lmdb/keyword-cache";
 import {
   dropSnapshots,
