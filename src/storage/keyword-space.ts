@@ -13,7 +13,8 @@
 // an entity's documents are one growing array.
 import { bm25, bm25Bound, idf, type QueryTerm as Term } from "../text/scoring";
 import { termCounts } from "../text/tokens";
-import { lowerUuidPattern, type MemoryRecord } from "./records";
+import { lowerUuidPattern } from "../wire/schemas";
+import type { MemoryRecord } from "./records";
 import type { MemoryScope, Scored } from "./storage";
 
 type Typed = Int32Array | Uint16Array | Uint8Array | Float64Array;
