@@ -20,7 +20,7 @@ import { commit, version } from "../../build-info";
 import { termCounts } from "../../text/tokens";
 import type { FrozenSpace, Piece, SpaceParts } from "../keyword-space";
 
-const MAGIC = "memd-keywords-4";
+const MAGIC = "memd-keywords-5";
 
 /** The snapshots' directory in a data dir. */
 export const snapshotDir = (dataDir: string) => join(dataDir, "search");
