@@ -397,11 +397,15 @@ export class KeywordSpace {
     for (const l of lists) postings += l.live;
     const otherIds: [number, string][] = [];
     for (const [d, id] of this.otherIds) if (d < n && isLive(d)) otherIds.push([newNumber(d), id]);
+    // The id table as it is (a copy: adds and removes change it in place), when no document is
+    // renumbered; else none (the load makes it).
+    const table = gone ? new Int32Array(0) : this.table.slice();
     let released = false;
     return {
       count,
       pool: poolBytes,
       postings,
+      table: table.length,
       terms,
       entities,
       otherIds,
@@ -486,6 +490,7 @@ export class KeywordSpace {
               yield [section, out];
             }
           }
+        for (let a = 0; a < table.length; a += max >> 2) yield [10, table.subarray(a, a + (max >> 2))];
       },
       release: () => {
         if (!released) this.frozen--;
@@ -535,7 +540,8 @@ export class KeywordSpace {
       s.entityDocs[e][s.entityCount[e]++] = d;
     }
     for (let e = 0; e < s.entityLive.length; e++) s.entityLive[e] = s.entityCount[e];
-    s.rehash(n);
+    if (p.table.length > 0) s.table = p.table;
+    else s.rehash(n);
     return s;
   }
 
@@ -649,6 +655,8 @@ export interface SpaceParts {
   terms: string[];
   entities: string[];
   otherIds: [number, string][];
+  /** The id table (KeywordSpace's, of this build's hash), or none (empty): then it is made. */
+  table: Int32Array<ArrayBuffer>;
 }
 
 /** A piece of a snapshot's section. */
@@ -658,12 +666,14 @@ export type Piece = Int32Array | Uint16Array | Uint8Array | Float64Array;
  * A space as of one moment (KeywordSpace.freeze), as a snapshot holds it: its sizes here, its
  * sections as pieces. The sections, in order: 0 idWords (4 per document), 1 docLen, 2
  * docCreated, 3 docEntity, 4 docStart (one more), 5 pool (bytes), 6 listN, 7 listMaxLen (one per
- * list), 8 every list's documents, 9 every list's tfs (`postings` each).
+ * list), 8 every list's documents, 9 every list's tfs (`postings` each), 10 the id table (`table`
+ * items, none when documents were renumbered).
  */
 export interface FrozenSpace {
   count: number;
   pool: number;
   postings: number;
+  table: number;
   /** Per list id its term ("" for a list without live postings). */
   terms: string[];
   entities: string[];

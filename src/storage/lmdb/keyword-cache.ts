@@ -124,7 +124,8 @@ export function keywordCache(
   };
   const cache = new NamespaceCache<KeywordSpace, DocTerms>({
     empty: (ns, reload) => {
-      const found = dataDir ? readSnapshot(dataDir, ns, stamp()) : undefined;
+      // (A reload reads the file this process has just written: its hashes are not checked again.)
+      const found = dataDir ? readSnapshot(dataDir, ns, stamp(), !reload) : undefined;
       if (reload && !found) return undefined;
       if (found && reload) snapshotStats.reloaded++;
       else if (found) snapshotStats.restored++;
