@@ -9,6 +9,7 @@ import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import { planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
 import { type Applied, IdempotencyKeyTaken, type IdempotencyRecord, type MemoryOp, StorageError } from "../storage";
+import { columnList, columns, eventJson, memoryJson } from "./rows";
 import { addIndexWrites, type IndexTouch, indexChange, Statement, sendIndexDeletes } from "./search";
 
 type Row = Record<string, unknown>;
@@ -428,50 +429,8 @@ function parseSeqs(v: unknown): number[] {
 }
 
 /** The columns written, named: a column added later takes its default. */
-const memoryColumns =
-  "id, namespace, entity, content, category, importance, tags, metadata, source, created_at, updated_at, expires_at, state, observed_at";
-const eventColumns =
-  "seq, namespace, entity, memory_id, event, old_content, new_content, merged_from_id, reason, category, at_ms, actor_key_id, importance, tags, metadata, expires_at, observed_at, old_observed_at";
-
-/** A memory as a row of json_populate_recordset(NULL::memories, ...): absent fields are NULL. */
-const memoryJson = (m: MemoryRecord) => ({
-  id: m.id,
-  namespace: m.namespace,
-  entity: m.entity,
-  content: m.content,
-  category: m.category,
-  importance: m.importance,
-  tags: m.tags,
-  metadata: m.metadata,
-  source: m.source,
-  created_at: m.createdAt,
-  updated_at: m.updatedAt,
-  expires_at: m.expiresAt,
-  state: m.state,
-  observed_at: m.observedAt,
-});
-
-/** An event as a row of json_populate_recordset(NULL::events, ...). */
-const eventJson = (e: EventRecord) => ({
-  seq: e.seq,
-  namespace: e.namespace,
-  entity: e.entity,
-  memory_id: e.memoryId,
-  event: e.event,
-  old_content: e.oldContent,
-  new_content: e.newContent,
-  merged_from_id: e.mergedFromId,
-  reason: e.reason,
-  category: e.category,
-  at_ms: e.atMs,
-  actor_key_id: e.actorKeyId,
-  importance: e.importance,
-  tags: e.tags,
-  metadata: e.metadata,
-  expires_at: e.expiresAt,
-  observed_at: e.observedAt,
-  old_observed_at: e.oldObservedAt,
-});
+const memoryColumns = columnList(columns.memories);
+const eventColumns = columnList(columns.events);
 
 /** Most calls one shared transaction takes. */
 const maxGroup = 128;
