@@ -47,7 +47,16 @@ type Odd = { entity: string; v: Float32Array };
  * A memory's stored vector (normalised float32 bytes), or undefined when it has none now. The
  * bytes are copied at once: they may be a reused buffer (lmdb-js's).
  */
-export type ReadVector = (id: string, entity: string) => Uint8Array | undefined;
+export type ReadVector = (id: string, entity: string, row: number) => Uint8Array | undefined;
+
+/**
+ * What a caller keeps per row beside the codes (PostgreSQL: a quantized copy of each vector,
+ * postgres/vector-cache.ts): told when a row is written and when the last row moves into a hole.
+ */
+export interface RowKeeper {
+  put(row: number, v: Float32Array): void;
+  move(from: number, to: number): void;
+}
 
 /** Small deterministic generator (xorshift32), for picking cell centres. */
 const xorshift = (seed: number) => () => {
@@ -136,7 +145,17 @@ export class VectorSpace {
   /** Scratch: the row of each code a namespace-wide search ranks. */
   private probeIndex = new Int32Array(0);
 
-  constructor(private readonly read: ReadVector) {}
+  constructor(
+    private readonly read: ReadVector,
+    private readonly keeper?: RowKeeper,
+  ) {}
+
+  /** How many vectors of the codes' length the scope holds (a namespace's when `entity` is undefined). */
+  scopeSize(entity: string | undefined): number {
+    if (entity === undefined) return this.rows;
+    const e = this.entityIndex.get(entity);
+    return e === undefined ? 0 : (this.byEntity.get(e)?.size ?? 0);
+  }
 
   /** How many vectors it holds. */
   get size() {
@@ -163,6 +182,7 @@ export class VectorSpace {
     for (let j = 0; j < v.length; j++) this.sum[j] += v[j];
     this.added++;
     this.ids[r] = id;
+    this.keeper?.put(r, v);
     let e = this.entityIndex.get(entity);
     if (e === undefined) {
       e = this.entityNames.push(entity) - 1;
@@ -193,6 +213,7 @@ export class VectorSpace {
     // The last row moves into the hole, so rows stay dense (with cells its code stays put).
     const last = --this.rows;
     if (r !== last) {
+      this.keeper?.move(last, r);
       const lastId = this.ids[last];
       this.ids[r] = lastId;
       this.rowEntity[r] = this.rowEntity[last];
@@ -331,7 +352,7 @@ export class VectorSpace {
     this.centred++;
     for (let j = 0; j < this.dims; j++) this.f32[this.meanAt / 4 + j] = this.sum[j] / this.added;
     for (let r = 0; r < this.rows; r++) {
-      const b = this.read(this.ids[r], this.entityNames[this.rowEntity[r]]);
+      const b = this.read(this.ids[r], this.entityNames[this.rowEntity[r]], r);
       if (b?.length === this.dims * 4) this.encodeBytes(b, this.codeAt(r));
     }
     if (this.cells > 0) this.makeCells();
@@ -490,7 +511,7 @@ export class VectorSpace {
     const u8 = new Uint8Array(k.memory.buffer);
     for (const r of rows) {
       const id = this.ids[r];
-      const b = this.read(id, this.entityNames[this.rowEntity[r]]);
+      const b = this.read(id, this.entityNames[this.rowEntity[r]], r);
       if (b?.length !== this.dims * 4) continue;
       u8.set(b, rowsAt + batch.length * stride * 4);
       batch.push(id);

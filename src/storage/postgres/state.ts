@@ -3,6 +3,7 @@
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import type { keyedMutex } from "../mutex";
 import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
+import type { PgVectorCache } from "./vector-cache";
 
 export interface PgState {
   readonly sql: SQL;
@@ -11,6 +12,8 @@ export interface PgState {
    * a model call: so that they can never take every connection the writes they wait for need.
    */
   readonly lockSql: SQL;
+  /** Each namespace's vectors in memory on this replica, followed before each search (vector-cache.ts). */
+  readonly vectors: PgVectorCache;
   /** One waiter per entity per process (MemoryWrites.serialize). */
   readonly entityLocks: ReturnType<typeof keyedMutex>;
   /**
