@@ -206,10 +206,16 @@ export class KeywordSpace {
     return Math.imul(x[d * 4 + 3] ^ Math.imul(x[d * 4 + 2], 0x9e3779b1) ^ x[d * 4], 0x85ebca6b);
   }
 
-  /** Rebuilds the table for the live documents, at most half full. */
-  private rehash(size: number) {
+  /** The size of a table for `size` documents: a power of 2, at least twice as many. */
+  private static tableSize(size: number) {
     let n = 2048;
     while (n < size * 2) n *= 2;
+    return n;
+  }
+
+  /** Rebuilds the table for the live documents, at most half full. */
+  private rehash(size: number) {
+    const n = KeywordSpace.tableSize(size);
     this.table = new Int32Array(n);
     const mask = n - 1;
     for (let d = 0; d < this.count; d++) {
@@ -402,9 +408,10 @@ export class KeywordSpace {
     }
     const otherIds: [number, string][] = [];
     for (const [d, id] of this.otherIds) if (d < n && isLive(d)) otherIds.push([newNumber(d), id]);
-    // The id table as it is (a copy: adds and removes change it in place), when no document is
-    // renumbered; else none (the load makes it).
-    const table = gone ? new Int32Array(0) : this.table.slice();
+    // The id table: as it is (a copy: adds and removes change it in place), or, when documents
+    // are renumbered, made for the new numbers while the pieces are written (as rehash makes it).
+    const table = gone ? new Int32Array(KeywordSpace.tableSize(count)) : this.table.slice();
+    const otherOf = gone ? new Map(this.otherIds) : undefined;
     let released = false;
     return {
       count,
@@ -495,6 +502,26 @@ export class KeywordSpace {
               yield [section, out];
             }
           }
+        if (gone) {
+          const mask = table.length - 1;
+          for (let a = 0; a < n; a += step) {
+            for (let d = a; d < Math.min(n, a + step); d++) {
+              if (gone[d]) continue;
+              const other = otherOf?.get(d);
+              const h =
+                other !== undefined
+                  ? KeywordSpace.hash(other, undefined)
+                  : Math.imul(
+                      idWords[d * 4 + 3] ^ Math.imul(idWords[d * 4 + 2], 0x9e3779b1) ^ idWords[d * 4],
+                      0x85ebca6b,
+                    );
+              let x = h & mask;
+              while (table[x] !== 0) x = (x + 1) & mask;
+              table[x] = newNumber(d) + 1;
+            }
+            yield [10, new Int32Array(0)]; // (a turn may end here)
+          }
+        }
         for (let a = 0; a < table.length; a += max >> 2) yield [10, table.subarray(a, a + (max >> 2))];
       },
       release: () => {
@@ -660,7 +687,7 @@ export interface SpaceParts {
   terms: string[];
   entities: string[];
   otherIds: [number, string][];
-  /** The id table (KeywordSpace's, of this build's hash), or none (empty): then it is made. */
+  /** The id table (KeywordSpace's, of this build's hash), or none (empty): then the load makes it. */
   table: Int32Array<ArrayBuffer>;
 }
 
@@ -672,7 +699,7 @@ export type Piece = Int32Array | Uint16Array | Uint8Array | Float64Array;
  * sections as pieces. The sections, in order: 0 idWords (4 per document), 1 docLen, 2
  * docCreated, 3 docEntity, 4 docStart (one more), 5 pool (bytes), 6 listN, 7 listMaxLen (one per
  * list), 8 every list's documents, 9 every list's tfs (`postings` each), 10 the id table (`table`
- * items, none when documents were renumbered).
+ * items).
  */
 export interface FrozenSpace {
   count: number;
