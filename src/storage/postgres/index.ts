@@ -13,6 +13,7 @@ import { pgErasure } from "./erasure";
 import { pgEvents } from "./events";
 import { pgIdempotency } from "./idempotency";
 import { pgKeys } from "./keys";
+import { type PgKeywordLists, pgKeywordLists } from "./keyword-cache";
 import { pgMemories } from "./memories";
 import { memoryOf } from "./rows";
 import { migrate } from "./schema";
@@ -36,11 +37,18 @@ export interface PostgresOptions {
   pooler?: "none" | "session" | "transaction";
   connectTimeoutMs: number;
   statementTimeoutMs: number;
+  /**
+   * Keyword lists in this process's memory per namespace searched, following the events table
+   * (keyword-cache.ts; default true); false: every keyword search is one SQL statement.
+   */
+  keywordLists?: boolean;
 }
 
 export interface PostgresStorage extends Storage {
   readonly backend: "postgres";
   readonly sql: SQL;
+  /** This replica's keyword lists (undefined when turned off). */
+  readonly keywordLists: PgKeywordLists | undefined;
 }
 
 /** Connects, migrates the schema, and returns the storage. Fails with a clear message if the database cannot be reached. */
@@ -80,9 +88,11 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   // deadline of its own, the statement timeout (waiting for a connection included), past which
   // it answers storage_unavailable. Writes have theirs in writes.ts, checked before COMMIT.
   const writes: WriteSettings = { statementTimeoutMs: o.statementTimeoutMs, commitTimeoutMs: o.statementTimeoutMs };
+  const keywordLists = o.keywordLists === false ? undefined : pgKeywordLists(sql);
   const s: PgState = {
     sql,
     lockSql,
+    keywordLists,
     entityLocks: keyedMutex(),
     db: reads(o.statementTimeoutMs),
     write: <T>(work: (tx: ReservedSQL) => Promise<T>) => writeAlone(sql, writes, work),
@@ -98,6 +108,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   return {
     backend: "postgres",
     sql,
+    keywordLists,
     ...pgMemories(s),
     ...pgEvents(s),
     ...pgAsOf(s),

@@ -163,6 +163,15 @@ export const migrations: string[] = [
     ADD COLUMN observed_at bigint,
     ADD COLUMN old_observed_at bigint;
   `,
+  // Keyword lists in each replica's memory (issue 26, postgres/keyword-cache.ts) follow the
+  // events of a namespace. A write that changes its memories without events in time order (an
+  // import) bumps the namespace's epoch here, in its transaction: replicas then rebuild.
+  `
+  CREATE TABLE search_epochs (
+    namespace  text PRIMARY KEY,
+    epoch      bigint NOT NULL
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;
