@@ -2,8 +2,8 @@ import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { Name, Timestamp, Uuid } from "../http/schemas";
 import { eventKinds, type EventKind as StoredKind } from "../storage/records";
+import { Name, Timestamp, Uuid } from "../wire/schemas";
 
 /** Audit event kinds (spec part 6, plus UPDATE): the list lives in storage/records.ts. */
 export const EventKind = t.Union(eventKinds.map((k) => t.Literal(k)));

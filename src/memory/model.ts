@@ -2,8 +2,8 @@ import { t } from "elysia";
 import { storedKinds } from "../audit/model";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { Name, NoControlText, Timestamp, tagPattern, Uuid } from "../http/schemas";
-import { isoShapePattern } from "../http/time";
+import { Name, NoControlText, Timestamp, tagPattern, Uuid } from "../wire/schemas";
+import { isoShapePattern } from "../wire/time";
 
 export { Name };
 
@@ -15,7 +15,7 @@ const Tags = t.Array(Tag, { maxItems: limits.tags });
 const Metadata = t.Record(t.String(), t.Unknown(), { description: "a JSON object, at most 16 KiB serialized" });
 const Source = t.String({ minLength: 1, maxLength: limits.sourceChars });
 
-/** An ISO 8601 instant in a request; its value is checked by the handler (http/time.ts). */
+/** An ISO 8601 instant in a request; its value is checked by the handler (wire/time.ts). */
 const Instant = (description: string) => t.String({ maxLength: 64, pattern: isoShapePattern, description });
 const observedText =
   "ISO 8601: when the fact was stated or observed (default: the time it is stored); not in the future (5 minutes of clock skew allowed), not before 1970";

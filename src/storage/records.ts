@@ -1,20 +1,6 @@
 // The records every storage backend keeps. Features build their public shapes from these;
 // storage knows nothing of HTTP or of the features.
 
-/**
- * A UUID's text, in one place. Memory ids are UUIDv7; requests may name them in any case (an id
- * that is not a UUID cannot exist: 404, not 400), memd writes them in lower case, and an export
- * file holds nothing else. Schemas use the patterns (TypeBox's `format: "uuid"` registry is global
- * and replaced by a dependency); stored answers are scanned with uuidsIn.
- */
-export const uuidText = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
-export const uuidPattern = `^${uuidText}$`;
-export const lowerUuidPattern = `^${uuidText.replaceAll("a-fA-F", "a-f")}$`;
-const uuidShape = new RegExp(uuidPattern);
-export const isUuid = (s: string) => uuidShape.test(s);
-/** Every UUID inside a text, lower-cased (uuidText, unanchored, is the same for SQL's regexp_matches). */
-export const uuidsIn = (text: string) => (text.match(new RegExp(uuidText, "g")) ?? []).map((id) => id.toLowerCase());
-
 /** Audit event kinds: the interface's six, plus UPDATE (an edit in place, memd's extension). Persisted as these strings. */
 export const eventKinds = ["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"] as const;
 export type EventKind = (typeof eventKinds)[number];

@@ -4,9 +4,9 @@
 import { Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { limits } from "../config/limits";
-import { Name } from "../http/schemas";
 import { Category, Tag } from "../memory/model";
-import { eventKinds, lowerUuidPattern, permissions } from "../storage/records";
+import { eventKinds, permissions } from "../storage/records";
+import { lowerUuidPattern, Name } from "../wire/schemas";
 
 /**
  * The version of the export format this memd writes. 2: memories' observedAt, and events that

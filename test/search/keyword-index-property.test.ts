@@ -256,8 +256,10 @@ test("in-memory keyword lists stay exact through removals and compaction", () =>
       if (space.gone[d]) continue;
       const m = live.get(space.idOf(d))!;
       const pairs: (string | number)[] = [];
-      for (let k = space.docStart[d]; k < space.docStart[d + 1]; k++)
-        pairs.push([...space.lists].find(([, l]) => l.id === space.poolList[k])![0], space.poolTf[k]);
+      for (const id of space.listsOf(d)) {
+        const [term, list] = [...space.lists].find(([, l]) => l.id === id)!;
+        pairs.push(term, list.tfOf(d));
+      }
       expect([space.docLen[d], space.docCreated[d], m.entity, ...pairs]).toEqual(m.v);
     }
   }

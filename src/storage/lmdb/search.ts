@@ -4,10 +4,10 @@ import { keywordSearch, topIndexes } from "../keyword-space";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
+import { ann, type VectorSpace } from "../vector-space";
 import { type Dbs, keys } from "./layout";
 import type { Writes } from "./staging";
 import type { LmdbState } from "./state";
-import { ann, type Space } from "./vector-cache";
 
 /**
  * Stages index changes for one write transaction and notes what they touched, so the in-memory
@@ -121,7 +121,7 @@ function topAccepted(
 }
 
 /**
- * Cosine top-k over a scope, on the namespace's in-memory codes (vector-cache.ts): the candidates
+ * Cosine top-k over a scope, on the namespace's in-memory codes (../vector-space.ts, vector-cache.ts): the candidates
  * it offers carry exact scores, read from LMDB; exact for a scope of at most `ann.rescore`
  * vectors, approximate (the nearest codes) beyond. Candidates are checked against their memory
  * record, so a memory that is no longer current is never returned; when too few pass, more are
@@ -129,7 +129,7 @@ function topAccepted(
  */
 export function semanticSearch(
   dbs: Dbs,
-  space: Space,
+  space: VectorSpace,
   scope: MemoryScope,
   query: Float32Array,
   filter: SearchFilter,

@@ -21,6 +21,7 @@ import { pgSearch, rebuildIndex } from "./search";
 import type { PgState } from "./state";
 import { pgTransfer } from "./transfer";
 import { pgUpkeep } from "./upkeep";
+import { PgVectorCache } from "./vector-cache";
 import { applier, applyBatch, storageError, unavailableMessage, type WriteSettings, writeAlone } from "./writes";
 
 export { storageError };
@@ -47,6 +48,8 @@ export interface PostgresOptions {
 export interface PostgresStorage extends Storage {
   readonly backend: "postgres";
   readonly sql: SQL;
+  /** This replica's in-memory vectors (tests and benches look at their loads). */
+  readonly vectors: PgVectorCache;
   /** This replica's keyword lists (undefined when turned off). */
   readonly keywordLists: PgKeywordLists | undefined;
 }
@@ -88,13 +91,15 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   // deadline of its own, the statement timeout (waiting for a connection included), past which
   // it answers storage_unavailable. Writes have theirs in writes.ts, checked before COMMIT.
   const writes: WriteSettings = { statementTimeoutMs: o.statementTimeoutMs, commitTimeoutMs: o.statementTimeoutMs };
+  const db = reads(o.statementTimeoutMs);
   const keywordLists = o.keywordLists === false ? undefined : pgKeywordLists(sql);
   const s: PgState = {
     sql,
     lockSql,
+    vectors: new PgVectorCache(sql, db),
     keywordLists,
     entityLocks: keyedMutex(),
-    db: reads(o.statementTimeoutMs),
+    db,
     write: <T>(work: (tx: ReservedSQL) => Promise<T>) => writeAlone(sql, writes, work),
     apply: applier(sql, writes, { memoryOf }),
     applyIn: async (tx, ops, actorKeyId, now) => {
@@ -108,6 +113,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   return {
     backend: "postgres",
     sql,
+    vectors: s.vectors,
     keywordLists,
     ...pgMemories(s),
     ...pgEvents(s),

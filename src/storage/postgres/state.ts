@@ -4,6 +4,7 @@ import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import type { keyedMutex } from "../mutex";
 import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
 import type { PgKeywordLists } from "./keyword-cache";
+import type { PgVectorCache } from "./vector-cache";
 
 export interface PgState {
   readonly sql: SQL;
@@ -12,6 +13,8 @@ export interface PgState {
    * a model call: so that they can never take every connection the writes they wait for need.
    */
   readonly lockSql: SQL;
+  /** Each namespace's vectors in memory on this replica, followed before each search (vector-cache.ts). */
+  readonly vectors: PgVectorCache;
   /** This replica's keyword lists per namespace searched (keyword-cache.ts); undefined: keyword search by SQL only. */
   readonly keywordLists: PgKeywordLists | undefined;
   /** One waiter per entity per process (MemoryWrites.serialize). */
