@@ -159,7 +159,19 @@ if (databaseUrl) {
   const startPg = async (lists: boolean) => {
     const url = `http://127.0.0.1:${++port}`;
     const proc = Bun.spawn(
-      [bin, "serve", "--port", String(port), "--database-url", databaseUrl, "--data-dir", join(dir, String(port))],
+      [
+        bin,
+        "serve",
+        "--port",
+        String(port),
+        "--database-url",
+        databaseUrl,
+        "--data-dir",
+        join(dir, String(port)),
+        // (SQL over the most common words at 1,000,000 takes longer than the default 5 s.)
+        "--db-statement-timeout-ms",
+        "120000",
+      ],
       {
         env: {
           PATH: process.env.PATH!,
