@@ -1,10 +1,17 @@
-// Approximate semantic search (src/storage/lmdb/vector-cache.ts) on synthetic embeddings:
+// Approximate semantic search (src/storage/vector-space.ts) on synthetic embeddings:
 // recall@10 against exact cosine, latency, and memory per vector. `bun run bench/vectors.ts`
 // prints a Markdown section. BENCH_VECTORS_N (default 1,000,000), BENCH_VECTORS_DIMS (768),
 // BENCH_VECTORS_QUERIES (50). BENCH_VECTORS_STORE=1 goes through Storage (LMDB) end to end:
 // the vectors are stored with Storage.apply and searched with Storage.semanticSearch (slower to
 // load: the default measures the in-memory index over vectors held in this process, read by the
 // rescoring from memory instead of LMDB).
+// BENCH_VECTORS_DATABASE_URL (a PostgreSQL server; a database is made on it and dropped) measures
+// PostgreSQL's per-replica copy (src/storage/postgres/vector-cache.ts) through Storage: the
+// vectors and their memory rows are written straight into the tables (INSERT of rows given as
+// JSON, 5,000 a statement; not through apply or HTTP, which would take hours at 1,000,000), the
+// copy is built by a first search and timed, and the old path that reads every vector of the
+// namespace is measured in the same run (BENCH_VECTORS_OLD_QUERIES of them, default 10), as is
+// reading 800 exact vectors by id (what rescoring from the database would cost).
 //
 // The data: real embeddings are far from uniform; they sit near a low-dimensional structure with
 // a common offset. Here each vector is a point of a mixture of 1,000 Gaussian clusters in a 64-
@@ -14,15 +21,21 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { dotKernel } from "../src/storage/lmdb/dot";
+import { SQL } from "bun";
+import { dotKernel } from "../src/storage/dot";
 import { openLmdb } from "../src/storage/lmdb/index";
-import { ann, Space } from "../src/storage/lmdb/vector-cache";
+import { openPostgres } from "../src/storage/postgres/index";
+import { memoryOf } from "../src/storage/postgres/rows";
+import { semanticSearch as readEverything } from "../src/storage/postgres/search";
 import type { MemoryOp } from "../src/storage/storage";
+import { ann, VectorSpace } from "../src/storage/vector-space";
 
 const N = Number(process.env.BENCH_VECTORS_N ?? 1_000_000);
 const dims = Number(process.env.BENCH_VECTORS_DIMS ?? 768);
 const Q = Number(process.env.BENCH_VECTORS_QUERIES ?? 50);
 const viaStore = process.env.BENCH_VECTORS_STORE === "1";
+const databaseUrl = process.env.BENCH_VECTORS_DATABASE_URL;
+const oldQueries = Number(process.env.BENCH_VECTORS_OLD_QUERIES ?? 10);
 if (process.env.BENCH_VECTORS_RESCORE) ann.rescore = Number(process.env.BENCH_VECTORS_RESCORE);
 if (process.env.BENCH_VECTORS_PROBE) ann.probe = Number(process.env.BENCH_VECTORS_PROBE);
 if (process.env.BENCH_VECTORS_CELLS) ann.cells = Number(process.env.BENCH_VECTORS_CELLS);
@@ -101,13 +114,97 @@ const truth = (q: Float32Array): number[] => {
 const anon = async () =>
   Number(/^RssAnon:\s+(\d+) kB/m.exec(await Bun.file("/proc/self/status").text())?.[1] ?? 0) * 1024;
 const anon0 = await anon();
+let memBase = anon0;
 let search: (q: Float32Array) => Promise<string[]>;
 let loadS = 0;
 let close = async () => {};
-let space: Space | undefined;
-if (!viaStore) {
+let space: VectorSpace | undefined;
+/** Extra lines for the PostgreSQL section. */
+const pgLines: string[] = [];
+if (databaseUrl) {
+  const name = `memd_bench_vectors_${process.pid}`;
+  const admin = new SQL(databaseUrl);
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const url = databaseUrl.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
+  const st = await openPostgres({ url, pool: 8, connectTimeoutMs: 5000, statementTimeoutMs: 600_000 });
+  const idOf: string[] = [];
   const t1 = performance.now();
-  space = new Space((id) => new Uint8Array(exact.memory.buffer, dataAt + Number(id) * rowBytes, rowBytes));
+  const base = Date.now() - N;
+  for (let i = 0; i < N; i += 5000) {
+    const mem: unknown[] = [];
+    const vec: unknown[] = [];
+    for (let r = i; r < Math.min(N, i + 5000); r++) {
+      const id = Bun.randomUUIDv7();
+      idOf[r] = id;
+      const entity = `e${r % 1000}`;
+      mem.push({
+        id,
+        namespace: "vec",
+        entity,
+        content: "v",
+        category: "fact",
+        importance: 0.5,
+        created_at: base + r,
+        updated_at: base + r,
+        state: "current",
+      });
+      const b = new Uint8Array(exact.memory.buffer, dataAt + r * rowBytes, rowBytes);
+      vec.push({ memory_id: id, namespace: "vec", entity, vector: Buffer.from(b).toString("base64") });
+    }
+    await st.sql.unsafe(
+      `WITH m AS (INSERT INTO memories (id, namespace, entity, content, category, importance, created_at, updated_at, state)
+                  SELECT id, namespace, entity, content, category, importance, created_at, updated_at, state
+                  FROM json_populate_recordset(NULL::memories, $1::text::json))
+       INSERT INTO memory_vectors (memory_id, namespace, entity, vector)
+       SELECT memory_id, namespace, entity, decode(vector, 'base64')
+       FROM json_to_recordset($2::text::json) AS t(memory_id uuid, namespace text, entity text, vector text)`,
+      [JSON.stringify(mem), JSON.stringify(vec)],
+    );
+  }
+  await st.sql`INSERT INTO namespace_clock (namespace, last_ms) VALUES ('vec', ${base + N})`;
+  await st.sql`VACUUM ANALYZE memories`;
+  await st.sql`VACUUM ANALYZE memory_vectors`;
+  loadS = (performance.now() - t1) / 1000;
+  console.error(`loaded ${N} rows into PostgreSQL in ${loadS.toFixed(0)} s`);
+  const rowOf = new Map(idOf.map((id, r) => [id, r]));
+  const pgSearch = async (q: Float32Array) =>
+    (await st.semanticSearch({ namespace: "vec" }, q, {}, K)).map((h) => String(rowOf.get(h.memory.id)));
+  // The old path, same run: every vector of the namespace read per search (no copy built yet).
+  const old: number[] = [];
+  for (let i = 0; i < Math.min(oldQueries, Q); i++) {
+    const a = performance.now();
+    await readEverything(st.sql, { namespace: "vec" }, queries[i], {}, K, Date.now(), memoryOf);
+    old.push(performance.now() - a);
+  }
+  // What rescoring 800 candidates from the database would cost: their exact vectors read by id.
+  const byId: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    const ids = Array.from({ length: 800 }, () => idOf[Math.floor(rnd() * N)]);
+    const a = performance.now();
+    await st.sql`SELECT memory_id, vector FROM memory_vectors WHERE memory_id = ANY(${st.sql.array(ids, "text")}::uuid[])`;
+    byId.push(performance.now() - a);
+  }
+  Bun.gc(true);
+  const before = await anon();
+  memBase = before;
+  const f0 = performance.now();
+  await st.vectors.ready("vec");
+  await st.vectors.loading("vec");
+  const buildS = (performance.now() - f0) / 1000;
+  console.error(`copy built in ${buildS.toFixed(1)} s`);
+  Bun.gc(true);
+  pgLines.push(
+    `Old path (every vector of the namespace read per search), same run: p50 ${pct(old, 50).toFixed(1)} ms over ${old.length} searches. Reading 800 exact vectors by id: p50 ${pct(byId, 50).toFixed(1)} ms. Copy built by the first search in ${buildS.toFixed(1)} s; the memory column below is the process's growth from before the build.`,
+  );
+  search = pgSearch;
+  close = async () => {
+    await st.close();
+    await admin.unsafe(`DROP DATABASE ${name}`);
+    await admin.close();
+  };
+} else if (!viaStore) {
+  const t1 = performance.now();
+  space = new VectorSpace((id) => new Uint8Array(exact.memory.buffer, dataAt + Number(id) * rowBytes, rowBytes));
   for (let r = 0; r < N; r++) space.set(String(r), `e${r % 1000}`, row(r));
   loadS = (performance.now() - t1) / 1000;
   const s = space;
@@ -170,13 +267,14 @@ for (let i = 0; i < Q; i++) {
   for (const g of got) if (want.has(g)) hits++;
 }
 const recall = hits / (Q * K);
-const perVector = (anon1 - anon0) / N;
+const perVector = (anon1 - memBase) / N;
 console.log(
-  `\n## Semantic search at ${N.toLocaleString("en")} vectors of ${dims} dimensions (${viaStore ? "Storage over LMDB" : "in-memory index, vectors read from this process"})\n`,
+  `\n## Semantic search at ${N.toLocaleString("en")} vectors of ${dims} dimensions (${databaseUrl ? "Storage over PostgreSQL: the replica's copy, exact vectors of the final candidates read with their memories" : viaStore ? "Storage over LMDB" : "in-memory index, vectors read from this process"})\n`,
 );
 console.log(
   `Codes ranked by Hamming distance, ${ann.cells} cells from ${ann.cellsFrom.toLocaleString("en")} vectors, probe ${(ann.probe * 100).toFixed(1)}% of the namespace, the best ${ann.rescore} rescored exactly. ${Q} queries, limit ${K}; load ${loadS.toFixed(0)} s.\n`,
 );
+for (const line of pgLines) console.log(`${line}\n`);
 console.log("| recall@10 vs exact | p50 | p99 | memory per vector (anonymous memory growth / N) |");
 console.log("|---|---|---|---|");
 console.log(

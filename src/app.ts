@@ -9,6 +9,7 @@ import { errorHandler } from "./http/error-handler";
 import { jsonBody, maxBodyBytes } from "./http/json-body";
 import type { RouteInfo } from "./http/methods";
 import { pipeline } from "./http/pipeline";
+import { requestInfo } from "./http/request-log";
 import { auth, authenticator } from "./keys/auth";
 import { keyRoutes } from "./keys/index";
 import type { KeyRecord } from "./keys/model";
@@ -43,7 +44,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     protectedPaths: isPublic ? ["/mcp"] : ["/metrics", "/mcp"],
   };
   // Authentication runs in the pipeline's hook; the plugin only adds the `permission` macro.
-  const authPlugin = auth();
+  const authPlugin = auth((request) => requestInfo(request)?.key as KeyRecord | undefined);
   const requests = new RequestMetrics();
   // POST /mcp runs its tools through the app's own REST routes; the app exists by the time it is called.
   let self: { handle(request: Request): Promise<Response> } | undefined;

@@ -1,4 +1,4 @@
-import { isoTime } from "../http/time";
+import { isoTime } from "../wire/time";
 import type { DiffResponse, EventRecord } from "./model";
 
 type Created = DiffResponse["created"][number];

@@ -1,17 +1,17 @@
 import { Elysia, t } from "elysia";
 import { limits } from "../config/limits";
 import type { Core } from "../core";
-import { ApiError, invalidField } from "../http/errors";
 import { queryLimit } from "../http/query";
-import { jsonAnswer } from "../http/schemas";
-import { isoTime, parseIsoTime } from "../http/time";
 import type { auth } from "../keys/auth";
 import { covers } from "../keys/service";
+import { ApiError, invalidField } from "../wire/errors";
+import { jsonAnswer } from "../wire/schemas";
+import { isoTime, parseIsoTime } from "../wire/time";
 import { summarizeDiff } from "./diff";
 import { AuditEvent, DiffRequest, DiffResponse, EventsQuery } from "./model";
 import { toAuditEvent } from "./service";
 
-/** Parses `since` (strict ISO 8601, see http/time.ts) to milliseconds, or throws 400. */
+/** Parses `since` (strict ISO 8601, see wire/time.ts) to milliseconds, or throws 400. */
 export function parseSince(since: string): number {
   const ms = parseIsoTime(since);
   if (ms === undefined) throw invalidField("since", "must be an ISO 8601 timestamp, e.g. 2026-01-31T12:00:00.000Z");

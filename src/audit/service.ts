@@ -1,4 +1,4 @@
-import { isoTime } from "../http/time";
+import { isoTime } from "../wire/time";
 import type { AuditEvent, EventRecord } from "./model";
 
 /** The public shape of an event (spec 2.6): every field present, null where empty. */

@@ -1,6 +1,6 @@
 import type { Core } from "../core";
-import { invalidField } from "../http/errors";
 import type { EventScope } from "../storage/storage";
+import { invalidField } from "../wire/errors";
 import type { EventRecord } from "./model";
 import { toAuditEvent } from "./service";
 

@@ -1,8 +1,8 @@
 import { Elysia } from "elysia";
 import type { Core } from "../core";
-import { invalidField } from "../http/errors";
 import type { auth } from "../keys/auth";
 import { stillValid } from "../keys/service";
+import { invalidField } from "../wire/errors";
 import { parseSince } from "./index";
 import { StreamQuery } from "./model";
 import {

@@ -3,9 +3,9 @@ import { Elysia, ValidationError } from "elysia";
 import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { queryLimit } from "../http/query";
-import { jsonAnswer } from "../http/schemas";
 import { type auth, checkScope } from "../keys/auth";
 import type { KeyRecord } from "../keys/model";
+import { jsonAnswer } from "../wire/schemas";
 import { EntitiesQuery, EntitiesResponse, NamespacesQuery, NamespacesResponse } from "./model";
 import { listEntities, listNamespaces } from "./service";
 

@@ -1,7 +1,7 @@
 import { t } from "elysia";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { Name, Timestamp } from "../http/schemas";
+import { Name, Timestamp } from "../wire/schemas";
 
 const Cursor = t.String({ minLength: 1, maxLength: 1024, description: "nextCursor of the previous page" });
 const Limit = LimitParam(limits.pageMax, limits.listDefault);

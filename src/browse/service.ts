@@ -1,7 +1,7 @@
-import { invalidField } from "../http/errors";
-import { isoTime } from "../http/time";
 import type { KeyRecord } from "../keys/model";
 import type { Browse, NamespaceSummary } from "../storage/storage";
+import { invalidField } from "../wire/errors";
+import { isoTime } from "../wire/time";
 import type { EntitiesResponse, NamespacesResponse } from "./model";
 
 /** Names compare in UTF-8 byte order, the order both backends list namespaces in. */

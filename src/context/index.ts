@@ -1,8 +1,8 @@
 import { Elysia } from "elysia";
 import type { Core } from "../core";
 import { withEmbedCost } from "../embedding/client";
-import { jsonAnswer } from "../http/schemas";
 import type { auth } from "../keys/auth";
+import { jsonAnswer } from "../wire/schemas";
 import { ContextRequest, ContextResponse } from "./model";
 import { buildContext } from "./service";
 

@@ -2,8 +2,6 @@
 // text block within a token budget.
 import type { Core } from "../core";
 import type { EmbedCost } from "../embedding/client";
-import { invalidField } from "../http/errors";
-import { asOfField, instantField } from "../http/time";
 import { toMemory } from "../memory/service";
 import { keywordAsOf } from "../search/asof";
 import { maxQueryChars, rank, resolveMode } from "../search/service";
@@ -12,6 +10,8 @@ import { isCurrent, type MemoryRecord, observedOf } from "../storage/records";
 import type { Scored, SearchFilter } from "../storage/storage";
 import { countTokens, tokenizerName } from "../text/token-count";
 import { queryTerms } from "../text/tokens";
+import { invalidField } from "../wire/errors";
+import { asOfField, instantField } from "../wire/time";
 import { type ContextRequest, type ContextResponse, contextTokens } from "./model";
 
 /** With a query: the search's best this many hits are the candidates. */

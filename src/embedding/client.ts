@@ -5,8 +5,8 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { embedMany } from "ai";
 import type { Config } from "../config/config";
 import type { Core } from "../core";
-import { ApiError } from "../http/errors";
 import type { MemoryOp } from "../storage/storage";
+import { ApiError } from "../wire/errors";
 
 export interface EmbedSettings {
   baseUrl: string;

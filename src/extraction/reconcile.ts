@@ -6,11 +6,11 @@ import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { type EmbedCost, newCost, withVectors } from "../embedding/client";
 import type { IdempotencySlot } from "../http/idempotency";
-import { hasControl } from "../http/schemas";
 import type { Logger } from "../log";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
 import { newMemory, toMemory } from "../memory/service";
 import type { Applied, MemoryOp } from "../storage/storage";
+import { hasControl } from "../wire/schemas";
 import { normalizeFact } from "./builtin";
 import { NOT_A_CATEGORY, type Operation } from "./model";
 

@@ -4,12 +4,12 @@
 import type { Config } from "../config/config";
 import type { Core } from "../core";
 import { type EmbedCost, embedHeaders, newCost } from "../embedding/client";
-import { ApiError } from "../http/errors";
 import type { IdempotencySlot } from "../http/idempotency";
-import { parseIsoTime } from "../http/time";
 import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
 import { checkStoreLimits } from "../memory/service";
 import { relatedMemories } from "../search/service";
+import { ApiError } from "../wire/errors";
+import { parseIsoTime } from "../wire/time";
 import { extractBuiltin, normalizeFact, splitFacts } from "./builtin";
 import { extractOperations, LlmError, type LlmSettings } from "./llm";
 import type { Operation } from "./model";

@@ -1,7 +1,7 @@
 import { Elysia, ValidationError } from "elysia";
 import type { Logger } from "../log";
 import { StorageError } from "../storage/storage";
-import { ApiError } from "./errors";
+import { ApiError } from "../wire/errors";
 import { detailsInWords, type FailedCheck } from "./validation-words";
 
 /** Maps anything thrown to an ApiError; unknown errors become a bare 500 and go to the log. */

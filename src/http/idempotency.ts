@@ -5,7 +5,7 @@ import {
   type IdempotencyRecord,
   type MemoryWrites,
 } from "../storage/storage";
-import { ApiError, invalidField } from "./errors";
+import { ApiError, invalidField } from "../wire/errors";
 
 /** How long an answer is kept for replays. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;

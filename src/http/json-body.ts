@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import { limits } from "../config/limits";
-import { ApiError, invalidField } from "./errors";
+import { ApiError, invalidField } from "../wire/errors";
 
 export interface JsonBodyOptions {
   /** Largest body accepted, in bytes. */

@@ -1,6 +1,6 @@
 import { t } from "elysia";
-import { ApiError, invalidField } from "./errors";
-import { hasControl } from "./schemas";
+import { ApiError, invalidField } from "../wire/errors";
+import { hasControl } from "../wire/schemas";
 
 /** A whole number from 1, as query text (its largest value is checked by queryLimit). */
 export const limitPattern = "^[1-9][0-9]{0,6}$";

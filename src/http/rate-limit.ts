@@ -1,4 +1,4 @@
-import { ApiError } from "./errors";
+import { ApiError } from "../wire/errors";
 
 export interface RateLimitOptions {
   /** Tokens added per second. */

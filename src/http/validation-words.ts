@@ -1,8 +1,7 @@
 import { ValueErrorType } from "@sinclair/typebox/errors";
-import { lowerUuidPattern, uuidPattern } from "../storage/records";
-import type { ErrorDetail } from "./errors";
+import type { ErrorDetail } from "../wire/errors";
+import { lowerUuidPattern, noControlPattern, tagPattern, uuidPattern } from "../wire/schemas";
 import { limitPattern } from "./query";
-import { noControlPattern, tagPattern } from "./schemas";
 
 /** What TypeBox reports per failed check (a ValueError); only the parts we read. */
 export interface FailedCheck {

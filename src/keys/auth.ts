@@ -1,16 +1,12 @@
 import { Elysia } from "elysia";
-import { ApiError } from "../http/errors";
-import { requestInfo } from "../http/request-log";
 import type { KeyStore } from "../storage/storage";
+import { ApiError } from "../wire/errors";
 import type { KeyRecord, Permission } from "./model";
 import { authenticate, permits, requireNamespace } from "./service";
 
 // The scheme is case-insensitive in HTTP (RFC 9110 11.1): "bearer" and "BEARER" work too.
 // "Token" is the scheme the mem0 clients send (src/mem0): the same key, the same checks.
 const bearer = /^(?:Bearer|Token) +([\x21-\x7e]{1,512})$/i;
-
-/** The key that authenticated a request, if any: the request pipeline keeps it with the request. */
-const keyOf = (request: Request) => requestInfo(request)?.key as KeyRecord | undefined;
 
 /** Paths under /v1 need a key, except the OpenAPI document; so do /v2 and /v3 (mem0's API, src/mem0). */
 const needsKey = (path: string) =>
@@ -57,8 +53,10 @@ export function checkScope(apiKey: KeyRecord, named: unknown) {
  * not include it. `namespace`: where the route's namespace is, `"body"` or `"query"` (its
  * `namespace` field, when given, after validation); a key that does not cover it gets 403 before
  * the handler runs. Declare `permission` first: a missing permission is said before the scope.
+ * `keyOf` reads back the key that authenticated a request, which the request pipeline keeps with
+ * the request (so keys need not import the pipeline).
  */
-export function auth() {
+export function auth(keyOf: (request: Request) => KeyRecord | undefined) {
   return new Elysia({ name: "auth" }).macro({
     permission: (needed: Permission) => ({
       resolve({ request }) {

@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { loadConfig, parseCommandLine, UsageError } from "../config/config";
-import { ApiError } from "../http/errors";
-import { isoTime } from "../http/time";
 import { openStorage } from "../storage/index";
 import type { Storage } from "../storage/storage";
+import { ApiError } from "../wire/errors";
+import { isoTime } from "../wire/time";
 import { type Permission, permissions } from "./model";
 import { createKey, listKeys, revokeKey } from "./service";
 

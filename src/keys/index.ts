@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { Core } from "../core";
-import { ApiError, invalidField } from "../http/errors";
-import { isoTime, parseIsoTime } from "../http/time";
+import { ApiError, invalidField } from "../wire/errors";
+import { isoTime, parseIsoTime } from "../wire/time";
 import type { auth } from "./auth";
 import { ApiKey, CreatedKey, CreateKeyRequest, KeyParams, type KeyRecord } from "./model";
 import { coversKey, coversPattern, createKey, getKey, listKeys, revokeKey, toApiKey } from "./service";

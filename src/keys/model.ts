@@ -1,7 +1,7 @@
 import { t } from "elysia";
 import { limits } from "../config/limits";
-import { NoControlText } from "../http/schemas";
 import { permissions, type Permission as StoredPermission } from "../storage/records";
+import { NoControlText } from "../wire/schemas";
 
 /** Each permission includes the ones before it. Persisted as these strings. */
 export const Permission = t.Union([t.Literal("read"), t.Literal("read_write"), t.Literal("admin")]);

@@ -1,9 +1,9 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { limits } from "../config/limits";
-import { ApiError, invalidField } from "../http/errors";
-import { hasControl } from "../http/schemas";
-import { isoTime } from "../http/time";
 import type { KeyStore } from "../storage/storage";
+import { ApiError, invalidField } from "../wire/errors";
+import { hasControl } from "../wire/schemas";
+import { isoTime } from "../wire/time";
 import { type ApiKey, type KeyRecord, type Permission, permissions } from "./model";
 
 /** Secrets carry this prefix so secret scanners can spot leaked ones. */

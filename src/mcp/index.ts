@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
-import { ApiError } from "../http/errors";
 import { requestInfo } from "../http/request-log";
 import type { auth } from "../keys/auth";
+import { ApiError } from "../wire/errors";
 import type { Fetch } from "./tools";
 
 // The MCP SDK (with its schema validators) adds ~25 ms to every start; load it on first use.

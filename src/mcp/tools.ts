@@ -12,10 +12,10 @@ import { type TObject, type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { DiffRequest, EventsQuery } from "../audit/model";
 import { ContextRequest } from "../context/model";
-import { Uuid } from "../http/schemas";
 import { detailsInWords } from "../http/validation-words";
 import { ListQuery, StoreRequest } from "../memory/model";
 import { SearchRequest } from "../search/model";
+import { Uuid } from "../wire/schemas";
 
 /** What sends one request to memd's REST API: `fetch`, or an Elysia app's `handle`. */
 export type Fetch = (request: Request) => Promise<Response>;

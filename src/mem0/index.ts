@@ -1,10 +1,10 @@
 import { Elysia } from "elysia";
 import { browseEntities } from "../browse/index";
 import type { Core } from "../core";
-import { ApiError } from "../http/errors";
 import type { auth } from "../keys/auth";
 import type { KeyRecord } from "../keys/model";
 import type { SmartStore } from "../memory/index";
+import { ApiError } from "../wire/errors";
 import {
   AddRequest,
   EntityQuery,

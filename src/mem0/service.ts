@@ -16,9 +16,6 @@ import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { newCost, withVectors } from "../embedding/client";
 import type { AppliedChange } from "../extraction/reconcile";
-import { ApiError, invalidField } from "../http/errors";
-import { isUuid } from "../http/schemas";
-import { isoTime, parseIsoTime } from "../http/time";
 import { checkScope } from "../keys/auth";
 import type { KeyRecord } from "../keys/model";
 import { covers } from "../keys/service";
@@ -28,6 +25,9 @@ import { checkStoreLimits, deleteMemory, findMemory, newMemory, patchMemory } fr
 import { search as memdSearch } from "../search/service";
 import type { EventRecord, MemoryRecord } from "../storage/records";
 import type { MemoryOp } from "../storage/storage";
+import { ApiError, invalidField } from "../wire/errors";
+import { isUuid } from "../wire/schemas";
+import { isoTime, parseIsoTime } from "../wire/time";
 import type {
   AddRequest,
   Filters,

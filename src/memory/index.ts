@@ -4,14 +4,14 @@ import type { Core } from "../core";
 import { embedHeaders, newCost } from "../embedding/client";
 import type { ObserveChanges } from "../extraction/reconcile";
 import type { DirectRoute } from "../http/direct";
-import { ApiError } from "../http/errors";
 import { type IdempotencySlot, idempotent } from "../http/idempotency";
 import { queryLimit } from "../http/query";
-import { isUuid, jsonAnswer } from "../http/schemas";
-import { asOfField, instantField } from "../http/time";
 import { type auth, checkScope } from "../keys/auth";
 import type { KeyRecord } from "../keys/model";
 import { covers, permits } from "../keys/service";
+import { ApiError } from "../wire/errors";
+import { isUuid, jsonAnswer } from "../wire/schemas";
+import { asOfField, instantField } from "../wire/time";
 import {
   EntityQuery,
   EraseRequest,

@@ -1,11 +1,11 @@
 import type { Core } from "../core";
 import { type EmbedCost, newCost, withVectors } from "../embedding/client";
-import { ApiError, invalidField } from "../http/errors";
 import type { IdempotencySlot } from "../http/idempotency";
-import { isUuid } from "../http/schemas";
-import { isoTime, observedAtField, parseIsoTime } from "../http/time";
 import { type ErasureRecord, isCurrent, observedOf } from "../storage/records";
 import type { Applied, ListMemoriesQuery, MemoryOp, NewMemory } from "../storage/storage";
+import { ApiError, invalidField } from "../wire/errors";
+import { isUuid } from "../wire/schemas";
+import { isoTime, observedAtField, parseIsoTime } from "../wire/time";
 import {
   defaultCategory,
   defaultImportance,

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import type { Core } from "../core";
-import { ApiError } from "../http/errors";
 import type { auth } from "../keys/auth";
+import { ApiError } from "../wire/errors";
 
 /**
  * Running totals of language-model calls, as the extraction feature keeps them. `/metrics`

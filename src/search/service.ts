@@ -2,12 +2,12 @@
 // cosine over stored vectors) and hybrid (the two fused by how far their hits stand out: fusion.ts).
 import type { Core } from "../core";
 import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedding/client";
-import { ApiError, invalidField } from "../http/errors";
-import { asOfField, instantField } from "../http/time";
 import { requireEntityForAsOf, toMemory } from "../memory/service";
 import { isCurrent, type MemoryRecord } from "../storage/records";
 import type { MemoryScope, Scored, SearchFilter } from "../storage/storage";
 import { indexTerms, queryTerms } from "../text/tokens";
+import { ApiError, invalidField } from "../wire/errors";
+import { asOfField, instantField } from "../wire/time";
 import { keywordAsOf, keywordAsOfTexts } from "./asof";
 import { FUSION, fuse } from "./fusion";
 import { embedQueryWithShare } from "./probe";

@@ -1,7 +1,7 @@
-// One-way layers: no run-time import cycle between the files of src/, nor between its folders
-// (a top-level file such as app.ts counts as its own folder). Type-only imports are erased at
-// build time and do not count; dynamic imports do. Since the storage split (one file per role in
-// each backend) there is none at all, so there is no list of exceptions.
+// One-way layers: every run-time import of src/ goes down the layer table below (a top-level
+// file such as app.ts counts as its own folder), and there is no import cycle between files
+// either. Type-only imports are erased at build time and do not count; dynamic imports do. There
+// is no list of exceptions.
 import { expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -98,6 +98,57 @@ test("cycle finding: a file cycle and a folder cycle are found, a chain is not",
   ]);
   expect(cycles(g)).toEqual([["c/p.ts", "c/q.ts"]]);
   expect(cycles(folderGraph(g))).toEqual([["a", "b"]]);
+});
+
+/**
+ * The layers of src/, lowest first: a folder imports (at run time) only folders of lower layers,
+ * never one of its own layer or above. docs/storage-layout.md (Layers) says the same in words.
+ */
+export const layers: string[][] = [
+  ["text", "config", "log.ts", "build-info.ts", "native-addon.ts", "core.ts"],
+  ["wire"], // error catalogue, times and field shapes on the wire
+  ["storage"],
+  ["http", "keys", "embedding", "ops"], // the request pipeline takes the keys' authenticator
+  ["audit", "browse"],
+  ["memory"],
+  ["search"],
+  ["context", "extraction", "transfer", "mem0", "ui"],
+  ["mcp"],
+  ["app.ts"],
+  ["server.ts"],
+  ["main.ts"],
+];
+
+/** The imports of a folder graph that do not go down the layers (or name a folder not in them). */
+export function upwardImports(folders: Map<string, Set<string>>, table: string[][]): string[] {
+  const rank = new Map(table.flatMap((group, i) => group.map((f) => [f, i] as const)));
+  const wrong: string[] = [];
+  for (const [from, deps] of folders) {
+    const own = rank.get(from);
+    if (own === undefined) wrong.push(`${from} is in no layer`);
+    else for (const to of deps) if (!((rank.get(to) ?? Infinity) < own)) wrong.push(`${from} → ${to}`);
+  }
+  return wrong.sort();
+}
+
+test("layer check: an import up or across a layer is found, one down is not", () => {
+  const g = new Map([
+    ["a", new Set(["b"])],
+    ["b", new Set(["c"])],
+    ["c", new Set<string>()],
+    ["d", new Set(["c"])],
+  ]);
+  expect(upwardImports(g, [["a"], ["b"], ["c"], ["d"]])).toEqual(["a → b", "b → c"]);
+  expect(upwardImports(g, [["c", "d"], ["b"], ["a"]])).toEqual(["d → c"]);
+  expect(upwardImports(g, [["c"], ["b"], ["a"]])).toEqual(["d is in no layer"]);
+});
+
+test("every import of src/ goes down the layers", () => {
+  expect(upwardImports(folderGraph(graph), layers)).toEqual([]);
+});
+
+test("keys imports neither the request pipeline nor a feature", () => {
+  expect([...folderGraph(graph).get("keys")!].sort()).toEqual(["config", "storage", "wire"]);
 });
 
 test("no import cycle between folders of src/", () => {

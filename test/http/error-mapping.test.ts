@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { toApiError } from "../../src/http/error-handler";
-import { ApiError, errorCatalogue } from "../../src/http/errors";
 import { createLogger } from "../../src/log";
+import { ApiError, errorCatalogue } from "../../src/wire/errors";
 
 test("an unknown error becomes a bare 500 internal; its details go only to the log", () => {
   const lines: string[] = [];

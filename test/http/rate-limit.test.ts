@@ -1,8 +1,8 @@
 // @targets lmdb binary
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadConfig, parseRateLimit } from "../../src/config/config";
-import { ApiError } from "../../src/http/errors";
 import { tokenBuckets } from "../../src/http/rate-limit";
+import { ApiError } from "../../src/wire/errors";
 import { startTestServer, type TestServer } from "../helpers";
 
 describe("the token buckets, with a fake clock", () => {

@@ -3,9 +3,8 @@
 // sequence of adds, merges, replaces, deletes and expiries, and after each step the index kept
 // incrementally ranks exactly as one rebuilt from scratch (and on LMDB holds the same bytes).
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { KeywordSpace, pruning } from "../../src/storage/keyword-space";
 import { openLmdb } from "../../src/storage/lmdb/index";
-import { KeywordSpace } from "../../src/storage/lmdb/keyword-cache";
-import { pruning } from "../../src/storage/lmdb/search";
 import { isCurrent, type MemoryRecord } from "../../src/storage/records";
 import type { MemoryOp, Storage } from "../../src/storage/storage";
 import { bm25, idf, type QueryTerm } from "../../src/text/scoring";
@@ -257,8 +256,10 @@ test("in-memory keyword lists stay exact through removals and compaction", () =>
       if (space.gone[d]) continue;
       const m = live.get(space.idOf(d))!;
       const pairs: (string | number)[] = [];
-      for (let k = space.docStart[d]; k < space.docStart[d + 1]; k++)
-        pairs.push([...space.lists].find(([, l]) => l.id === space.poolList[k])![0], space.poolTf[k]);
+      for (const id of space.listsOf(d)) {
+        const [term, list] = [...space.lists].find(([, l]) => l.id === id)!;
+        pairs.push(term, list.tfOf(d));
+      }
       expect([space.docLen[d], space.docCreated[d], m.entity, ...pairs]).toEqual(m.v);
     }
   }

@@ -1,14 +1,14 @@
 // @targets lmdb
-// The approximate vector index of LMDB (src/storage/lmdb/vector-cache.ts), with its sizes made
+// The approximate vector index (src/storage/vector-space.ts, as LMDB uses it: lmdb/vector-cache.ts), with its sizes made
 // small so that binary codes, cells, rescoring and recentring all run on a few hundred vectors:
 // the Hamming kernel against a JS reference, the index's candidates against brute force through
 // random sets and removals, recall on clustered vectors, and through Storage that a search answers
 // exact cosines of current memories only, right after each change.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { hammingKernel } from "../../src/storage/lmdb/hamming";
+import { hammingKernel } from "../../src/storage/hamming";
 import { openLmdb } from "../../src/storage/lmdb/index";
-import { ann, compaction, Space } from "../../src/storage/lmdb/vector-cache";
 import type { MemoryOp } from "../../src/storage/storage";
+import { ann, compaction, VectorSpace } from "../../src/storage/vector-space";
 import { seededRandom, tempDir } from "../helpers";
 
 const saved = { ...ann };
@@ -88,7 +88,7 @@ test("the index's candidates are current vectors with exact scores, through rand
   const draw = clustered(11, dims);
   const rand = seededRandom(12);
   const stored = new Map<string, { entity: string; v: Float32Array }>();
-  const space = new Space((id) => {
+  const space = new VectorSpace((id) => {
     const s = stored.get(id);
     return s && new Uint8Array(s.v.buffer, s.v.byteOffset, s.v.byteLength);
   });

@@ -1,6 +1,8 @@
 // The LMDB erasure of an entity, in one write transaction, and the record of erasures.
+
+import { uuidsIn } from "../../wire/schemas";
 import { planOp } from "../ops";
-import { type ErasureRecord, type EventRecord, type IdempotencyEntry, type MemoryRecord, uuidsIn } from "../records";
+import type { ErasureRecord, EventRecord, IdempotencyEntry, MemoryRecord } from "../records";
 import type { Erasure, MemoryOp } from "../storage";
 import { END, keys } from "./layout";
 import { IndexWriter } from "./search";

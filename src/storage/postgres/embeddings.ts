@@ -1,5 +1,6 @@
 // The PostgreSQL embedding queue and vectors (written through search.ts), and rebuilding the
 // search index.
+import { stampFloor } from "../ops";
 import type { MemoryRecord } from "../records";
 import type { Embeddings } from "../storage";
 import { memoryOf, type Row } from "./rows";
@@ -30,17 +31,33 @@ export function pgEmbeddings(s: PgState): Embeddings {
             WHERE m.id IN ${tx(ids)} AND m.state = 'current' ORDER BY m.id FOR UPDATE OF m`;
         const live = new Map<string, MemoryRecord>(rows.map((r: Row) => [r.id as string, memoryOf(r)]));
         const ok = items.filter((i) => live.get(i.id)?.updatedAt === i.updatedAt);
+        if (ok.length === 0) return 0;
+        // No event tells replicas about these vectors: each namespace's clock row gives them a
+        // stamp (taken as apply takes it, in name order after the memory rows, so commits of a
+        // namespace's stamps follow its clock), which the vector rows carry (vector-cache.ts).
+        const nss = [...new Set(ok.map((i) => live.get(i.id)!.namespace))];
+        const floor = stampFloor(Date.now());
+        const clocks = await tx`
+            INSERT INTO namespace_clock AS c (namespace, last_ms)
+            SELECT ns, ${floor}::bigint FROM unnest(${tx.array(nss, "text")}::text[]) AS t(ns)
+            ORDER BY ns COLLATE "C"
+            ON CONFLICT (namespace) DO UPDATE SET last_ms = GREATEST(${floor}::bigint, c.last_ms + 1)
+            RETURNING namespace, last_ms`;
+        const stamps = new Map<string, number>(clocks.map((r: Row) => [r.namespace as string, Number(r.last_ms)]));
         // As a content change with a vector: replaces any old one and clears the queue entry.
         await writeIndex(
           tx,
           ok.map((i) => ({ before: live.get(i.id)!, after: live.get(i.id)!, vector: i.vector, vectorOnly: true })),
+          stamps,
         );
         return ok.length;
       });
     },
 
     async rebuildSearchIndex(options = {}) {
-      return db(() => sql.begin((tx) => rebuildIndex(tx, options.embeddings ?? false, memoryOf)));
+      const n = await db(() => sql.begin((tx) => rebuildIndex(tx, options.embeddings ?? false, memoryOf)));
+      if (options.embeddings) s.vectors.clear();
+      return n;
     },
   };
 }

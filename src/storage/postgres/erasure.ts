@@ -1,5 +1,7 @@
 // The PostgreSQL erasure of an entity, in one transaction, and the record of erasures.
-import { type ErasureRecord, uuidText } from "../records";
+
+import { uuidText } from "../../wire/schemas";
+import type { ErasureRecord } from "../records";
 import type { Erasure, MemoryOp } from "../storage";
 import { erasureOf, erasureRow, type Row } from "./rows";
 import type { PgState } from "./state";

@@ -20,7 +20,8 @@ import { pgSearch, rebuildIndex } from "./search";
 import type { PgState } from "./state";
 import { pgTransfer } from "./transfer";
 import { pgUpkeep } from "./upkeep";
-import { applier, applyBatch, storageError, unavailableMessage, type WriteSettings, writeAlone } from "./writes";
+import { PgVectorCache } from "./vector-cache";
+import { applyBatch, GroupCommit, storageError, unavailableMessage, type WriteSettings, writeAlone } from "./writes";
 
 export { storageError };
 
@@ -41,6 +42,8 @@ export interface PostgresOptions {
 export interface PostgresStorage extends Storage {
   readonly backend: "postgres";
   readonly sql: SQL;
+  /** This replica's in-memory vectors (tests and benches look at their loads). */
+  readonly vectors: PgVectorCache;
 }
 
 /** Connects, migrates the schema, and returns the storage. Fails with a clear message if the database cannot be reached. */
@@ -80,15 +83,17 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   // deadline of its own, the statement timeout (waiting for a connection included), past which
   // it answers storage_unavailable. Writes have theirs in writes.ts, checked before COMMIT.
   const writes: WriteSettings = { statementTimeoutMs: o.statementTimeoutMs, commitTimeoutMs: o.statementTimeoutMs };
+  const db = reads(o.statementTimeoutMs);
   const s: PgState = {
     sql,
     lockSql,
+    vectors: new PgVectorCache(sql, db),
     entityLocks: keyedMutex(),
-    db: reads(o.statementTimeoutMs),
+    db,
     write: <T>(work: (tx: ReservedSQL) => Promise<T>) => writeAlone(sql, writes, work),
-    apply: applier(sql, writes, { memoryOf }),
+    groupCommit: new GroupCommit(sql, writes),
     applyIn: async (tx, ops, actorKeyId, now) => {
-      const done = await applyBatch(tx, [{ ops, actorKeyId, now }], { memoryOf });
+      const done = await applyBatch(tx, [{ ops, actorKeyId, now }]);
       await Promise.all(done.last ?? []);
       const [r] = done.values;
       if (r instanceof IdempotencyKeyTaken) throw r;
@@ -98,6 +103,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   return {
     backend: "postgres",
     sql,
+    vectors: s.vectors,
     ...pgMemories(s),
     ...pgEvents(s),
     ...pgAsOf(s),

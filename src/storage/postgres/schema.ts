@@ -163,6 +163,17 @@ export const migrations: string[] = [
     ADD COLUMN observed_at bigint,
     ADD COLUMN old_observed_at bigint;
   `,
+  // Semantic search from memory (issue 26, postgres/vector-cache.ts): each replica keeps a
+  // namespace's vectors as codes and follows their changes before each search. apply's vector
+  // changes come with events (at_ms, in commit order per namespace); the embedding worker's have
+  // none, so it takes a stamp from the namespace's clock and writes it on the vector row (NULL on
+  // rows apply writes: nothing is added to the store path). A rebuild of the vectors (reindex)
+  // bumps vector_epoch, and every replica drops its copies.
+  `
+  ALTER TABLE memory_vectors ADD COLUMN stamp bigint;
+  CREATE INDEX memory_vectors_stamped ON memory_vectors (namespace, stamp) WHERE stamp IS NOT NULL;
+  ALTER TABLE search_state ADD COLUMN vector_epoch bigint NOT NULL DEFAULT 0;
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;

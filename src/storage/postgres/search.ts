@@ -6,8 +6,10 @@ import { termCounts } from "../../text/tokens";
 import { byScoreThenNewer, normalized } from "../ops";
 import type { MemoryRecord } from "../records";
 import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
+import { ann, type VectorSpace } from "../vector-space";
 import { memoryOf } from "./rows";
 import type { PgState } from "./state";
+import { pgVectors } from "./vector-cache";
 
 type Tx = TransactionSQL | SQL | ReservedSQL;
 
@@ -22,9 +24,18 @@ export interface IndexTouch {
 
 const vectorBytes = (v: Float32Array | number[]) => Buffer.from(normalized(v).buffer);
 
-/** Writes the net index change of one apply: postings, stats, vectors, queue. */
-export async function writeIndex(tx: Tx, touched: Iterable<IndexTouch>): Promise<void> {
+/**
+ * Writes the net index change of one apply: postings, stats, vectors, queue. `stamps` (the
+ * embedding worker's) gives each namespace's new vectors a stamp from its clock, for replicas'
+ * in-memory copies to follow (vector-cache.ts).
+ */
+export async function writeIndex(
+  tx: Tx,
+  touched: Iterable<IndexTouch>,
+  stamps?: ReadonlyMap<string, number>,
+): Promise<void> {
   const change = indexChange(touched);
+  if (stamps) for (const v of change.vectors) v.stamp = stamps.get(v.namespace);
   const deletes = sendIndexDeletes(tx, change);
   const writes = new Statement();
   addIndexWrites(writes, change);
@@ -40,7 +51,7 @@ export interface IndexChange {
   /** Memories whose vector and queue entry go. */
   dropIds: string[];
   /** New vectors: float32 little-endian, base64 (rows travel as JSON). */
-  vectors: { memory_id: string; namespace: string; entity: string; vector: string }[];
+  vectors: { memory_id: string; namespace: string; entity: string; vector: string; stamp?: number }[];
   pending: { memory_id: string }[];
 }
 
@@ -160,9 +171,9 @@ export function addIndexWrites(w: Statement, c: IndexChange) {
     c.stats,
   );
   w.add(
-    `INSERT INTO memory_vectors (memory_id, namespace, entity, vector)
-     SELECT memory_id, namespace, entity, decode(vector, 'base64')
-     FROM json_to_recordset($rows) AS t(memory_id uuid, namespace text, entity text, vector text)`,
+    `INSERT INTO memory_vectors (memory_id, namespace, entity, vector, stamp)
+     SELECT memory_id, namespace, entity, decode(vector, 'base64'), stamp
+     FROM json_to_recordset($rows) AS t(memory_id uuid, namespace text, entity text, vector text, stamp bigint)`,
     c.vectors,
   );
   w.add(
@@ -300,6 +311,63 @@ export async function semanticSearch(
   return out.sort(byScoreThenNewer).slice(0, limit);
 }
 
+/**
+ * Cosine top-k from the namespace's in-memory copy (vector-cache.ts): the scope's nearest codes,
+ * ranked again by their 4-bit vectors; the best of those are read with their memory rows
+ * (current, in the scope, passing the filter) and exact vectors, and scored exactly, so every
+ * score answered is the exact cosine. When fewer than `limit` pass, more are read, up to the
+ * whole scope.
+ */
+export async function approximateSearch(
+  sql: SQL,
+  space: VectorSpace,
+  scope: MemoryScope,
+  query: Float32Array,
+  filter: SearchFilter,
+  limit: number,
+  now: number,
+  memoryOf: (r: Record<string, unknown>) => MemoryRecord,
+): Promise<Scored[]> {
+  const q = normalized(query);
+  const read = new Set<string>();
+  const out: Scored[] = [];
+  const first = limit * 4 + 16;
+  for (let want = Math.max(first, ann.rescore); ; want *= 4) {
+    const { ids, sims, all } = space.nearest(scope.entity, q, want);
+    const order = Array.from(ids.keys()).sort((a, b) => sims[b] - sims[a]);
+    for (let from = 0, to = first; from < order.length; from = to, to *= 4) {
+      const batch = order
+        .slice(from, to)
+        .map((i) => ids[i])
+        .filter((id) => !read.has(id));
+      if (batch.length === 0) continue;
+      for (const id of batch) read.add(id);
+      const params: unknown[] = [`{${batch.join(",")}}`, scope.namespace];
+      let where = "m.id = ANY($1::uuid[]) AND m.namespace = $2";
+      if (scope.entity !== undefined) {
+        params.push(scope.entity);
+        where += ` AND m.entity = $${params.length}`;
+      }
+      where += ` AND ${filterSql(filter, now, params)}`;
+      const rows = await sql.unsafe(
+        `SELECT m.*, v.vector FROM memories m JOIN memory_vectors v ON v.memory_id = m.id WHERE ${where}`,
+        params,
+      );
+      for (const r of rows) {
+        const b = r.vector as Uint8Array;
+        if (b.length !== q.length * 4) continue;
+        const v = new Float32Array(new Uint8Array(b).buffer);
+        let dot = 0;
+        for (let j = 0; j < v.length; j++) dot += v[j] * q[j];
+        delete r.vector;
+        out.push({ memory: memoryOf(r), score: dot });
+      }
+      if (out.length >= limit) return out.sort(byScoreThenNewer).slice(0, limit);
+    }
+    if (all) return out.sort(byScoreThenNewer).slice(0, limit);
+  }
+}
+
 /** Rebuilds postings and stats from the current memories, in the caller's transaction. */
 export async function rebuildIndex(
   tx: Tx,
@@ -311,6 +379,8 @@ export async function rebuildIndex(
   if (embeddings) {
     await tx`DELETE FROM memory_vectors`;
     await tx`DELETE FROM embed_pending`;
+    // Every replica's in-memory vectors are dropped (vector-cache.ts), then built again.
+    await tx`UPDATE search_state SET vector_epoch = vector_epoch + 1 WHERE id = 1`;
   }
   let n = 0;
   let after = "00000000-0000-0000-0000-000000000000";
@@ -329,14 +399,21 @@ export async function rebuildIndex(
   return n;
 }
 
-/** The Search role: the statements above, each a read with its deadline. */
-export function pgSearch({ sql, db }: PgState): Search {
+/**
+ * The Search role: the statements above, each a read with its deadline. A semantic search uses
+ * the namespace's in-memory copy once it is built and the scope holds more than
+ * `pgVectors.exactBelow` vectors; otherwise it reads every vector of the scope.
+ */
+export function pgSearch({ sql, db, vectors }: PgState): Search {
   return {
     async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
       return db(() => keywordSearch(sql, scope, terms, filter, limit, now, memoryOf));
     },
 
     async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
+      const space = await vectors.ready(scope.namespace);
+      if (space && space.scopeSize(scope.entity) > pgVectors.exactBelow)
+        return db(() => approximateSearch(sql, space, scope, vector, filter, limit, now, memoryOf));
       return db(() => semanticSearch(sql, scope, vector, filter, limit, now, memoryOf));
     },
   };

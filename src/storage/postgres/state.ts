@@ -2,7 +2,9 @@
 // built once by index.ts and passed to each role's functions.
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import type { keyedMutex } from "../mutex";
-import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
+import type { Applied, MemoryOp } from "../storage";
+import type { PgVectorCache } from "./vector-cache";
+import type { GroupCommit } from "./writes";
 
 export interface PgState {
   readonly sql: SQL;
@@ -11,6 +13,8 @@ export interface PgState {
    * a model call: so that they can never take every connection the writes they wait for need.
    */
   readonly lockSql: SQL;
+  /** Each namespace's vectors in memory on this replica, followed before each search (vector-cache.ts). */
+  readonly vectors: PgVectorCache;
   /** One waiter per entity per process (MemoryWrites.serialize). */
   readonly entityLocks: ReturnType<typeof keyedMutex>;
   /**
@@ -20,11 +24,8 @@ export interface PgState {
   db<T>(fn: () => Promise<T>, limitMs?: number): Promise<T>;
   /** A write in a transaction of its own (writes.ts: deadline before COMMIT, its own bound after). */
   write<T>(work: (tx: ReservedSQL) => Promise<T>): Promise<T>;
-  /** One apply, in a transaction shared with others of the same `group` (writes.ts, applier). */
-  apply(
-    call: { ops: readonly MemoryOp[]; actorKeyId: string | null; now: number; idempotency?: IdempotencyRecord },
-    group: string | undefined,
-  ): Promise<(Applied | null)[]>;
+  /** Applies, each alone or in a transaction shared with others of its group (writes.ts). */
+  readonly groupCommit: GroupCommit;
   /** Applies ops inside a transaction of the caller's (an erasure's). */
   applyIn(
     tx: TransactionSQL | ReservedSQL,

@@ -1,7 +1,5 @@
-import type { TSchema } from "@sinclair/typebox";
-import { t } from "elysia";
+import { type TSchema, Type as t } from "@sinclair/typebox";
 import { limits } from "../config/limits";
-import { isUuid, uuidPattern } from "../storage/records";
 
 /**
  * The name rule, in one place: names (namespaces, entities, categories, key names) hold no
@@ -26,9 +24,28 @@ export const NoControlText = (min: number, max: number, options: { description?:
 /** A namespace or entity name. */
 export const Name = NoControlText(1, limits.nameChars);
 
-/** Shapes shared by several features. A UUID: the pattern of storage/records.ts. */
+/** A memory's category and one of its tags: the rules every schema that takes them shares (stores, filters, the export format). */
+export const Category = NoControlText(1, limits.categoryChars);
+export const Tag = t.String({ minLength: 1, maxLength: limits.tagChars, pattern: tagPattern });
+export const Tags = t.Array(Tag, { maxItems: limits.tags });
+export const Importance = t.Number({ minimum: 0, maximum: 1 });
+
+/**
+ * A UUID's text, in one place. Memory ids are UUIDv7; requests may name them in any case (an id
+ * that is not a UUID cannot exist: 404, not 400), memd writes them in lower case, and an export
+ * file holds nothing else. Schemas use the patterns (Uuid below) (TypeBox's `format: "uuid"` registry is global
+ * and replaced by a dependency); stored answers are scanned with uuidsIn.
+ */
+export const uuidText = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
+export const uuidPattern = `^${uuidText}$`;
+export const lowerUuidPattern = `^${uuidText.replaceAll("a-fA-F", "a-f")}$`;
+const uuidShape = new RegExp(uuidPattern);
+export const isUuid = (s: string) => uuidShape.test(s);
+/** Every UUID inside a text, lower-cased (uuidText, unanchored, is the same for SQL's regexp_matches). */
+export const uuidsIn = (text: string) => (text.match(new RegExp(uuidText, "g")) ?? []).map((id) => id.toLowerCase());
+
+/** A UUID in any case, as requests may name it. */
 export const Uuid = t.String({ pattern: uuidPattern });
-export { isUuid };
 
 /** An ISO 8601 UTC timestamp as memd writes them; documented, not checked (answers only). */
 export const Timestamp = t.String({ description: "ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z" });

@@ -1,0 +1,235 @@
+// PostgreSQL's in-memory vectors: per replica and namespace, the design of LMDB's
+// (../vector-space.ts: one bit per dimension around the namespace's mean, cells, Hamming ranking
+// in WebAssembly), plus a 4-bit copy of each vector for the rescoring (PostgreSQL cannot be read
+// 800 times per search): 96 + 384 bytes at 768 dimensions instead of 3,072. The search reads the
+// exact vectors of its final candidates only, with their memory rows, so every score answered is
+// the exact cosine of a current memory (search.ts).
+//
+// Built on a namespace's first semantic search, in the background and in slices; until then the
+// exact path (every vector of the scope read) answers. Kept in step before each search by one
+// small statement: the namespace's changes since the clock time it last followed. apply's vector
+// changes come with events, and a namespace's events commit in the order of their times (writers
+// hold the namespace_clock row until they commit, schema.ts); the embedding worker's come without
+// an event, so it takes a stamp from the same clock and writes it on the vector row
+// (embeddings.ts). Everything committed up to the clock's value, read in the same snapshot, is
+// seen; nothing after it is skipped. A rebuild of the vectors bumps search_state.vector_epoch,
+// and a replica that sees a new epoch drops every copy.
+import type { SQL } from "bun";
+import { type RowKeeper, VectorSpace } from "../vector-space";
+
+/** Sizes (tests make them small). */
+export const pgVectors = {
+  /** A scope of at most this many vectors is searched by reading them all (as fast there). */
+  exactBelow: 800,
+  /** Vectors read per slice of a first load. */
+  slice: 2000,
+  /** What runs between slices (tests make it wait). */
+  between: (): Promise<unknown> => new Promise((resolve) => setImmediate(resolve)),
+};
+
+/** Rows per block of the 4-bit copy (a block is allocated whole, so growing never copies). */
+const BLOCK = 1 << 14;
+
+/**
+ * A 4-bit copy of each row's vector: each dimension rounded to one of 15 levels of ±(its largest
+ * absolute value), two a byte, and that scale (float32). Zero stays exactly zero.
+ */
+export class FourBit implements RowKeeper {
+  private dims = 0;
+  private bytes = 0;
+  private blocks: Uint8Array[] = [];
+  private scales: Float32Array[] = [];
+  private out = new Float32Array(0);
+
+  put(row: number, v: Float32Array) {
+    if (this.dims === 0) {
+      this.dims = v.length;
+      this.bytes = Math.ceil(v.length / 2);
+      this.out = new Float32Array(v.length);
+    }
+    const b = row >>> 14;
+    while (this.blocks.length <= b) {
+      this.blocks.push(new Uint8Array(BLOCK * this.bytes));
+      this.scales.push(new Float32Array(BLOCK));
+    }
+    let max = 0;
+    for (let j = 0; j < v.length; j++) max = Math.max(max, Math.abs(v[j]));
+    const k = max > 0 ? 7 / max : 0;
+    const codes = this.blocks[b];
+    const at = (row & (BLOCK - 1)) * this.bytes;
+    for (let j = 0; j < this.bytes; j++) {
+      const lo = Math.round(v[2 * j] * k) + 8;
+      const hi = 2 * j + 1 < v.length ? Math.round(v[2 * j + 1] * k) + 8 : 8;
+      codes[at + j] = lo | (hi << 4);
+    }
+    this.scales[b][row & (BLOCK - 1)] = max / 7;
+  }
+
+  move(from: number, to: number) {
+    const fb = this.blocks[from >>> 14];
+    const f = (from & (BLOCK - 1)) * this.bytes;
+    this.blocks[to >>> 14].set(fb.subarray(f, f + this.bytes), (to & (BLOCK - 1)) * this.bytes);
+    this.scales[to >>> 14][to & (BLOCK - 1)] = this.scales[from >>> 14][from & (BLOCK - 1)];
+  }
+
+  /** Row's vector as float32 bytes, decoded into a buffer reused by the next call. */
+  read(row: number): Uint8Array | undefined {
+    const b = row >>> 14;
+    if (this.dims === 0 || b >= this.blocks.length) return undefined;
+    const codes = this.blocks[b];
+    const s = this.scales[b][row & (BLOCK - 1)];
+    const at = (row & (BLOCK - 1)) * this.bytes;
+    const out = this.out;
+    for (let j = 0; j < this.bytes; j++) {
+      const c = codes[at + j];
+      out[2 * j] = ((c & 15) - 8) * s;
+      if (2 * j + 1 < this.dims) out[2 * j + 1] = ((c >>> 4) - 8) * s;
+    }
+    return new Uint8Array(out.buffer);
+  }
+}
+
+/** One namespace's copy: its codes and 4-bit vectors, and the clock time they follow. */
+interface Copy {
+  space: VectorSpace;
+  /** The namespace clock's value this copy holds every change up to. */
+  upto: number;
+  epoch: number;
+  /** The follow under way, and the one queued behind it (its statement not sent yet). */
+  running?: Promise<void>;
+  queued?: Promise<void>;
+}
+
+const asFloats = (b: Uint8Array) => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+
+/**
+ * Every namespace's copy on this replica. `ready` answers a namespace's copy brought up to date
+ * with every change committed before it was called, or undefined while it is not built (the first
+ * call starts building it).
+ */
+export class PgVectorCache {
+  private readonly copies = new Map<string, Copy>();
+  private readonly loads = new Map<string, Promise<void>>();
+  private epoch = -1;
+
+  constructor(
+    private readonly sql: SQL,
+    private readonly db: <T>(fn: () => Promise<T>) => Promise<T>,
+  ) {}
+
+  /** The namespace's copy, up to date; undefined when there is none yet (one is then built in the background). */
+  async ready(namespace: string): Promise<VectorSpace | undefined> {
+    const c = this.copies.get(namespace);
+    if (!c) {
+      if (!this.loads.has(namespace)) {
+        const load = this.load(namespace)
+          .catch(() => undefined) // the next search tries again
+          .finally(() => this.loads.delete(namespace));
+        this.loads.set(namespace, load);
+      }
+      return undefined;
+    }
+    await this.follow(c, namespace);
+    return this.copies.get(namespace) === c ? c.space : undefined;
+  }
+
+  /** Forgets every copy (after a rebuild of the vectors by this process). */
+  clear() {
+    this.copies.clear();
+  }
+
+  /** Whether a load is under way (tests). */
+  loading(namespace: string): Promise<void> | undefined {
+    return this.loads.get(namespace);
+  }
+
+  /**
+   * Reads every vector of the namespace in slices (each its own statement), from a clock time
+   * read first: whatever commits meanwhile is followed afterwards from that time.
+   */
+  private async load(namespace: string) {
+    const [start] = await this.db(
+      () => this.sql`SELECT (SELECT last_ms FROM namespace_clock WHERE namespace = ${namespace}) AS upto,
+                       (SELECT vector_epoch FROM search_state WHERE id = 1) AS epoch`,
+    );
+    const epoch = Number(start.epoch);
+    const keeper = new FourBit();
+    const space = new VectorSpace((_id, _entity, row) => keeper.read(row), keeper);
+    let after = "00000000-0000-0000-0000-000000000000";
+    for (;;) {
+      const rows = await this.db(
+        () => this.sql`SELECT memory_id, entity, vector FROM memory_vectors
+            WHERE namespace = ${namespace} AND memory_id > ${after} ORDER BY memory_id LIMIT ${pgVectors.slice}`,
+      );
+      for (const r of rows) space.set(r.memory_id as string, r.entity as string, asFloats(r.vector as Uint8Array));
+      if (rows.length < pgVectors.slice) break;
+      after = rows.at(-1).memory_id as string;
+      await pgVectors.between();
+    }
+    const copy: Copy = { space, upto: start.upto === null ? 0 : Number(start.upto), epoch };
+    if (epoch !== this.epoch) {
+      if (epoch < this.epoch) return;
+      this.copies.clear();
+      this.epoch = epoch;
+    }
+    this.copies.set(namespace, copy);
+    await this.follow(copy, namespace);
+  }
+
+  /**
+   * Brings the copy up to date with every change committed before the call: a follow already
+   * under way may have read before that, so the caller waits for the next one (shared by every
+   * caller that arrives before it is sent).
+   */
+  private follow(c: Copy, namespace: string): Promise<void> {
+    if (c.queued) return c.queued;
+    const start = () => {
+      c.queued = undefined;
+      const p = this.followOnce(c, namespace).finally(() => {
+        if (c.running === p) c.running = undefined;
+      });
+      c.running = p;
+      return p;
+    };
+    if (!c.running) return start();
+    c.queued = c.running.catch(() => undefined).then(start);
+    return c.queued;
+  }
+
+  /**
+   * One statement, one snapshot: the namespace's clock, the epoch, and every memory named by an
+   * event after `upto` or whose vector carries a stamp after it, with its vector now (none: gone).
+   */
+  private async followOnce(c: Copy, namespace: string) {
+    const rows = await this.db(
+      () => this.sql`
+        WITH changed AS (
+          SELECT unnest(ARRAY[memory_id, merged_from_id]) AS id FROM events
+          WHERE namespace = ${namespace} AND at_ms > ${c.upto}
+          UNION
+          SELECT memory_id FROM memory_vectors WHERE namespace = ${namespace} AND stamp > ${c.upto})
+        SELECT now.upto, now.epoch, changed.id, v.entity, v.vector
+        FROM (SELECT (SELECT last_ms FROM namespace_clock WHERE namespace = ${namespace}) AS upto,
+                     (SELECT vector_epoch FROM search_state WHERE id = 1) AS epoch) AS now
+        LEFT JOIN (changed LEFT JOIN memory_vectors v ON v.memory_id = changed.id AND v.namespace = ${namespace})
+          ON changed.id IS NOT NULL`,
+    );
+    if (this.copies.get(namespace) !== c) return;
+    const epoch = Number(rows[0].epoch);
+    if (epoch !== c.epoch) {
+      // The vectors were rebuilt: every copy is dropped, and built again on its next search.
+      this.epoch = Math.max(this.epoch, epoch);
+      this.copies.clear();
+      return;
+    }
+    for (const r of rows) {
+      if (r.id === null) continue;
+      c.space.set(
+        r.id as string,
+        (r.entity as string) ?? "",
+        r.vector === null ? undefined : asFloats(r.vector as Uint8Array),
+      );
+    }
+    if (rows[0].upto !== null) c.upto = Math.max(c.upto, Number(rows[0].upto));
+  }
+}

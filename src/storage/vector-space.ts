@@ -1,0 +1,581 @@
+// A namespace's vectors in memory as binary codes (one bit per dimension: above or below the
+// namespace's mean), so a semantic search over a large namespace reads about 1/32 of the float
+// bytes and a million vectors of 768 dimensions take ~100 MB rather than 3 GB. Backend-neutral
+// (no engine here): the caller gives `read`, a vector's float32 bytes by id. A search ranks the
+// scope's codes by Hamming distance (hamming.ts, WebAssembly), takes the best `ann.rescore` (or
+// more) and scores those with the vectors `read` gives (dot.ts): LMDB reads the exact stored
+// vectors (lmdb/vector-cache.ts), so its scores are exact cosines. Which vectors are looked at is
+// approximate once the scope holds more than that; a scope of at most `ann.rescore` vectors is
+// scored whole.
+// Over `ann.cellsFrom` vectors, a namespace's codes are also grouped in cells around `ann.cells`
+// of its vectors (an inverted file), and a namespace-wide search ranks only the codes of the
+// cells nearest the query, at least `ann.probe` of the namespace: memory bandwidth, not CPU,
+// bounds a scan of every code (~30 ms at 1,000,000).
+// The caller keeps it in step with its store (set each changed vector, or undefined when gone). A
+// row of a memory that is no longer current may linger until then: search checks every candidate
+// against its memory record anyway.
+import { type DotKernel, dotKernel } from "./dot";
+import { type HammingKernel, hammingKernel } from "./hamming";
+
+/** How the approximate search trades work for recall (tests make them small). */
+export const ann = {
+  /** At least this many candidates are scored exactly; a scope this small is searched exactly. */
+  rescore: 800,
+  /** Cells are made once a namespace holds this many vectors of one length... */
+  cellsFrom: 65536,
+  /** ...this many of them (at most MAX_CELLS)... */
+  cells: 1024,
+  /** ...and a namespace-wide search ranks the codes of the nearest cells, this share at least. */
+  probe: 0.08,
+};
+
+/** The memory is compacted once at least this many bytes (and more than are used) are left behind (tests: 0). */
+export const compaction = { from: 1 << 20 };
+
+const MAX_CELLS = 4096;
+const PAGE = 65536;
+const align = (n: number, to: number) => Math.ceil(n / to) * to;
+/** Most bytes one space's memory may take (WebAssembly memory is at most 4 GiB). */
+const MAX_BYTES = 3.5 * 1024 ** 3;
+/** The mean the codes are taken against is recomputed (and every code redone) at these sizes. */
+const RECENTER = [256, 1024, 4096, 16384, 65536];
+
+/** A vector the codes cannot hold (another length, or memory is full): scored in JS. */
+type Odd = { entity: string; v: Float32Array };
+
+/**
+ * A memory's stored vector (normalised float32 bytes), or undefined when it has none now. The
+ * bytes are copied at once: they may be a reused buffer (lmdb-js's).
+ */
+export type ReadVector = (id: string, entity: string, row: number) => Uint8Array | undefined;
+
+/**
+ * What a caller keeps per row beside the codes (PostgreSQL: a quantized copy of each vector,
+ * postgres/vector-cache.ts): told when a row is written and when the last row moves into a hole.
+ */
+export interface RowKeeper {
+  put(row: number, v: Float32Array): void;
+  move(from: number, to: number): void;
+}
+
+/** Small deterministic generator (xorshift32), for picking cell centres. */
+const xorshift = (seed: number) => () => {
+  seed ^= seed << 13;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5;
+  return (seed >>> 0) / 4294967296;
+};
+
+/**
+ * Exact scoring of candidates, shared by every space (searches run one at a time): the query at
+ * 0, then candidate rows of `stride` floats (dims padded to a multiple of 8 with zeros), then
+ * their scores.
+ */
+const BATCH = 4096;
+let rescorer: DotKernel | undefined;
+function rescoring(stride: number): DotKernel {
+  rescorer ??= dotKernel();
+  const need = (BATCH + 1) * stride * 4 + BATCH * 4;
+  const have = rescorer.memory.buffer.byteLength;
+  if (need > have) rescorer.memory.grow(Math.ceil((need - have) / PAGE));
+  return rescorer;
+}
+
+const dot = (a: Float32Array, b: Float32Array) => {
+  let s = 0;
+  for (let j = 0; j < a.length; j++) s += a[j] * b[j];
+  return s;
+};
+
+/** Candidates of a search with their exact similarity; `all` when every vector of the scope is among them. */
+export type Nearest = { ids: string[]; sims: Float32Array; all: boolean };
+
+/**
+ * One namespace's vectors: a code per row, plus any of other lengths. Codes live in blocks of the
+ * kernel's memory: one block of every row's code, in row order, until cells are made; then one
+ * block per cell, so the cells a search ranks are read front to back (reading codes scattered
+ * over the memory measured ~20× slower: a cache and TLB miss each). A block that fills moves to a
+ * twice larger one at the top; the memory is compacted once more of it is left behind than used.
+ */
+export class VectorSpace {
+  private kernel: HammingKernel | undefined;
+  private dims = 0;
+  private bytes = 0; // of one code
+  private padded = 0; // dims rounded up to a multiple of 32
+  // Byte offsets: the query's code at 0 (also where a new code is made), a vector and the mean
+  // (float32, `padded` long), then the blocks from `heap` to `top` (row codes, or the cells'
+  // codes and their centres' codes), then scratch for a search (distances, addresses).
+  private vAt = 0;
+  private meanAt = 0;
+  private centresAt = 0;
+  private centresRoom = 0; // in codes
+  private heap = 0;
+  private top = 0;
+  private wasted = 0;
+  /** Views of the kernel's memory (remade when it grows). */
+  private u8 = new Uint8Array(0);
+  private f32 = new Float32Array(0);
+  private i32 = new Int32Array(0);
+  /** Room in the per-row arrays. */
+  private capacity = 0;
+  /** The block of row codes (before cells): its offset and room, in rows. */
+  private rowAt = 0;
+  private rowRoom = 0;
+  rows = 0;
+  readonly ids: string[] = [];
+  private rowEntity = new Int32Array(0);
+  private readonly entityNames: string[] = [];
+  private readonly entityIndex = new Map<string, number>();
+  private readonly rowOf = new Map<string, number>();
+  private readonly byEntity = new Map<number, Set<number>>();
+  private readonly odd = new Map<string, Odd>();
+  /** Sum and count of every vector added: the mean codes are taken against. */
+  private sum = new Float64Array(0);
+  private added = 0;
+  private centred = 0; // how many RECENTER steps were taken
+  // Cells (none until ann.cellsFrom rows): each row's cell and place in it; each cell's rows,
+  // and its block of codes (offset, room in rows).
+  private cells = 0;
+  private cellOf = new Int32Array(0);
+  private placeOf = new Int32Array(0);
+  private cellRows: Int32Array[] = [];
+  private cellLen = new Int32Array(0);
+  private cellAt = new Int32Array(0);
+  private cellRoom = new Int32Array(0);
+  /** Scratch: the row of each code a namespace-wide search ranks. */
+  private probeIndex = new Int32Array(0);
+
+  constructor(
+    private readonly read: ReadVector,
+    private readonly keeper?: RowKeeper,
+  ) {}
+
+  /** How many vectors of the codes' length the scope holds (a namespace's when `entity` is undefined). */
+  scopeSize(entity: string | undefined): number {
+    if (entity === undefined) return this.rows;
+    const e = this.entityIndex.get(entity);
+    return e === undefined ? 0 : (this.byEntity.get(e)?.size ?? 0);
+  }
+
+  /** How many vectors it holds. */
+  get size() {
+    return this.rows + this.odd.size;
+  }
+
+  /** Sets (v given) or removes a memory's vector. */
+  set(id: string, entity: string, v: Float32Array | undefined) {
+    this.remove(id);
+    if (v === undefined) return;
+    if (this.rows === 0 && this.dims === 0 && v.length > 0) this.init(v.length);
+    if (v.length !== this.dims || !this.fits(this.bytes * 2)) {
+      this.odd.set(id, { entity, v: Float32Array.from(v) });
+      return;
+    }
+    const r = this.rows++;
+    this.reserveRows(this.rows);
+    this.encode(v, 0);
+    if (this.cells > 0) this.assign(r);
+    else {
+      if (r === this.rowRoom) this.growRowBlock();
+      this.u8.copyWithin(this.rowAt + r * this.bytes, 0, this.bytes);
+    }
+    for (let j = 0; j < v.length; j++) this.sum[j] += v[j];
+    this.added++;
+    this.ids[r] = id;
+    this.keeper?.put(r, v);
+    let e = this.entityIndex.get(entity);
+    if (e === undefined) {
+      e = this.entityNames.push(entity) - 1;
+      this.entityIndex.set(entity, e);
+    }
+    this.rowEntity[r] = e;
+    this.rowOf.set(id, r);
+    let rows = this.byEntity.get(e);
+    if (!rows) {
+      rows = new Set<number>();
+      this.byEntity.set(e, rows);
+    }
+    rows.add(r);
+    if (this.centred < RECENTER.length && this.rows >= RECENTER[this.centred]) this.recentre();
+    if (this.cells === 0 && this.rows >= ann.cellsFrom) this.makeCells();
+  }
+
+  private remove(id: string) {
+    this.odd.delete(id);
+    const r = this.rowOf.get(id);
+    if (r === undefined) return;
+    this.rowOf.delete(id);
+    const e = this.rowEntity[r];
+    const rows = this.byEntity.get(e)!;
+    rows.delete(r);
+    if (rows.size === 0) this.byEntity.delete(e);
+    if (this.cells > 0) this.unassign(r);
+    // The last row moves into the hole, so rows stay dense (with cells its code stays put).
+    const last = --this.rows;
+    if (r !== last) {
+      this.keeper?.move(last, r);
+      const lastId = this.ids[last];
+      this.ids[r] = lastId;
+      this.rowEntity[r] = this.rowEntity[last];
+      this.rowOf.set(lastId, r);
+      const its = this.byEntity.get(this.rowEntity[r])!;
+      its.delete(last);
+      its.add(r);
+      if (this.cells > 0) {
+        const c = this.cellOf[last];
+        this.cellOf[r] = c;
+        this.placeOf[r] = this.placeOf[last];
+        this.cellRows[c][this.placeOf[r]] = r;
+      } else
+        this.u8.copyWithin(
+          this.rowAt + r * this.bytes,
+          this.rowAt + last * this.bytes,
+          this.rowAt + (last + 1) * this.bytes,
+        );
+    }
+    this.ids.length = last;
+  }
+
+  private init(dims: number) {
+    this.dims = dims;
+    this.padded = align(dims, 32);
+    this.bytes = Math.ceil(dims / 64) * 8;
+    this.kernel = hammingKernel(this.bytes / 8);
+    this.vAt = align(this.bytes, 64);
+    this.meanAt = this.vAt + this.padded * 4;
+    this.heap = align(this.meanAt + this.padded * 4, 64);
+    this.top = this.heap;
+    this.sum = new Float64Array(dims);
+    this.views();
+  }
+
+  private views() {
+    const b = this.kernel!.memory.buffer;
+    this.u8 = new Uint8Array(b);
+    this.f32 = new Float32Array(b);
+    this.i32 = new Int32Array(b);
+  }
+
+  /** Whether `more` bytes above the top (and scratch for every row) fit; grows the memory to hold them. */
+  private fits(more: number): boolean {
+    const need = this.top + more + (this.rows + 1) * 8 + MAX_CELLS * 8 + 64;
+    if (need > MAX_BYTES) return false;
+    const have = this.kernel!.memory.buffer.byteLength;
+    if (need > have) {
+      this.kernel!.memory.grow(Math.ceil((Math.max(need, Math.min(have * 1.5, MAX_BYTES)) - have) / PAGE));
+      this.views();
+    }
+    return true;
+  }
+
+  /** A new block of `rows` codes at the top. */
+  private allocate(rows: number): number {
+    const at = this.top;
+    this.fits(rows * this.bytes);
+    this.top = align(at + rows * this.bytes, 16);
+    return at;
+  }
+
+  private reserveRows(n: number) {
+    if (n <= this.capacity) return;
+    const capacity = Math.max(n, Math.min(this.capacity * 2 || 1024, this.capacity + 262144));
+    const grow = (a: Int32Array) => {
+      const b = new Int32Array(capacity);
+      b.set(a);
+      return b;
+    };
+    this.rowEntity = grow(this.rowEntity);
+    if (this.cells > 0) {
+      this.cellOf = grow(this.cellOf);
+      this.placeOf = grow(this.placeOf);
+    }
+    this.capacity = capacity;
+  }
+
+  private growRowBlock() {
+    const room = Math.max(1024, this.rowRoom * 2);
+    const at = this.allocate(room);
+    this.u8.copyWithin(at, this.rowAt, this.rowAt + this.rows * this.bytes);
+    this.wasted += this.rowRoom * this.bytes;
+    this.rowAt = at;
+    this.rowRoom = room;
+    this.compactIfWasteful();
+  }
+
+  /** Where row r's code is. */
+  private codeAt(r: number): number {
+    return this.cells > 0 ? this.cellAt[this.cellOf[r]] + this.placeOf[r] * this.bytes : this.rowAt + r * this.bytes;
+  }
+
+  /** Scratch above the top: `count` distances, then `count` addresses. */
+  private scratch(count: number) {
+    this.fits(count * 8);
+    const out = align(this.top, 64);
+    return { out, at: out + count * 4 };
+  }
+
+  /** Slides the live blocks down over what was left behind (each only moves down, in address order). */
+  private compactIfWasteful() {
+    const live = this.cells > 0 ? this.top - this.heap - this.wasted : this.rowRoom * this.bytes;
+    if (this.wasted === 0 || this.wasted < Math.max(live, compaction.from)) return;
+    const blocks: [number, number, (at: number) => void][] = [];
+    if (this.cells > 0) {
+      for (let c = 0; c < this.cells; c++)
+        blocks.push([this.cellAt[c], this.cellRoom[c] * this.bytes, (at) => (this.cellAt[c] = at)]);
+      blocks.push([this.centresAt, this.centresRoom * this.bytes, (at) => (this.centresAt = at)]);
+    } else blocks.push([this.rowAt, this.rowRoom * this.bytes, (at) => (this.rowAt = at)]);
+    blocks.sort((a, b) => a[0] - b[0]);
+    let to = this.heap;
+    for (const [from, size, moved] of blocks) {
+      if (from !== to) this.u8.copyWithin(to, from, from + size);
+      moved(to);
+      to = align(to + size, 16);
+    }
+    this.top = to;
+    this.wasted = 0;
+  }
+
+  /** Writes v's code at byte `at`: bit j set when v[j] is above the mean. */
+  private encode(v: Float32Array, at: number) {
+    this.f32.set(v, this.vAt / 4);
+    this.kernel!.encode(this.vAt, this.meanAt, this.padded, at);
+  }
+
+  /** Writes the code of stored bytes (float32) at byte `at`. */
+  private encodeBytes(b: Uint8Array, at: number) {
+    this.u8.set(b, this.vAt);
+    this.kernel!.encode(this.vAt, this.meanAt, this.padded, at);
+  }
+
+  /** Each row's code again against the mean so far, from its stored vector (kept if it has none now). */
+  private recentre() {
+    this.centred++;
+    for (let j = 0; j < this.dims; j++) this.f32[this.meanAt / 4 + j] = this.sum[j] / this.added;
+    for (let r = 0; r < this.rows; r++) {
+      const b = this.read(this.ids[r], this.entityNames[this.rowEntity[r]], r);
+      if (b?.length === this.dims * 4) this.encodeBytes(b, this.codeAt(r));
+    }
+    if (this.cells > 0) this.makeCells();
+  }
+
+  /**
+   * Picks cell centres among the rows (deterministically), puts every row in the cell whose
+   * centre's code is nearest, and lays each cell's codes out in a block of its own.
+   */
+  private makeCells() {
+    const k = Math.min(MAX_CELLS, ann.cells, this.rows);
+    const pick = xorshift(0x9e3779b9);
+    const chosen = new Set<number>();
+    while (chosen.size < k) chosen.add(Math.floor(pick() * this.rows));
+    if (this.centresRoom < k) {
+      this.wasted += this.centresRoom * this.bytes;
+      this.centresAt = this.allocate(k);
+      this.centresRoom = k;
+    }
+    let c = 0;
+    for (const r of chosen) {
+      const from = this.codeAt(r);
+      this.u8.copyWithin(this.centresAt + c * this.bytes, from, from + this.bytes);
+      c++;
+    }
+    // Every row's cell, then the blocks (the old ones are left behind).
+    const cellOf = new Int32Array(this.capacity);
+    const counts = new Int32Array(k);
+    for (let r = 0; r < this.rows; r++) {
+      const from = this.codeAt(r);
+      this.u8.copyWithin(0, from, from + this.bytes);
+      cellOf[r] = this.nearestCentre(k);
+      counts[cellOf[r]]++;
+    }
+    const cellAt = new Int32Array(k);
+    const cellRoom = new Int32Array(k);
+    for (let c = 0; c < k; c++) {
+      cellRoom[c] = Math.max(16, Math.ceil(counts[c] * 1.25));
+      cellAt[c] = this.allocate(cellRoom[c]);
+    }
+    const placeOf = new Int32Array(this.capacity);
+    const cellRows = Array.from({ length: k }, (_, c) => new Int32Array(cellRoom[c]));
+    const cellLen = new Int32Array(k);
+    for (let r = 0; r < this.rows; r++) {
+      const c = cellOf[r];
+      const p = cellLen[c]++;
+      cellRows[c][p] = r;
+      placeOf[r] = p;
+      const from = this.codeAt(r);
+      this.u8.copyWithin(cellAt[c] + p * this.bytes, from, from + this.bytes);
+    }
+    this.wasted += this.cells > 0 ? this.cellRoomBytes() : this.rowRoom * this.bytes;
+    Object.assign(this, { cells: k, cellOf, placeOf, cellRows, cellLen, cellAt, cellRoom, rowRoom: 0 });
+    this.compactIfWasteful();
+  }
+
+  private cellRoomBytes() {
+    let n = 0;
+    for (let c = 0; c < this.cells; c++) n += this.cellRoom[c] * this.bytes;
+    return n;
+  }
+
+  /** The cell (of the first k) whose centre's code is nearest the code at 0. */
+  private nearestCentre(k: number): number {
+    const { out } = this.scratch(k);
+    this.kernel!.scan(this.centresAt, k, out);
+    const d = this.i32;
+    const o = out / 4;
+    let best = 0;
+    for (let c = 1; c < k; c++) if (d[o + c] < d[o + best]) best = c;
+    return best;
+  }
+
+  /** Puts row r, whose code is at 0, in its cell's block. */
+  private assign(r: number) {
+    const c = this.nearestCentre(this.cells);
+    const n = this.cellLen[c];
+    if (n === this.cellRoom[c]) {
+      const room = this.cellRoom[c] * 2;
+      const at = this.allocate(room);
+      this.u8.copyWithin(at, this.cellAt[c], this.cellAt[c] + n * this.bytes);
+      this.wasted += this.cellRoom[c] * this.bytes;
+      this.cellAt[c] = at;
+      this.cellRoom[c] = room;
+      const list = new Int32Array(room);
+      list.set(this.cellRows[c]);
+      this.cellRows[c] = list;
+    }
+    this.u8.copyWithin(this.cellAt[c] + n * this.bytes, 0, this.bytes);
+    this.cellRows[c][n] = r;
+    this.cellLen[c] = n + 1;
+    this.cellOf[r] = c;
+    this.placeOf[r] = n;
+    this.compactIfWasteful();
+  }
+
+  /** Takes row r out of its cell: the cell's last code (and row) fills its place. */
+  private unassign(r: number) {
+    const c = this.cellOf[r];
+    const last = --this.cellLen[c];
+    const p = this.placeOf[r];
+    if (p === last) return;
+    const moved = this.cellRows[c][last];
+    this.cellRows[c][p] = moved;
+    this.placeOf[moved] = p;
+    const at = this.cellAt[c];
+    this.u8.copyWithin(at + p * this.bytes, at + last * this.bytes, at + (last + 1) * this.bytes);
+  }
+
+  /**
+   * At least `want` vectors of the scope nearest `q` (normalised), each with its exact similarity
+   * (dot product of the vectors `read` gives), and every vector of another length. All the scope's
+   * vectors when it holds at most `want`.
+   */
+  nearest(entity: string | undefined, q: Float32Array, want: number): Nearest {
+    const ids: string[] = [];
+    const sims: number[] = [];
+    let all = true;
+    if (this.kernel && q.length === this.dims && this.rows > 0) {
+      const e = entity === undefined ? undefined : this.entityIndex.get(entity);
+      const scope = entity === undefined ? undefined : e === undefined ? undefined : this.byEntity.get(e);
+      const n = entity === undefined ? this.rows : (scope?.size ?? 0);
+      let rows: Iterable<number>;
+      if (n <= want) rows = scope ?? Array.from({ length: this.rows }, (_, r) => r);
+      else {
+        all = false;
+        rows = this.candidates(scope, q, want);
+      }
+      this.rescore(rows, q, ids, sims);
+    }
+    for (const [id, o] of this.odd) {
+      if (o.v.length !== q.length || (entity !== undefined && o.entity !== entity)) continue;
+      ids.push(id);
+      sims.push(dot(o.v, q));
+    }
+    return { ids, sims: Float32Array.from(sims), all };
+  }
+
+  /** Scores the rows exactly against q, reading their vectors (rows without one now are left out). */
+  private rescore(rows: Iterable<number>, q: Float32Array, ids: string[], sims: number[]) {
+    const stride = align(this.dims, 8);
+    const k = rescoring(stride);
+    new Float32Array(k.memory.buffer, 0, this.dims).set(q);
+    const rowsAt = stride * 4;
+    const outAt = rowsAt + BATCH * stride * 4;
+    const batch: string[] = [];
+    const flush = () => {
+      k.dense(rowsAt, 0, stride * 4, batch.length, outAt);
+      const out = new Float32Array(k.memory.buffer, outAt, batch.length);
+      for (let i = 0; i < batch.length; i++) {
+        ids.push(batch[i]);
+        sims.push(out[i]);
+      }
+      batch.length = 0;
+    };
+    const u8 = new Uint8Array(k.memory.buffer);
+    for (const r of rows) {
+      const id = this.ids[r];
+      const b = this.read(id, this.entityNames[this.rowEntity[r]], r);
+      if (b?.length !== this.dims * 4) continue;
+      u8.set(b, rowsAt + batch.length * stride * 4);
+      batch.push(id);
+      if (batch.length === BATCH) flush();
+    }
+    if (batch.length > 0) flush();
+  }
+
+  /** The `want` rows (of the scope: an entity's rows, or the namespace's) whose codes are nearest q's. */
+  private candidates(scope: Set<number> | undefined, q: Float32Array, want: number): Int32Array {
+    const kernel = this.kernel!;
+    this.encode(q, 0);
+    let count: number;
+    let index: Int32Array | undefined; // the row of each distance (none: distance i is row i's)
+    let out: number;
+    if (scope) {
+      count = scope.size;
+      const s = this.scratch(count);
+      out = s.out;
+      index = new Int32Array(count);
+      let i = 0;
+      for (const r of scope) {
+        index[i] = r;
+        this.i32[s.at / 4 + i++] = this.codeAt(r);
+      }
+      kernel.gather(s.at, count, out);
+    } else if (this.cells === 0) {
+      count = this.rows;
+      out = this.scratch(count).out;
+      kernel.scan(this.rowAt, count, out);
+    } else {
+      // The nearest cells (by their centre's code) until they hold the share to rank, each
+      // block read front to back. (Ranking cells by the centres' vectors measured no better.)
+      const s = this.scratch(Math.max(this.rows, this.cells));
+      out = s.out;
+      kernel.scan(this.centresAt, this.cells, out);
+      const dc = this.i32.slice(out / 4, out / 4 + this.cells);
+      const order = Array.from({ length: this.cells }, (_, c) => c).sort((a, b) => dc[a] - dc[b]);
+      const target = Math.max(want, Math.ceil(this.rows * ann.probe));
+      count = 0;
+      if (this.probeIndex.length < this.rows) this.probeIndex = new Int32Array(this.capacity);
+      index = this.probeIndex;
+      for (const c of order) {
+        const n = this.cellLen[c];
+        if (n === 0) continue;
+        index.set(this.cellRows[c].subarray(0, n), count);
+        kernel.scan(this.cellAt[c], n, out + count * 4);
+        count += n;
+        if (count >= target) break;
+      }
+    }
+    const d = this.i32.subarray(out / 4, out / 4 + count);
+    // The `want` smallest distances, by a histogram of them (they are 0..dims).
+    const hist = new Int32Array(this.dims + 2);
+    for (let i = 0; i < count; i++) hist[d[i]]++;
+    let cut = 0;
+    for (let seen = 0; cut <= this.dims; cut++) {
+      seen += hist[cut];
+      if (seen >= want) break;
+    }
+    const chosen = new Int32Array(Math.min(want, count));
+    let k = 0;
+    for (let i = 0; i < count && k < chosen.length; i++) if (d[i] < cut) chosen[k++] = index ? index[i] : i;
+    for (let i = 0; i < count && k < chosen.length; i++) if (d[i] === cut) chosen[k++] = index ? index[i] : i;
+    return chosen.subarray(0, k);
+  }
+}

@@ -1,0 +1,187 @@
+// @targets postgres
+// PostgreSQL's in-memory vectors (src/storage/postgres/vector-cache.ts) with their sizes made
+// small, through Storage: two storages on one database are two replicas. What one commits (apply
+// with its events, the embedding worker's setVectors without any, a delete, a rebuild of the
+// vectors) is followed by the other's very next search; every score answered is the exact
+// cosine; recall of the approximate path on clustered vectors.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { openPostgres, type PostgresStorage } from "../../src/storage/postgres/index";
+import { FourBit, pgVectors } from "../../src/storage/postgres/vector-cache";
+import type { MemoryOp } from "../../src/storage/storage";
+import { ann } from "../../src/storage/vector-space";
+import { freshDatabase, seededRandom, throughPooler } from "../helpers";
+
+const saved = { ann: { ...ann }, pg: { ...pgVectors } };
+let a: PostgresStorage;
+let b: PostgresStorage;
+beforeAll(async () => {
+  Object.assign(ann, { rescore: 150, cellsFrom: 300, cells: 16, probe: 1 / 4 });
+  Object.assign(pgVectors, { exactBelow: 50, slice: 97 });
+  const url = throughPooler(await freshDatabase());
+  const open = () =>
+    openPostgres({
+      url,
+      pool: 4,
+      pooler: process.env.MEMD_TEST_POOLER_URL ? "transaction" : "none",
+      connectTimeoutMs: 5000,
+      statementTimeoutMs: 10000,
+    });
+  a = await open();
+  b = await open();
+}, 60_000);
+afterAll(async () => {
+  Object.assign(ann, saved.ann);
+  Object.assign(pgVectors, saved.pg);
+  await Promise.all([a?.close(), b?.close()]);
+});
+
+/** Clustered unit vectors (a mixture in a few latent dimensions, spread out, with an offset). */
+function clustered(seed: number, dims: number) {
+  const rand = seededRandom(seed);
+  const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-12)) * Math.cos(2 * Math.PI * rand());
+  const centres = Array.from({ length: 12 }, () => Array.from({ length: 6 }, gauss));
+  const offset = Array.from({ length: dims }, () => gauss() * 0.5);
+  const map = Array.from({ length: dims }, () => [Math.floor(rand() * 6), rand() < 0.5 ? -1 : 1]);
+  return () => {
+    const c = centres[Math.floor(rand() * centres.length)];
+    const z = c.map((x) => x + 0.6 * gauss());
+    const v = Float32Array.from({ length: dims }, (_, j) => offset[j] + map[j][1] * z[map[j][0]] + 0.3 * gauss());
+    const n = Math.hypot(...v);
+    return v.map((x) => x / n);
+  };
+}
+
+const dot = (x: Float32Array, y: Float32Array) => x.reduce((s, v, j) => s + v * y[j], 0);
+
+const create = (id: string, ns: string, i: number, vector: Float32Array | "pending"): MemoryOp => ({
+  event: "ADD",
+  create: { id, namespace: ns, entity: `e${i % 4}`, content: `m${i}`, category: "fact", importance: 0.5, vector },
+});
+
+/** Runs a search on `s` that starts building its copy of `ns`, and waits until it is built. */
+async function built(s: PostgresStorage, ns: string, q: Float32Array) {
+  await s.semanticSearch({ namespace: ns }, q, {}, 1);
+  await s.vectors.loading(ns);
+  expect(await s.vectors.ready(ns)).toBeDefined();
+}
+
+test("the 4-bit copy decodes each value to within half a level of its vector's largest", () => {
+  const rand = seededRandom(5);
+  const k = new FourBit();
+  const vs = Array.from({ length: 40000 }, (_, r) => Float32Array.from({ length: 7 }, () => (r % 3) * (rand() - 0.5)));
+  for (const [r, v] of vs.entries()) k.put(r, v);
+  k.move(39999, 3);
+  vs[3] = vs[39999];
+  for (const r of [0, 1, 2, 3, 16384, 20000, 39998]) {
+    const got = new Float32Array(k.read(r)!.slice().buffer);
+    const max = Math.max(...vs[r].map(Math.abs));
+    for (let j = 0; j < 7; j++) expect(Math.abs(got[j] - vs[r][j])).toBeLessThanOrEqual(max / 14 + 1e-7);
+  }
+});
+
+test("a replica follows the other's commits before each search: exact cosines of current memories, recall on clustered vectors", async () => {
+  const dims = 64;
+  const draw = clustered(31, dims);
+  const ns = "pg-ann";
+  const vectors = new Map<string, Float32Array>();
+  const ops: MemoryOp[] = [];
+  for (let i = 0; i < 1500; i++) {
+    const id = Bun.randomUUIDv7();
+    const v = draw();
+    vectors.set(id, v);
+    ops.push(create(id, ns, i, v));
+  }
+  for (let i = 0; i < ops.length; i += 500) await a.apply(ops.slice(i, i + 500), null);
+  const q0 = draw();
+  await built(b, ns, q0);
+
+  const exact = (q: Float32Array, entity?: string) =>
+    [...vectors]
+      .filter(
+        ([id]) =>
+          entity === undefined || ops.some((o) => "create" in o && o.create.id === id && o.create.entity === entity),
+      )
+      .map(([id, v]) => ({ id, score: dot(v, q) }))
+      .sort((x, y) => y.score - x.score)
+      .slice(0, 10)
+      .map((h) => h.id);
+  let hits = 0;
+  let want = 0;
+  for (let i = 0; i < 20; i++) {
+    const q = draw();
+    const entity = i % 2 === 0 ? undefined : "e1";
+    const got = await b.semanticSearch({ namespace: ns, ...(entity ? { entity } : {}) }, q, {}, 10);
+    expect(got.length).toBe(10);
+    for (const h of got) {
+      expect(h.score).toBeCloseTo(dot(vectors.get(h.memory.id)!, q), 5);
+      if (entity) expect(h.memory.entity).toBe(entity);
+    }
+    const truth = new Set(exact(q, entity));
+    hits += got.filter((h) => truth.has(h.memory.id)).length;
+    want += 10;
+  }
+  expect(hits / want).toBeGreaterThanOrEqual(0.9);
+
+  // A memory stored on a gets the query's own vector: first on b at once, score 1.
+  const q = draw();
+  const added = Bun.randomUUIDv7();
+  await a.apply([create(added, ns, 0, q)], null);
+  vectors.set(added, q);
+  let got = await b.semanticSearch({ namespace: ns }, q, {}, 5);
+  expect(got[0].memory.id).toBe(added);
+  expect(got[0].score).toBeCloseTo(1, 5);
+  // Its vector changed on a: b scores the new one at once.
+  const far = q.map((x) => -x);
+  await a.apply([{ event: "UPDATE", target: added, patch: { content: "far", vector: far } }], null);
+  vectors.set(added, far);
+  got = await b.semanticSearch({ namespace: ns }, q, {}, 5);
+  expect(got.map((h) => h.memory.id)).not.toContain(added);
+  // Deleted on a: never returned by b again.
+  const top = got[0].memory.id;
+  await a.apply([{ event: "DELETE", target: top, reason: "test" }], null);
+  vectors.delete(top);
+  got = await b.semanticSearch({ namespace: ns }, q, {}, 5);
+  expect(got.map((h) => h.memory.id)).not.toContain(top);
+  for (const h of got) expect(h.score).toBeCloseTo(dot(vectors.get(h.memory.id)!, q), 5);
+
+  // The embedding worker's vectors come without an event: stored pending on a, embedded by a,
+  // found by b's next search.
+  const late = Bun.randomUUIDv7();
+  await a.apply([create(late, ns, 1, "pending")], null);
+  const [pending] = (await a.pendingEmbeddings(10)).filter((p) => p.id === late);
+  expect(await b.semanticSearch({ namespace: ns }, q, {}, 5).then((r) => r.map((h) => h.memory.id))).not.toContain(
+    late,
+  );
+  expect(await a.setVectors([{ id: late, updatedAt: pending.updatedAt, vector: q }])).toBe(1);
+  got = await b.semanticSearch({ namespace: ns }, q, {}, 5);
+  expect(got[0].memory.id).toBe(late);
+  expect(got[0].score).toBeCloseTo(1, 5);
+
+  // Vectors rebuilt on a (memd reindex): b drops its copy; nothing has a vector until embedded again.
+  await a.rebuildSearchIndex({ embeddings: true });
+  expect(await b.semanticSearch({ namespace: ns }, q, {}, 5)).toEqual([]);
+  const again = await a.pendingEmbeddings(2000);
+  expect(again.length).toBe(vectors.size + 1);
+}, 60_000);
+
+test("above the exact size, the approximate answer is the exact one on a small set", async () => {
+  const dims = 48;
+  const draw = clustered(41, dims);
+  const ns = "pg-small";
+  const ops: MemoryOp[] = [];
+  for (let i = 0; i < 120; i++) ops.push(create(Bun.randomUUIDv7(), ns, i, draw()));
+  await a.apply(ops, null);
+  await built(b, ns, draw());
+  for (let i = 0; i < 10; i++) {
+    const q = draw();
+    const entity = i % 3 === 0 ? "e2" : undefined;
+    const scope = { namespace: ns, ...(entity ? { entity } : {}) };
+    const approx = await b.semanticSearch(scope, q, {}, 5);
+    pgVectors.exactBelow = Number.POSITIVE_INFINITY;
+    const exact = await b.semanticSearch(scope, q, {}, 5);
+    pgVectors.exactBelow = 50;
+    expect(approx.map((h) => [h.memory.id, h.score.toFixed(6)])).toEqual(
+      exact.map((h) => [h.memory.id, h.score.toFixed(6)]),
+    );
+  }
+});
