@@ -129,24 +129,21 @@ describe("the embedding model's probe share", () => {
     "What did Ben paint last summer?",
     "Where does Anna keep her guitar?",
   ];
-  // A fake that passes every probe: each probe's anchor and paraphrase words made one word.
-  const fakeStopwords = new Set(["the", "a", "to", "of", "my", "i", "is", "was", "at", "on", "for", "in", "me"]);
-  const probeGroups = PROBES.map(([anchor, paraphrase]) => [
-    ...new Set(
-      `${anchor} ${paraphrase}`
-        .toLowerCase()
-        .match(/[\p{L}\p{N}']+/gu)!
-        .filter((w) => !fakeStopwords.has(w)),
-    ),
+  // A fake that passes every probe: the words of each probe's anchor and paraphrase made one word
+  // (leaving out those of more than one probe, such as "her"; no trigrams, which the distractor
+  // would share).
+  const probeWords = PROBES.map(([anchor, paraphrase]) => [
+    ...new Set(`${anchor} ${paraphrase}`.toLowerCase().match(/[\p{L}\p{N}']+/gu)),
   ]);
+  const probeGroups = probeWords.map((words) =>
+    words.filter((w) => probeWords.filter((other) => other.includes(w)).length === 1),
+  );
   const servers: Record<"lexical" | "meaning", { embedder: FakeEmbedder; t: TestServer }> = {} as never;
 
   beforeAll(async () => {
     for (const kind of ["lexical", "meaning"] as const) {
       const embedder = startFakeEmbedder(
-        kind === "lexical"
-          ? { dimensions: 256, trigrams: true }
-          : { dimensions: 256, trigrams: true, similar: probeGroups },
+        kind === "lexical" ? { dimensions: 256, trigrams: true } : { dimensions: 256, similar: probeGroups },
       );
       const s = await startTestServer({
         env: { MEMD_EMBED_BASE_URL: embedder.url, MEMD_EMBED_MODEL: kind, MEMD_EMBED_TIMEOUT_MS: "5000" },
@@ -181,6 +178,20 @@ describe("the embedding model's probe share", () => {
     embedder.reset();
     await ranked(s, queries[1], "hybrid", 10);
     expect(embedder.inputs).toEqual([[queries[1]]]);
+  });
+
+  test("each server logs its model's probe share: 0 of 16 for the lexical fake, 16 of 16 for the other", async () => {
+    for (const [kind, right] of [
+      ["lexical", "0 of 16"],
+      ["meaning", "16 of 16"],
+    ] as const) {
+      const s = servers[kind].t;
+      await ranked(s, queries[2], "hybrid", 10);
+      await s.settleLogs();
+      const probed = s.logs.filter((l) => l.includes("embedding model probed for hybrid search"));
+      expect(probed.length).toBe(1);
+      expect(JSON.parse(probed[0])).toMatchObject({ model: kind, paraphrasesRankedRight: right });
+    }
   });
 
   test("a lexical model never reorders what keyword found, though its own ranking differs", async () => {
