@@ -107,8 +107,8 @@ export function probeShare(vectors: readonly Float32Array[]): number {
   return right / PROBES.length;
 }
 
-/** Per server: the share of each model (base URL, model, dimensions), or the call measuring it. */
-const shares = new WeakMap<Core, Map<string, number | Promise<number | undefined>>>();
+/** Per server (its Core): the share of each model (base URL, model, dimensions), or the call measuring it. */
+const shares = new WeakMap<object, Map<string, number | Promise<number | undefined>>>();
 
 /**
  * The query's vector and the model's probe share. The first call for a model embeds the probe
@@ -117,7 +117,7 @@ const shares = new WeakMap<Core, Map<string, number | Promise<number | undefined
  * call throws (EmbedError) and is measured again on the next search.
  */
 export async function embedQueryWithShare(
-  core: Core,
+  core: Pick<Core<unknown>, "logger" | "shutdown">,
   s: EmbedSettings,
   query: string,
   cost: EmbedCost,
