@@ -69,18 +69,6 @@ export class List {
     this.doc = trimmed(this.doc, this.n);
     this.tf = trimmed(this.tf, this.n);
   }
-  /** The tf of document d, which the list holds (documents are in ascending order: a binary search). */
-  tfOf(d: number): number {
-    const doc = this.doc;
-    let lo = 0;
-    let hi = this.n - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (doc[mid] < d) lo = mid + 1;
-      else hi = mid;
-    }
-    return this.tf[lo];
-  }
 }
 
 const UUID = new RegExp(lowerUuidPattern);
@@ -89,8 +77,8 @@ const hex8 = (n: number) => (n >>> 0).toString(16).padStart(8, "0");
 /**
  * A namespace's postings. Document numbers are this process's own, in the order documents were
  * added (so every list holds its documents in ascending order); a changed memory gets a new one.
- * Per document: the ids of its lists, varint-encoded in one shared pool of bytes (to unlist it
- * when it goes, and for entity searches; its tf in a list is found in the list).
+ * Per document: its (list id, tf) pairs, varint-encoded in one shared pool of bytes (to unlist it
+ * when it goes, for entity searches and to complete MaxScore's candidates).
  */
 export class KeywordSpace {
   /** Documents numbered so far (gone ones included). */
@@ -107,10 +95,11 @@ export class KeywordSpace {
   docCreated = new Float64Array(1024);
   private docEntity = new Int32Array(1024);
   docStart = new Int32Array(1025);
-  /** The list ids of every document, in document order, each a varint (7 bits a byte, low first). */
+  /** The (list id, tf) pairs of every document, in document order, each number a varint (7 bits a byte, low first). */
   pool = new Uint8Array(8192);
-  /** listsOf's answer. */
-  private listIds = new Int32Array(64);
+  /** listsOf's answer: a document's list ids and tfs. */
+  termIds = new Int32Array(64);
+  termTfs = new Int32Array(64);
   /** Entities: names, and per entity its documents (gone ones included until compaction) and how many are live. */
   private readonly entityNames: string[] = [];
   private readonly entityIndex = new Map<string, number>();
@@ -278,7 +267,7 @@ export class KeywordSpace {
     this.table[this.slot(id, w)] = d + 1;
     this.live++;
     const start = this.docStart[d];
-    this.pool = grown(this.pool, start + ((v.length - 3) / 2) * 5);
+    this.pool = grown(this.pool, start + ((v.length - 3) / 2) * 8);
     const pool = this.pool;
     this.docLen[d] = length;
     this.totalLength += length;
@@ -292,10 +281,13 @@ export class KeywordSpace {
         this.listById.push(l);
         this.lists.set(term, l);
       }
-      l.push(d, Math.min(MAX_TF, v[i + 1] as number), length);
+      let tf = Math.min(MAX_TF, v[i + 1] as number);
+      l.push(d, tf, length);
       let id = l.id;
       for (; id >= 0x80; id >>>= 7) pool[k++] = (id & 0x7f) | 0x80;
       pool[k++] = id;
+      for (; tf >= 0x80; tf >>>= 7) pool[k++] = (tf & 0x7f) | 0x80;
+      pool[k++] = tf;
     }
     this.docStart[d + 1] = k;
     let e = this.entityIndex.get(entity);
@@ -323,31 +315,39 @@ export class KeywordSpace {
     this.live--;
     this.gone[d] = 1;
     this.totalLength -= this.docLen[d];
-    const ids = this.listsOf(d);
-    for (let i = 0; i < ids.length; i++) this.listById[ids[i]].live--;
+    const n = this.listsOf(d);
+    for (let i = 0; i < n; i++) this.listById[this.termIds[i]].live--;
     this.entityLive[this.docEntity[d]]--;
     if (++this.dead > this.compactAfter && this.dead > this.live && this.frozen === 0) this.compact();
   }
 
-  /** The ids of document d's lists (a view of scratch, valid until the next call). */
-  listsOf(d: number): Int32Array {
+  /** Decodes document d's (list id, tf) pairs into termIds and termTfs (valid until the next call); returns how many. */
+  listsOf(d: number): number {
     const pool = this.pool;
     const end = this.docStart[d + 1];
-    let ids = this.listIds;
     let n = 0;
-    for (let k = this.docStart[d]; k < end; ) {
+    for (let k = this.docStart[d]; k < end; n++) {
+      if (n === this.termIds.length) {
+        this.termIds = grown(this.termIds, n + 1);
+        this.termTfs = grown(this.termTfs, n + 1);
+      }
       let id = 0;
-      let shift = 0;
       let b: number;
-      do {
+      for (let shift = 0; ; shift += 7) {
         b = pool[k++];
         id |= (b & 0x7f) << shift;
-        shift += 7;
-      } while (b & 0x80);
-      if (n === ids.length) ids = this.listIds = grown(ids, n + 1);
-      ids[n++] = id;
+        if (b < 0x80) break;
+      }
+      let tf = 0;
+      for (let shift = 0; ; shift += 7) {
+        b = pool[k++];
+        tf |= (b & 0x7f) << shift;
+        if (b < 0x80) break;
+      }
+      this.termIds[n] = id;
+      this.termTfs[n] = tf;
     }
-    return ids.subarray(0, n);
+    return n;
   }
 
   /**
@@ -384,24 +384,33 @@ export class KeywordSpace {
     const entityIdOf = new Int32Array(this.entityNames.length).fill(-1);
     const entities: string[] = [];
     for (let d = 0; d < n; d++) {
-      if (!isLive(d)) continue;
+      if (gone?.[d]) continue;
       const e = docEntity[d];
       if (entityIdOf[e] < 0) entityIdOf[e] = entities.push(this.entityNames[e]) - 1;
     }
+    const L = this.listById.length;
     const lists = this.listById.map((l) => ({ doc: l.doc, tf: l.tf, n: l.n, live: l.live }));
-    const terms = lists.map(() => "");
+    const terms: string[] = new Array(L).fill("");
     for (const [term, l] of this.lists) if (l.live > 0) terms[l.id] = term;
-    const listN = Int32Array.from(lists, (l) => l.live);
-    const listMaxLen = Int32Array.from(this.listById, (l) => l.maxLen);
+    const listN = new Int32Array(L);
+    const listMaxLen = new Int32Array(L);
     let postings = 0;
-    for (const l of lists) postings += l.live;
+    for (let i = 0; i < L; i++) {
+      listN[i] = lists[i].live;
+      listMaxLen[i] = this.listById[i].maxLen;
+      postings += lists[i].live;
+    }
     const otherIds: [number, string][] = [];
     for (const [d, id] of this.otherIds) if (d < n && isLive(d)) otherIds.push([newNumber(d), id]);
+    // The id table as it is (a copy: adds and removes change it in place), when no document is
+    // renumbered; else none (the load makes it).
+    const table = gone ? new Int32Array(0) : this.table.slice();
     let released = false;
     return {
       count,
       pool: poolBytes,
       postings,
+      table: table.length,
       terms,
       entities,
       otherIds,
@@ -486,6 +495,7 @@ export class KeywordSpace {
               yield [section, out];
             }
           }
+        for (let a = 0; a < table.length; a += max >> 2) yield [10, table.subarray(a, a + (max >> 2))];
       },
       release: () => {
         if (!released) this.frozen--;
@@ -535,7 +545,8 @@ export class KeywordSpace {
       s.entityDocs[e][s.entityCount[e]++] = d;
     }
     for (let e = 0; e < s.entityLive.length; e++) s.entityLive[e] = s.entityCount[e];
-    s.rehash(n);
+    if (p.table.length > 0) s.table = p.table;
+    else s.rehash(n);
     return s;
   }
 
@@ -649,6 +660,8 @@ export interface SpaceParts {
   terms: string[];
   entities: string[];
   otherIds: [number, string][];
+  /** The id table (KeywordSpace's, of this build's hash), or none (empty): then it is made. */
+  table: Int32Array<ArrayBuffer>;
 }
 
 /** A piece of a snapshot's section. */
@@ -658,12 +671,14 @@ export type Piece = Int32Array | Uint16Array | Uint8Array | Float64Array;
  * A space as of one moment (KeywordSpace.freeze), as a snapshot holds it: its sizes here, its
  * sections as pieces. The sections, in order: 0 idWords (4 per document), 1 docLen, 2
  * docCreated, 3 docEntity, 4 docStart (one more), 5 pool (bytes), 6 listN, 7 listMaxLen (one per
- * list), 8 every list's documents, 9 every list's tfs (`postings` each).
+ * list), 8 every list's documents, 9 every list's tfs (`postings` each), 10 the id table (`table`
+ * items, none when documents were renumbered).
  */
 export interface FrozenSpace {
   count: number;
   pool: number;
   postings: number;
+  table: number;
   /** Per list id its term ("" for a list without live postings). */
   terms: string[];
   entities: string[];
@@ -760,13 +775,13 @@ function entityCandidates(space: KeywordSpace, docsOf: Int32Array, ts: QueryTerm
   for (const d of docsOf) {
     if (space.gone[d]) continue;
     let found = false;
-    const ids = space.listsOf(d);
-    for (let k = 0; k < ids.length; k++) {
-      const q = listIds.indexOf(ids[k]);
+    const n = space.listsOf(d);
+    for (let k = 0; k < n; k++) {
+      const q = listIds.indexOf(space.termIds[k]);
       if (q < 0) continue;
       if (!found) hits.push(d);
       found = true;
-      hits.push(q, ts[q].list.tfOf(d));
+      hits.push(q, space.termTfs[k]);
       df[q]++;
     }
     if (found) hits.push(-1);
@@ -851,9 +866,11 @@ function namespaceCandidates(space: KeywordSpace, ts: QueryTerm[], avg: number, 
     let s = acc[d];
     acc[d] = 0;
     if (s < cut) continue;
-    const ids = space.listsOf(d);
+    const n = space.listsOf(d);
+    const { termIds, termTfs } = space;
     for (let j = 0; j < late.length; j++)
-      if (ids.includes(late[j].id)) s += bm25(ts[q + j].idf, late[j].tfOf(d), space.docLen[d], avg);
+      for (let k = 0; k < n; k++)
+        if (termIds[k] === late[j].id) s += bm25(ts[q + j].idf, termTfs[k], space.docLen[d], avg);
     touched[kept] = d;
     values[kept++] = s;
   }

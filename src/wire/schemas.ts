@@ -24,6 +24,12 @@ export const NoControlText = (min: number, max: number, options: { description?:
 /** A namespace or entity name. */
 export const Name = NoControlText(1, limits.nameChars);
 
+/** A memory's category and one of its tags: the rules every schema that takes them shares (stores, filters, the export format). */
+export const Category = NoControlText(1, limits.categoryChars);
+export const Tag = t.String({ minLength: 1, maxLength: limits.tagChars, pattern: tagPattern });
+export const Tags = t.Array(Tag, { maxItems: limits.tags });
+export const Importance = t.Number({ minimum: 0, maximum: 1 });
+
 /**
  * A UUID's text, in one place. Memory ids are UUIDv7; requests may name them in any case (an id
  * that is not a UUID cannot exist: 404, not 400), memd writes them in lower case, and an export

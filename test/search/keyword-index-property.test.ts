@@ -256,10 +256,8 @@ test("in-memory keyword lists stay exact through removals and compaction", () =>
       if (space.gone[d]) continue;
       const m = live.get(space.idOf(d))!;
       const pairs: (string | number)[] = [];
-      for (const id of space.listsOf(d)) {
-        const [term, list] = [...space.lists].find(([, l]) => l.id === id)!;
-        pairs.push(term, list.tfOf(d));
-      }
+      for (let k = 0; k < space.listsOf(d); k++)
+        pairs.push([...space.lists].find(([, l]) => l.id === space.termIds[k])![0], space.termTfs[k]);
       expect([space.docLen[d], space.docCreated[d], m.entity, ...pairs]).toEqual(m.v);
     }
   }

@@ -32,8 +32,12 @@ await s.apply(
   null,
 );
 await s.keywordSearch({ namespace: ns }, queryTerms("tea"), {}, 5);
-for (let i = 0; i < 500 && !(existsSync(snapshotDir(dir)) && readdirSync(snapshotDir(dir)).length > 0); i++)
-  await Bun.sleep(10);
+// (Written a piece at a time: in place once the .bin is there and no .tmp is left.)
+const written = () => {
+  const files = existsSync(snapshotDir(dir)) ? readdirSync(snapshotDir(dir)) : [];
+  return files.some((f) => f.endsWith(".bin")) && !files.some((f) => f.endsWith(".tmp"));
+};
+for (let i = 0; i < 500 && !written(); i++) await Bun.sleep(10);
 console.log("snapshot written");
 // The next save begins after 20 changes (and a tenth of the namespace) and never gets past its first piece.
 let saving = false;

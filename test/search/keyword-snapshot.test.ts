@@ -5,7 +5,8 @@
 // of writes and of a save (a child process), after a rebuild of the index (the snapshot is
 // refused), and a damaged file is ignored. A save is written a piece at a time: writes and
 // searches are answered meanwhile, and it holds the lists as they were when it began (a
-// compaction waits for it).
+// compaction waits for it); lists built from the records are then replaced by the ones read
+// back from it.
 import { afterAll, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -191,6 +192,7 @@ test("a save is written a piece at a time: writes and searches are answered mean
   };
   const bins = () => readdirSync(snapshotDir(tmp.dir)).filter((f) => f.endsWith(".bin"));
   let during: string[];
+  const reloads = snapshotStats.reloaded;
   try {
     await s.keywordSearch({ namespace: ns }, queryTerms("tea"), {}, 5); // builds the lists; the save begins behind
     await waitFor(() => waiting === 1);
@@ -204,6 +206,10 @@ test("a save is written a piece at a time: writes and searches are answered mean
     go();
   }
   await waitFor(() => bins().length === 1 && readdirSync(snapshotDir(tmp.dir)).length === 1);
+  // The lists built from the records were then read again from that file (mapped) and caught up:
+  // they answer as before.
+  await waitFor(() => snapshotStats.reloaded === reloads + 1);
+  expect(await answers(s)).toEqual(during);
   // That snapshot (of the lists before the 150 changes) is kept aside; close saves a newer one.
   const file = join(snapshotDir(tmp.dir), bins()[0]);
   copyFileSync(file, `${file}.kept`);
@@ -260,11 +266,11 @@ test("a frozen space's snapshot holds it as it was frozen, whatever changes (and
   };
   const job = snapshotJob(tmp.dir, ns);
   const stamp = { format: 1, clockEpoch: 0, searchEpoch: 0 };
-  expect(await writeSnapshot(tmp.dir, ns, { ...stamp, atMs: 7 }, frozen, job, { turnMs: 0, between })).toBe(true);
+  expect(await writeSnapshot(tmp.dir, ns, { ...stamp, atMs: 7, atSeq: 9 }, frozen, job, { turnMs: 0, between })).toBe(true);
   frozen.release();
   expect(step).toBeGreaterThan(5);
   const read = readSnapshot(tmp.dir, ns, stamp)!;
-  expect(read.atMs).toBe(7);
+  expect(read.at).toEqual({ atMs: 7, atSeq: 9 });
   const back = KeywordSpace.fromParts(read.parts);
   // Every document live when frozen, with its terms and tfs, and nothing else.
   expect(back.stats).toEqual({ docs: at.size, totalLength: 3 * at.size });
@@ -272,10 +278,8 @@ test("a frozen space's snapshot holds it as it was frozen, whatever changes (and
     const d = back.docOf(id)!;
     expect(back.idOf(d)).toBe(id);
     const pairs: (string | number)[] = [];
-    for (const listId of back.listsOf(d)) {
-      const [term, list] = [...back.lists].find(([, l]) => l.id === listId)!;
-      pairs.push(term, list.tfOf(d));
-    }
+    for (let k = 0; k < back.listsOf(d); k++)
+      pairs.push([...back.lists].find(([, l]) => l.id === back.termIds[k])![0], back.termTfs[k]);
     expect([back.docLen[d], back.docCreated[d], ...pairs]).toEqual([v[0], v[1], ...v.slice(3)]);
   }
   for (const [term, list] of back.lists)

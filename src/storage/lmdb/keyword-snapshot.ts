@@ -20,7 +20,7 @@ import { commit, version } from "../../build-info";
 import { termCounts } from "../../text/tokens";
 import type { FrozenSpace, Piece, SpaceParts } from "../keyword-space";
 
-const MAGIC = "memd-keywords-4";
+const MAGIC = "memd-keywords-7";
 
 /** The snapshots' directory in a data dir. */
 export const snapshotDir = (dataDir: string) => join(dataDir, "search");
@@ -46,7 +46,12 @@ function sampleTerms(): (string | number)[] {
 }
 
 /** Which state of the store a snapshot belongs to. */
-export type SnapshotStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number };
+/**
+ * Which state of the store a snapshot belongs to: the data dir's epochs, and the namespace's
+ * events it follows (every one up to seq atSeq: those before time atMs, and those of that time
+ * up to that seq).
+ */
+export type SnapshotStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number; atSeq: number };
 
 type Header = {
   magic: string;
@@ -56,6 +61,7 @@ type Header = {
   count: number;
   pool: number;
   postings: number;
+  table: number;
   terms: string[];
   entities: string[];
   otherIds: [number, string][];
@@ -76,7 +82,7 @@ const hashOf = (bytes: Uint8Array) => {
 };
 
 /** The sections' item types and counts, in order (FrozenSpace). */
-const layout = (count: number, pool: number, lists: number, postings: number) =>
+const layout = (count: number, pool: number, lists: number, postings: number, table: number) =>
   [
     [Int32Array, count * 4],
     [Int32Array, count],
@@ -88,6 +94,7 @@ const layout = (count: number, pool: number, lists: number, postings: number) =>
     [Int32Array, lists],
     [Int32Array, postings],
     [Uint16Array, postings],
+    [Int32Array, table],
   ] as const;
 
 /** Data dirs whose leftover temporary files this process removed. */
@@ -117,7 +124,7 @@ export async function writeSnapshot(
   job: SnapshotJob,
   pace: { turnMs: number; between: () => Promise<unknown> },
 ): Promise<boolean> {
-  const sizes = layout(f.count, f.pool, f.terms.length, f.postings);
+  const sizes = layout(f.count, f.pool, f.terms.length, f.postings, f.table);
   const header: Header = {
     magic: MAGIC,
     build: build(),
@@ -126,6 +133,7 @@ export async function writeSnapshot(
     count: f.count,
     pool: f.pool,
     postings: f.postings,
+    table: f.table,
     terms: f.terms,
     entities: f.entities,
     otherIds: f.otherIds,
@@ -208,13 +216,15 @@ export async function writeSnapshot(
 /**
  * The parts of a namespace's snapshot (KeywordSpace.fromParts), if there is one of this stamp
  * (atMs aside), whole. Its arrays view the file, mapped private (they are not the process's
- * anonymous memory, and a change to them is not written back to the file).
+ * anonymous memory, and a change to them is not written back to the file). `verify` false skips
+ * the sections' hashes (for the file this process has just written).
  */
 export function readSnapshot(
   dataDir: string,
   namespace: string,
-  stamp: Omit<SnapshotStamp, "atMs">,
-): { parts: SpaceParts; atMs: number } | undefined {
+  stamp: Omit<SnapshotStamp, "atMs" | "atSeq">,
+  verify = true,
+): { parts: SpaceParts; at: { atMs: number; atSeq: number } } | undefined {
   try {
     // Mapped (8-byte aligned: page aligned); an empty or missing file throws.
     const bytes = Bun.mmap(fileOf(dataDir, namespace), { shared: false });
@@ -235,15 +245,15 @@ export function readSnapshot(
     const L = header.terms.length;
     const n = header.count;
     const out: Piece[] = [];
-    for (const [i, [T, count]] of layout(n, header.pool, L, header.postings).entries()) {
+    for (const [i, [T, count]] of layout(n, header.pool, L, header.postings, header.table).entries()) {
       if (at + count * T.BYTES_PER_ELEMENT > bytes.length) return undefined;
       const section = new T(bytes.buffer, bytes.byteOffset + at, count);
-      if (hashOf(bytesOf(section)) !== header.hashes[i]) return undefined;
+      if (verify && hashOf(bytesOf(section)) !== header.hashes[i]) return undefined;
       out.push(section);
       at += align8(count * T.BYTES_PER_ELEMENT);
     }
     if (at !== bytes.length) return undefined;
-    const [idWords, docLen, docCreated, docEntity, docStart, pool, lengths, listMaxLen, docs, tfs] = out;
+    const [idWords, docLen, docCreated, docEntity, docStart, pool, lengths, listMaxLen, docs, tfs, table] = out;
     // The lists, each a view of its part of the two list sections.
     const listN = lengths as Int32Array<ArrayBuffer>;
     const listDoc: Int32Array<ArrayBuffer>[] = [];
@@ -274,8 +284,9 @@ export function readSnapshot(
         terms: header.terms,
         entities: header.entities,
         otherIds: header.otherIds,
+        table: table as Int32Array<ArrayBuffer>,
       },
-      atMs: s.atMs,
+      at: { atMs: s.atMs, atSeq: s.atSeq },
     };
   } catch {
     return undefined;

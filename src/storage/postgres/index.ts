@@ -22,7 +22,7 @@ import type { PgState } from "./state";
 import { pgTransfer } from "./transfer";
 import { pgUpkeep } from "./upkeep";
 import { PgVectorCache } from "./vector-cache";
-import { applier, applyBatch, storageError, unavailableMessage, type WriteSettings, writeAlone } from "./writes";
+import { applyBatch, GroupCommit, storageError, unavailableMessage, type WriteSettings, writeAlone } from "./writes";
 
 export { storageError };
 
@@ -101,9 +101,9 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     entityLocks: keyedMutex(),
     db,
     write: <T>(work: (tx: ReservedSQL) => Promise<T>) => writeAlone(sql, writes, work),
-    apply: applier(sql, writes, { memoryOf }),
+    groupCommit: new GroupCommit(sql, writes),
     applyIn: async (tx, ops, actorKeyId, now) => {
-      const done = await applyBatch(tx, [{ ops, actorKeyId, now }], { memoryOf });
+      const done = await applyBatch(tx, [{ ops, actorKeyId, now }]);
       await Promise.all(done.last ?? []);
       const [r] = done.values;
       if (r instanceof IdempotencyKeyTaken) throw r;

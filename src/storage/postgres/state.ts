@@ -26,11 +26,18 @@ export interface PgState {
   db<T>(fn: () => Promise<T>, limitMs?: number): Promise<T>;
   /** A write in a transaction of its own (writes.ts: deadline before COMMIT, its own bound after). */
   write<T>(work: (tx: ReservedSQL) => Promise<T>): Promise<T>;
-  /** One apply, in a transaction shared with others of the same `group` (writes.ts, applier). */
-  apply(
-    call: { ops: readonly MemoryOp[]; actorKeyId: string | null; now: number; idempotency?: IdempotencyRecord },
-    group: string | undefined,
-  ): Promise<(Applied | null)[]>;
+  /**
+   * Applies, each alone or in a transaction shared with others of its group: writes.ts GroupCommit
+   * (described here by its shape, since writes.ts imports this file through search.ts).
+   */
+  readonly groupCommit: {
+    /** Per group, the calls not yet in a transaction, in arrival order. */
+    readonly waiting: ReadonlyMap<string, readonly unknown[]>;
+    apply(
+      call: { ops: readonly MemoryOp[]; actorKeyId: string | null; now: number; idempotency?: IdempotencyRecord },
+      group: string | undefined,
+    ): Promise<(Applied | null)[]>;
+  };
   /** Applies ops inside a transaction of the caller's (an erasure's). */
   applyIn(
     tx: TransactionSQL | ReservedSQL,
