@@ -27,6 +27,8 @@ import {
 const fake = startFakeModel();
 const dir = tempDir("memd-pg-lists-");
 let url = "";
+/** The database itself, not through PgBouncer (memd import takes no --database-pooler). */
+let direct = "";
 let a: ServerProcess;
 let b: ServerProcess;
 const ns = "lists";
@@ -65,7 +67,8 @@ const start = (name: string, env: Record<string, string>) =>
   );
 
 beforeAll(async () => {
-  url = throughPooler(await freshDatabase());
+  direct = await freshDatabase();
+  url = throughPooler(direct);
   [a, b] = await Promise.all([start("a", { MEMD_PG_KEYWORD_LISTS: "false" }), start("b", {})]);
 }, 120_000);
 
@@ -214,13 +217,10 @@ describe("two replicas: A searches by SQL, B from its lists", () => {
     memory.id = `${memory.id.slice(0, 24)}${"0".repeat(12)}`;
     const file = `${dir.dir}/import.jsonl`;
     writeFileSync(file, `${lines[0]}\n${JSON.stringify(memory)}\n`);
-    const r = await runMemd(
-      ["import", file, "--database-url", url, ...(poolerUrl() ? ["--database-pooler", "transaction"] : [])],
-      {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-      },
-    );
+    const r = await runMemd(["import", file, "--database-url", direct], {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+    });
     expect({ code: r.code, err: r.err }).toMatchObject({ code: 0 });
     expect(await onB("mango")).toEqual(["Erin grows mango"]);
     await builtOnB(1);
