@@ -384,17 +384,22 @@ export class KeywordSpace {
     const entityIdOf = new Int32Array(this.entityNames.length).fill(-1);
     const entities: string[] = [];
     for (let d = 0; d < n; d++) {
-      if (!isLive(d)) continue;
+      if (gone?.[d]) continue;
       const e = docEntity[d];
       if (entityIdOf[e] < 0) entityIdOf[e] = entities.push(this.entityNames[e]) - 1;
     }
+    const L = this.listById.length;
     const lists = this.listById.map((l) => ({ doc: l.doc, tf: l.tf, n: l.n, live: l.live }));
-    const terms = lists.map(() => "");
+    const terms: string[] = new Array(L).fill("");
     for (const [term, l] of this.lists) if (l.live > 0) terms[l.id] = term;
-    const listN = Int32Array.from(lists, (l) => l.live);
-    const listMaxLen = Int32Array.from(this.listById, (l) => l.maxLen);
+    const listN = new Int32Array(L);
+    const listMaxLen = new Int32Array(L);
     let postings = 0;
-    for (const l of lists) postings += l.live;
+    for (let i = 0; i < L; i++) {
+      listN[i] = lists[i].live;
+      listMaxLen[i] = this.listById[i].maxLen;
+      postings += lists[i].live;
+    }
     const otherIds: [number, string][] = [];
     for (const [d, id] of this.otherIds) if (d < n && isLive(d)) otherIds.push([newNumber(d), id]);
     // The id table as it is (a copy: adds and removes change it in place), when no document is

@@ -266,11 +266,11 @@ test("a frozen space's snapshot holds it as it was frozen, whatever changes (and
   };
   const job = snapshotJob(tmp.dir, ns);
   const stamp = { format: 1, clockEpoch: 0, searchEpoch: 0 };
-  expect(await writeSnapshot(tmp.dir, ns, { ...stamp, atMs: 7 }, frozen, job, { turnMs: 0, between })).toBe(true);
+  expect(await writeSnapshot(tmp.dir, ns, { ...stamp, atMs: 7, atSeq: 9 }, frozen, job, { turnMs: 0, between })).toBe(true);
   frozen.release();
   expect(step).toBeGreaterThan(5);
   const read = readSnapshot(tmp.dir, ns, stamp)!;
-  expect(read.atMs).toBe(7);
+  expect(read.at).toEqual({ atMs: 7, atSeq: 9 });
   const back = KeywordSpace.fromParts(read.parts);
   // Every document live when frozen, with its terms and tfs, and nothing else.
   expect(back.stats).toEqual({ docs: at.size, totalLength: 3 * at.size });

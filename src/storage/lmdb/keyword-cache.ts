@@ -73,7 +73,14 @@ export function keywordCache(
    * Per loaded space: its namespace, changes since its last save began, whether a save is
    * queued, the save being written, and (restored) the time to catch up from.
    */
-  type State = { ns: string; changes: number; queued: boolean; job?: SnapshotJob; from?: number; built?: boolean };
+  type State = {
+    ns: string;
+    changes: number;
+    queued: boolean;
+    job?: SnapshotJob;
+    from?: { atMs: number; atSeq: number };
+    built?: boolean;
+  };
   const state = new Map<KeywordSpace, State>();
   /** Saves run one at a time, in the order queued. */
   let saving: Promise<void> = Promise.resolve();
@@ -85,13 +92,14 @@ export function keywordCache(
     // Both in the same turn as the lists: every event up to the settled seq is committed and
     // followed by them; the load catches up from its time on. What the snapshot holds is fixed
     // here (freeze); the lists go on following commits while it is written.
-    const atMs = settledAt(st.ns, settledSeq());
+    const atSeq = settledSeq();
+    const atMs = settledAt(st.ns, atSeq);
     const frozen = s.freeze();
     st.changes = 0;
     const job = snapshotJob(dataDir, st.ns);
     st.job = job;
     try {
-      const written = await writeSnapshot(dataDir, st.ns, { ...stamp(), atMs }, frozen, job, snapshotting);
+      const written = await writeSnapshot(dataDir, st.ns, { ...stamp(), atMs, atSeq }, frozen, job, snapshotting);
       // Lists built from the records are on the heap: the namespace is read again from the file
       // just written (mapped, caught up), which then takes their place.
       if (written && st.built && state.get(s) === st) {
@@ -130,7 +138,7 @@ export function keywordCache(
       if (found && reload) snapshotStats.reloaded++;
       else if (found) snapshotStats.restored++;
       const s = found ? KeywordSpace.fromParts(found.parts) : new KeywordSpace();
-      state.set(s, { ns, changes: 0, queued: false, from: found?.atMs });
+      state.set(s, { ns, changes: 0, queued: false, from: found?.at });
       return s;
     },
     load: (s, ns, after, limit) => {
@@ -138,7 +146,9 @@ export function keywordCache(
       if (st.from !== undefined) {
         // Restored: re-read every memory the namespace's events name since the snapshot.
         const ids = new Set<string>();
-        for (const key of dbs.eventsByNs.getKeys({ start: [ns, st.from], end: [ns, END] })) {
+        // (From its time on; of that time, the events after its seq: the others are in it.)
+        const start = [ns, st.from.atMs, st.from.atSeq + 1];
+        for (const key of dbs.eventsByNs.getKeys({ start, end: [ns, END] })) {
           const e = dbs.events.get((key as unknown[])[2] as number) as EventRecord | undefined;
           if (!e) continue;
           ids.add(e.memoryId);

@@ -20,7 +20,7 @@ import { commit, version } from "../../build-info";
 import { termCounts } from "../../text/tokens";
 import type { FrozenSpace, Piece, SpaceParts } from "../keyword-space";
 
-const MAGIC = "memd-keywords-6";
+const MAGIC = "memd-keywords-7";
 
 /** The snapshots' directory in a data dir. */
 export const snapshotDir = (dataDir: string) => join(dataDir, "search");
@@ -46,7 +46,12 @@ function sampleTerms(): (string | number)[] {
 }
 
 /** Which state of the store a snapshot belongs to. */
-export type SnapshotStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number };
+/**
+ * Which state of the store a snapshot belongs to: the data dir's epochs, and the namespace's
+ * events it follows (every one up to seq atSeq: those before time atMs, and those of that time
+ * up to that seq).
+ */
+export type SnapshotStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number; atSeq: number };
 
 type Header = {
   magic: string;
@@ -217,9 +222,9 @@ export async function writeSnapshot(
 export function readSnapshot(
   dataDir: string,
   namespace: string,
-  stamp: Omit<SnapshotStamp, "atMs">,
+  stamp: Omit<SnapshotStamp, "atMs" | "atSeq">,
   verify = true,
-): { parts: SpaceParts; atMs: number } | undefined {
+): { parts: SpaceParts; at: { atMs: number; atSeq: number } } | undefined {
   try {
     // Mapped (8-byte aligned: page aligned); an empty or missing file throws.
     const bytes = Bun.mmap(fileOf(dataDir, namespace), { shared: false });
@@ -281,7 +286,7 @@ export function readSnapshot(
         otherIds: header.otherIds,
         table: table as Int32Array<ArrayBuffer>,
       },
-      atMs: s.atMs,
+      at: { atMs: s.atMs, atSeq: s.atSeq },
     };
   } catch {
     return undefined;
