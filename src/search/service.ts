@@ -10,6 +10,7 @@ import { ApiError, invalidField } from "../wire/errors";
 import { asOfField, instantField } from "../wire/time";
 import { keywordAsOf, keywordAsOfTexts } from "./asof";
 import { FUSION, fuse } from "./fusion";
+import { embedQueryWithShare } from "./probe";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
 
 /** What search reads: the ranked reads, and the as-of reads for `asOf`. */
@@ -46,9 +47,13 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
   const terms = queryTerms(o.query);
   const keyword = (limit: number) => core.storage.keywordSearch(o.scope, terms, filter, limit, now);
   if (o.mode === "keyword") return { hits: await keyword(o.limit), mode: "keyword" };
+  const settings = embedSettings(core.config)!;
   let vector: Float32Array;
+  let share = 0;
   try {
-    [vector] = await embedTexts(embedSettings(core.config)!, [o.query], o.cost, core.shutdown);
+    // Hybrid needs the model's probe share too (probe.ts): measured in the same call the first time.
+    if (o.mode === "hybrid") ({ vector, share } = await embedQueryWithShare(core, settings, o.query, o.cost));
+    else [vector] = await embedTexts(settings, [o.query], o.cost, core.shutdown);
   } catch (e) {
     if (!(e instanceof EmbedError)) throw e;
     if (o.mode === "semantic")
@@ -64,10 +69,10 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
     keyword(depth),
     core.storage.semanticSearch(o.scope, vector, filter, Math.max(depth, FUSION.semanticStatsDepth), now),
   ]);
-  // A keyword hit that shares none of the query's words but its stop words is no evidence.
+  // Only a keyword hit that shares a word of the query other than its stop words may be gated.
   const words = new Set(terms.filter((t) => t.weight === 1).map((t) => t.term));
-  const evidence = k.filter((h) => indexTerms(h.memory.content).some((t) => words.has(t)));
-  return { hits: fuse(evidence, s, o.limit), mode: "hybrid" };
+  const sharesContentWord = (m: MemoryRecord) => indexTerms(m.content).some((t) => words.has(t));
+  return { hits: fuse(k, s, o.limit, { share, sharesContentWord }), mode: "hybrid" };
 }
 
 /** The longest query, in characters (code points). */

@@ -20,6 +20,7 @@ export interface StorageSettings {
   databasePooler?: "none" | "session" | "transaction";
   dbConnectTimeoutMs?: number;
   dbStatementTimeoutMs?: number;
+  pgKeywordLists?: boolean;
 }
 
 /** Opens the configured storage, migrating it to this release's format. */
@@ -31,6 +32,7 @@ export async function openStorage(s: StorageSettings): Promise<Storage> {
       pooler: s.databasePooler ?? "none",
       connectTimeoutMs: s.dbConnectTimeoutMs ?? 5000,
       statementTimeoutMs: s.dbStatementTimeoutMs ?? 5000,
+      keywordLists: s.pgKeywordLists ?? true,
     });
   }
   return openLmdb(s.dataDir, { mapSizeMb: s.mapSizeMb });

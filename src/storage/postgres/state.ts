@@ -3,6 +3,7 @@
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import type { keyedMutex } from "../mutex";
 import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
+import type { PgKeywordLists } from "./keyword-cache";
 import type { PgVectorCache } from "./vector-cache";
 
 export interface PgState {
@@ -14,6 +15,8 @@ export interface PgState {
   readonly lockSql: SQL;
   /** Each namespace's vectors in memory on this replica, followed before each search (vector-cache.ts). */
   readonly vectors: PgVectorCache;
+  /** This replica's keyword lists per namespace searched (keyword-cache.ts); undefined: keyword search by SQL only. */
+  readonly keywordLists: PgKeywordLists | undefined;
   /** One waiter per entity per process (MemoryWrites.serialize). */
   readonly entityLocks: ReturnType<typeof keyedMutex>;
   /**
