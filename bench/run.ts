@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { crashRound } from "../test/crash-run";
 import { startFakeModel } from "../test/fake-model";
+import { createDatabase } from "../test/helpers";
 import { contextBench } from "./context";
 import { lifecycleBench } from "./lifecycle";
 import { defaultData, locomoBench, locomoTables, locomoTargets } from "./locomo";
@@ -445,6 +446,22 @@ for (const script of ["scale.ts", "vectors.ts"]) {
     stderr: "inherit",
   });
   lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/${script} failed: exit ${p.exitCode})\n`);
+}
+// Keyword search at a million memories on PostgreSQL (issue 26): bench/scale.ts' PostgreSQL mode,
+// on a fresh database of the throwaway PostgreSQL make bench runs under (BENCH_SCALE_PG_N,
+// default 1,000,000: loading it takes minutes), SQL and the replica's lists in the same run.
+if (pgUrl?.startsWith("postgres")) {
+  log("keyword search at a million memories on PostgreSQL: scale.ts");
+  const p = Bun.spawnSync([process.execPath, "run", join(import.meta.dir, "scale.ts")], {
+    cwd: root,
+    stderr: "inherit",
+    env: {
+      ...process.env,
+      BENCH_SCALE_DATABASE_URL: await createDatabase(pgUrl),
+      BENCH_SCALE_N: process.env.BENCH_SCALE_PG_N ?? "1000000",
+    },
+  });
+  lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/scale.ts on PostgreSQL failed: exit ${p.exitCode})\n`);
 }
 // As-of reads (issue 23): bench/time.ts, also runnable alone.
 lines.push(await timeBench(log));

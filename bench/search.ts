@@ -12,10 +12,11 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fuse } from "../src/search/fusion";
+import { PROBES, probeShare } from "../src/search/probe";
 import { openLmdb } from "../src/storage/lmdb/index";
 import { openPostgres } from "../src/storage/postgres/index";
 import type { MemoryOp, Scored } from "../src/storage/storage";
-import { queryTerms } from "../src/text/tokens";
+import { indexTerms, queryTerms } from "../src/text/tokens";
 import { canonicalizer, fakeVector } from "../test/fake-embedder";
 import { createDatabase, seededRandom } from "../test/helpers";
 import type { SearchSet } from "./search-set";
@@ -48,6 +49,12 @@ if (parts.has("quality")) {
   };
   const opts = { dimensions: 256, similar: set.similar, trigrams: true };
   const canon = canonicalizer(set.similar);
+  // What the server measures on its first hybrid search (src/search/probe.ts).
+  const share = probeShare(PROBES.flat().map((t) => Float32Array.from(fakeVector(t, opts, canon))));
+  const sharesContentWord = (query: string) => {
+    const words = new Set(queryTerms(query).flatMap((t) => (t.weight === 1 ? [t.term] : [])));
+    return (m: Scored["memory"]) => indexTerms(m.content).some((t) => words.has(t));
+  };
   const s = await tempStore();
   const idOf = new Map<string, string>();
   const ops: MemoryOp[] = set.memories.map((m) => {
@@ -79,7 +86,7 @@ if (parts.has("quality")) {
       let hits: Scored[] = k.slice(0, 10);
       if (mode === "hybrid") {
         const v = await s.semanticSearch(scope, Float32Array.from(fakeVector(q.query, opts, canon)), {}, 30);
-        hits = fuse(k, v, 10);
+        hits = fuse(k, v, 10, { share, sharesContentWord: sharesContentWord(q.query) });
       }
       const ranked = hits.map((h) => idOf.get(h.memory.id)!);
       const rank = ranked.findIndex((id) => q.relevant.includes(id));

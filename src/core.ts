@@ -3,9 +3,13 @@ import type { Config } from "./config/config";
 import type { Logger } from "./log";
 import type { Storage } from "./storage/storage";
 
-/** What every feature service needs: the open storage, the commit notifier, settings and the log. */
-export interface Core {
-  storage: Storage;
+/**
+ * What every feature service needs: the open storage, the commit notifier, settings and the log.
+ * `S` is the storage roles a service uses (storage/storage.ts): a service that needs only some
+ * says which, `Core<Search & AsOfReads>`, and the server's whole Core is one of those.
+ */
+export interface Core<S = Storage> {
+  storage: S;
   /** Pinged after events are committed, to wake live streams (see audit/notify.ts). */
   notifier: CommitNotifier;
   config: Config;

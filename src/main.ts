@@ -3,9 +3,9 @@ import "./native-addon";
 import { commit, version } from "./build-info";
 import { type Config, checkServeConfig, loadConfig, parseFlags, settingsHelp, UsageError } from "./config/config";
 import { runKeysCommand } from "./keys/cli";
-import { backupStore } from "./ops/backup";
 import { reindex } from "./search/reindex";
 import { StartError, startServer } from "./server";
+import { storageSite, ToolAdvice } from "./storage/index";
 import { runTransferCommand } from "./transfer/cli";
 
 const usage = `memd ${version}: a memory service for AI agents
@@ -109,17 +109,14 @@ async function backup(args: string[]) {
   if (!dest) fail("backup needs a destination directory: memd backup <dest> [--data-dir <dir>]");
   if (extra.length > 0) fail(`unexpected argument "${extra[0]}"`);
   const config = configFrom(flags.flat());
-  if (config.databaseUrl) {
-    // A copy made through one client could not be consistent with the replicas' writes the way
-    // the database's own tools are (one snapshot, or base backup plus WAL): use those.
-    process.stderr.write(
-      "memd: the store is PostgreSQL (MEMD_DATABASE_URL or --database-url): back it up with the database's own tools (pg_dump, or base backups with WAL archiving); see docs/postgres.md\n",
-    );
-    process.exit(1);
-  }
   try {
-    await backupStore(config.dataDir, dest);
+    await storageSite(config).backup(dest);
   } catch (e) {
+    // On PostgreSQL the database's own tools make the copy (one snapshot, or base backup plus WAL).
+    if (e instanceof ToolAdvice) {
+      process.stderr.write(`memd: ${e.message}\n`);
+      process.exit(1);
+    }
     die(`backup failed: ${(e as Error).message}`);
   }
   process.stdout.write(`memd: copied ${config.dataDir} to ${dest}\n`);

@@ -2,11 +2,12 @@ import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { eventKinds, type EventKind as StoredKind } from "../storage/records";
+import { EventRecord, type EventKind as StoredKind } from "../storage/records";
 import { Name, Timestamp, Uuid } from "../wire/schemas";
+import { isoShapePattern } from "../wire/time";
 
 /** Audit event kinds (spec part 6, plus UPDATE): the list lives in storage/records.ts. */
-export const EventKind = t.Union(eventKinds.map((k) => t.Literal(k)));
+export const EventKind = EventRecord.properties.event;
 export type EventKind = StoredKind;
 export type { EventRecord } from "../storage/records";
 /** The kinds a store answer can report for a memory it wrote. */
@@ -15,19 +16,24 @@ export const storedKinds = ["ADD", "MERGE", "REPLACE"] as const satisfies readon
 /** In a JSON body a limit must be a number (Elysia's t.Integer would also take "10"). */
 const BodyLimit = (max: number, def: number) => Type.Integer({ minimum: 1, maximum: max, default: def });
 
-/** An audit record as the events endpoint returns it (spec 2.6, plus actorKeyId). */
+/**
+ * An audit record as the events endpoint returns it (spec 2.6, plus actorKeyId): the event
+ * record's fields (storage/records.ts), its seq as `id` and its times in ISO 8601.
+ */
 export const AuditEvent = t.Object({
   id: t.String(),
-  memoryId: Uuid,
-  namespace: t.String(),
-  entity: t.String(),
-  event: EventKind,
-  oldContent: t.Nullable(t.String()),
-  newContent: t.Nullable(t.String()),
-  mergedFromId: t.Nullable(t.String()),
-  reason: t.Nullable(t.String()),
+  ...t.Pick(EventRecord, [
+    "memoryId",
+    "namespace",
+    "entity",
+    "event",
+    "oldContent",
+    "newContent",
+    "mergedFromId",
+    "reason",
+  ]).properties,
   createdAt: Timestamp,
-  actorKeyId: t.Nullable(t.String()),
+  ...t.Pick(EventRecord, ["actorKeyId"]).properties,
   observedAt: t.Nullable(
     t.String({
       description:
@@ -54,8 +60,6 @@ export const EventsQuery = t.Object(
 export type EventsQuery = typeof EventsQuery.static;
 
 const sinceText = "ISO 8601; changes strictly after it; null or absent: from the beginning";
-/** The shape of an ISO 8601 date or time, so that the schema reports a bad `since` with the other fields (the handler checks the rest). */
-const isoShape = "^\\d{4}-\\d{2}-\\d{2}";
 
 export const DiffRequest = t.Object(
   {
@@ -63,7 +67,9 @@ export const DiffRequest = t.Object(
     entity: t.Optional(Name),
     // null (an answer's own `since`, sent back) means from the beginning, as absent does.
     since: t.Optional(
-      t.Nullable(t.String({ maxLength: 64, pattern: isoShape, description: sinceText }), { description: sinceText }),
+      t.Nullable(t.String({ maxLength: 64, pattern: isoShapePattern, description: sinceText }), {
+        description: sinceText,
+      }),
     ),
     limit: t.Optional(BodyLimit(limits.pageMax, limits.diffDefault)),
   },
@@ -120,7 +126,7 @@ export const StreamQuery = t.Object(
     entity: t.Optional(Name),
     after: t.Optional(t.String({ maxLength: 128, description: "a cursor (an event's `id:`); events after it" })),
     since: t.Optional(
-      t.String({ maxLength: 64, pattern: isoShape, description: "ISO 8601; events strictly after it" }),
+      t.String({ maxLength: 64, pattern: isoShapePattern, description: "ISO 8601; events strictly after it" }),
     ),
   },
   { additionalProperties: false },

@@ -27,6 +27,7 @@ export interface Config {
   databasePooler: "none" | "session" | "transaction";
   dbConnectTimeoutMs: number;
   dbStatementTimeoutMs: number;
+  pgKeywordLists: boolean;
   logLevel: LogLevel;
   llmBaseUrl: string | undefined;
   llmModel: string | undefined;
@@ -165,6 +166,14 @@ export const settings: Setting[] = [
     default: 5000,
     parse: int(100, 600000),
     help: "longest a PostgreSQL statement may run before it is cancelled",
+  },
+  {
+    key: "pgKeywordLists",
+    flag: "--pg-keyword-lists",
+    env: "MEMD_PG_KEYWORD_LISTS",
+    default: true,
+    parse: bool,
+    help: "on PostgreSQL, keep each searched namespace's keyword lists in this process's memory (false: every keyword search is SQL)",
   },
   {
     key: "logLevel",

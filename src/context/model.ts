@@ -1,7 +1,8 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
-import { AsOf, Category, Name, ObservedAfter, ObservedBefore } from "../memory/model";
+import { AsOf, ObservedAfter, ObservedBefore } from "../memory/model";
 import { SearchResult, searchModes } from "../search/model";
+import { Category, Name } from "../wire/schemas";
 
 /** The budget's bounds, in tokens of the named tokenizer (`tokenizer` in the answer). */
 export const contextTokens = { min: 50, max: 20000, default: 1000 } as const;

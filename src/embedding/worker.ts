@@ -1,4 +1,5 @@
 import type { Core } from "../core";
+import type { Embeddings } from "../storage/storage";
 import { EmbedError, embedSettings, embedTexts, newCost } from "./client";
 
 const batchSize = 64;
@@ -7,7 +8,7 @@ const batchSize = 64;
  * Embeds up to one batch of pending memories (stored while the endpoint was down, or queued by
  * `memd reindex`). Returns how many got a vector; throws EmbedError when the call fails.
  */
-export async function embedPendingBatch(core: Core): Promise<number> {
+export async function embedPendingBatch(core: Core<Embeddings>): Promise<number> {
   const s = embedSettings(core.config);
   if (!s) return 0;
   const pending = await core.storage.pendingEmbeddings(batchSize);
@@ -34,7 +35,7 @@ export interface WorkerOptions {
  * `intervalMs` when idle, and after a failure with a backoff doubling up to `maxBackoffMs`.
  * Does nothing without an embedding model. Returns the stop function.
  */
-export function startEmbedWorker(core: Core, o: WorkerOptions = {}): () => Promise<void> {
+export function startEmbedWorker(core: Core<Embeddings>, o: WorkerOptions = {}): () => Promise<void> {
   if (!embedSettings(core.config)) return async () => {};
   const interval = o.intervalMs ?? 500;
   const maxBackoff = o.maxBackoffMs ?? 30_000;

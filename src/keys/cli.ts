@@ -1,7 +1,5 @@
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
 import { loadConfig, parseCommandLine, UsageError } from "../config/config";
-import { openStorage } from "../storage/index";
+import { storageSite } from "../storage/index";
 import type { Storage } from "../storage/storage";
 import { ApiError } from "../wire/errors";
 import { isoTime } from "../wire/time";
@@ -50,11 +48,10 @@ async function openDataDir(
     ...(dataDir === undefined ? [] : ["--data-dir", dataDir]),
     ...(databaseUrl ? ["--database-url", databaseUrl] : []),
   ];
-  const config = loadConfig(args);
-  const dir = config.databaseUrl ? "PostgreSQL" : resolve(config.dataDir);
-  if (!config.databaseUrl && mustExist && !existsSync(dir))
-    throw new UsageError(`no data dir at ${dir}; pass --data-dir or set MEMD_DATA_DIR`);
-  return { store: await openStorage({ ...config, dataDir: dir }), dir };
+  const site = storageSite(loadConfig(args));
+  const missing = mustExist ? site.missing() : undefined;
+  if (missing) throw new UsageError(missing);
+  return { store: await site.open(), dir: site.label };
 }
 
 async function create(args: string[], io: Output) {

@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { Value } from "@sinclair/typebox/value";
 import { ConfigError, loadConfig, parseCommandLine, UsageError } from "../config/config";
-import { Name } from "../memory/model";
 import type { Running, startServer } from "../server";
+import { Name } from "../wire/schemas";
 import { createMcpServer } from "./server";
 import { tools } from "./tools";
 

@@ -2,16 +2,10 @@ import { t } from "elysia";
 import { storedKinds } from "../audit/model";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { Name, NoControlText, Timestamp, tagPattern, Uuid } from "../wire/schemas";
+import { ErasureRecord, MemoryRecord } from "../storage/records";
+import { Category, Importance, Name, Tag, Tags, Timestamp } from "../wire/schemas";
 import { isoShapePattern } from "../wire/time";
 
-export { Name };
-
-/** The rules of a memory's fields, shared by every schema that takes them (search filters, the export format). */
-export const Category = NoControlText(1, limits.categoryChars);
-const Importance = t.Number({ minimum: 0, maximum: 1 });
-export const Tag = t.String({ minLength: 1, maxLength: limits.tagChars, pattern: tagPattern });
-const Tags = t.Array(Tag, { maxItems: limits.tags });
 const Metadata = t.Record(t.String(), t.Unknown(), { description: "a JSON object, at most 16 KiB serialized" });
 const Source = t.String({ minLength: 1, maxLength: limits.sourceChars });
 
@@ -50,16 +44,23 @@ export type StoreRequest = typeof StoreRequest.static;
 
 export const StoredEvent = t.Union(storedKinds.map((k) => t.Literal(k)));
 
+/**
+ * A memory as answers give it: the record's fields (storage/records.ts) without its state (an
+ * answer shows only what is current, or what was at asOf), its times in ISO 8601, and the event
+ * that wrote it when a store answers.
+ */
 export const Memory = t.Object({
-  id: Uuid,
-  namespace: t.String(),
-  entity: t.String(),
-  content: t.String(),
-  category: t.String(),
-  importance: t.Number(),
-  tags: t.Optional(t.Array(t.String())),
-  metadata: t.Optional(t.Record(t.String(), t.Unknown())),
-  source: t.Optional(t.String()),
+  ...t.Pick(MemoryRecord, [
+    "id",
+    "namespace",
+    "entity",
+    "content",
+    "category",
+    "importance",
+    "tags",
+    "metadata",
+    "source",
+  ]).properties,
   createdAt: Timestamp,
   updatedAt: t.Optional(Timestamp),
   expiresAt: t.Optional(Timestamp),
@@ -118,13 +119,11 @@ export type EntityQuery = typeof EntityQuery.static;
 export const EraseRequest = t.Object({ namespace: Name, entity: Name }, { additionalProperties: false });
 export type EraseRequest = typeof EraseRequest.static;
 
+/** An erasure as answers give it: the record (storage/records.ts) with its time in ISO 8601. */
 export const Erasure = t.Object({
-  namespace: t.String(),
-  entity: t.String(),
+  ...t.Pick(ErasureRecord, ["namespace", "entity"]).properties,
   erasedAt: Timestamp,
-  actorKeyId: t.Nullable(t.String()),
-  memories: t.Integer({ description: "memory records scrubbed, current or not" }),
-  events: t.Integer({ description: "audit events scrubbed, the erasure's own DELETE events included" }),
+  ...t.Pick(ErasureRecord, ["actorKeyId", "memories", "events"]).properties,
 });
 export type Erasure = typeof Erasure.static;
 

@@ -1,4 +1,8 @@
 import type { Core } from "../core";
+import type { Idempotency, MemoryReads, MemoryWrites } from "../storage/storage";
+
+/** What the sweeper uses: the expiries due, apply, and the Idempotency-Keys past their time. */
+type SweeperCore = Core<MemoryReads & MemoryWrites & Idempotency>;
 
 const batchSize = 500;
 
@@ -9,7 +13,7 @@ const batchSize = 500;
  * only acts on a memory that still expires at that time, so each expiry is recorded once.
  * Returns how many it expired.
  */
-export async function sweepExpired(core: Core, now = Date.now()): Promise<number> {
+export async function sweepExpired(core: SweeperCore, now = Date.now()): Promise<number> {
   const due = await core.storage.dueExpiries(now, batchSize);
   if (due.length === 0) return 0;
   const ops = due.map(({ id, expiresAt }) => ({ event: "DELETE" as const, target: id, reason: "expired", expiresAt }));
@@ -18,7 +22,7 @@ export async function sweepExpired(core: Core, now = Date.now()): Promise<number
 }
 
 /** Runs the sweeper every `intervalMs` until stopped; well inside the 2 s promise of the contract. */
-export function startTtlSweeper(core: Core, intervalMs = 250): () => Promise<void> {
+export function startTtlSweeper(core: SweeperCore, intervalMs = 250): () => Promise<void> {
   let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
   const tick = () => {

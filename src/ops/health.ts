@@ -1,13 +1,14 @@
 import { Elysia } from "elysia";
 import type { Core } from "../core";
+import type { Upkeep } from "../storage/storage";
 
 /** Why the store cannot take writes now, or undefined when it can. Cheap enough for every probe. */
-export function notReadyReason(core: Core): Promise<string | undefined> {
+export function notReadyReason(core: Core<Upkeep>): Promise<string | undefined> {
   return core.storage.notReadyReason();
 }
 
 /** `GET /healthz` (the process answers) and `GET /readyz` (the store is open and writable); no key needed. */
-export const healthRoutes = (core: Core) =>
+export const healthRoutes = (core: Core<Upkeep>) =>
   new Elysia({ name: "health" })
     .get("/healthz", () => ({ status: "ok" }), { detail: { summary: "Liveness; no key needed", security: [] } })
     .get(

@@ -1,6 +1,7 @@
 import { Elysia } from "elysia";
 import type { Core } from "../core";
 import type { auth } from "../keys/auth";
+import type { Upkeep } from "../storage/storage";
 import { ApiError } from "../wire/errors";
 
 /**
@@ -108,7 +109,7 @@ function gauge(name: string, help: string, value: number, type = "gauge") {
 }
 
 /** Store figures read at scrape time: counts of memories and events, and the backend's own gauges. */
-export async function storeMetrics(core: Core): Promise<string> {
+export async function storeMetrics(core: Core<Upkeep>): Promise<string> {
   const s = await core.storage.stats();
   return [
     ...Object.entries(s.gauges).map(([name, [help, value]]) => gauge(name, help, value)),
@@ -142,7 +143,7 @@ export function modelMetrics(s: ModelStats | undefined): string {
 }
 
 export interface MetricsOptions {
-  core: Core;
+  core: Core<Upkeep>;
   authPlugin: ReturnType<typeof auth>;
   /** Serve /metrics without a key; otherwise it needs an admin key (see config `metricsPublic`). */
   public: boolean;

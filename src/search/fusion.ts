@@ -1,24 +1,29 @@
 // Hybrid search: how the keyword and the semantic ranking become one. Reciprocal rank fusion gave
 // a keyword hit that shares only common words the same weight as a strong semantic hit, and made
 // hybrid worse than keyword alone on LoCoMo (bench/notes.md, "Hybrid fusion"). Here each list's
-// scores are read for how far they stand out:
+// scores are read for how far they stand out, and the semantic list counts as much as the
+// embedding model has shown it knows meaning (probe.ts):
 // 1. Each list (FUSION.depth hits, or the request's limit when larger) is turned into z-scores:
 //    (score − mean) / standard deviation, over its first FUSION.depth hits for keyword and
 //    FUSION.semanticStatsDepth for semantic. A hit that stands far above the rest of its list
-//    counts for much; a list whose scores are all alike (a weak query, a weak embedder) counts
-//    for little. A memory missing from a list gets that list's floor: for keyword its z-score of
-//    0 (no shared word), for semantic the z-score of the list's last hit.
-// 2. A memory scores the sum of its two z-scores (semantic times FUSION.semanticWeight).
+//    counts for much; a list whose scores are all alike (a weak query) counts for little. A memory
+//    missing from a list gets that list's floor: for keyword its z-score of 0 (no shared word), for
+//    semantic the z-score of the list's last hit.
+// 2. A memory scores its keyword z-score plus w times its semantic one, w = FUSION.semanticWeight
+//    times the model's probe share (the share of paraphrases it ranks above look-alikes). A lexical
+//    model (share 0) so never reorders keyword's hits: it would reorder them by word overlap,
+//    which BM25 already ranks better. A memory only semantic found is weighed at least
+//    FUSION.semanticOnlyMinWeight, so that those stay in the semantic order among themselves.
 // 3. Gates: the hits that stand far out of their own list come first, among themselves by the
 //    same sum: keyword hits at least FUSION.keywordGateZ standard deviations above their list's
-//    mean (a strong match of the query's own words is rarely wrong, and a weak embedder must not
-//    push it out), and semantic hits at least FUSION.semanticGateZ above theirs (one memory that
-//    means what the query asks, when the keyword list holds only weak matches of its common
-//    words); at most FUSION.gateMax of each list.
-// (The keyword list given here holds only hits that share a word with the query other than its
-// stop words: search/service.ts.)
+//    mean that share a word with the query other than its stop words (a strong match of the
+//    query's own words is rarely wrong), and semantic hits at least FUSION.semanticGateZ above
+//    theirs, whatever the model's share (one memory that means what the query asks, when the
+//    keyword list holds only weak matches); at most FUSION.gateMax of each list.
+// A keyword list none of whose hits shares a word with the query other than its stop words is no
+// evidence and takes no part: the answer is then the semantic ranking.
 // The answer's score is the sum, plus FUSION.gateBonus for the gated hits (so it is higher for
-// every memory ranked above another).
+// every memory ranked above another, but for ties, which go to the newer).
 
 import { byScoreThenNewer } from "../storage/ops";
 import type { Scored } from "../storage/storage";
@@ -28,7 +33,7 @@ export const FUSION = {
   depth: 30,
   /**
    * Semantic hits read for the list's mean and deviation: cosines are crowded, and over the first
-   * 30 alone a list of near-equal scores (a weak embedder) gets large z-scores for small differences.
+   * 30 alone a list of near-equal scores gets large z-scores for small differences.
    */
   semanticStatsDepth: 100,
   /** z-score at or above which a keyword hit is gated to the front. */
@@ -37,8 +42,10 @@ export const FUSION = {
   semanticGateZ: 4.5,
   /** At most this many hits of each list are gated. */
   gateMax: 5,
-  /** Weight of the semantic z-score against the keyword one. */
-  semanticWeight: 1,
+  /** Weight of the semantic z-score for a model that ranks every probe right (times its share). */
+  semanticWeight: 1.25,
+  /** Least weight of the semantic z-score of a memory that only semantic found. */
+  semanticOnlyMinWeight: 0.05,
   /** Added to a gated hit's score. */
   gateBonus: 100,
 } as const;
@@ -54,13 +61,29 @@ function spread(list: readonly Scored[]): { mean: number; sd: number } {
   return { mean, sd: Math.sqrt(v / list.length) || 1 };
 }
 
+export interface FuseOptions {
+  /** The embedding model's probe share, 0 to 1 (probe.ts). */
+  share: number;
+  /** Whether a keyword hit shares a word with the query other than its stop words (only those are gated). */
+  sharesContentWord: (memory: Scored["memory"]) => boolean;
+}
+
 /** The best `limit` of a keyword and a semantic ranking, fused as described above. */
-export function fuse(keyword: readonly Scored[], allSemantic: readonly Scored[], limit: number): Scored[] {
+export function fuse(
+  allKeyword: readonly Scored[],
+  allSemantic: readonly Scored[],
+  limit: number,
+  o: FuseOptions,
+): Scored[] {
+  // Hits that share only stop words with the query, and none that shares more: no evidence.
+  const keyword = allKeyword.some((h) => o.sharesContentWord(h.memory)) ? allKeyword : [];
   const k = spread(keyword.slice(0, FUSION.depth));
   const s = spread(allSemantic.slice(0, FUSION.semanticStatsDepth));
   const semantic = allSemantic.slice(0, Math.max(limit, FUSION.depth));
   const kz = (score: number) => (score - k.mean) / k.sd;
-  const sz = (score: number) => (FUSION.semanticWeight * (score - s.mean)) / s.sd;
+  const sz = (score: number) => (score - s.mean) / s.sd;
+  const w = FUSION.semanticWeight * Math.min(1, Math.max(0, o.share));
+  const wOnly = Math.max(w, FUSION.semanticOnlyMinWeight);
   const keywordFloor = keyword.length ? kz(0) : 0;
   const semanticFloor = semantic.length ? sz(semantic[semantic.length - 1].score) : 0;
   const fused = new Map<string, { memory: Scored["memory"]; k?: number; s?: number }>();
@@ -71,15 +94,19 @@ export function fuse(keyword: readonly Scored[], allSemantic: readonly Scored[],
     else fused.set(h.memory.id, { memory: h.memory, s: sz(h.score) });
   }
   const gated = new Set<string>();
-  const gate = (list: readonly Scored[], z: (score: number) => number, min: number) => {
-    for (let i = 0; i < list.length && i < FUSION.gateMax && z(list[i].score) >= min; i++) gated.add(list[i].memory.id);
-  };
-  gate(keyword, kz, FUSION.keywordGateZ);
-  gate(semantic, (score) => (score - s.mean) / s.sd, FUSION.semanticGateZ);
+  for (let i = 0, n = 0; i < keyword.length && n < FUSION.gateMax && kz(keyword[i].score) >= FUSION.keywordGateZ; i++)
+    if (o.sharesContentWord(keyword[i].memory)) {
+      gated.add(keyword[i].memory.id);
+      n++;
+    }
+  for (let i = 0; i < semantic.length && i < FUSION.gateMax && sz(semantic[i].score) >= FUSION.semanticGateZ; i++)
+    gated.add(semantic[i].memory.id);
   return [...fused.values()]
     .map((f) => ({
       memory: f.memory,
-      score: (f.k ?? keywordFloor) + (f.s ?? semanticFloor) + (gated.has(f.memory.id) ? FUSION.gateBonus : 0),
+      score:
+        (f.k === undefined ? keywordFloor + wOnly * (f.s ?? semanticFloor) : f.k + w * (f.s ?? semanticFloor)) +
+        (gated.has(f.memory.id) ? FUSION.gateBonus : 0),
     }))
     .sort(byScoreThenNewer)
     .slice(0, limit);

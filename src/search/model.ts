@@ -1,7 +1,8 @@
 import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 import { limits } from "../config/limits";
-import { AsOf, Category, Memory, Name, ObservedAfter, ObservedBefore, Tag } from "../memory/model";
+import { AsOf, Memory, ObservedAfter, ObservedBefore } from "../memory/model";
+import { Category, Name, Tag } from "../wire/schemas";
 
 export const searchModes = ["keyword", "semantic", "hybrid"] as const;
 export type SearchMode = (typeof searchModes)[number];

@@ -3,19 +3,18 @@ import type { Config } from "../config/config";
 import { embedSettings } from "../embedding/client";
 import { embedPendingBatch } from "../embedding/worker";
 import { createLogger } from "../log";
-import { openStorage } from "../storage/index";
-import { type DataDirLock, lockDataDir } from "../storage/lock";
+import { openStorage, storageSite } from "../storage/index";
 
 /**
  * `memd reindex`: rebuilds the keyword index from the current memories and, with an embedding
- * model configured, embeds every current memory again. For upgrades and repairs. On LMDB it
- * takes the data dir lock, so it never runs beside a server. Returns the exit code.
+ * model configured, embeds every current memory again. For upgrades and repairs. It holds the
+ * store alone (on LMDB, the data dir lock), so it never runs beside a server. Returns the exit code.
  */
 export async function reindex(config: Config, out: (line: string) => void): Promise<number> {
   const logger = createLogger("warn");
-  let lock: DataDirLock | undefined;
+  let release: () => void;
   try {
-    if (!config.databaseUrl) lock = await lockDataDir(config.dataDir);
+    release = await storageSite(config).holdAlone();
   } catch (e) {
     out(`memd: reindex: ${(e as Error).message}`);
     return 1;
@@ -48,6 +47,6 @@ export async function reindex(config: Config, out: (line: string) => void): Prom
     return 1;
   } finally {
     await storage.close();
-    lock?.release();
+    release();
   }
 }

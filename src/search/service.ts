@@ -4,16 +4,20 @@ import type { Core } from "../core";
 import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedding/client";
 import { requireEntityForAsOf, toMemory } from "../memory/service";
 import { isCurrent, type MemoryRecord } from "../storage/records";
-import type { MemoryScope, Scored, SearchFilter } from "../storage/storage";
+import type { AsOfReads, MemoryScope, Scored, Search, SearchFilter } from "../storage/storage";
 import { indexTerms, queryTerms } from "../text/tokens";
 import { ApiError, invalidField } from "../wire/errors";
 import { asOfField, instantField } from "../wire/time";
 import { keywordAsOf, keywordAsOfTexts } from "./asof";
 import { FUSION, fuse } from "./fusion";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
+import { embedQueryWithShare } from "./probe";
+
+/** What search reads: the ranked reads, and the as-of reads for `asOf`. */
+type SearchCore = Core<Search & AsOfReads>;
 
 /** The mode a request gets: its own, or hybrid when a model is configured, else keyword. */
-export function resolveMode(core: Core, mode: SearchMode | undefined): SearchMode {
+export function resolveMode(core: Omit<Core, "storage">, mode: SearchMode | undefined): SearchMode {
   const configured = embedSettings(core.config) !== undefined;
   if (mode === undefined) return configured ? "hybrid" : "keyword";
   if (mode !== "keyword" && !configured)
@@ -37,15 +41,19 @@ export interface RankOptions {
  * The best current memories for a query, best first, and the mode used. Hybrid falls back to
  * keyword (and says so) when the embedding call fails; semantic answers 503 then.
  */
-export async function rank(core: Core, o: RankOptions): Promise<{ hits: Scored[]; mode: SearchMode }> {
+export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Scored[]; mode: SearchMode }> {
   const filter = o.filter ?? {};
   const now = Date.now();
   const terms = queryTerms(o.query);
   const keyword = (limit: number) => core.storage.keywordSearch(o.scope, terms, filter, limit, now);
   if (o.mode === "keyword") return { hits: await keyword(o.limit), mode: "keyword" };
+  const settings = embedSettings(core.config)!;
   let vector: Float32Array;
+  let share = 0;
   try {
-    [vector] = await embedTexts(embedSettings(core.config)!, [o.query], o.cost, core.shutdown);
+    // Hybrid needs the model's probe share too (probe.ts): measured in the same call the first time.
+    if (o.mode === "hybrid") ({ vector, share } = await embedQueryWithShare(core, settings, o.query, o.cost));
+    else [vector] = await embedTexts(settings, [o.query], o.cost, core.shutdown);
   } catch (e) {
     if (!(e instanceof EmbedError)) throw e;
     if (o.mode === "semantic")
@@ -61,17 +69,17 @@ export async function rank(core: Core, o: RankOptions): Promise<{ hits: Scored[]
     keyword(depth),
     core.storage.semanticSearch(o.scope, vector, filter, Math.max(depth, FUSION.semanticStatsDepth), now),
   ]);
-  // A keyword hit that shares none of the query's words but its stop words is no evidence.
+  // Only a keyword hit that shares a word of the query other than its stop words may be gated.
   const words = new Set(terms.filter((t) => t.weight === 1).map((t) => t.term));
-  const evidence = k.filter((h) => indexTerms(h.memory.content).some((t) => words.has(t)));
-  return { hits: fuse(evidence, s, o.limit), mode: "hybrid" };
+  const sharesContentWord = (m: MemoryRecord) => indexTerms(m.content).some((t) => words.has(t));
+  return { hits: fuse(k, s, o.limit, { share, sharesContentWord }), mode: "hybrid" };
 }
 
 /** The longest query, in characters (code points). */
 export const maxQueryChars = 1000;
 
 /** POST /v1/memory/search: never a memory that is not current at the time of the answer. */
-export async function search(core: Core, req: SearchRequest, cost: EmbedCost): Promise<SearchResponse> {
+export async function search(core: SearchCore, req: SearchRequest, cost: EmbedCost): Promise<SearchResponse> {
   if (req.query.length > maxQueryChars && [...req.query].length > maxQueryChars)
     throw invalidField("query", `must be a string of 1 to ${maxQueryChars} characters, not blank`);
   const filter: SearchFilter = {
@@ -100,7 +108,12 @@ export async function search(core: Core, req: SearchRequest, cost: EmbedCost): P
  * Search as of a moment: keyword only (embeddings are kept for current content only, so older
  * versions have none) and within one entity (the replay is per entity); both say so in a 400.
  */
-async function searchAsOf(core: Core, req: SearchRequest, filter: SearchFilter, asOf: number): Promise<SearchResponse> {
+async function searchAsOf(
+  core: SearchCore,
+  req: SearchRequest,
+  filter: SearchFilter,
+  asOf: number,
+): Promise<SearchResponse> {
   if (req.mode !== undefined && req.mode !== "keyword")
     throw invalidField(
       "mode",
@@ -122,7 +135,7 @@ async function searchAsOf(core: Core, req: SearchRequest, filter: SearchFilter, 
  * model: hybrid search when an embedding model is configured, else keyword. At most `max`.
  */
 export async function relatedMemories(
-  core: Core,
+  core: SearchCore,
   namespace: string,
   entity: string,
   content: string,

@@ -1,10 +1,14 @@
 // Picks the storage backend from the settings: PostgreSQL when a database URL is given, else
-// LMDB in the data dir. What differs between them at start-up (where the data lives, what must
-// be held while it is open) is told by storageSite, so the server never asks which one it has.
-import { accessSync, constants, mkdirSync, statSync } from "node:fs";
+// LMDB in the data dir. What differs between them outside the storage roles (where the data
+// lives, what must be held while it is open, what the commands backup and compact do) is told by
+// storageSite, so neither the server nor a command ever asks which one it has.
+import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
 import { resolve } from "node:path";
+import { backupStore } from "./lmdb/backup";
+import { compactStore } from "./lmdb/compact";
 import { openLmdb } from "./lmdb/index";
 import { lockDataDir } from "./lock";
+import { postgresBackupAdvice, postgresCompactAdvice } from "./postgres/advice";
 import { openPostgres } from "./postgres/index";
 import type { Storage } from "./storage";
 
@@ -16,6 +20,7 @@ export interface StorageSettings {
   databasePooler?: "none" | "session" | "transaction";
   dbConnectTimeoutMs?: number;
   dbStatementTimeoutMs?: number;
+  pgKeywordLists?: boolean;
 }
 
 /** Opens the configured storage, migrating it to this release's format. */
@@ -27,6 +32,7 @@ export async function openStorage(s: StorageSettings): Promise<Storage> {
       pooler: s.databasePooler ?? "none",
       connectTimeoutMs: s.dbConnectTimeoutMs ?? 5000,
       statementTimeoutMs: s.dbStatementTimeoutMs ?? 5000,
+      keywordLists: s.pgKeywordLists ?? true,
     });
   }
   return openLmdb(s.dataDir, { mapSizeMb: s.mapSizeMb });
@@ -47,7 +53,36 @@ export interface StorageSite {
    * Throws with a one-line reason; returns the release.
    */
   claim(warn: (msg: string) => void): Promise<() => void>;
+  /** Where the store is, in a command's messages: LMDB's data dir (absolute), or "PostgreSQL". */
+  readonly label: string;
+  /**
+   * Why a command that works on an existing store cannot (LMDB: there is no data dir where the
+   * settings say; pass another), or undefined: a database is always there to connect to.
+   */
+  missing(): string | undefined;
+  /** Opens the store for a command (keys, export, import); `create` makes LMDB's data dir first. */
+  open(create?: boolean): Promise<Storage>;
+  /**
+   * Holds the store for a command that must not run beside a server (memd reindex): LMDB's data
+   * dir lock, on a data dir that must exist (nothing is created); nothing on PostgreSQL. Returns
+   * the release.
+   */
+  holdAlone(): Promise<() => void>;
+  /**
+   * memd backup: a consistent copy of the store in the new directory `dest`, safe while a server
+   * runs (LMDB's copy in one read transaction). On PostgreSQL it throws ToolAdvice: the
+   * database's own tools make the copy.
+   */
+  backup(dest: string): Promise<void>;
+  /**
+   * memd compact: rewrites a stopped LMDB store without its free pages, and returns its sizes
+   * before and after in bytes; on PostgreSQL, returns what the operator runs instead (`advice`).
+   */
+  compact(): Promise<{ before: number; after: number } | { advice: string }>;
 }
+
+/** Thrown where the database's own tools do what a memd command does on LMDB; the message says which. */
+export class ToolAdvice extends Error {}
 
 export function storageSite(s: StorageSettings): StorageSite {
   if (s.databaseUrl) {
@@ -57,8 +92,17 @@ export function storageSite(s: StorageSettings): StorageSite {
       option: `--database-url "$MEMD_DATABASE_URL"`,
       openFailure: "database",
       claim: async () => () => {},
+      label: "PostgreSQL",
+      missing: () => undefined,
+      open: () => openStorage(s),
+      holdAlone: async () => () => {},
+      backup: async () => {
+        throw new ToolAdvice(postgresBackupAdvice);
+      },
+      compact: async () => ({ advice: postgresCompactAdvice }),
     };
   }
+  const dir = resolve(s.dataDir);
   const quoted = (x: string) => (/^[\w@%+=:,./-]+$/.test(x) ? x : `'${x.replaceAll("'", `'\\''`)}'`);
   return {
     name: { dataDir: s.dataDir },
@@ -69,6 +113,18 @@ export function storageSite(s: StorageSettings): StorageSite {
       const lock = await lockDataDir(s.dataDir, warn);
       return () => lock.release();
     },
+    label: dir,
+    missing: () => (existsSync(dir) ? undefined : `no data dir at ${dir}; pass --data-dir or set MEMD_DATA_DIR`),
+    open(create = false) {
+      if (create) mkdirSync(dir, { recursive: true });
+      return openStorage({ ...s, dataDir: dir });
+    },
+    async holdAlone() {
+      const lock = await lockDataDir(s.dataDir);
+      return () => lock.release();
+    },
+    backup: (dest) => backupStore(s.dataDir, dest),
+    compact: () => compactStore(dir),
   };
 }
 

@@ -18,9 +18,15 @@ import type { MemoryRecord } from "./records";
 import type { MemoryScope, Scored } from "./storage";
 
 type Typed = Int32Array | Uint16Array | Uint8Array | Float64Array;
+/**
+ * `a`, or a copy with room for `size` items: twice as long while small, an eighth longer once
+ * large (a doubling would leave half of a big array unused: after a snapshot is read, the first
+ * change copies each per-document array out of the mapped file).
+ */
 const grown = <T extends Typed>(a: T, size: number): T => {
   if (size <= a.length) return a;
-  const b = new (a.constructor as new (n: number) => T)(Math.max(size, a.length * 2));
+  const more = a.length < 1 << 16 ? a.length : a.length >> 3;
+  const b = new (a.constructor as new (n: number) => T)(Math.max(size, a.length + more));
   b.set(a);
   return b;
 };
@@ -34,34 +40,68 @@ const trimmed = <T extends Typed>(a: T, n: number): T => {
 /** Most a tf can be (more occurrences count as this many: BM25 saturates long before). */
 const MAX_TF = 65535;
 
+const EMPTY_DOCS = new Int32Array(0);
+const EMPTY_TFS = new Uint16Array(0);
+
 /**
  * One term's postings, in insertion order; `live` counts those of documents not gone (its df).
  * (The document's length is read from the document: keeping it in each posting too measured no
- * faster, and took 2 more bytes a posting.)
+ * faster, and took 2 more bytes a posting.) A list read from a snapshot is sealed: `doc` and `tf`
+ * view the mapped file and are never written; postings pushed later go to a tail on the heap
+ * (copying the mapped part out at the first push would put it all on the heap).
  */
 export class List {
+  /** Postings in all (doc/tf's, then the tail's). */
   n = 0;
   live = 0;
   doc = new Int32Array(2);
   tf = new Uint16Array(2);
+  /** Sealed: postings pushed since, in tailDoc/tailTf (tailN of them); doc/tf hold n - tailN. */
+  sealed = false;
+  tailN = 0;
+  tailDoc = EMPTY_DOCS;
+  tailTf = EMPTY_TFS;
   /** The longest document ever pushed. */
   maxLen = 0;
   constructor(readonly id: number) {}
   push(d: number, tf: number, len: number) {
-    if (this.n === this.doc.length) {
-      this.doc = grown(this.doc, this.n + 1);
-      this.tf = grown(this.tf, this.n + 1);
-    }
     if (len > this.maxLen) this.maxLen = len;
-    this.doc[this.n] = d;
-    this.tf[this.n] = tf;
+    if (this.sealed) {
+      if (this.tailN === this.tailDoc.length) {
+        this.tailDoc = grown(this.tailDoc, this.tailN + 8);
+        this.tailTf = grown(this.tailTf, this.tailN + 8);
+      }
+      this.tailDoc[this.tailN] = d;
+      this.tailTf[this.tailN++] = tf;
+    } else {
+      if (this.n === this.doc.length) {
+        this.doc = grown(this.doc, this.n + 1);
+        this.tf = grown(this.tf, this.n + 1);
+      }
+      this.doc[this.n] = d;
+      this.tf[this.n] = tf;
+    }
     this.n++;
     this.live++;
   }
+  /** The i-th posting's document and tf (i < n). */
+  docAt(i: number): number {
+    const head = this.n - this.tailN;
+    return i < head ? this.doc[i] : this.tailDoc[i - head];
+  }
+  tfAt(i: number): number {
+    const head = this.n - this.tailN;
+    return i < head ? this.tf[i] : this.tailTf[i - head];
+  }
   /** Drops spare room (after a first load, when most lists stop growing). */
   trim() {
-    this.doc = trimmed(this.doc, this.n);
-    this.tf = trimmed(this.tf, this.n);
+    if (this.sealed) {
+      this.tailDoc = trimmed(this.tailDoc, this.tailN);
+      this.tailTf = trimmed(this.tailTf, this.tailN);
+    } else {
+      this.doc = trimmed(this.doc, this.n);
+      this.tf = trimmed(this.tf, this.n);
+    }
   }
 }
 
@@ -69,8 +109,10 @@ const UUID = new RegExp(lowerUuidPattern);
 const hex8 = (n: number) => (n >>> 0).toString(16).padStart(8, "0");
 
 /**
- * A namespace's postings. Document numbers are this process's own; a changed memory gets a new
- * one. Per document: its (list id, tf) pairs in one shared pool.
+ * A namespace's postings. Document numbers are this process's own, in the order documents were
+ * added (so every list holds its documents in ascending order); a changed memory gets a new one.
+ * Per document: its (list id, tf) pairs, varint-encoded in one shared pool of bytes (to unlist it
+ * when it goes, for entity searches and to complete MaxScore's candidates).
  */
 export class KeywordSpace {
   /** Documents numbered so far (gone ones included). */
@@ -82,14 +124,16 @@ export class KeywordSpace {
   private table = new Int32Array(2048);
   /** Document number -> 1 once the document is gone. */
   gone = new Uint8Array(1024);
-  /** Document number -> its length, creation time, entity, and where its pairs start in the pool. */
+  /** Document number -> its length, creation time, entity, and where its list ids start in the pool. */
   docLen = new Int32Array(1024);
   docCreated = new Float64Array(1024);
   private docEntity = new Int32Array(1024);
   docStart = new Int32Array(1025);
-  /** (list id, tf) pairs of every document, in document order. */
-  poolList = new Int32Array(8192);
-  poolTf = new Uint16Array(8192);
+  /** The (list id, tf) pairs of every document, in document order, each number a varint (7 bits a byte, low first). */
+  pool = new Uint8Array(8192);
+  /** listsOf's answer: a document's list ids and tfs. */
+  termIds = new Int32Array(64);
+  termTfs = new Int32Array(64);
   /** Entities: names, and per entity its documents (gone ones included until compaction) and how many are live. */
   private readonly entityNames: string[] = [];
   private readonly entityIndex = new Map<string, number>();
@@ -106,6 +150,8 @@ export class KeywordSpace {
   touched = new Int32Array(0);
   values = new Float64Array(0);
   private dead = 0;
+  /** Snapshots being written of it (freeze): no compaction meanwhile (it rewrites the lists in place). */
+  private frozen = 0;
   /** Compacts once more than this many documents (and more than half) are gone. */
   constructor(private readonly compactAfter = 10000) {}
 
@@ -194,10 +240,16 @@ export class KeywordSpace {
     return Math.imul(x[d * 4 + 3] ^ Math.imul(x[d * 4 + 2], 0x9e3779b1) ^ x[d * 4], 0x85ebca6b);
   }
 
-  /** Rebuilds the table for the live documents, at most half full. */
-  private rehash(size: number) {
+  /** The size of a table for `size` documents: a power of 2, at least twice as many. */
+  private static tableSize(size: number) {
     let n = 2048;
     while (n < size * 2) n *= 2;
+    return n;
+  }
+
+  /** Rebuilds the table for the live documents, at most half full. */
+  private rehash(size: number) {
+    const n = KeywordSpace.tableSize(size);
     this.table = new Int32Array(n);
     const mask = n - 1;
     for (let d = 0; d < this.count; d++) {
@@ -255,9 +307,8 @@ export class KeywordSpace {
     this.table[this.slot(id, w)] = d + 1;
     this.live++;
     const start = this.docStart[d];
-    const end = start + (v.length - 3) / 2;
-    this.poolList = grown(this.poolList, end);
-    this.poolTf = grown(this.poolTf, end);
+    this.pool = grown(this.pool, start + ((v.length - 3) / 2) * 8);
+    const pool = this.pool;
     this.docLen[d] = length;
     this.totalLength += length;
     this.docCreated[d] = v[1] as number;
@@ -270,12 +321,15 @@ export class KeywordSpace {
         this.listById.push(l);
         this.lists.set(term, l);
       }
-      const tf = Math.min(MAX_TF, v[i + 1] as number);
+      let tf = Math.min(MAX_TF, v[i + 1] as number);
       l.push(d, tf, length);
-      this.poolList[k] = l.id;
-      this.poolTf[k++] = tf;
+      let id = l.id;
+      for (; id >= 0x80; id >>>= 7) pool[k++] = (id & 0x7f) | 0x80;
+      pool[k++] = id;
+      for (; tf >= 0x80; tf >>>= 7) pool[k++] = (tf & 0x7f) | 0x80;
+      pool[k++] = tf;
     }
-    this.docStart[d + 1] = end;
+    this.docStart[d + 1] = k;
     let e = this.entityIndex.get(entity);
     if (e === undefined) {
       e = this.entityNames.push(entity) - 1;
@@ -301,76 +355,226 @@ export class KeywordSpace {
     this.live--;
     this.gone[d] = 1;
     this.totalLength -= this.docLen[d];
-    for (let k = this.docStart[d]; k < this.docStart[d + 1]; k++) this.listById[this.poolList[k]].live--;
+    const n = this.listsOf(d);
+    for (let i = 0; i < n; i++) this.listById[this.termIds[i]].live--;
     this.entityLive[this.docEntity[d]]--;
-    if (++this.dead > this.compactAfter && this.dead > this.live) this.compact();
+    if (++this.dead > this.compactAfter && this.dead > this.live && this.frozen === 0) this.compact();
   }
 
-  /** Its live documents and their lists (gone ones compacted away first: nothing of them is kept). */
-  toParts(): SpaceParts {
-    if (this.dead > 0) this.compact();
+  /** Decodes document d's (list id, tf) pairs into termIds and termTfs (valid until the next call); returns how many. */
+  listsOf(d: number): number {
+    const pool = this.pool;
+    const end = this.docStart[d + 1];
+    let n = 0;
+    for (let k = this.docStart[d]; k < end; n++) {
+      if (n === this.termIds.length) {
+        this.termIds = grown(this.termIds, n + 1);
+        this.termTfs = grown(this.termTfs, n + 1);
+      }
+      let id = 0;
+      let b: number;
+      for (let shift = 0; ; shift += 7) {
+        b = pool[k++];
+        id |= (b & 0x7f) << shift;
+        if (b < 0x80) break;
+      }
+      let tf = 0;
+      for (let shift = 0; ; shift += 7) {
+        b = pool[k++];
+        tf |= (b & 0x7f) << shift;
+        if (b < 0x80) break;
+      }
+      this.termIds[n] = id;
+      this.termTfs[n] = tf;
+    }
+    return n;
+  }
+
+  /**
+   * Its live documents and lists as they are now, for a snapshot written over many turns while
+   * the space goes on changing (keyword-snapshot.ts): what it writes is fixed here (the
+   * documents and list lengths of this moment, gone ones left out and the rest renumbered, lists
+   * left empty written without their term), and read later from arrays that only grow at their
+   * end or are replaced by copies, except by a compaction, which waits for release().
+   */
+  freeze(): FrozenSpace {
+    this.frozen++;
     const n = this.count;
-    const listIdOf = new Int32Array(this.listById.length).fill(-1);
-    const terms: string[] = [];
-    const kept: List[] = [];
-    let postings = 0;
-    for (const [term, l] of this.lists) {
-      if (l.n === 0) continue;
-      listIdOf[l.id] = kept.length;
-      kept.push(l);
-      terms.push(term);
-      postings += l.n;
+    const { idWords, docLen, docCreated, docEntity, docStart, pool } = this;
+    // Gone now (a copy: removals during the save do not change what it writes).
+    const gone = this.dead > 0 ? this.gone.slice(0, n) : undefined;
+    let renumber: Int32Array | undefined;
+    let count = n;
+    let poolBytes = docStart[n];
+    if (gone) {
+      renumber = new Int32Array(n);
+      count = 0;
+      poolBytes = 0;
+      for (let d = 0; d < n; d++) {
+        if (gone[d]) renumber[d] = -1;
+        else {
+          renumber[d] = count++;
+          poolBytes += docStart[d + 1] - docStart[d];
+        }
+      }
     }
-    // The lists' arrays are handed over as they are (no copy: a snapshot writes them one by one).
-    const listN = new Int32Array(kept.length);
-    const listMaxLen = new Int32Array(kept.length);
-    const listDoc: Int32Array<ArrayBuffer>[] = [];
-    const listTf: Uint16Array<ArrayBuffer>[] = [];
-    kept.forEach((l, i) => {
-      listN[i] = l.n;
-      listMaxLen[i] = l.maxLen;
-      listDoc.push(l.doc.subarray(0, l.n));
-      listTf.push(l.tf.subarray(0, l.n));
-    });
-    const poolSize = this.docStart[n];
-    // Renumbered lists only if some were dropped (else the pool is handed over as it is).
-    const same = kept.length === this.listById.length && kept.every((l, i) => l.id === i);
-    let poolList = this.poolList.subarray(0, poolSize);
-    if (!same) {
-      poolList = new Int32Array(poolSize);
-      for (let k = 0; k < poolSize; k++) poolList[k] = listIdOf[this.poolList[k]];
-    }
-    // Entities with a live document only, renumbered.
+    const isLive = (d: number) => gone === undefined || gone[d] === 0;
+    const newNumber = (d: number) => (renumber ? renumber[d] : d);
+    // Entities with a live document, renumbered.
     const entityIdOf = new Int32Array(this.entityNames.length).fill(-1);
     const entities: string[] = [];
-    const docEntity = new Int32Array(n);
     for (let d = 0; d < n; d++) {
-      const e = this.docEntity[d];
+      if (gone?.[d]) continue;
+      const e = docEntity[d];
       if (entityIdOf[e] < 0) entityIdOf[e] = entities.push(this.entityNames[e]) - 1;
-      docEntity[d] = entityIdOf[e];
     }
+    const L = this.listById.length;
+    // Each list's parts: doc/tf's postings, then the tail's (both only grow past these counts).
+    const lists = this.listById.map((l) => ({
+      live: l.live,
+      parts: [
+        { doc: l.doc, tf: l.tf, n: l.n - l.tailN },
+        { doc: l.tailDoc, tf: l.tailTf, n: l.tailN },
+      ],
+    }));
+    const terms: string[] = new Array(L).fill("");
+    for (const [term, l] of this.lists) if (l.live > 0) terms[l.id] = term;
+    const listN = new Int32Array(L);
+    const listMaxLen = new Int32Array(L);
+    let postings = 0;
+    for (let i = 0; i < L; i++) {
+      listN[i] = lists[i].live;
+      listMaxLen[i] = this.listById[i].maxLen;
+      postings += lists[i].live;
+    }
+    const otherIds: [number, string][] = [];
+    for (const [d, id] of this.otherIds) if (d < n && isLive(d)) otherIds.push([newNumber(d), id]);
+    // The id table: as it is (a copy: adds and removes change it in place), or, when documents
+    // are renumbered, made for the new numbers while the pieces are written (as rehash makes it).
+    const table = gone ? new Int32Array(KeywordSpace.tableSize(count)) : this.table.slice();
+    const otherOf = gone ? new Map(this.otherIds) : undefined;
+    let released = false;
     return {
-      count: n,
-      idWords: this.idWords.subarray(0, n * 4),
-      docLen: this.docLen.subarray(0, n),
-      docCreated: this.docCreated.subarray(0, n),
-      docEntity,
-      docStart: this.docStart.subarray(0, n + 1),
-      poolList,
-      poolTf: this.poolTf.subarray(0, poolSize),
-      listN,
-      listMaxLen,
-      listDoc,
-      listTf,
+      count,
+      pool: poolBytes,
       postings,
-      table: this.table,
+      table: table.length,
       terms,
       entities,
-      otherIds: [...this.otherIds],
+      otherIds,
+      *pieces(max: number): Generator<[number, Piece]> {
+        const step = Math.max(1, max >> 4);
+        /** A per-document section's pieces: `width` items per document, as `put` writes them. */
+        function* perDoc<T extends Piece>(
+          section: number,
+          make: new (size: number) => T,
+          width: number,
+          same: T | undefined,
+          put: (out: T, at: number, d: number) => void,
+        ): Generator<[number, Piece]> {
+          for (let a = 0; a < n; a += step) {
+            const b = Math.min(n, a + step);
+            if (same && !gone) {
+              yield [section, same.subarray(a * width, b * width) as T];
+              continue;
+            }
+            let live = 0;
+            for (let d = a; d < b; d++) if (isLive(d)) live++;
+            const out = new make(live * width);
+            let k = 0;
+            for (let d = a; d < b; d++) if (isLive(d)) put(out, k++ * width, d);
+            yield [section, out];
+          }
+        }
+        yield* perDoc(0, Int32Array, 4, idWords, (out, at, d) => out.set(idWords.subarray(d * 4, d * 4 + 4), at));
+        yield* perDoc(1, Int32Array, 1, docLen, (out, at, d) => {
+          out[at] = docLen[d];
+        });
+        yield* perDoc(2, Float64Array, 1, docCreated, (out, at, d) => {
+          out[at] = docCreated[d];
+        });
+        yield* perDoc(3, Int32Array, 1, undefined, (out, at, d) => {
+          out[at] = entityIdOf[docEntity[d]];
+        });
+        // Where each document's list ids start, then the end.
+        let at = 0;
+        yield* perDoc(4, Int32Array, 1, gone ? undefined : docStart, (out, k, d) => {
+          out[k] = at;
+          at += docStart[d + 1] - docStart[d];
+        });
+        yield [4, Int32Array.of(gone ? at : docStart[n])];
+        if (!gone) for (let a = 0; a < poolBytes; a += max) yield [5, pool.subarray(a, Math.min(poolBytes, a + max))];
+        else
+          for (let a = 0; a < n; a += step) {
+            const b = Math.min(n, a + step);
+            let size = 0;
+            for (let d = a; d < b; d++) if (isLive(d)) size += docStart[d + 1] - docStart[d];
+            const out = new Uint8Array(size);
+            let k = 0;
+            for (let d = a; d < b; d++)
+              if (isLive(d)) {
+                out.set(pool.subarray(docStart[d], docStart[d + 1]), k);
+                k += docStart[d + 1] - docStart[d];
+              }
+            yield [5, out];
+          }
+        yield [6, listN];
+        yield [7, listMaxLen];
+        // Each list's live postings, documents renumbered (all documents, then all tfs).
+        for (const [section, docs] of [
+          [8, true],
+          [9, false],
+        ] as const)
+          for (const list of lists) {
+            if (list.live === 0) continue;
+            for (const l of list.parts) {
+              const from = docs ? l.doc : l.tf;
+              const per = docs ? max >> 2 : max >> 1;
+              if (!gone) {
+                for (let a = 0; a < l.n; a += per) yield [section, from.subarray(a, Math.min(l.n, a + per))];
+                continue;
+              }
+              for (let a = 0; a < l.n; a += per) {
+                const b = Math.min(l.n, a + per);
+                let live = 0;
+                for (let i = a; i < b; i++) if (isLive(l.doc[i])) live++;
+                const out = docs ? new Int32Array(live) : new Uint16Array(live);
+                let k = 0;
+                for (let i = a; i < b; i++) if (isLive(l.doc[i])) out[k++] = docs ? newNumber(l.doc[i]) : l.tf[i];
+                yield [section, out];
+              }
+            }
+          }
+        if (gone) {
+          const mask = table.length - 1;
+          for (let a = 0; a < n; a += step) {
+            for (let d = a; d < Math.min(n, a + step); d++) {
+              if (gone[d]) continue;
+              const other = otherOf?.get(d);
+              const h =
+                other !== undefined
+                  ? KeywordSpace.hash(other, undefined)
+                  : Math.imul(
+                      idWords[d * 4 + 3] ^ Math.imul(idWords[d * 4 + 2], 0x9e3779b1) ^ idWords[d * 4],
+                      0x85ebca6b,
+                    );
+              let x = h & mask;
+              while (table[x] !== 0) x = (x + 1) & mask;
+              table[x] = newNumber(d) + 1;
+            }
+            yield [10, new Int32Array(0)]; // (a turn may end here)
+          }
+        }
+        for (let a = 0; a < table.length; a += max >> 2) yield [10, table.subarray(a, a + (max >> 2))];
+      },
+      release: () => {
+        if (!released) this.frozen--;
+        released = true;
+      },
     };
   }
 
-  /** A space of the live documents and lists of `p` (its arrays are used, not copied). */
+  /** A space of the documents and lists of `p` (its arrays are used, not copied: they may be a mapped file's). */
   static fromParts(p: SpaceParts, compactAfter?: number): KeywordSpace {
     const s = new KeywordSpace(compactAfter);
     const n = p.count;
@@ -380,8 +584,7 @@ export class KeywordSpace {
     s.docCreated = p.docCreated;
     s.docEntity = p.docEntity;
     s.docStart = p.docStart;
-    s.poolList = p.poolList;
-    s.poolTf = p.poolTf;
+    s.pool = p.pool;
     s.gone = new Uint8Array(n + 1);
     for (const [d, id] of p.otherIds) s.otherIds.set(d, id);
     s.live = n;
@@ -394,8 +597,10 @@ export class KeywordSpace {
       l.maxLen = p.listMaxLen[i];
       l.doc = p.listDoc[i];
       l.tf = p.listTf[i];
+      l.sealed = true;
       s.listById.push(l);
-      s.lists.set(term, l);
+      // (A list left empty when the snapshot was taken keeps its id, without its term.)
+      if (len > 0) s.lists.set(term, l);
     });
     p.entities.forEach((name, e) => {
       s.entityNames.push(name);
@@ -411,7 +616,8 @@ export class KeywordSpace {
       s.entityDocs[e][s.entityCount[e]++] = d;
     }
     for (let e = 0; e < s.entityLive.length; e++) s.entityLive[e] = s.entityCount[e];
-    s.table = p.table;
+    if (p.table.length > 0) s.table = p.table;
+    else s.rehash(n);
     return s;
   }
 
@@ -419,8 +625,7 @@ export class KeywordSpace {
   trim() {
     for (const l of this.listById) l.trim();
     const n = this.count;
-    this.poolList = trimmed(this.poolList, this.docStart[n]);
-    this.poolTf = trimmed(this.poolTf, this.docStart[n]);
+    this.pool = trimmed(this.pool, this.docStart[n]);
     this.idWords = trimmed(this.idWords, n * 4 + 4);
     this.gone = trimmed(this.gone, n + 1);
     this.docLen = trimmed(this.docLen, n + 1);
@@ -441,8 +646,7 @@ export class KeywordSpace {
       docCreated: this.docCreated,
       docEntity: this.docEntity,
       docStart: this.docStart,
-      poolList: this.poolList,
-      poolTf: this.poolTf,
+      pool: this.pool,
       gone: this.gone,
       otherIds: new Map(this.otherIds),
     };
@@ -451,8 +655,7 @@ export class KeywordSpace {
     this.docCreated = new Float64Array(old.docCreated.length);
     this.docEntity = new Int32Array(old.docEntity.length);
     this.docStart = new Int32Array(old.docStart.length);
-    this.poolList = new Int32Array(old.poolList.length);
-    this.poolTf = new Uint16Array(old.poolTf.length);
+    this.pool = new Uint8Array(old.pool.length);
     this.gone = new Uint8Array(old.gone.length);
     this.otherIds.clear();
     let e = 0;
@@ -467,21 +670,37 @@ export class KeywordSpace {
       this.docEntity[e] = old.docEntity[d];
       const from = old.docStart[d];
       const to = old.docStart[d + 1];
-      this.poolList.set(old.poolList.subarray(from, to), this.docStart[e]);
-      this.poolTf.set(old.poolTf.subarray(from, to), this.docStart[e]);
+      this.pool.set(old.pool.subarray(from, to), this.docStart[e]);
       this.docStart[e + 1] = this.docStart[e] + (to - from);
       e++;
     }
     this.count = e;
     for (const [term, l] of this.lists) {
       let k = 0;
-      for (let i = 0; i < l.n; i++) {
-        const d = renumber[l.doc[i]];
-        if (d < 0) continue;
-        l.doc[k] = d;
-        l.tf[k] = l.tf[i];
-        k++;
-      }
+      if (l.sealed) {
+        // Out of the mapped part and the tail into one array on the heap.
+        const doc = new Int32Array(l.live);
+        const tf = new Uint16Array(l.live);
+        for (let i = 0; i < l.n; i++) {
+          const d = renumber[l.docAt(i)];
+          if (d < 0) continue;
+          doc[k] = d;
+          tf[k++] = l.tfAt(i);
+        }
+        l.doc = doc;
+        l.tf = tf;
+        l.sealed = false;
+        l.tailN = 0;
+        l.tailDoc = EMPTY_DOCS;
+        l.tailTf = EMPTY_TFS;
+      } else
+        for (let i = 0; i < l.n; i++) {
+          const d = renumber[l.doc[i]];
+          if (d < 0) continue;
+          l.doc[k] = d;
+          l.tf[k] = l.tf[i];
+          k++;
+        }
       l.n = k;
       if (k === 0) this.lists.delete(term);
     }
@@ -509,7 +728,7 @@ export function packTerms(content: string, createdAt: number, entity: string): D
   return v;
 }
 
-/** A space's live documents and lists as flat arrays (KeywordSpace.toParts and fromParts), as a snapshot holds them. */
+/** A space's documents and lists as flat arrays, as a snapshot holds them (KeywordSpace.fromParts). */
 export interface SpaceParts {
   count: number;
   idWords: Int32Array<ArrayBuffer>;
@@ -517,8 +736,7 @@ export interface SpaceParts {
   docCreated: Float64Array<ArrayBuffer>;
   docEntity: Int32Array<ArrayBuffer>;
   docStart: Int32Array<ArrayBuffer>;
-  poolList: Int32Array<ArrayBuffer>;
-  poolTf: Uint16Array<ArrayBuffer>;
+  pool: Uint8Array<ArrayBuffer>;
   /** Per list: its length, longest document, documents and tfs. */
   listN: Int32Array<ArrayBuffer>;
   listMaxLen: Int32Array<ArrayBuffer>;
@@ -526,11 +744,37 @@ export interface SpaceParts {
   listTf: Uint16Array<ArrayBuffer>[];
   /** Postings in all (the sum of listN). */
   postings: number;
-  /** The id table (open addressing over the documents' ids; the hash of this build). */
-  table: Int32Array<ArrayBuffer>;
+  /** Per list id its term ("" for a list left empty). */
   terms: string[];
   entities: string[];
   otherIds: [number, string][];
+  /** The id table (KeywordSpace's, of this build's hash), or none (empty): then the load makes it. */
+  table: Int32Array<ArrayBuffer>;
+}
+
+/** A piece of a snapshot's section. */
+export type Piece = Int32Array | Uint16Array | Uint8Array | Float64Array;
+
+/**
+ * A space as of one moment (KeywordSpace.freeze), as a snapshot holds it: its sizes here, its
+ * sections as pieces. The sections, in order: 0 idWords (4 per document), 1 docLen, 2
+ * docCreated, 3 docEntity, 4 docStart (one more), 5 pool (bytes), 6 listN, 7 listMaxLen (one per
+ * list), 8 every list's documents, 9 every list's tfs (`postings` each), 10 the id table (`table`
+ * items).
+ */
+export interface FrozenSpace {
+  count: number;
+  pool: number;
+  postings: number;
+  table: number;
+  /** Per list id its term ("" for a list without live postings). */
+  terms: string[];
+  entities: string[];
+  otherIds: [number, string][];
+  /** The sections' pieces in order, each at most about `max` bytes, with its section's number. */
+  pieces(max: number): Generator<[number, Piece]>;
+  /** Ends the freeze (a compaction may run again); once is enough, more are ignored. */
+  release(): void;
 }
 
 const EMPTY: Scored[] = [];
@@ -619,12 +863,13 @@ function entityCandidates(space: KeywordSpace, docsOf: Int32Array, ts: QueryTerm
   for (const d of docsOf) {
     if (space.gone[d]) continue;
     let found = false;
-    for (let k = space.docStart[d]; k < space.docStart[d + 1]; k++) {
-      const q = listIds.indexOf(space.poolList[k]);
+    const n = space.listsOf(d);
+    for (let k = 0; k < n; k++) {
+      const q = listIds.indexOf(space.termIds[k]);
       if (q < 0) continue;
       if (!found) hits.push(d);
       found = true;
-      hits.push(q, space.poolTf[k]);
+      hits.push(q, space.termTfs[k]);
       df[q]++;
     }
     if (found) hits.push(-1);
@@ -709,9 +954,11 @@ function namespaceCandidates(space: KeywordSpace, ts: QueryTerm[], avg: number, 
     let s = acc[d];
     acc[d] = 0;
     if (s < cut) continue;
+    const n = space.listsOf(d);
+    const { termIds, termTfs } = space;
     for (let j = 0; j < late.length; j++)
-      for (let k = space.docStart[d]; k < space.docStart[d + 1]; k++)
-        if (space.poolList[k] === late[j].id) s += bm25(ts[q + j].idf, space.poolTf[k], space.docLen[d], avg);
+      for (let k = 0; k < n; k++)
+        if (termIds[k] === late[j].id) s += bm25(ts[q + j].idf, termTfs[k], space.docLen[d], avg);
     touched[kept] = d;
     values[kept++] = s;
   }
@@ -723,12 +970,27 @@ function namespaceCandidates(space: KeywordSpace, ts: QueryTerm[], avg: number, 
  * for the first time in space.touched from `count` on; returns the new count.
  */
 function addList(space: KeywordSpace, list: List, w: number, avg: number, count: number): number {
-  const { scores: acc, touched, gone, docLen } = space;
-  const { doc, tf } = list;
   // Most postings have tf 1: their contribution by length, from a table.
   const one = new Float64Array(list.maxLen + 1);
   for (let l = 0; l < one.length; l++) one[l] = bm25(w, 1, l, avg);
-  for (let i = 0; i < list.n; i++) {
+  count = addPostings(space, list.doc, list.tf, list.n - list.tailN, one, w, avg, count);
+  if (list.tailN > 0) count = addPostings(space, list.tailDoc, list.tailTf, list.tailN, one, w, avg, count);
+  return count;
+}
+
+/** addList over n postings of one part of a list. */
+function addPostings(
+  space: KeywordSpace,
+  doc: Int32Array,
+  tf: Uint16Array,
+  n: number,
+  one: Float64Array,
+  w: number,
+  avg: number,
+  count: number,
+): number {
+  const { scores: acc, touched, gone, docLen } = space;
+  for (let i = 0; i < n; i++) {
     const d = doc[i];
     if (gone[d]) continue;
     const before = acc[d];

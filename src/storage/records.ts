@@ -1,82 +1,96 @@
-// The records every storage backend keeps. Features build their public shapes from these;
-// storage knows nothing of HTTP or of the features.
+// The records every storage backend keeps, each defined once as a TypeBox schema: its TypeScript
+// type is the schema's Static, the export format's lines are these schemas with a `type`
+// (transfer/model.ts), PostgreSQL's rows map the same field lists (postgres/rows.ts), LMDB shares
+// their field names (lmdb/env.ts), and the public answers pick their fields from them. The
+// schemas also say what a valid record is (names, tags, ids in lower case): an import checks
+// each line against them. Storage knows nothing of HTTP or of the features.
+import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import { limits } from "../config/limits";
+import { Category, Importance, lowerUuidPattern, Name, oneOf, Tags } from "../wire/schemas";
 
 /** Audit event kinds: the interface's six, plus UPDATE (an edit in place, memd's extension). Persisted as these strings. */
 export const eventKinds = ["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"] as const;
 export type EventKind = (typeof eventKinds)[number];
 
-export type MemoryState = "current" | "deleted" | "replaced";
+/** Ids as memd writes them, in lower case: an id in another case would be a second id on LMDB. */
+const Id = Type.String({ pattern: lowerUuidPattern });
+/** A time: milliseconds since the epoch (JavaScript's Date range). */
+const Ms = Type.Integer({ minimum: 0, maximum: 8.64e15 });
+const Metadata = Type.Record(Type.String(), Type.Unknown());
+const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
+
+export const memoryStates = ["current", "deleted", "replaced"] as const;
+export type MemoryState = (typeof memoryStates)[number];
 
 /** What is stored per memory. Records stay after deletion, with their state, for id lookups. */
-export interface MemoryRecord {
-  id: string;
-  namespace: string;
-  entity: string;
-  content: string;
-  category: string;
-  importance: number;
-  tags?: string[];
-  metadata?: Record<string, unknown>;
-  source?: string;
-  createdAt: number;
-  updatedAt: number;
-  expiresAt?: number;
-  state: MemoryState;
-  /**
-   * When the fact was stated or observed (valid time), ms since the epoch; set by every write
-   * since format 7 / schema 5. Absent on older records: it is then `createdAt` (observedOf).
-   */
-  observedAt?: number;
-}
+export const MemoryRecord = Type.Object({
+  id: Id,
+  namespace: Name,
+  entity: Name,
+  content: Type.String(),
+  category: Category,
+  importance: Importance,
+  tags: Type.Optional(Tags),
+  metadata: Type.Optional(Metadata),
+  source: Type.Optional(Type.String({ maxLength: limits.sourceChars })),
+  createdAt: Ms,
+  updatedAt: Ms,
+  expiresAt: Type.Optional(Ms),
+  state: oneOf(memoryStates),
+  // When the fact was stated or observed (valid time); set by every write since format 7 /
+  // schema 5. Absent on older records: it is then `createdAt` (observedOf).
+  observedAt: Type.Optional(Ms),
+});
+export type MemoryRecord = Static<typeof MemoryRecord>;
 
 /** A memory's observed time: its own, or its creation time for records written before observedAt existed. */
 export const observedOf = (r: MemoryRecord): number => r.observedAt ?? r.createdAt;
 
 /** What is stored per event. `category` is kept for diff items; `atMs` is unique per namespace. */
-export interface EventRecord {
-  seq: number;
-  namespace: string;
-  entity: string;
-  memoryId: string;
-  event: EventKind;
-  oldContent: string | null;
-  newContent: string | null;
-  mergedFromId: string | null;
-  reason: string | null;
-  category: string;
-  atMs: number;
-  actorKeyId: string | null;
-  /**
-   * The memory's state after the event (the new side: `memoryId`'s), so that the trail alone
-   * replays every field (as-of reads, storage/asof.ts). Written by every event since format 7 /
-   * schema 5: `importance` is set on every ADD, UPDATE, MERGE and REPLACE, and its absence
-   * marks an older event, which carries only content and category. `observedAt` is on every
-   * new event (for DELETE, SKIP_DUPLICATE and KEEP_EXISTING: the target's).
-   */
-  importance?: number;
-  tags?: string[];
-  metadata?: Record<string, unknown>;
-  expiresAt?: number;
-  observedAt?: number;
-  /** The old side's observed time: the replaced memory's (REPLACE), or the one an edit changed (UPDATE, MERGE). */
-  oldObservedAt?: number;
-}
+export const EventRecord = Type.Object({
+  seq: Type.Integer({ minimum: 1 }),
+  namespace: Name,
+  entity: Name,
+  memoryId: Id,
+  event: oneOf(eventKinds),
+  oldContent: Nullable(Type.String()),
+  newContent: Nullable(Type.String()),
+  mergedFromId: Nullable(Id),
+  reason: Nullable(Type.String()),
+  category: Type.String(),
+  atMs: Ms,
+  actorKeyId: Nullable(Type.String()),
+  // The memory's state after the event (the new side: `memoryId`'s), so that the trail alone
+  // replays every field (as-of reads, storage/asof.ts). Written by every event since format 7 /
+  // schema 5: `importance` is set on every ADD, UPDATE, MERGE and REPLACE, and its absence
+  // marks an older event, which carries only content and category. `observedAt` is on every
+  // new event (for DELETE, SKIP_DUPLICATE and KEEP_EXISTING: the target's).
+  importance: Type.Optional(Importance),
+  tags: Type.Optional(Tags),
+  metadata: Type.Optional(Metadata),
+  expiresAt: Type.Optional(Ms),
+  observedAt: Type.Optional(Ms),
+  // The old side's observed time: the replaced memory's (REPLACE), or the one an edit changed (UPDATE, MERGE).
+  oldObservedAt: Type.Optional(Ms),
+});
+export type EventRecord = Static<typeof EventRecord>;
 
 export const permissions = ["read", "read_write", "admin"] as const;
 export type Permission = (typeof permissions)[number];
 
 /** What is stored per API key: the SHA-256 of the secret, never the secret. */
-export interface KeyRecord {
-  id: string;
-  name: string;
-  permission: Permission;
-  namespaces: string[];
-  expiresAt: number | null;
-  createdAt: number;
-  lastUsedAt: number | null;
-  revokedAt: number | null;
-  hash: string;
-}
+export const KeyRecord = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 64 }),
+  name: Name,
+  permission: oneOf(permissions),
+  namespaces: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+  expiresAt: Nullable(Ms),
+  createdAt: Ms,
+  lastUsedAt: Nullable(Ms),
+  revokedAt: Nullable(Ms),
+  hash: Type.String({ pattern: "^[0-9a-f]{64}$" }),
+});
+export type KeyRecord = Static<typeof KeyRecord>;
 
 /** Whether a memory is visible to reads at `now`: not deleted, replaced or past its expiry. */
 export const isCurrent = (r: MemoryRecord | undefined, now: number): r is MemoryRecord =>
@@ -86,16 +100,18 @@ export const isCurrent = (r: MemoryRecord | undefined, now: number): r is Memory
  * The record of an erasure (POST /v1/memory/erase): who erased which entity, when, and how many
  * memory records lost their content. It holds no content, so it stays in the audit trail.
  */
-export interface ErasureRecord {
-  namespace: string;
-  entity: string;
-  atMs: number;
-  actorKeyId: string | null;
-  /** Memory records scrubbed (current or not). */
-  memories: number;
-  /** Audit events scrubbed (the erasure's own DELETE events included). */
-  events: number;
-}
+export const ErasureRecord = Type.Object({
+  namespace: Name,
+  entity: Name,
+  atMs: Ms,
+  actorKeyId: Nullable(Type.String()),
+  memories: Type.Integer({ minimum: 0, description: "memory records scrubbed, current or not" }),
+  events: Type.Integer({
+    minimum: 0,
+    description: "audit events scrubbed, the erasure's own DELETE events included",
+  }),
+});
+export type ErasureRecord = Static<typeof ErasureRecord>;
 
 /** One line of an export (memd export, GET /v1/export), after its header: a record and its kind. */
 export type ExportRecord =
@@ -105,14 +121,23 @@ export type ExportRecord =
   | ({ type: "erasure" } & ErasureRecord);
 
 /** A stored answer for an Idempotency-Key: pending while the first request runs, then its answer. */
-export interface IdempotencyEntry {
-  keyId: string;
-  key: string;
+export const IdempotencyEntry = Type.Object({
+  keyId: Type.String(),
+  key: Type.String(),
   /** SHA-256 of method, path and body: the same key with another request is refused. */
-  hash: string;
-  state: "pending" | "done";
-  status?: number;
-  body?: string;
-  createdAt: number;
-  expiresAt: number;
-}
+  hash: Type.String(),
+  state: Type.Union([Type.Literal("pending"), Type.Literal("done")]),
+  status: Type.Optional(Type.Integer()),
+  body: Type.Optional(Type.String()),
+  createdAt: Ms,
+  expiresAt: Ms,
+});
+export type IdempotencyEntry = Static<typeof IdempotencyEntry>;
+
+/** The records kept, by the `type` an export line gives them. */
+export const recordSchemas = {
+  memory: MemoryRecord,
+  event: EventRecord,
+  key: KeyRecord,
+  erasure: ErasureRecord,
+};

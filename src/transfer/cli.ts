@@ -1,10 +1,8 @@
 // memd export / memd import / memd compact: on the data dir (or PostgreSQL) directly, with a
 // server running or not.
-import { createWriteStream, existsSync, mkdirSync } from "node:fs";
-import { resolve } from "node:path";
+import { createWriteStream, existsSync } from "node:fs";
 import { loadConfig, parseCommandLine, UsageError } from "../config/config";
-import { compactStore, postgresCompactAdvice } from "../ops/compact";
-import { openStorage } from "../storage/index";
+import { storageSite } from "../storage/index";
 import type { Storage } from "../storage/storage";
 import { exportLines, ImportError, Progress, planImport, runImport } from "./service";
 
@@ -42,19 +40,21 @@ const stdio: Out = { out: (s) => process.stdout.write(s), err: process.stderr };
 const parseArgs = (args: string[], valued: string[], bare: string[]) =>
   parseCommandLine(args, { valued, switches: bare });
 
-/** Opens the store; `create` makes a new LMDB data dir (an import into a fresh store). */
-async function open(flags: Map<string, string[]>, create = false): Promise<{ storage: Storage; dataDir?: string }> {
+/** Where the store is, from --data-dir and --database-url (else their MEMD_* variables, else the default data dir). */
+function site(flags: Map<string, string[]>) {
   const dataDir = flags.get("--data-dir")?.[0];
   const url = flags.get("--database-url")?.[0];
-  const config = loadConfig([
-    ...(dataDir !== undefined ? ["--data-dir", dataDir] : []),
-    ...(url ? ["--database-url", url] : []),
-  ]);
-  if (config.databaseUrl) return { storage: await openStorage(config) };
-  const dir = resolve(config.dataDir);
-  if (create) mkdirSync(dir, { recursive: true });
-  else if (!existsSync(dir)) throw new UsageError(`no data dir at ${dir}; pass --data-dir or set MEMD_DATA_DIR`);
-  return { storage: await openStorage({ ...config, dataDir: dir }), dataDir: dir };
+  return storageSite(
+    loadConfig([...(dataDir !== undefined ? ["--data-dir", dataDir] : []), ...(url ? ["--database-url", url] : [])]),
+  );
+}
+
+/** Opens the store; `create` makes a new LMDB data dir (an import into a fresh store). */
+async function open(flags: Map<string, string[]>, create = false): Promise<{ storage: Storage }> {
+  const where = site(flags);
+  const missing = create ? undefined : where.missing();
+  if (missing) throw new UsageError(missing);
+  return { storage: await where.open(create) };
 }
 
 const common = ["--data-dir", "--database-url"];
@@ -109,14 +109,11 @@ export async function runTransferCommand(
     }
     const { flags, positional } = parseArgs(args, common, []);
     if (positional.length) throw new UsageError(`unexpected argument ${positional[0]}`);
-    const url = flags.get("--database-url")?.[0] ?? process.env.MEMD_DATABASE_URL;
-    if (url) {
-      io.out(postgresCompactAdvice);
-      return 0;
-    }
-    const dir = resolve(loadConfig(flags.has("--data-dir") ? ["--data-dir", flags.get("--data-dir")![0]] : []).dataDir);
-    const { before, after } = await compactStore(dir);
-    io.out(`memd: compacted ${dir}: ${before} bytes -> ${after} bytes\n`);
+    const where = site(flags);
+    const done = await where.compact();
+    io.out(
+      "advice" in done ? done.advice : `memd: compacted ${where.label}: ${done.before} bytes -> ${done.after} bytes\n`,
+    );
     return 0;
   } catch (e) {
     if (e instanceof UsageError) {

@@ -1,8 +1,8 @@
 import { Elysia, t } from "elysia";
 import type { Core } from "../core";
 import type { auth } from "../keys/auth";
-import { Name } from "../memory/model";
 import { ApiError } from "../wire/errors";
+import { Name } from "../wire/schemas";
 import { exportLines } from "./service";
 
 export const ExportQuery = t.Object(

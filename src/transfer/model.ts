@@ -1,12 +1,9 @@
 // The export format: JSON Lines, a header line then one record per line. Records are the
 // storage records as they are (times in milliseconds since the epoch, ids kept), each with a
 // `type`. Written by `memd export` and GET /v1/export, read by `memd import`.
-import { Type } from "@sinclair/typebox";
+import { type TObject, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { limits } from "../config/limits";
-import { Category, Tag } from "../memory/model";
-import { eventKinds, permissions } from "../storage/records";
-import { lowerUuidPattern, Name } from "../wire/schemas";
+import { recordSchemas } from "../storage/records";
 
 /**
  * The version of the export format this memd writes. 2: memories' observedAt, and events that
@@ -16,12 +13,6 @@ import { lowerUuidPattern, Name } from "../wire/schemas";
  */
 export const EXPORT_FORMAT = 2;
 export const IMPORT_FORMATS: readonly number[] = [1, 2];
-
-// Ids in lower case, as memd writes them: an id in another case would be a second id on LMDB.
-const uuid = Type.String({ pattern: lowerUuidPattern });
-const name = Name;
-const ms = Type.Integer({ minimum: 0, maximum: 8.64e15 });
-const nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
 
 export const Header = Type.Object({
   type: Type.Literal("header"),
@@ -33,93 +24,29 @@ export const Header = Type.Object({
 });
 export type Header = typeof Header.static;
 
-const MemoryLine = Type.Object(
-  {
-    type: Type.Literal("memory"),
-    id: uuid,
-    namespace: name,
-    entity: name,
-    content: Type.String(),
-    category: Category,
-    importance: Type.Number({ minimum: 0, maximum: 1 }),
-    tags: Type.Optional(Type.Array(Tag, { maxItems: limits.tags })),
-    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    source: Type.Optional(Type.String({ maxLength: limits.sourceChars })),
-    createdAt: ms,
-    updatedAt: ms,
-    expiresAt: Type.Optional(ms),
-    state: Type.Union([Type.Literal("current"), Type.Literal("deleted"), Type.Literal("replaced")]),
-    observedAt: Type.Optional(ms),
-  },
-  { additionalProperties: false },
-);
+/** A record as one line: its `type`, then the record's own fields (storage/records.ts), nothing else. */
+const line = <K extends string, T extends TObject>(type: K, record: T) =>
+  Type.Object({ type: Type.Literal(type), ...record.properties }, { additionalProperties: false });
 
-const EventLine = Type.Object(
-  {
-    type: Type.Literal("event"),
-    seq: Type.Integer({ minimum: 1 }),
-    namespace: name,
-    entity: name,
-    memoryId: uuid,
-    event: Type.Union(eventKinds.map((k) => Type.Literal(k))),
-    oldContent: nullable(Type.String()),
-    newContent: nullable(Type.String()),
-    mergedFromId: nullable(uuid),
-    reason: nullable(Type.String()),
-    category: Type.String(),
-    atMs: ms,
-    actorKeyId: nullable(Type.String()),
-    importance: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    tags: Type.Optional(Type.Array(Tag, { maxItems: limits.tags })),
-    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    expiresAt: Type.Optional(ms),
-    observedAt: Type.Optional(ms),
-    oldObservedAt: Type.Optional(ms),
-  },
-  { additionalProperties: false },
-);
-
-const KeyLine = Type.Object(
-  {
-    type: Type.Literal("key"),
-    id: Type.String({ minLength: 1, maxLength: 64 }),
-    name: Name,
-    permission: Type.Union(permissions.map((p) => Type.Literal(p))),
-    namespaces: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
-    expiresAt: Type.Union([ms, Type.Null()]),
-    createdAt: ms,
-    lastUsedAt: Type.Union([ms, Type.Null()]),
-    revokedAt: Type.Union([ms, Type.Null()]),
-    hash: Type.String({ pattern: "^[0-9a-f]{64}$" }),
-  },
-  { additionalProperties: false },
-);
-
-const ErasureLine = Type.Object(
-  {
-    type: Type.Literal("erasure"),
-    namespace: name,
-    entity: name,
-    atMs: ms,
-    actorKeyId: nullable(Type.String()),
-    memories: Type.Integer({ minimum: 0 }),
-    events: Type.Integer({ minimum: 0 }),
-  },
-  { additionalProperties: false },
-);
+const lines = {
+  memory: line("memory", recordSchemas.memory),
+  event: line("event", recordSchemas.event),
+  key: line("key", recordSchemas.key),
+  erasure: line("erasure", recordSchemas.erasure),
+};
 
 export const checkHeader = TypeCompiler.Compile(Header);
 export const lineCheckers = {
-  memory: TypeCompiler.Compile(MemoryLine),
-  event: TypeCompiler.Compile(EventLine),
-  key: TypeCompiler.Compile(KeyLine),
-  erasure: TypeCompiler.Compile(ErasureLine),
+  memory: TypeCompiler.Compile(lines.memory),
+  event: TypeCompiler.Compile(lines.event),
+  key: TypeCompiler.Compile(lines.key),
+  erasure: TypeCompiler.Compile(lines.erasure),
 };
 
 /** Field order per record type: every export writes its lines in this order, whatever the backend. */
 export const fieldOrder: Record<keyof typeof lineCheckers, string[]> = {
-  memory: Object.keys(MemoryLine.properties),
-  event: Object.keys(EventLine.properties),
-  key: Object.keys(KeyLine.properties),
-  erasure: Object.keys(ErasureLine.properties),
+  memory: Object.keys(lines.memory.properties),
+  event: Object.keys(lines.event.properties),
+  key: Object.keys(lines.key.properties),
+  erasure: Object.keys(lines.erasure.properties),
 };

@@ -151,6 +151,21 @@ test("keys imports neither the request pipeline nor a feature", () => {
   expect([...folderGraph(graph).get("keys")!].sort()).toEqual(["config", "storage", "wire"]);
 });
 
+test("no feature asks which backend it has: storageSite and the roles decide (src/storage/index.ts)", () => {
+  // Outside storage/ and config/, reading the database URL or the backend's name, opening a
+  // backend by name, or importing a backend's files would be a branch on the backend. Comments
+  // and types are dropped first (the transpiler's output is what runs).
+  const transpiler = new Bun.Transpiler({ loader: "ts" });
+  const asks = /(?<!\.)\.(databaseUrl|backend)\b|\bopenLmdb\b|\bopenPostgres\b/;
+  const outside = [...graph.keys()].filter((f) => !f.startsWith("storage/") && !f.startsWith("config/"));
+  const found = outside.filter(
+    (f) =>
+      asks.test(transpiler.transformSync(readFileSync(join(src, f), "utf8").replace(/^#!.*/, ""))) ||
+      [...graph.get(f)!].some((d) => /^storage\/(lmdb|postgres)\//.test(d)),
+  );
+  expect(found).toEqual([]);
+});
+
 test("no import cycle between folders of src/", () => {
   expect(cycles(folderGraph(graph))).toEqual([]);
 });

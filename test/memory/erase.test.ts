@@ -33,9 +33,11 @@ afterAll(async () => {
 
 /** The keyword snapshots in the data dir (LMDB). */
 const snapshots = () => (existsSync(snapshotDir(tmp.dir)) ? readdirSync(snapshotDir(tmp.dir)) : []);
+/** Until the snapshot written behind the first search is in place (it is written a piece at a time). */
 const waitForSnapshot = async () => {
-  for (let i = 0; i < 500 && snapshots().length === 0; i++) await Bun.sleep(10);
-  expect(snapshots().length).toBe(1);
+  const written = () => snapshots().length === 1 && snapshots()[0].endsWith(".bin");
+  for (let i = 0; i < 500 && !written(); i++) await Bun.sleep(10);
+  expect(snapshots()).toEqual([expect.stringMatching(/\.bin$/)]);
 };
 const store = async (entity: string, content: string, extra: Record<string, unknown> = {}) =>
   (await s.json("POST", "/v1/memory", { namespace: "gdpr", entity, content, infer: false, ...extra })).body.memories[0];

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { open } from "lmdb";
-import { backupStore } from "../../src/ops/backup";
+import { backupStore } from "../../src/storage/lmdb/backup";
 import { rootSecret, runMemd, spawnServer, startTestServer, type TestServer, tempDir } from "../helpers";
 
 const dirs: (() => void)[] = [];

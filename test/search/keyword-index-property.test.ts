@@ -238,7 +238,7 @@ test("in-memory keyword lists stay exact through removals and compaction", () =>
     for (const [term, list] of space.lists) {
       const want = [...live].filter(([, m]) => m.v.includes(term)).map(([id]) => id);
       const got: string[] = [];
-      for (let k = 0; k < list.n; k++) if (!space.gone[list.doc[k]]) got.push(space.idOf(list.doc[k]));
+      for (let k = 0; k < list.n; k++) if (!space.gone[list.docAt(k)]) got.push(space.idOf(list.docAt(k)));
       expect(got.sort()).toEqual(want.sort());
       expect(list.live).toBe(want.length);
     }
@@ -256,8 +256,8 @@ test("in-memory keyword lists stay exact through removals and compaction", () =>
       if (space.gone[d]) continue;
       const m = live.get(space.idOf(d))!;
       const pairs: (string | number)[] = [];
-      for (let k = space.docStart[d]; k < space.docStart[d + 1]; k++)
-        pairs.push([...space.lists].find(([, l]) => l.id === space.poolList[k])![0], space.poolTf[k]);
+      for (let k = 0; k < space.listsOf(d); k++)
+        pairs.push([...space.lists].find(([, l]) => l.id === space.termIds[k])![0], space.termTfs[k]);
       expect([space.docLen[d], space.docCreated[d], m.entity, ...pairs]).toEqual(m.v);
     }
   }

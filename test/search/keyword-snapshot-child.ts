@@ -1,8 +1,10 @@
 // Child process of keyword-snapshot.test.ts: stores memories, searches (so the namespace's
 // keyword snapshot is written), then goes on storing, deleting and merging, printing each
-// acknowledged change, and kills itself with SIGKILL in the middle of a write.
+// acknowledged change, and kills itself with SIGKILL in the middle of a write, while a second
+// save (begun after a few dozen changes) waits between its pieces.
 import { existsSync, readdirSync } from "node:fs";
 import { openLmdb } from "../../src/storage/lmdb/index";
+import { snapshotting } from "../../src/storage/lmdb/keyword-cache";
 import { snapshotDir } from "../../src/storage/lmdb/keyword-snapshot";
 import { queryTerms } from "../../src/text/tokens";
 import { seededRandom } from "../helpers";
@@ -30,9 +32,21 @@ await s.apply(
   null,
 );
 await s.keywordSearch({ namespace: ns }, queryTerms("tea"), {}, 5);
-for (let i = 0; i < 500 && !(existsSync(snapshotDir(dir)) && readdirSync(snapshotDir(dir)).length > 0); i++)
-  await Bun.sleep(10);
+// (Written a piece at a time: in place once the .bin is there and no .tmp is left.)
+const written = () => {
+  const files = existsSync(snapshotDir(dir)) ? readdirSync(snapshotDir(dir)) : [];
+  return files.some((f) => f.endsWith(".bin")) && !files.some((f) => f.endsWith(".tmp"));
+};
+for (let i = 0; i < 500 && !written(); i++) await Bun.sleep(10);
 console.log("snapshot written");
+// The next save begins after 20 changes (and a tenth of the namespace) and never gets past its first piece.
+let saving = false;
+snapshotting.after = 20;
+snapshotting.turnMs = 0;
+snapshotting.between = () => {
+  saving = true;
+  return new Promise(() => {});
+};
 const live: { id: string; word: string }[] = [];
 for (let i = 0; ; i++) {
   const word = `uniq${i}x`;
@@ -56,6 +70,7 @@ for (let i = 0; ; i++) {
   }
   // Killed in the middle of a write (not yet acknowledged) after some progress.
   if (i === 60) {
+    if (saving) console.log("second save under way");
     void s.apply([add(i + 1, "never-acked")], null);
     process.kill(process.pid, "SIGKILL");
   }

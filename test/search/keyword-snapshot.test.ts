@@ -2,14 +2,24 @@
 // Keyword snapshots (src/storage/lmdb/keyword-snapshot.ts): a namespace's lists saved beside the
 // store are read back on the next first search, caught up from the audit trail, and answer
 // exactly as lists rebuilt from the records: after a clean close, after a kill -9 in the middle
-// of writes (a child process), after a rebuild of the index (the snapshot is refused), and a
-// damaged file is ignored.
+// of writes and of a save (a child process), after a rebuild of the index (the snapshot is
+// refused), and a damaged file is ignored. A save is written a piece at a time: writes and
+// searches are answered meanwhile, and it holds the lists as they were when it began (a
+// compaction waits for it); lists built from the records are then replaced by the ones read
+// back from it.
 import { afterAll, expect, test } from "bun:test";
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { KeywordSpace } from "../../src/storage/keyword-space";
 import { openLmdb } from "../../src/storage/lmdb/index";
-import { snapshotStats } from "../../src/storage/lmdb/keyword-cache";
-import { dropSnapshots, snapshotDir } from "../../src/storage/lmdb/keyword-snapshot";
+import { snapshotStats, snapshotting } from "../../src/storage/lmdb/keyword-cache";
+import {
+  dropSnapshots,
+  readSnapshot,
+  snapshotDir,
+  snapshotJob,
+  writeSnapshot,
+} from "../../src/storage/lmdb/keyword-snapshot";
 import type { MemoryOp } from "../../src/storage/storage";
 import { queryTerms } from "../../src/text/tokens";
 import { seededRandom, tempDir } from "../helpers";
@@ -74,7 +84,7 @@ function ops(rand: () => number, n: number, ids: string[]): MemoryOp[] {
   return out;
 }
 
-test("after a clean close the next first search reads the snapshot and answers as rebuilt lists do", async () => {
+test("lists saved and read back while writes go on, and after a clean close, answer as rebuilt lists do", async () => {
   const tmp = tempDir();
   dirs.push(tmp);
   const rand = seededRandom(5);
@@ -87,18 +97,30 @@ test("after a clean close the next first search reads the snapshot and answers a
   await s.keywordSearch({ namespace: ns }, queryTerms("tea"), {}, 5); // builds the lists; a snapshot follows behind
   await waitFor(() => readdirSync(snapshotDir(tmp.dir)).filter((f) => f.endsWith(".bin")).length === 1);
   expect(readdirSync(snapshotDir(tmp.dir)).filter((f) => f.endsWith(".tmp"))).toEqual([]);
-  for (const op of ops(rand, 200, ids)) await s.apply([op], null); // followed by the lists, saved at close
+  // Followed by the lists; saved again every 20 changes or so (then read back in their place), and at close.
+  const reloads = snapshotStats.reloaded;
+  const after = snapshotting.after;
+  snapshotting.after = 20;
+  try {
+    for (const op of ops(rand, 200, ids)) await s.apply([op], null);
+    await waitFor(() => snapshotStats.reloaded > reloads + 3);
+  } finally {
+    snapshotting.after = after;
+  }
+  const live = await answers(s);
   await s.close();
   const restored = snapshotStats.restored;
   s = await openLmdb(tmp.dir);
   const got = await answers(s);
   expect(snapshotStats.restored).toBe(restored + 1);
   await s.close();
-  expect(got).toEqual(await rebuilt(tmp.dir));
+  const want = await rebuilt(tmp.dir);
+  expect(live).toEqual(want);
+  expect(got).toEqual(want);
   expect(got.join(" ").length).toBeGreaterThan(1000); // the queries do find things
 });
 
-test("after a kill -9 in the middle of writes, the snapshot caught up from the events finds every acknowledged store and nothing deleted", async () => {
+test("after a kill -9 in the middle of writes and of a save, the snapshot caught up from the events finds every acknowledged store and nothing deleted", async () => {
   const tmp = tempDir();
   dirs.push(tmp);
   // The child: loads, searches (the snapshot is written), then writes on and is killed.
@@ -110,6 +132,9 @@ test("after a kill -9 in the middle of writes, the snapshot caught up from the e
   expect(code).not.toBe(0); // killed
   const out = (await new Response(child.stdout).text()).trim().split("\n");
   expect(out[0]).toBe("snapshot written");
+  // A second save was under way (its pieces waiting) when it was killed: its temporary file is left, unused.
+  expect(out).toContain("second save under way");
+  expect(readdirSync(snapshotDir(tmp.dir)).filter((f) => f.endsWith(".tmp")).length).toBe(1);
   const acked = out.filter((l) => l.startsWith("acked ")).length;
   expect(acked).toBeGreaterThan(10);
   const restored = snapshotStats.restored;
@@ -157,4 +182,151 @@ test("a snapshot from before a rebuild of the index, or a damaged one, is not us
   expect(snapshotStats.restored).toBe(restored);
   await s.close();
   expect(got).toEqual(await rebuilt(tmp.dir));
+});
+
+test("a save is written a piece at a time: writes and searches are answered meanwhile, and the snapshot (as of its start) is caught up exactly", async () => {
+  const tmp = tempDir();
+  dirs.push(tmp);
+  const rand = seededRandom(11);
+  const ids: string[] = [];
+  const s = await openLmdb(tmp.dir);
+  await s.apply(ops(rand, 400, ids), null);
+  const pace = { turnMs: snapshotting.turnMs, between: snapshotting.between };
+  let waiting = 0;
+  let go = () => {};
+  // Every piece waits for the test.
+  snapshotting.turnMs = 0;
+  snapshotting.between = () => {
+    waiting++;
+    return new Promise((resolve) => {
+      go = () => resolve(undefined);
+    });
+  };
+  const bins = () => readdirSync(snapshotDir(tmp.dir)).filter((f) => f.endsWith(".bin"));
+  let during: string[];
+  const reloads = snapshotStats.reloaded;
+  try {
+    await s.keywordSearch({ namespace: ns }, queryTerms("tea"), {}, 5); // builds the lists; the save begins behind
+    await waitFor(() => waiting === 1);
+    expect(bins()).toEqual([]);
+    // While it waits: writes, each followed by the lists, and searches of what is current.
+    for (const op of ops(rand, 150, ids)) await s.apply([op], null);
+    during = await answers(s);
+    expect(waiting).toBe(1);
+  } finally {
+    Object.assign(snapshotting, pace);
+    go();
+  }
+  await waitFor(() => bins().length === 1 && readdirSync(snapshotDir(tmp.dir)).length === 1);
+  // The lists built from the records were then read again from that file (mapped) and caught up:
+  // they answer as before.
+  await waitFor(() => snapshotStats.reloaded === reloads + 1);
+  expect(await answers(s)).toEqual(during);
+  // That snapshot (of the lists before the 150 changes) is kept aside; close saves a newer one.
+  const file = join(snapshotDir(tmp.dir), bins()[0]);
+  copyFileSync(file, `${file}.kept`);
+  await s.close();
+  copyFileSync(`${file}.kept`, file);
+  const restored = snapshotStats.restored;
+  const again = await openLmdb(tmp.dir);
+  const got = await answers(again);
+  expect(snapshotStats.restored).toBe(restored + 1);
+  await again.close();
+  const rebuiltAnswers = await rebuilt(tmp.dir);
+  expect(during).toEqual(rebuiltAnswers);
+  expect(got).toEqual(rebuiltAnswers);
+});
+
+test("a frozen space's snapshot holds it as it was frozen, whatever changes (and compactions) come while it is written; a space read from it follows changes", async () => {
+  const tmp = tempDir();
+  dirs.push(tmp);
+  const rand = seededRandom(21);
+  // Compacts after 5 gone documents (once more than half are gone).
+  const space = new KeywordSpace(5);
+  const docs = new Map<string, (string | number)[]>();
+  const doc = (i: number) => {
+    const v: (string | number)[] = [3, i, `e${i % 4}`];
+    for (const t of new Set([vocab[Math.floor(rand() * 8)], vocab[Math.floor(rand() * 8)], `only${i}`]))
+      v.push(t, 1 + (i % 3));
+    return v;
+  };
+  for (let i = 0; i < 300; i++) {
+    const id = Bun.randomUUIDv7();
+    docs.set(id, doc(i));
+    space.add(id, docs.get(id)!, true);
+  }
+  for (const id of [...docs.keys()].filter((_, i) => i % 7 === 0)) {
+    space.remove(id);
+    docs.delete(id);
+  }
+  const at = new Map(docs);
+  const frozen = space.freeze();
+  // Between pieces: most documents removed (a compaction would run), others added and changed.
+  let step = 0;
+  const between = async () => {
+    const live = [...docs.keys()];
+    for (const id of live.slice(0, 30)) {
+      space.remove(id);
+      docs.delete(id);
+    }
+    for (let i = 0; i < 5; i++) {
+      const id = live[30 + i] ?? Bun.randomUUIDv7();
+      docs.set(id, doc(1000 + step * 10 + i));
+      space.add(id, docs.get(id)!);
+    }
+    step++;
+  };
+  const job = snapshotJob(tmp.dir, ns);
+  const stamp = { format: 1, clockEpoch: 0, searchEpoch: 0 };
+  expect(await writeSnapshot(tmp.dir, ns, { ...stamp, atMs: 7, atSeq: 9 }, frozen, job, { turnMs: 0, between })).toBe(
+    true,
+  );
+  frozen.release();
+  expect(step).toBeGreaterThan(5);
+  const read = readSnapshot(tmp.dir, ns, stamp)!;
+  expect(read.at).toEqual({ atMs: 7, atSeq: 9 });
+  const back = KeywordSpace.fromParts(read.parts);
+  // Every document live when frozen, with its terms and tfs, and nothing else.
+  expect(back.stats).toEqual({ docs: at.size, totalLength: 3 * at.size });
+  for (const [id, v] of at) {
+    const d = back.docOf(id)!;
+    expect(back.idOf(d)).toBe(id);
+    const pairs: (string | number)[] = [];
+    for (let k = 0; k < back.listsOf(d); k++)
+      pairs.push([...back.lists].find(([, l]) => l.id === back.termIds[k])![0], back.termTfs[k]);
+    expect([back.docLen[d], back.docCreated[d], ...pairs]).toEqual([v[0], v[1], ...v.slice(3)]);
+  }
+  for (const [term, list] of back.lists)
+    expect(list.live).toBe([...at.values()].filter((v) => v.slice(3).includes(term)).length);
+  // And the space itself went on: it holds what is current now.
+  expect(space.stats.docs).toBe(docs.size);
+  for (const id of docs.keys()) expect(space.docOf(id)).toBeDefined();
+
+  // A space read from it (its lists sealed: later postings go to a tail) follows adds and
+  // removes, through a compaction (which moves the lists to the heap), exactly.
+  const mapped = KeywordSpace.fromParts(readSnapshot(tmp.dir, ns, stamp)!.parts, 5);
+  const want = new Map(at);
+  const ids = [...want.keys()];
+  for (let i = 0; i < ids.length; i++) {
+    if (i % 5 !== 0) {
+      mapped.remove(ids[i]);
+      want.delete(ids[i]);
+    }
+    if (i % 3 === 0) {
+      const id = Bun.randomUUIDv7();
+      want.set(id, doc(5000 + i));
+      mapped.add(id, want.get(id)!, true);
+    }
+    if (i % 40 === 0 || i === ids.length - 1) {
+      expect(mapped.stats.docs).toBe(want.size);
+      for (const [term, list] of mapped.lists) {
+        const got: string[] = [];
+        for (let k = 0; k < list.n; k++) if (!mapped.gone[list.docAt(k)]) got.push(mapped.idOf(list.docAt(k)));
+        const expected = [...want].filter(([, v]) => v.slice(3).includes(term)).map(([id]) => id);
+        expect(got.sort()).toEqual(expected.sort());
+        expect(list.live).toBe(expected.length);
+      }
+    }
+  }
+  expect([...mapped.lists.values()].some((l) => l.sealed)).toBe(false); // compacted
 });

@@ -2,6 +2,7 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
+import { ErasureRecord, EventRecord, IdempotencyEntry, KeyRecord, MemoryRecord } from "../records";
 import { binaryDbs, type Dbs, dbNames } from "./layout";
 
 export interface LmdbOptions {
@@ -19,19 +20,13 @@ export interface LmdbOptions {
 export const sharedStructuresKey = Symbol.for("structures");
 
 /**
- * The field names of the records kept in msgpack sub-databases (storage/records.ts). Only record
- * shapes made of these are shared; any other object, such as metadata (whose keys are anyone's
- * words), defines its shape inside its own value, so that erasing the value erases its keys and
- * `memd compact` leaves none behind.
+ * The field names of the records kept in msgpack sub-databases (their schemas, storage/records.ts).
+ * Only record shapes made of these are shared; any other object, such as metadata (whose keys are
+ * anyone's words), defines its shape inside its own value, so that erasing the value erases its
+ * keys and `memd compact` leaves none behind.
  */
 const recordFields = new Set(
-  [
-    ["id", "namespace", "entity", "content", "category", "importance", "tags", "metadata", "source"],
-    ["createdAt", "updatedAt", "expiresAt", "state", "observedAt", "oldObservedAt"],
-    ["seq", "memoryId", "event", "oldContent", "newContent", "mergedFromId", "reason", "atMs", "actorKeyId"],
-    ["name", "permission", "namespaces", "lastUsedAt", "revokedAt", "hash"],
-    ["memories", "events", "keyId", "key", "status", "body"],
-  ].flat(),
+  [MemoryRecord, EventRecord, KeyRecord, ErasureRecord, IdempotencyEntry].flatMap((r) => Object.keys(r.properties)),
 );
 /** lmdb-js passes shouldShareStructure on to msgpackr; its DatabaseOptions type leaves it out. */
 const msgpackOptions = {

@@ -14,27 +14,17 @@
 // differ is ignored. A torn or damaged file fails a section's hash and is ignored too.
 // Erasures: an erasure deletes its namespace's snapshot (a later one holds only what is current);
 // `memd compact` deletes every snapshot (compact.ts), so no file keeps an erased memory's words.
-import {
-  closeSync,
-  fstatSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, fsync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { commit, version } from "../../build-info";
 import { termCounts } from "../../text/tokens";
-import type { SpaceParts } from "../keyword-space";
+import type { FrozenSpace, Piece, SpaceParts } from "../keyword-space";
 
-const MAGIC = "memd-keywords-3";
+const MAGIC = "memd-keywords-7";
 
 /** The snapshots' directory in a data dir. */
 export const snapshotDir = (dataDir: string) => join(dataDir, "search");
+
 const fileOf = (dataDir: string, namespace: string) =>
   join(snapshotDir(dataDir), `keywords-${Bun.hash(namespace).toString(16)}.bin`);
 
@@ -45,7 +35,7 @@ const fileOf = (dataDir: string, namespace: string) =>
 let buildStamp: string | undefined;
 const build = () => (buildStamp ??= `${version}+${commit}:${Bun.hash(JSON.stringify(sampleTerms())).toString(16)}`);
 
-/** A sample text's terms as keyword-cache.ts packs them (packTerms(sample, 0, "")). */
+/** A sample text's terms as keyword-space.ts packs them (packTerms(sample, 0, "")). */
 function sampleTerms(): (string | number)[] {
   const sample =
     "The runners were running to the cafés of Straße Lisbon, 北京烤鸭 and ümlauts; les enfants mangeaient des pommes 2024";
@@ -56,7 +46,12 @@ function sampleTerms(): (string | number)[] {
 }
 
 /** Which state of the store a snapshot belongs to. */
-export type SnapshotStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number };
+/**
+ * Which state of the store a snapshot belongs to: the data dir's epochs, and the namespace's
+ * events it follows (every one up to seq atSeq: those before time atMs, and those of that time
+ * up to that seq).
+ */
+export type SnapshotStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number; atSeq: number };
 
 type Header = {
   magic: string;
@@ -66,122 +61,175 @@ type Header = {
   count: number;
   pool: number;
   postings: number;
+  table: number;
   terms: string[];
   entities: string[];
   otherIds: [number, string][];
-  table: number;
-  /** Bun.hash of each section, in order. */
+  /** The hash of each section (FrozenSpace's order), 16 hex digits each. */
   hashes: string[];
 };
 
 const align8 = (n: number) => Math.ceil(n / 8) * 8;
-type Section = Int32Array<ArrayBuffer> | Uint16Array<ArrayBuffer> | Float64Array<ArrayBuffer>;
-
-/**
- * The sections of a snapshot, in order; the lists' documents and tfs are one section each,
- * written list after list (a section's hash is chained over its chunks, Bun.hash's seed).
- */
-const sectionsOf = (p: SpaceParts): Section[][] => [
-  [p.idWords],
-  [p.docLen],
-  [p.docCreated],
-  [p.docEntity],
-  [p.docStart],
-  [p.poolList],
-  [p.poolTf],
-  [p.listN],
-  [p.listMaxLen],
-  p.listDoc,
-  p.listTf,
-  [p.table],
-];
-const bytesOf = (x: Section) => new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
-const hashOf = (chunks: Section[]) => {
+/** A section is hashed in blocks of this many bytes, each hash the next one's seed. */
+const BLOCK = 1 << 20;
+const hex16 = (h: number | bigint) => h.toString(16).padStart(16, "0");
+const bytesOf = (x: Piece) => new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+/** A section's hash: over its bytes in blocks of BLOCK (as writeSnapshot makes it). */
+const hashOf = (bytes: Uint8Array) => {
   let h: number | bigint = 0;
-  for (const c of chunks) h = Bun.hash(bytesOf(c), h);
-  return h.toString(16);
+  for (let at = 0; at < bytes.length; at += BLOCK) h = Bun.hash(bytes.subarray(at, at + BLOCK), h);
+  return hex16(h);
 };
+
+/** The sections' item types and counts, in order (FrozenSpace). */
+const layout = (count: number, pool: number, lists: number, postings: number, table: number) =>
+  [
+    [Int32Array, count * 4],
+    [Int32Array, count],
+    [Float64Array, count],
+    [Int32Array, count],
+    [Int32Array, count + 1],
+    [Uint8Array, pool],
+    [Int32Array, lists],
+    [Int32Array, lists],
+    [Int32Array, postings],
+    [Uint16Array, postings],
+    [Int32Array, table],
+  ] as const;
 
 /** Data dirs whose leftover temporary files this process removed. */
 const swept = new Set<string>();
 
-/** Writes a snapshot (through a temporary file, fsynced, then renamed over the last one). */
-export function writeSnapshot(dataDir: string, namespace: string, stamp: SnapshotStamp, p: SpaceParts) {
-  const sections = sectionsOf(p);
+/** A snapshot being written: its temporary file, and whether it was called off (then the file is not renamed). */
+export type SnapshotJob = { tmp: string; cancelled: boolean };
+let jobs = 0;
+
+/** The temporary file a job writes (cancel: set `cancelled` and delete it, see keyword-cache.ts). */
+export const snapshotJob = (dataDir: string, namespace: string): SnapshotJob => ({
+  tmp: `${fileOf(dataDir, namespace)}.${process.pid}.${++jobs}.tmp`,
+  cancelled: false,
+});
+
+/**
+ * Writes a snapshot of `f` through the job's temporary file, then renames it over the last one:
+ * in pieces of at most 1 MiB, `pace.between` awaited once the pieces have held the turn for
+ * `pace.turnMs` (so requests are served meanwhile: `f` stays what it was when frozen); the fsync
+ * runs off the main thread. Returns whether it was renamed into place (not if cancelled).
+ */
+export async function writeSnapshot(
+  dataDir: string,
+  namespace: string,
+  stamp: SnapshotStamp,
+  f: FrozenSpace,
+  job: SnapshotJob,
+  pace: { turnMs: number; between: () => Promise<unknown> },
+): Promise<boolean> {
+  const sizes = layout(f.count, f.pool, f.terms.length, f.postings, f.table);
   const header: Header = {
     magic: MAGIC,
     build: build(),
     namespace,
     stamp,
-    count: p.count,
-    pool: p.poolList.length,
-    postings: p.postings,
-    table: p.table.length,
-    terms: p.terms,
-    entities: p.entities,
-    otherIds: p.otherIds,
-    hashes: sections.map(hashOf),
+    count: f.count,
+    pool: f.pool,
+    postings: f.postings,
+    table: f.table,
+    terms: f.terms,
+    entities: f.entities,
+    otherIds: f.otherIds,
+    hashes: sizes.map(() => hex16(0)),
   };
-  const head = Buffer.from(JSON.stringify(header));
-  const prefix = new Uint8Array(align8(8 + head.length));
-  new DataView(prefix.buffer).setUint32(0, head.length, true);
-  prefix.set(head, 8);
+  const headOf = () => Buffer.from(JSON.stringify(header));
+  let head = headOf();
+  const start = align8(8 + head.length);
   mkdirSync(snapshotDir(dataDir), { recursive: true });
   // A write cut short by a crash left its temporary file: the first save of a process removes them.
   if (!swept.has(dataDir)) {
     swept.add(dataDir);
-    for (const f of readdirSync(snapshotDir(dataDir)))
-      if (f.endsWith(".tmp")) rmSync(join(snapshotDir(dataDir), f), { force: true });
+    for (const x of readdirSync(snapshotDir(dataDir)))
+      if (x.endsWith(".tmp")) rmSync(join(snapshotDir(dataDir), x), { force: true });
   }
-  const file = fileOf(dataDir, namespace);
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fd = openSync(tmp, "w");
-  const pad = new Uint8Array(8);
+  const fd = openSync(job.tmp, "w");
+  let renamed = false;
   try {
-    writeSync(fd, prefix);
-    // Each section as it is in memory (no copy of the whole), padded to 8 bytes.
-    for (const chunks of sections) {
-      let size = 0;
-      for (const c of chunks) {
-        writeSync(fd, bytesOf(c));
-        size += c.byteLength;
+    // The sections, each hashed in blocks of BLOCK as they pass through a staging buffer.
+    const stage = new Uint8Array(BLOCK);
+    let staged = 0;
+    let at = start;
+    let section = 0;
+    let hash: number | bigint = 0;
+    let sectionBytes = 0;
+    let turn = performance.now();
+    const flush = () => {
+      if (staged === 0) return;
+      hash = Bun.hash(stage.subarray(0, staged), hash);
+      for (let w = 0; w < staged; ) w += writeSync(fd, stage, w, staged - w, at + w);
+      at += staged;
+      staged = 0;
+    };
+    /** Ends the current section: its hash, zeros up to a multiple of 8 bytes. */
+    const endSection = () => {
+      flush();
+      if (sectionBytes !== sizes[section][1] * sizes[section][0].BYTES_PER_ELEMENT)
+        throw new Error(`snapshot section ${section}: ${sectionBytes} bytes`);
+      header.hashes[section] = hex16(hash);
+      if (at % 8) at += writeSync(fd, new Uint8Array(8), 0, 8 - (at % 8), at);
+      section++;
+      hash = 0;
+      sectionBytes = 0;
+    };
+    for (const [s, piece] of f.pieces(BLOCK)) {
+      while (section < s) endSection();
+      const bytes = bytesOf(piece);
+      sectionBytes += bytes.length;
+      for (let k = 0; k < bytes.length; ) {
+        const n = Math.min(bytes.length - k, BLOCK - staged);
+        stage.set(bytes.subarray(k, k + n), staged);
+        staged += n;
+        k += n;
+        if (staged === BLOCK) flush();
       }
-      if (size % 8) writeSync(fd, pad, 0, 8 - (size % 8));
+      if (performance.now() - turn >= pace.turnMs) {
+        await pace.between();
+        if (job.cancelled) return false;
+        turn = performance.now();
+      }
     }
-    fsyncSync(fd);
+    while (section < sizes.length) endSection();
+    // The header, with the hashes (the same length as the placeholders), and the last padding.
+    head = headOf();
+    const prefix = new Uint8Array(start);
+    new DataView(prefix.buffer).setUint32(0, head.length, true);
+    prefix.set(head, 8);
+    writeSync(fd, prefix, 0, prefix.length, 0);
+    await new Promise<void>((resolve, reject) => fsync(fd, (e) => (e ? reject(e) : resolve())));
+    if (job.cancelled) return false;
+    renameSync(job.tmp, fileOf(dataDir, namespace));
+    renamed = true;
+    return true;
   } finally {
     closeSync(fd);
+    if (!renamed) rmSync(job.tmp, { force: true });
   }
-  renameSync(tmp, file);
 }
 
-/** The parts of a namespace's snapshot (KeywordSpace.fromParts), if there is one of this stamp (atMs aside), whole. */
+/**
+ * The parts of a namespace's snapshot (KeywordSpace.fromParts), if there is one of this stamp
+ * (atMs aside), whole. Its arrays view the file, mapped private (they are not the process's
+ * anonymous memory, and a change to them is not written back to the file). `verify` false skips
+ * the sections' hashes (for the file this process has just written).
+ */
 export function readSnapshot(
   dataDir: string,
   namespace: string,
-  stamp: Omit<SnapshotStamp, "atMs">,
-): { parts: SpaceParts; atMs: number } | undefined {
-  // Read into an array of exactly the file's size (readFileSync may keep more room than it filled).
-  let buf: Uint8Array<ArrayBuffer>;
+  stamp: Omit<SnapshotStamp, "atMs" | "atSeq">,
+  verify = true,
+): { parts: SpaceParts; at: { atMs: number; atSeq: number } } | undefined {
   try {
-    const fd = openSync(fileOf(dataDir, namespace), "r");
-    try {
-      buf = new Uint8Array(fstatSync(fd).size);
-      for (let at = 0; at < buf.length; ) {
-        const n = readSync(fd, buf, at, buf.length - at, at);
-        if (n <= 0) return undefined;
-        at += n;
-      }
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return undefined;
-  }
-  try {
-    // The arrays view the file's bytes (a fresh buffer: 8-byte aligned).
-    const bytes = buf;
-    const length = new DataView(bytes.buffer).getUint32(0, true);
+    // Mapped (8-byte aligned: page aligned); an empty or missing file throws.
+    const bytes = Bun.mmap(fileOf(dataDir, namespace), { shared: false });
+    const length = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
+    if (8 + length > bytes.length) return undefined;
     const header = JSON.parse(Buffer.from(bytes.subarray(8, 8 + length)).toString()) as Header;
     const s = header.stamp;
     if (
@@ -196,30 +244,16 @@ export function readSnapshot(
     let at = align8(8 + length);
     const L = header.terms.length;
     const n = header.count;
-    const sizes: [new (b: ArrayBuffer, o: number, l: number) => Section, number][] = [
-      [Int32Array, n * 4],
-      [Int32Array, n],
-      [Float64Array, n],
-      [Int32Array, n],
-      [Int32Array, n + 1],
-      [Int32Array, header.pool],
-      [Uint16Array, header.pool],
-      [Int32Array, L],
-      [Int32Array, L],
-      [Int32Array, header.postings],
-      [Uint16Array, header.postings],
-      [Int32Array, header.table],
-    ];
-    const out: Section[] = [];
-    for (const [T, count] of sizes) {
-      const bytesPer = (T as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
-      if (at + count * bytesPer > buf.length) return undefined;
-      out.push(new T(bytes.buffer, bytes.byteOffset + at, count));
-      at += align8(count * bytesPer);
+    const out: Piece[] = [];
+    for (const [i, [T, count]] of layout(n, header.pool, L, header.postings, header.table).entries()) {
+      if (at + count * T.BYTES_PER_ELEMENT > bytes.length) return undefined;
+      const section = new T(bytes.buffer, bytes.byteOffset + at, count);
+      if (verify && hashOf(bytesOf(section)) !== header.hashes[i]) return undefined;
+      out.push(section);
+      at += align8(count * T.BYTES_PER_ELEMENT);
     }
-    if (at !== buf.length) return undefined;
-    const [idWords, docLen, docCreated, docEntity, docStart, poolList, poolTf, lengths, listMaxLen, docs, tfs, table] =
-      out;
+    if (at !== bytes.length) return undefined;
+    const [idWords, docLen, docCreated, docEntity, docStart, pool, lengths, listMaxLen, docs, tfs, table] = out;
     // The lists, each a view of its part of the two list sections.
     const listN = lengths as Int32Array<ArrayBuffer>;
     const listDoc: Int32Array<ArrayBuffer>[] = [];
@@ -233,28 +267,27 @@ export function readSnapshot(
       from = to;
     }
     if (from !== header.postings) return undefined;
-    const parts: SpaceParts = {
-      count: n,
-      idWords: idWords as Int32Array<ArrayBuffer>,
-      docLen: docLen as Int32Array<ArrayBuffer>,
-      docCreated: docCreated as Float64Array<ArrayBuffer>,
-      docEntity: docEntity as Int32Array<ArrayBuffer>,
-      docStart: docStart as Int32Array<ArrayBuffer>,
-      poolList: poolList as Int32Array<ArrayBuffer>,
-      poolTf: poolTf as Uint16Array<ArrayBuffer>,
-      listN,
-      listMaxLen: listMaxLen as Int32Array<ArrayBuffer>,
-      listDoc,
-      listTf,
-      postings: header.postings,
-      table: table as Int32Array<ArrayBuffer>,
-      terms: header.terms,
-      entities: header.entities,
-      otherIds: header.otherIds,
+    return {
+      parts: {
+        count: n,
+        idWords: idWords as Int32Array<ArrayBuffer>,
+        docLen: docLen as Int32Array<ArrayBuffer>,
+        docCreated: docCreated as Float64Array<ArrayBuffer>,
+        docEntity: docEntity as Int32Array<ArrayBuffer>,
+        docStart: docStart as Int32Array<ArrayBuffer>,
+        pool: pool as Uint8Array<ArrayBuffer>,
+        listN,
+        listMaxLen: listMaxLen as Int32Array<ArrayBuffer>,
+        listDoc,
+        listTf,
+        postings: header.postings,
+        terms: header.terms,
+        entities: header.entities,
+        otherIds: header.otherIds,
+        table: table as Int32Array<ArrayBuffer>,
+      },
+      at: { atMs: s.atMs, atSeq: s.atSeq },
     };
-    const hashes = sectionsOf(parts).map(hashOf);
-    if (hashes.some((h, i) => h !== header.hashes[i])) return undefined;
-    return { parts, atMs: s.atMs };
   } catch {
     return undefined;
   }

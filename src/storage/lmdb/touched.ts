@@ -32,7 +32,8 @@ export function refreshTouched<V>(
 
 /** How one index is copied into memory per namespace (see NamespaceCache). */
 export interface CacheSource<S, V> {
-  empty(namespace: string): S;
+  /** A new copy to load into; for a reload (see NamespaceCache.reload), undefined calls it off. */
+  empty(namespace: string, reload?: boolean): S | undefined;
   /**
    * Reads up to `limit` entries of `namespace` from LMDB into `s`, starting after the key
    * `after` (from the start when undefined); returns the last key read, or undefined when the
@@ -41,6 +42,8 @@ export interface CacheSource<S, V> {
   load(s: S, namespace: string, after: Key[] | undefined, limit: number): Key[] | undefined;
   /** After a first load (spare room can be dropped). */
   loaded?(s: S): void;
+  /** After a reload: `now` took the place of `old`, which is no longer followed. */
+  replaced?(old: S, now: S): void;
   /** Whether a loaded copy is worth keeping (an empty one is not: searches of unused names would pile up). */
   keep(s: S): boolean;
   /** A touched memory's entry as LMDB now holds it. */
@@ -84,9 +87,25 @@ export class NamespaceCache<S, V> {
     return entry.done;
   }
 
-  private async load(namespace: string, touched: Touched[]): Promise<S> {
+  /**
+   * Loads a loaded namespace's copy again (source.empty(namespace, true) makes the new one); the
+   * old copy answers and follows writes until the new one has loaded and takes its place.
+   */
+  reload(namespace: string) {
+    const old = this.ready.get(namespace);
+    if (!old || this.loads.has(namespace)) return;
+    const entry: { done: Promise<S>; touched: Touched[] } = { touched: [], done: undefined as never };
+    this.loads.set(namespace, entry);
+    entry.done = this.load(namespace, entry.touched, old);
+  }
+
+  private async load(namespace: string, touched: Touched[], old?: S): Promise<S> {
     const generation = this.generation;
-    const s = this.source.empty(namespace);
+    const s = this.source.empty(namespace, old !== undefined);
+    if (s === undefined) {
+      this.loads.delete(namespace);
+      return old as S;
+    }
     try {
       for (let after = this.source.load(s, namespace, undefined, loading.slice); after !== undefined; ) {
         await loading.between();
@@ -94,7 +113,10 @@ export class NamespaceCache<S, V> {
       }
       this.apply(touched, (ns) => (ns === namespace ? s : undefined));
       this.source.loaded?.(s);
-      if (generation === this.generation && this.source.keep(s)) this.ready.set(namespace, s);
+      if (generation === this.generation && this.source.keep(s)) {
+        this.ready.set(namespace, s);
+        if (old && old !== s) this.source.replaced?.(old, s);
+      }
       return s;
     } finally {
       if (this.loads.get(namespace)?.touched === touched) this.loads.delete(namespace);

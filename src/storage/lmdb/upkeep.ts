@@ -50,7 +50,7 @@ export function lmdbUpkeep(s: LmdbState): Upkeep {
     },
 
     async close() {
-      keywordCache.save();
+      await keywordCache.save();
       vectorCache.clear();
       keywordCache.clear();
       await flushed(s);

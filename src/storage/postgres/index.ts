@@ -13,6 +13,7 @@ import { pgErasure } from "./erasure";
 import { pgEvents } from "./events";
 import { pgIdempotency } from "./idempotency";
 import { pgKeys } from "./keys";
+import { type PgKeywordLists, pgKeywordLists } from "./keyword-cache";
 import { pgMemories } from "./memories";
 import { memoryOf } from "./rows";
 import { migrate } from "./schema";
@@ -21,7 +22,7 @@ import type { PgState } from "./state";
 import { pgTransfer } from "./transfer";
 import { pgUpkeep } from "./upkeep";
 import { PgVectorCache } from "./vector-cache";
-import { applier, applyBatch, storageError, unavailableMessage, type WriteSettings, writeAlone } from "./writes";
+import { applyBatch, GroupCommit, storageError, unavailableMessage, type WriteSettings, writeAlone } from "./writes";
 
 export { storageError };
 
@@ -37,6 +38,11 @@ export interface PostgresOptions {
   pooler?: "none" | "session" | "transaction";
   connectTimeoutMs: number;
   statementTimeoutMs: number;
+  /**
+   * Keyword lists in this process's memory per namespace searched, following the events table
+   * (keyword-cache.ts; default true); false: every keyword search is one SQL statement.
+   */
+  keywordLists?: boolean;
 }
 
 export interface PostgresStorage extends Storage {
@@ -44,6 +50,8 @@ export interface PostgresStorage extends Storage {
   readonly sql: SQL;
   /** This replica's in-memory vectors (tests and benches look at their loads). */
   readonly vectors: PgVectorCache;
+  /** This replica's keyword lists (undefined when turned off). */
+  readonly keywordLists: PgKeywordLists | undefined;
 }
 
 /** Connects, migrates the schema, and returns the storage. Fails with a clear message if the database cannot be reached. */
@@ -84,16 +92,18 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   // it answers storage_unavailable. Writes have theirs in writes.ts, checked before COMMIT.
   const writes: WriteSettings = { statementTimeoutMs: o.statementTimeoutMs, commitTimeoutMs: o.statementTimeoutMs };
   const db = reads(o.statementTimeoutMs);
+  const keywordLists = o.keywordLists === false ? undefined : pgKeywordLists(sql);
   const s: PgState = {
     sql,
     lockSql,
     vectors: new PgVectorCache(sql, db),
+    keywordLists,
     entityLocks: keyedMutex(),
     db,
     write: <T>(work: (tx: ReservedSQL) => Promise<T>) => writeAlone(sql, writes, work),
-    apply: applier(sql, writes, { memoryOf }),
+    groupCommit: new GroupCommit(sql, writes),
     applyIn: async (tx, ops, actorKeyId, now) => {
-      const done = await applyBatch(tx, [{ ops, actorKeyId, now }], { memoryOf });
+      const done = await applyBatch(tx, [{ ops, actorKeyId, now }]);
       await Promise.all(done.last ?? []);
       const [r] = done.values;
       if (r instanceof IdempotencyKeyTaken) throw r;
@@ -104,6 +114,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     backend: "postgres",
     sql,
     vectors: s.vectors,
+    keywordLists,
     ...pgMemories(s),
     ...pgEvents(s),
     ...pgAsOf(s),

@@ -12,7 +12,7 @@ export function pgMemories(s: PgState): MemoryWrites & MemoryReads {
   return {
     apply(ops, actorKeyId, now = Date.now(), idempotency) {
       if (ops.length === 0 && !idempotency) return Promise.resolve([]);
-      return s.apply({ ops, actorKeyId, now, idempotency }, onlyAdds(ops));
+      return s.groupCommit.apply({ ops, actorKeyId, now, idempotency }, onlyAdds(ops));
     },
 
     serialize(namespace, entity, fn) {

@@ -1,132 +1,113 @@
-// PostgreSQL rows and memd's records, both ways: one function per table and direction.
-import type { ErasureRecord, EventRecord, KeyRecord, MemoryRecord } from "../records";
+// PostgreSQL rows and memd's records, both ways. Each table's columns are its record's fields
+// (storage/records.ts), in the same order, named in snake_case: one field table per record,
+// read from its schema, drives every mapping, so a field added to a record is a column here
+// without a second list to keep in step.
+import { Kind, OptionalKind, type TObject, type TSchema } from "@sinclair/typebox";
+import { ErasureRecord, EventRecord, KeyRecord, MemoryRecord } from "../records";
 
 export type Row = Record<string, unknown>;
 /** `json` columns come back as their text. */
 export const json = <T>(v: unknown): T => (typeof v === "string" ? JSON.parse(v) : v) as T;
-const num = (v: unknown) => (v === null || v === undefined ? undefined : Number(v));
 
-export function memoryOf(r: Row): MemoryRecord {
-  return {
-    id: r.id as string,
-    namespace: r.namespace as string,
-    entity: r.entity as string,
-    content: r.content as string,
-    category: r.category as string,
-    importance: Number(r.importance),
-    ...(r.tags !== null ? { tags: json<string[]>(r.tags) } : {}),
-    ...(r.metadata !== null ? { metadata: json<Record<string, unknown>>(r.metadata) } : {}),
-    ...(r.source !== null ? { source: r.source as string } : {}),
-    createdAt: Number(r.created_at),
-    updatedAt: Number(r.updated_at),
-    ...(r.expires_at !== null ? { expiresAt: Number(r.expires_at) } : {}),
-    state: r.state as MemoryRecord["state"],
-    ...(r.observed_at !== null && r.observed_at !== undefined ? { observedAt: Number(r.observed_at) } : {}),
+/** One field of a record and its column: how its value is kept (numbers come back from bigint as text; arrays and objects are `json`). */
+interface Column {
+  field: string;
+  column: string;
+  kind: "value" | "number" | "json";
+  /** Optional in the record: no key when the column is NULL. */
+  optional: boolean;
+  /** May be null in the record: null when the column is NULL. */
+  nullable: boolean;
+}
+
+const snakeCase = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** The columns of a record's table, in the record's field order (`except`: fields kept elsewhere, such as a serial). */
+export function columnsOf(record: TObject, except: readonly string[] = []): Column[] {
+  return Object.entries(record.properties as Record<string, TSchema>)
+    .filter(([field]) => !except.includes(field))
+    .map(([field, schema]) => {
+      const members: TSchema[] = schema[Kind] === "Union" ? schema.anyOf : [schema];
+      const value = members.find((m) => m[Kind] !== "Null")!;
+      const kind = ["Integer", "Number"].includes(value[Kind])
+        ? "number"
+        : ["Array", "Record", "Object"].includes(value[Kind])
+          ? "json"
+          : "value";
+      return {
+        field,
+        column: snakeCase(field),
+        kind,
+        optional: schema[OptionalKind] === "Optional",
+        nullable: members.length > 1 && members.some((m) => m[Kind] === "Null"),
+      };
+    });
+}
+
+const fromColumn = (c: Column, v: unknown) => (c.kind === "number" ? Number(v) : c.kind === "json" ? json(v) : v);
+
+/** A row of `columns` as its record: NULL is an absent optional field, or null where the record allows it. */
+function reader<T>(columns: Column[]): (r: Row) => T {
+  return (r) => {
+    const out: Row = {};
+    for (const c of columns) {
+      const v = r[c.column];
+      if (v === null || v === undefined) {
+        if (c.optional) continue;
+        if (c.nullable) {
+          out[c.field] = c.kind === "value" ? v : null;
+          continue;
+        }
+      }
+      out[c.field] = fromColumn(c, v);
+    }
+    return out as T;
   };
 }
 
-export const memoryRow = (m: MemoryRecord) => ({
-  id: m.id,
-  namespace: m.namespace,
-  entity: m.entity,
-  content: m.content,
-  category: m.category,
-  importance: m.importance,
-  tags: m.tags === undefined ? null : JSON.stringify(m.tags),
-  metadata: m.metadata === undefined ? null : JSON.stringify(m.metadata),
-  source: m.source ?? null,
-  created_at: m.createdAt,
-  updated_at: m.updatedAt,
-  expires_at: m.expiresAt ?? null,
-  state: m.state,
-  observed_at: m.observedAt ?? null,
-});
-
-export function eventOf(r: Row): EventRecord {
-  const e: EventRecord = {
-    seq: Number(r.seq),
-    namespace: r.namespace as string,
-    entity: r.entity as string,
-    memoryId: r.memory_id as string,
-    event: r.event as EventRecord["event"],
-    oldContent: r.old_content as string | null,
-    newContent: r.new_content as string | null,
-    mergedFromId: r.merged_from_id as string | null,
-    reason: r.reason as string | null,
-    category: r.category as string,
-    atMs: Number(r.at_ms),
-    actorKeyId: r.actor_key_id as string | null,
-  };
-  // The memory's state after the event (records.ts), on events written since schema 5.
-  if (r.importance !== null && r.importance !== undefined) e.importance = Number(r.importance);
-  if (r.tags !== null && r.tags !== undefined) e.tags = json<string[]>(r.tags);
-  if (r.metadata !== null && r.metadata !== undefined) e.metadata = json<Record<string, unknown>>(r.metadata);
-  if (r.expires_at !== null && r.expires_at !== undefined) e.expiresAt = Number(r.expires_at);
-  if (r.observed_at !== null && r.observed_at !== undefined) e.observedAt = Number(r.observed_at);
-  if (r.old_observed_at !== null && r.old_observed_at !== undefined) e.oldObservedAt = Number(r.old_observed_at);
-  return e;
-}
-
-export const keyRow = (k: KeyRecord) => ({
-  id: k.id,
-  hash: k.hash,
-  name: k.name,
-  permission: k.permission,
-  namespaces: JSON.stringify(k.namespaces),
-  expires_at: k.expiresAt,
-  created_at: k.createdAt,
-  last_used_at: k.lastUsedAt,
-  revoked_at: k.revokedAt,
-});
-
-export const eventRow = (e: Omit<EventRecord, "seq">) => ({
-  namespace: e.namespace,
-  entity: e.entity,
-  memory_id: e.memoryId,
-  event: e.event,
-  old_content: e.oldContent,
-  new_content: e.newContent,
-  merged_from_id: e.mergedFromId,
-  reason: e.reason,
-  category: e.category,
-  at_ms: e.atMs,
-  actor_key_id: e.actorKeyId,
-  importance: e.importance ?? null,
-  tags: e.tags === undefined ? null : JSON.stringify(e.tags),
-  metadata: e.metadata === undefined ? null : JSON.stringify(e.metadata),
-  expires_at: e.expiresAt ?? null,
-  observed_at: e.observedAt ?? null,
-  old_observed_at: e.oldObservedAt ?? null,
-});
-
-export function keyOf(r: Row): KeyRecord {
-  return {
-    id: r.id as string,
-    name: r.name as string,
-    permission: r.permission as KeyRecord["permission"],
-    namespaces: json<string[]>(r.namespaces),
-    expiresAt: num(r.expires_at) ?? null,
-    createdAt: Number(r.created_at),
-    lastUsedAt: num(r.last_used_at) ?? null,
-    revokedAt: num(r.revoked_at) ?? null,
-    hash: r.hash as string,
+/** A record as a row for the driver's INSERT helper: absent fields are NULL, json fields their text. */
+function writer<T>(columns: Column[]): (record: T) => Row {
+  return (record) => {
+    const out: Row = {};
+    for (const c of columns) {
+      const v = (record as Row)[c.field];
+      out[c.column] = c.kind === "json" ? (v === undefined || v === null ? null : JSON.stringify(v)) : (v ?? null);
+    }
+    return out;
   };
 }
 
-export const erasureOf = (r: Row): ErasureRecord => ({
-  namespace: r.namespace as string,
-  entity: r.entity as string,
-  atMs: Number(r.at_ms),
-  actorKeyId: r.actor_key_id as string | null,
-  memories: Number(r.memories),
-  events: Number(r.events),
-});
+/**
+ * A record as a row of json_populate_recordset(NULL::<table>, ...), which the whole batch is
+ * sent as (one JSON text): absent fields are left out, so their columns are NULL.
+ */
+function jsonWriter<T>(columns: Column[]): (record: T) => Row {
+  return (record) => {
+    const out: Row = {};
+    for (const c of columns) out[c.column] = (record as Row)[c.field];
+    return out;
+  };
+}
 
-export const erasureRow = (e: ErasureRecord) => ({
-  namespace: e.namespace,
-  entity: e.entity,
-  at_ms: e.atMs,
-  actor_key_id: e.actorKeyId,
-  memories: e.memories,
-  events: e.events,
-});
+/** Each table's columns: memories, events (seq is the table's serial, given apart on import), api_keys, erasures. */
+export const columns = {
+  memories: columnsOf(MemoryRecord),
+  events: columnsOf(EventRecord),
+  eventsWithoutSeq: columnsOf(EventRecord, ["seq"]),
+  apiKeys: columnsOf(KeyRecord),
+  erasures: columnsOf(ErasureRecord),
+};
+
+/** A table's column names, as an INSERT names them (a column added later takes its default). */
+export const columnList = (cs: Column[]) => cs.map((c) => c.column).join(", ");
+
+export const memoryOf = reader<MemoryRecord>(columns.memories);
+export const memoryRow = writer<MemoryRecord>(columns.memories);
+export const memoryJson = jsonWriter<MemoryRecord>(columns.memories);
+export const eventOf = reader<EventRecord>(columns.events);
+export const eventRow = writer<Omit<EventRecord, "seq">>(columns.eventsWithoutSeq);
+export const eventJson = jsonWriter<EventRecord>(columns.events);
+export const keyOf = reader<KeyRecord>(columns.apiKeys);
+export const keyRow = writer<KeyRecord>(columns.apiKeys);
+export const erasureOf = reader<ErasureRecord>(columns.erasures);
+export const erasureRow = writer<ErasureRecord>(columns.erasures);

@@ -177,6 +177,15 @@ export const migrations: string[] = [
   CREATE INDEX memory_vectors_stamped ON memory_vectors (namespace, stamp) WHERE stamp IS NOT NULL;
   ALTER TABLE search_state ADD COLUMN vector_epoch bigint NOT NULL DEFAULT 0;
   `,
+  // Keyword lists in each replica's memory (issue 26, postgres/keyword-cache.ts) follow the
+  // events of a namespace. A write that changes its memories without events in time order (an
+  // import) bumps the namespace's epoch here, in its transaction: replicas then rebuild.
+  `
+  CREATE TABLE search_epochs (
+    namespace  text PRIMARY KEY,
+    epoch      bigint NOT NULL
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;

@@ -3,8 +3,9 @@
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import { bm25Sql, type QueryTerm } from "../../text/scoring";
 import { termCounts } from "../../text/tokens";
-import { byScoreThenNewer, normalized } from "../ops";
-import type { MemoryRecord } from "../records";
+import { type KeywordSpace, keywordSearch as spaceSearch } from "../keyword-space";
+import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
+import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
 import { ann, type VectorSpace } from "../vector-space";
 import { memoryOf } from "./rows";
@@ -403,14 +404,67 @@ export async function rebuildIndex(
   return n;
 }
 
+/** Rounds of record reads a search on the lists may take before it answers by SQL instead. */
+const LIST_ROUNDS = 4;
+
 /**
- * The Search role: the statements above, each a read with its deadline. A semantic search uses
- * the namespace's in-memory copy once it is built and the scope holds more than
- * `pgVectors.exactBelow` vectors; otherwise it reads every vector of the scope.
+ * BM25 top-k on this replica's lists (keyword-cache.ts), caught up by the caller. The search
+ * (../keyword-space.ts) asks whether each candidate is current and passes the filter; a memory
+ * whose row is not read yet is taken as passing, and the rows asked for are then read in one
+ * statement: when every one passes, that answer is the answer (the same search with those rows
+ * known makes the same choices); else the search runs again with them known. After
+ * LIST_ROUNDS rounds (a filter few memories pass), undefined: the caller answers by SQL.
  */
-export function pgSearch({ sql, db, vectors }: PgState): Search {
+export async function listSearch(
+  sql: SQL,
+  space: KeywordSpace,
+  scope: MemoryScope,
+  terms: readonly QueryTerm[],
+  filter: SearchFilter,
+  limit: number,
+  now: number,
+  memoryOf: (r: Record<string, unknown>) => MemoryRecord,
+): Promise<Scored[] | undefined> {
+  const known = new Map<string, MemoryRecord | null>();
+  for (let round = 0; round < LIST_ROUNDS; round++) {
+    const missing: string[] = [];
+    const out = spaceSearch(space, scope, terms, limit, (id) => {
+      const k = known.get(id);
+      if (k !== undefined) return k;
+      missing.push(id);
+      return { id } as MemoryRecord;
+    });
+    if (missing.length === 0) return out;
+    const rows = await sql`SELECT * FROM memories WHERE id = ANY(${sql.array(missing, "text")}::uuid[])`;
+    const byId = new Map<string, MemoryRecord>(rows.map((r: Record<string, unknown>) => [r.id as string, memoryOf(r)]));
+    let allPass = true;
+    for (const id of missing) {
+      const m = byId.get(id);
+      const ok = isCurrent(m, now) && m.namespace === scope.namespace && matchesFilter(m, filter);
+      known.set(id, ok ? m : null);
+      if (!ok) allPass = false;
+    }
+    if (allPass) return out.map((h) => ({ memory: known.get(h.memory.id)!, score: h.score }));
+  }
+  return undefined;
+}
+
+/**
+ * The Search role: the statements above, each a read with its deadline. A keyword search uses
+ * this replica's lists once they are built (keyword-cache.ts), the SQL statement until then (and
+ * without lists). A semantic search uses the namespace's in-memory copy once it is built and the
+ * scope holds more than `pgVectors.exactBelow` vectors; otherwise it reads every vector of the scope.
+ */
+export function pgSearch({ sql, db, vectors, keywordLists }: PgState): Search {
   return {
     async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
+      if (terms.length > 0 && keywordLists) {
+        const found = await db(async () => {
+          const space = await keywordLists.get(scope.namespace);
+          return space && listSearch(sql, space, scope, terms, filter, limit, now, memoryOf);
+        });
+        if (found) return found;
+      }
       return db(() => keywordSearch(sql, scope, terms, filter, limit, now, memoryOf));
     },
 

@@ -3,6 +3,7 @@
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import type { keyedMutex } from "../mutex";
 import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
+import type { PgKeywordLists } from "./keyword-cache";
 import type { PgVectorCache } from "./vector-cache";
 
 export interface PgState {
@@ -14,6 +15,8 @@ export interface PgState {
   readonly lockSql: SQL;
   /** Each namespace's vectors in memory on this replica, followed before each search (vector-cache.ts). */
   readonly vectors: PgVectorCache;
+  /** This replica's keyword lists per namespace searched (keyword-cache.ts); undefined: keyword search by SQL only. */
+  readonly keywordLists: PgKeywordLists | undefined;
   /** One waiter per entity per process (MemoryWrites.serialize). */
   readonly entityLocks: ReturnType<typeof keyedMutex>;
   /**
@@ -23,11 +26,18 @@ export interface PgState {
   db<T>(fn: () => Promise<T>, limitMs?: number): Promise<T>;
   /** A write in a transaction of its own (writes.ts: deadline before COMMIT, its own bound after). */
   write<T>(work: (tx: ReservedSQL) => Promise<T>): Promise<T>;
-  /** One apply, in a transaction shared with others of the same `group` (writes.ts, applier). */
-  apply(
-    call: { ops: readonly MemoryOp[]; actorKeyId: string | null; now: number; idempotency?: IdempotencyRecord },
-    group: string | undefined,
-  ): Promise<(Applied | null)[]>;
+  /**
+   * Applies, each alone or in a transaction shared with others of its group: writes.ts GroupCommit
+   * (described here by its shape, since writes.ts imports this file through search.ts).
+   */
+  readonly groupCommit: {
+    /** Per group, the calls not yet in a transaction, in arrival order. */
+    readonly waiting: ReadonlyMap<string, readonly unknown[]>;
+    apply(
+      call: { ops: readonly MemoryOp[]; actorKeyId: string | null; now: number; idempotency?: IdempotencyRecord },
+      group: string | undefined,
+    ): Promise<(Applied | null)[]>;
+  };
   /** Applies ops inside a transaction of the caller's (an erasure's). */
   applyIn(
     tx: TransactionSQL | ReservedSQL,

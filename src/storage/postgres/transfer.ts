@@ -144,6 +144,15 @@ export function pgTransfer(s: PgState): Transfer {
           );
         for (let i = 0; i < events.length; i += 1000)
           await tx`INSERT INTO events ${tx(events.slice(i, i + 1000).map((e) => ({ seq: e.seq, ...eventRow(e) })))}`;
+        // Replicas' keyword lists follow events in time order, which imported ones are not:
+        // they are built again for each namespace this import touches (keyword-cache.ts).
+        const touched = [
+          ...new Set([...memories.map((m) => m.namespace as string), ...events.map((e) => e.namespace)]),
+        ].sort();
+        if (touched.length)
+          await tx`INSERT INTO search_epochs AS s (namespace, epoch)
+              SELECT unnest(${sql.array(touched, "text")}::text[]), 1
+              ON CONFLICT (namespace) DO UPDATE SET epoch = s.epoch + 1`;
         if (keyRows.length) await tx`INSERT INTO api_keys ${tx(keyRows)}`;
         if (erasureRows.length) await tx`INSERT INTO erasures ${tx(erasureRows)}`;
         if (events.length) {

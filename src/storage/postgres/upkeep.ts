@@ -4,7 +4,7 @@ import type { PgState } from "./state";
 import { storageError } from "./writes";
 
 export function pgUpkeep(s: PgState): Upkeep {
-  const { sql, lockSql, db } = s;
+  const { sql, lockSql, db, keywordLists } = s;
   return {
     async notReadyReason() {
       try {
@@ -31,11 +31,20 @@ export function pgUpkeep(s: PgState): Upkeep {
         memoryRecords: Number(r.records),
         events: Number(r.events),
         pendingEmbeddings: Number(r.pending),
-        gauges: {},
+        gauges: (keywordLists
+          ? {
+              memd_pg_keyword_namespaces: [
+                "Namespaces whose keyword lists this process holds in memory, built.",
+                keywordLists.stats().namespaces,
+              ],
+              memd_pg_keyword_documents: ["Memories in this process's keyword lists.", keywordLists.stats().documents],
+            }
+          : {}) as Record<string, [string, number]>,
       };
     },
 
     async close() {
+      keywordLists?.close();
       await Promise.all([sql.close(), lockSql.close()]);
     },
   };

@@ -9,9 +9,9 @@ import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import { planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
 import { type Applied, IdempotencyKeyTaken, type IdempotencyRecord, type MemoryOp, StorageError } from "../storage";
+import { columnList, columns, eventJson, memoryJson, memoryOf, type Row } from "./rows";
 import { addIndexWrites, type IndexTouch, indexChange, Statement, sendIndexDeletes } from "./search";
 
-type Row = Record<string, unknown>;
 /** A connection in a transaction: queries sent on it run in order, and may be sent before the last one answered. */
 export type Conn = ReservedSQL | TransactionSQL;
 
@@ -226,10 +226,6 @@ export interface ApplyCall {
 
 export type ApplyResult = (Applied | null)[] | IdempotencyKeyTaken;
 
-export interface RowShapes {
-  memoryOf(r: Row): MemoryRecord;
-}
-
 const text = (sql: Conn, xs: (string | null)[]) => sql.array(xs, "text");
 const sent = <T>(q: Promise<T> & { execute(): unknown }) => q.execute() as Promise<T>;
 
@@ -249,7 +245,6 @@ const sent = <T>(q: Promise<T> & { execute(): unknown }) => q.execute() as Promi
 export async function applyBatch(
   q: Conn,
   calls: readonly ApplyCall[],
-  shapes: RowShapes,
   first: Promise<unknown>[] = [],
 ): Promise<Work<ApplyResult>> {
   const ids = [...new Set(calls.flatMap((c) => c.ops.map(targetOf)).filter((id) => id !== undefined))].sort();
@@ -259,7 +254,7 @@ export async function applyBatch(
       Promise.all(first),
       sent(q`SELECT * FROM memories WHERE id = ANY(${text(q, ids)}::uuid[]) ORDER BY id FOR UPDATE`),
     ]);
-    for (const r of rows) targets.set(r.id as string, shapes.memoryOf(r));
+    for (const r of rows) targets.set(r.id as string, memoryOf(r as Row));
     first = [];
   }
 
@@ -428,118 +423,93 @@ function parseSeqs(v: unknown): number[] {
 }
 
 /** The columns written, named: a column added later takes its default. */
-const memoryColumns =
-  "id, namespace, entity, content, category, importance, tags, metadata, source, created_at, updated_at, expires_at, state, observed_at";
-const eventColumns =
-  "seq, namespace, entity, memory_id, event, old_content, new_content, merged_from_id, reason, category, at_ms, actor_key_id, importance, tags, metadata, expires_at, observed_at, old_observed_at";
-
-/** A memory as a row of json_populate_recordset(NULL::memories, ...): absent fields are NULL. */
-const memoryJson = (m: MemoryRecord) => ({
-  id: m.id,
-  namespace: m.namespace,
-  entity: m.entity,
-  content: m.content,
-  category: m.category,
-  importance: m.importance,
-  tags: m.tags,
-  metadata: m.metadata,
-  source: m.source,
-  created_at: m.createdAt,
-  updated_at: m.updatedAt,
-  expires_at: m.expiresAt,
-  state: m.state,
-  observed_at: m.observedAt,
-});
-
-/** An event as a row of json_populate_recordset(NULL::events, ...). */
-const eventJson = (e: EventRecord) => ({
-  seq: e.seq,
-  namespace: e.namespace,
-  entity: e.entity,
-  memory_id: e.memoryId,
-  event: e.event,
-  old_content: e.oldContent,
-  new_content: e.newContent,
-  merged_from_id: e.mergedFromId,
-  reason: e.reason,
-  category: e.category,
-  at_ms: e.atMs,
-  actor_key_id: e.actorKeyId,
-  importance: e.importance,
-  tags: e.tags,
-  metadata: e.metadata,
-  expires_at: e.expiresAt,
-  observed_at: e.observedAt,
-  old_observed_at: e.oldObservedAt,
-});
+const memoryColumns = columnList(columns.memories);
+const eventColumns = columnList(columns.events);
 
 /** Most calls one shared transaction takes. */
 const maxGroup = 128;
 
+/** An apply waiting in its group for the next shared transaction, and who to answer. */
+export interface QueuedApply {
+  call: ApplyCall;
+  caller: Caller<ApplyResult>;
+}
+
 /**
- * apply for PostgreSQL: calls with the same `group` key (raw stores, of any namespaces) that
- * arrive while one of theirs is running share the next transaction (group commit): a
+ * apply for PostgreSQL, with group commit: calls with the same `group` key (raw stores, of any
+ * namespaces) that arrive while one of theirs is running share the next transaction: a
  * namespace's writes hold its clock row until their commit, so one transaction per call would
  * put a commit (an fsync) between every two writes of a namespace, and each would cost its own
  * statements. Grouped calls only add memories, so they lock their namespaces' clock rows (in
  * name order, in one statement) and their Idempotency-Keys after them (in key order), as every
- * writer does: grouping cannot deadlock. Each call still lands whole or not at all. If the shared transaction fails for a
- * reason other than the database's state, nothing committed, and each call runs again alone, so
- * one bad call fails only itself. A caller answered at its deadline before COMMIT makes the
- * transaction roll back; the others run again in the next one.
+ * writer does: grouping cannot deadlock. Each call still lands whole or not at all. If the shared
+ * transaction fails for a reason other than the database's state, nothing committed, and each
+ * call runs again alone, so one bad call fails only itself. A caller answered at its deadline
+ * before COMMIT makes the transaction roll back; the others run again in the next one.
+ *
+ * Its state is `waiting`: per group, the calls not yet in a transaction, in arrival order. A
+ * group is in it exactly while one `drain` of it runs (taking at most maxGroup calls per
+ * transaction), so a call that finds its group there only joins the queue.
  */
-export function applier(sql: SQL, s: WriteSettings, shapes: RowShapes) {
-  type Call = { call: ApplyCall; caller: Caller<ApplyResult> };
-  const waiting = new Map<string, Call[]>();
+export class GroupCommit {
+  readonly waiting = new Map<string, QueuedApply[]>();
 
-  const run = (batch: Call[]) =>
-    transact(
-      sql,
-      s,
-      batch.map((b) => b.caller),
-      (conn, begun) =>
-        applyBatch(
-          conn,
-          batch.map((b) => b.call),
-          shapes,
-          [begun],
-        ),
-    );
+  constructor(
+    private readonly sql: SQL,
+    private readonly settings: WriteSettings,
+  ) {}
 
-  async function alone(c: Call) {
-    const r = await run([c]);
-    if (r && "failed" in r) fail(c.caller, storageError(r.failed));
-  }
-
-  async function drain(group: string) {
-    for (let calls = waiting.get(group); calls && calls.length > 0; calls = waiting.get(group)) {
-      const batch = calls.splice(0, maxGroup).filter((c) => c.caller.state === "waiting");
-      if (batch.length === 0) continue;
-      const r = await run(batch);
-      if (!r) continue;
-      const still = batch.filter((c) => c.caller.state === "waiting");
-      if ("gaveUp" in r) calls.unshift(...still);
-      else if (still.length === 1 || storageError(r.failed) instanceof StorageError)
-        for (const c of still) fail(c.caller, storageError(r.failed));
-      else await Promise.all(still.map(alone));
-    }
-    waiting.delete(group);
-  }
-
-  return async (call: ApplyCall, group: string | undefined): Promise<(Applied | null)[]> => {
-    const { caller, answer } = newCaller<ApplyResult>(s.statementTimeoutMs);
+  /** Applies one call: alone when `group` is undefined, else in its group's next transaction. */
+  async apply(call: ApplyCall, group: string | undefined): Promise<(Applied | null)[]> {
+    const { caller, answer } = newCaller<ApplyResult>(this.settings.statementTimeoutMs);
     const c = { call, caller };
-    if (group === undefined) void alone(c);
+    if (group === undefined) void this.alone(c);
     else {
-      const calls = waiting.get(group);
+      const calls = this.waiting.get(group);
       if (calls) calls.push(c);
       else {
-        waiting.set(group, [c]);
-        void drain(group);
+        this.waiting.set(group, [c]);
+        void this.drain(group);
       }
     }
     const result = await answer;
     if (result instanceof IdempotencyKeyTaken) throw result;
     return result;
-  };
+  }
+
+  /** One transaction for `batch`: see transact for what it answers and when. */
+  private run(batch: QueuedApply[]) {
+    return transact(
+      this.sql,
+      this.settings,
+      batch.map((b) => b.caller),
+      (conn, begun) =>
+        applyBatch(
+          conn,
+          batch.map((b) => b.call),
+          [begun],
+        ),
+    );
+  }
+
+  private async alone(c: QueuedApply) {
+    const r = await this.run([c]);
+    if (r && "failed" in r) fail(c.caller, storageError(r.failed));
+  }
+
+  /** Runs the group's waiting calls, maxGroup per transaction, until none is left. */
+  private async drain(group: string) {
+    for (let calls = this.waiting.get(group); calls && calls.length > 0; calls = this.waiting.get(group)) {
+      const batch = calls.splice(0, maxGroup).filter((c) => c.caller.state === "waiting");
+      if (batch.length === 0) continue;
+      const r = await this.run(batch);
+      if (!r) continue;
+      const still = batch.filter((c) => c.caller.state === "waiting");
+      if ("gaveUp" in r) calls.unshift(...still);
+      else if (still.length === 1 || storageError(r.failed) instanceof StorageError)
+        for (const c of still) fail(c.caller, storageError(r.failed));
+      else await Promise.all(still.map((c) => this.alone(c)));
+    }
+    this.waiting.delete(group);
+  }
 }

@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync } from "node:fs";
-import { openEnv } from "../storage/lmdb/index";
+import { openEnv } from "./env";
 
 /**
  * Copies the LMDB store in `dataDir` to the new directory `dest` while a server may be running:

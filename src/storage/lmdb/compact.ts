@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { openEnv } from "../storage/lmdb/index";
-import { dropSnapshots } from "../storage/lmdb/keyword-snapshot";
+import { openEnv } from "./env";
+import { dropSnapshots } from "./keyword-snapshot";
 
 /** Processes other than this one that have `file` mapped (Linux /proc); empty elsewhere. */
 export function processesMapping(file: string): number[] {
@@ -49,13 +49,3 @@ export async function compactStore(dataDir: string): Promise<{ before: number; a
   dropSnapshots(dataDir);
   return { before, after: Bun.file(file).size };
 }
-
-/** What an operator runs on PostgreSQL instead: `memd compact` cannot rewrite the tables itself while replicas run. */
-export const postgresCompactAdvice = `On PostgreSQL, deleted and erased rows stay in the table files until they are vacuumed.
-To rewrite the tables without them (this locks each table while it runs), connect with psql and run:
-
-  VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency, memory_terms, memory_vectors;
-
-A plain VACUUM marks the space reusable but does not overwrite it. Old row versions can also
-remain in the write-ahead log, in WAL archives and in base backups until those are rotated out.
-`;
