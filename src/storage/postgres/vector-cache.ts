@@ -283,7 +283,9 @@ export class PgVectorCache {
   /**
    * One statement, one snapshot: the namespace's clock, the epoch, and, oldest first, up to
    * `followPage` memories named by an event after `c.upto` or whose vector carries a stamp after
-   * it, each with its vector now (none: gone). When the page is full, the changes at its last
+   * it, each with its vector now (none: gone). Each source is read in time order by its index and
+   * cut at the page's size, and each vector by its key, so a page costs its own size however far
+   * behind the copy is. When the page is full, the changes at its last
    * time are left for the next page (a stamp is shared by a batch's vectors, so a page may end
    * inside one), and `c.upto` moves to just before it; otherwise to the clock's value.
    */
@@ -292,16 +294,19 @@ export class PgVectorCache {
       () => this.sql`
         WITH changed AS (
           SELECT t, id FROM (
-            SELECT at_ms AS t, unnest(ARRAY[memory_id, merged_from_id]) AS id FROM events
-            WHERE namespace = ${namespace} AND at_ms > ${c.upto}
-            UNION ALL
-            SELECT stamp, memory_id FROM memory_vectors WHERE namespace = ${namespace} AND stamp > ${c.upto}) AS u
+            SELECT t, unnest(ARRAY[a, b]) AS id FROM (
+              (SELECT at_ms AS t, memory_id AS a, merged_from_id AS b FROM events
+               WHERE namespace = ${namespace} AND at_ms > ${c.upto} ORDER BY at_ms LIMIT ${size})
+              UNION ALL
+              (SELECT stamp, memory_id, NULL FROM memory_vectors
+               WHERE namespace = ${namespace} AND stamp > ${c.upto} ORDER BY stamp LIMIT ${size})) AS e) AS u
           WHERE id IS NOT NULL ORDER BY t LIMIT ${size})
         SELECT now.upto, now.epoch, changed.t, changed.id, v.entity, v.vector
         FROM (SELECT (SELECT last_ms FROM namespace_clock WHERE namespace = ${namespace}) AS upto,
                      (SELECT vector_epoch FROM search_state WHERE id = 1) AS epoch) AS now
-        LEFT JOIN (changed LEFT JOIN memory_vectors v ON v.memory_id = changed.id AND v.namespace = ${namespace})
-          ON changed.id IS NOT NULL
+        LEFT JOIN (changed LEFT JOIN LATERAL (
+            SELECT entity, vector FROM memory_vectors WHERE memory_id = changed.id AND namespace = ${namespace} LIMIT 1) AS v
+          ON true) ON changed.id IS NOT NULL
         ORDER BY changed.t`,
     );
     if (Number(rows[0].epoch) !== c.epoch) {
