@@ -152,6 +152,7 @@ export class PgVectorCache {
   private readonly copies = new Map<string, Copy>();
   private readonly loads = new Map<string, Promise<void>>();
   private epoch = -1;
+  private closed = false;
 
   constructor(
     private readonly sql: SQL,
@@ -162,7 +163,7 @@ export class PgVectorCache {
   async ready(namespace: string): Promise<VectorSpace | undefined> {
     const c = this.copies.get(namespace);
     if (!c) {
-      if (!this.loads.has(namespace)) {
+      if (!this.loads.has(namespace) && !this.closed) {
         const load = this.load(namespace)
           .catch(() => undefined) // the next search tries again
           .finally(() => this.loads.delete(namespace));
@@ -174,6 +175,19 @@ export class PgVectorCache {
     if (this.copies.get(namespace) === c) return c.space;
     // Dropped by the follow (another epoch, or too far behind): built again.
     return this.ready(namespace);
+  }
+
+  /** Namespaces whose copy is built, and the vectors in them. */
+  stats(): { namespaces: number; vectors: number } {
+    let vectors = 0;
+    for (const c of this.copies.values()) vectors += c.space.size;
+    return { namespaces: this.copies.size, vectors };
+  }
+
+  /** Stops the builds under way (the store closes). */
+  close() {
+    this.closed = true;
+    this.copies.clear();
   }
 
   /** Forgets every copy (after a rebuild of the vectors by this process). */
@@ -208,6 +222,7 @@ export class PgVectorCache {
       if (rows.length < pgVectors.slice) break;
       after = rows.at(-1).memory_id as string;
       await pgVectors.between();
+      if (this.closed) return;
     }
     const copy: Copy = { space, upto: start.upto === null ? 0 : Number(start.upto), epoch };
     // What committed meanwhile, page by page, before searches use it (they take the old path
@@ -218,6 +233,7 @@ export class PgVectorCache {
       if (r === "done") break;
       await pgVectors.between();
     }
+    if (this.closed) return;
     if (epoch !== this.epoch) {
       if (epoch < this.epoch) return;
       this.copies.clear();
