@@ -40,34 +40,68 @@ const trimmed = <T extends Typed>(a: T, n: number): T => {
 /** Most a tf can be (more occurrences count as this many: BM25 saturates long before). */
 const MAX_TF = 65535;
 
+const EMPTY_DOCS = new Int32Array(0);
+const EMPTY_TFS = new Uint16Array(0);
+
 /**
  * One term's postings, in insertion order; `live` counts those of documents not gone (its df).
  * (The document's length is read from the document: keeping it in each posting too measured no
- * faster, and took 2 more bytes a posting.)
+ * faster, and took 2 more bytes a posting.) A list read from a snapshot is sealed: `doc` and `tf`
+ * view the mapped file and are never written; postings pushed later go to a tail on the heap
+ * (copying the mapped part out at the first push would put it all on the heap).
  */
 export class List {
+  /** Postings in all (doc/tf's, then the tail's). */
   n = 0;
   live = 0;
   doc = new Int32Array(2);
   tf = new Uint16Array(2);
+  /** Sealed: postings pushed since, in tailDoc/tailTf (tailN of them); doc/tf hold n - tailN. */
+  sealed = false;
+  tailN = 0;
+  tailDoc = EMPTY_DOCS;
+  tailTf = EMPTY_TFS;
   /** The longest document ever pushed. */
   maxLen = 0;
   constructor(readonly id: number) {}
   push(d: number, tf: number, len: number) {
-    if (this.n === this.doc.length) {
-      this.doc = grown(this.doc, this.n + 1);
-      this.tf = grown(this.tf, this.n + 1);
-    }
     if (len > this.maxLen) this.maxLen = len;
-    this.doc[this.n] = d;
-    this.tf[this.n] = tf;
+    if (this.sealed) {
+      if (this.tailN === this.tailDoc.length) {
+        this.tailDoc = grown(this.tailDoc, this.tailN + 8);
+        this.tailTf = grown(this.tailTf, this.tailN + 8);
+      }
+      this.tailDoc[this.tailN] = d;
+      this.tailTf[this.tailN++] = tf;
+    } else {
+      if (this.n === this.doc.length) {
+        this.doc = grown(this.doc, this.n + 1);
+        this.tf = grown(this.tf, this.n + 1);
+      }
+      this.doc[this.n] = d;
+      this.tf[this.n] = tf;
+    }
     this.n++;
     this.live++;
   }
+  /** The i-th posting's document and tf (i < n). */
+  docAt(i: number): number {
+    const head = this.n - this.tailN;
+    return i < head ? this.doc[i] : this.tailDoc[i - head];
+  }
+  tfAt(i: number): number {
+    const head = this.n - this.tailN;
+    return i < head ? this.tf[i] : this.tailTf[i - head];
+  }
   /** Drops spare room (after a first load, when most lists stop growing). */
   trim() {
-    this.doc = trimmed(this.doc, this.n);
-    this.tf = trimmed(this.tf, this.n);
+    if (this.sealed) {
+      this.tailDoc = trimmed(this.tailDoc, this.tailN);
+      this.tailTf = trimmed(this.tailTf, this.tailN);
+    } else {
+      this.doc = trimmed(this.doc, this.n);
+      this.tf = trimmed(this.tf, this.n);
+    }
   }
 }
 
@@ -395,7 +429,14 @@ export class KeywordSpace {
       if (entityIdOf[e] < 0) entityIdOf[e] = entities.push(this.entityNames[e]) - 1;
     }
     const L = this.listById.length;
-    const lists = this.listById.map((l) => ({ doc: l.doc, tf: l.tf, n: l.n, live: l.live }));
+    // Each list's parts: doc/tf's postings, then the tail's (both only grow past these counts).
+    const lists = this.listById.map((l) => ({
+      live: l.live,
+      parts: [
+        { doc: l.doc, tf: l.tf, n: l.n - l.tailN },
+        { doc: l.tailDoc, tf: l.tailTf, n: l.tailN },
+      ],
+    }));
     const terms: string[] = new Array(L).fill("");
     for (const [term, l] of this.lists) if (l.live > 0) terms[l.id] = term;
     const listN = new Int32Array(L);
@@ -484,22 +525,24 @@ export class KeywordSpace {
           [8, true],
           [9, false],
         ] as const)
-          for (const l of lists) {
-            if (l.live === 0) continue;
-            const from = docs ? l.doc : l.tf;
-            const per = docs ? max >> 2 : max >> 1;
-            if (!gone) {
-              for (let a = 0; a < l.n; a += per) yield [section, from.subarray(a, Math.min(l.n, a + per))];
-              continue;
-            }
-            for (let a = 0; a < l.n; a += per) {
-              const b = Math.min(l.n, a + per);
-              let live = 0;
-              for (let i = a; i < b; i++) if (isLive(l.doc[i])) live++;
-              const out = docs ? new Int32Array(live) : new Uint16Array(live);
-              let k = 0;
-              for (let i = a; i < b; i++) if (isLive(l.doc[i])) out[k++] = docs ? newNumber(l.doc[i]) : l.tf[i];
-              yield [section, out];
+          for (const list of lists) {
+            if (list.live === 0) continue;
+            for (const l of list.parts) {
+              const from = docs ? l.doc : l.tf;
+              const per = docs ? max >> 2 : max >> 1;
+              if (!gone) {
+                for (let a = 0; a < l.n; a += per) yield [section, from.subarray(a, Math.min(l.n, a + per))];
+                continue;
+              }
+              for (let a = 0; a < l.n; a += per) {
+                const b = Math.min(l.n, a + per);
+                let live = 0;
+                for (let i = a; i < b; i++) if (isLive(l.doc[i])) live++;
+                const out = docs ? new Int32Array(live) : new Uint16Array(live);
+                let k = 0;
+                for (let i = a; i < b; i++) if (isLive(l.doc[i])) out[k++] = docs ? newNumber(l.doc[i]) : l.tf[i];
+                yield [section, out];
+              }
             }
           }
         if (gone) {
@@ -554,6 +597,7 @@ export class KeywordSpace {
       l.maxLen = p.listMaxLen[i];
       l.doc = p.listDoc[i];
       l.tf = p.listTf[i];
+      l.sealed = true;
       s.listById.push(l);
       // (A list left empty when the snapshot was taken keeps its id, without its term.)
       if (len > 0) s.lists.set(term, l);
@@ -633,13 +677,30 @@ export class KeywordSpace {
     this.count = e;
     for (const [term, l] of this.lists) {
       let k = 0;
-      for (let i = 0; i < l.n; i++) {
-        const d = renumber[l.doc[i]];
-        if (d < 0) continue;
-        l.doc[k] = d;
-        l.tf[k] = l.tf[i];
-        k++;
-      }
+      if (l.sealed) {
+        // Out of the mapped part and the tail into one array on the heap.
+        const doc = new Int32Array(l.live);
+        const tf = new Uint16Array(l.live);
+        for (let i = 0; i < l.n; i++) {
+          const d = renumber[l.docAt(i)];
+          if (d < 0) continue;
+          doc[k] = d;
+          tf[k++] = l.tfAt(i);
+        }
+        l.doc = doc;
+        l.tf = tf;
+        l.sealed = false;
+        l.tailN = 0;
+        l.tailDoc = EMPTY_DOCS;
+        l.tailTf = EMPTY_TFS;
+      } else
+        for (let i = 0; i < l.n; i++) {
+          const d = renumber[l.doc[i]];
+          if (d < 0) continue;
+          l.doc[k] = d;
+          l.tf[k] = l.tf[i];
+          k++;
+        }
       l.n = k;
       if (k === 0) this.lists.delete(term);
     }
@@ -909,12 +970,27 @@ function namespaceCandidates(space: KeywordSpace, ts: QueryTerm[], avg: number, 
  * for the first time in space.touched from `count` on; returns the new count.
  */
 function addList(space: KeywordSpace, list: List, w: number, avg: number, count: number): number {
-  const { scores: acc, touched, gone, docLen } = space;
-  const { doc, tf } = list;
   // Most postings have tf 1: their contribution by length, from a table.
   const one = new Float64Array(list.maxLen + 1);
   for (let l = 0; l < one.length; l++) one[l] = bm25(w, 1, l, avg);
-  for (let i = 0; i < list.n; i++) {
+  count = addPostings(space, list.doc, list.tf, list.n - list.tailN, one, w, avg, count);
+  if (list.tailN > 0) count = addPostings(space, list.tailDoc, list.tailTf, list.tailN, one, w, avg, count);
+  return count;
+}
+
+/** addList over n postings of one part of a list. */
+function addPostings(
+  space: KeywordSpace,
+  doc: Int32Array,
+  tf: Uint16Array,
+  n: number,
+  one: Float64Array,
+  w: number,
+  avg: number,
+  count: number,
+): number {
+  const { scores: acc, touched, gone, docLen } = space;
+  for (let i = 0; i < n; i++) {
     const d = doc[i];
     if (gone[d]) continue;
     const before = acc[d];

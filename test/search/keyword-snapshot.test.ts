@@ -237,7 +237,7 @@ test("a save is written a piece at a time: writes and searches are answered mean
   expect(got).toEqual(rebuiltAnswers);
 });
 
-test("a frozen space's snapshot holds it as it was frozen, whatever changes (and compactions) come while it is written", async () => {
+test("a frozen space's snapshot holds it as it was frozen, whatever changes (and compactions) come while it is written; a space read from it follows changes", async () => {
   const tmp = tempDir();
   dirs.push(tmp);
   const rand = seededRandom(21);
@@ -301,4 +301,32 @@ test("a frozen space's snapshot holds it as it was frozen, whatever changes (and
   // And the space itself went on: it holds what is current now.
   expect(space.stats.docs).toBe(docs.size);
   for (const id of docs.keys()) expect(space.docOf(id)).toBeDefined();
+
+  // A space read from it (its lists sealed: later postings go to a tail) follows adds and
+  // removes, through a compaction (which moves the lists to the heap), exactly.
+  const mapped = KeywordSpace.fromParts(readSnapshot(tmp.dir, ns, stamp)!.parts, 5);
+  const want = new Map(at);
+  const ids = [...want.keys()];
+  for (let i = 0; i < ids.length; i++) {
+    if (i % 5 !== 0) {
+      mapped.remove(ids[i]);
+      want.delete(ids[i]);
+    }
+    if (i % 3 === 0) {
+      const id = Bun.randomUUIDv7();
+      want.set(id, doc(5000 + i));
+      mapped.add(id, want.get(id)!, true);
+    }
+    if (i % 40 === 0 || i === ids.length - 1) {
+      expect(mapped.stats.docs).toBe(want.size);
+      for (const [term, list] of mapped.lists) {
+        const got: string[] = [];
+        for (let k = 0; k < list.n; k++) if (!mapped.gone[list.docAt(k)]) got.push(mapped.idOf(list.docAt(k)));
+        const expected = [...want].filter(([, v]) => v.slice(3).includes(term)).map(([id]) => id);
+        expect(got.sort()).toEqual(expected.sort());
+        expect(list.live).toBe(expected.length);
+      }
+    }
+  }
+  expect([...mapped.lists.values()].some((l) => l.sealed)).toBe(false); // compacted
 });
