@@ -6,17 +6,10 @@ import type { auth } from "../keys/auth";
 import { covers } from "../keys/service";
 import { ApiError, invalidField } from "../wire/errors";
 import { jsonAnswer } from "../wire/schemas";
-import { isoTime, parseIsoTime } from "../wire/time";
+import { isoTime } from "../wire/time";
 import { summarizeDiff } from "./diff";
 import { AuditEvent, DiffRequest, DiffResponse, EventsQuery } from "./model";
-import { toAuditEvent } from "./service";
-
-/** Parses `since` (strict ISO 8601, see wire/time.ts) to milliseconds, or throws 400. */
-export function parseSince(since: string): number {
-  const ms = parseIsoTime(since);
-  if (ms === undefined) throw invalidField("since", "must be an ISO 8601 timestamp, e.g. 2026-01-31T12:00:00.000Z");
-  return ms;
-}
+import { parseSince, toAuditEvent } from "./service";
 
 /** Routes of the audit feature: the diff (changelog) and the raw events. */
 export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>

@@ -15,12 +15,11 @@
 import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { newCost, withVectors } from "../embedding/client";
-import type { AppliedChange } from "../extraction/reconcile";
 import { checkScope } from "../keys/auth";
 import type { KeyRecord } from "../keys/model";
 import { covers } from "../keys/service";
 import type { SmartStore } from "../memory/index";
-import type { StoreRequest as MemdStore, Memory } from "../memory/model";
+import type { AppliedChange, StoreRequest as MemdStore, Memory } from "../memory/model";
 import { checkStoreLimits, deleteMemory, findMemory, newMemory, patchMemory } from "../memory/service";
 import { search as memdSearch } from "../search/service";
 import type { EventRecord, MemoryRecord } from "../storage/records";

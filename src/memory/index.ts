@@ -2,7 +2,6 @@ import { Elysia, t } from "elysia";
 import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { embedHeaders, newCost } from "../embedding/client";
-import type { ObserveChanges } from "../extraction/reconcile";
 import type { DirectRoute } from "../http/direct";
 import { type IdempotencySlot, idempotent } from "../http/idempotency";
 import { queryLimit } from "../http/query";
@@ -22,6 +21,7 @@ import {
   ListResponse,
   Memory,
   MemoryParams,
+  type ObserveChanges,
   PatchRequest,
   StoreRequest,
   StoreResponse,
