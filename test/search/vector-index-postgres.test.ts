@@ -88,7 +88,7 @@ test("a replica follows the other's commits before each search: exact cosines of
   const ns = "pg-ann";
   const vectors = new Map<string, Float32Array>();
   const ops: MemoryOp[] = [];
-  for (let i = 0; i < 1500; i++) {
+  for (let i = 0; i < 3000; i++) {
     const id = Bun.randomUUIDv7();
     const v = draw();
     vectors.set(id, v);
@@ -163,7 +163,7 @@ test("a replica follows the other's commits before each search: exact cosines of
   // Vectors rebuilt on a (memd reindex): b drops its copy; nothing has a vector until embedded again.
   await a.rebuildSearchIndex({ embeddings: true });
   expect(await b.semanticSearch({ namespace: ns }, q, {}, 5)).toEqual([]);
-  const again = await a.pendingEmbeddings(2000);
+  const again = await a.pendingEmbeddings(10_000);
   expect(again.length).toBe(vectors.size + 1);
 }, 60_000);
 
