@@ -122,7 +122,8 @@ export function storageSite(s: StorageSettings): StorageSite {
     missing: () => (existsSync(dir) ? undefined : `no data dir at ${dir}; pass --data-dir or set MEMD_DATA_DIR`),
     open(create = false) {
       if (create) mkdirSync(dir, { recursive: true });
-      return openStorage({ ...s, dataDir: dir });
+      // (A command writes no keyword snapshots in the background: the server does.)
+      return openStorage({ ...s, dataDir: dir, keywordPrebuild: 0 });
     },
     async holdAlone() {
       const lock = await lockDataDir(s.dataDir);
