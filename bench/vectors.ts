@@ -12,6 +12,7 @@
 // copy is built by a first search and timed, and the old path that reads every vector of the
 // namespace is measured in the same run (BENCH_VECTORS_OLD_QUERIES of them, default 10), as is
 // reading 800 exact vectors by id (what rescoring from the database would cost).
+// BENCH_VECTORS_READ_AB=1 alternates the final read in one statement and in 4 at once.
 //
 // The data: real embeddings are far from uniform; they sit near a low-dimensional structure with
 // a common offset. Here each vector is a point of a mixture of 1,000 Gaussian clusters in a 64-
@@ -26,7 +27,8 @@ import { dotKernel } from "../src/storage/dot";
 import { openLmdb } from "../src/storage/lmdb/index";
 import { openPostgres } from "../src/storage/postgres/index";
 import { memoryOf } from "../src/storage/postgres/rows";
-import { semanticSearch as readEverything } from "../src/storage/postgres/search";
+import { approximateSearch, semanticSearch as readEverything } from "../src/storage/postgres/search";
+import { pgVectors } from "../src/storage/postgres/vector-cache";
 import type { MemoryOp } from "../src/storage/storage";
 import { ann, VectorSpace } from "../src/storage/vector-space";
 
@@ -121,6 +123,7 @@ let close = async () => {};
 let space: VectorSpace | undefined;
 /** Extra lines for the PostgreSQL section. */
 const pgLines: string[] = [];
+let split: (() => Promise<string>) | undefined;
 if (databaseUrl) {
   const name = `memd_bench_vectors_${process.pid}`;
   const admin = new SQL(databaseUrl);
@@ -164,6 +167,8 @@ if (databaseUrl) {
   await st.sql`INSERT INTO namespace_clock (namespace, last_ms) VALUES ('vec', ${base + N})`;
   await st.sql`VACUUM ANALYZE memories`;
   await st.sql`VACUUM ANALYZE memory_vectors`;
+  // The load's dirty pages written now, not during the searches.
+  await st.sql`CHECKPOINT`;
   loadS = (performance.now() - t1) / 1000;
   console.error(`loaded ${N} rows into PostgreSQL in ${loadS.toFixed(0)} s`);
   const rowOf = new Map(idOf.map((id, r) => [id, r]));
@@ -197,6 +202,25 @@ if (databaseUrl) {
     `Old path (every vector of the namespace read per search), same run: p50 ${pct(old, 50).toFixed(1)} ms over ${old.length} searches. Reading 800 exact vectors by id: p50 ${pct(byId, 50).toFixed(1)} ms. Copy built by the first search in ${buildS.toFixed(1)} s; the memory column below is the process's growth from before the build.`,
   );
   search = pgSearch;
+  // Where a search's time goes (after the timed loop): the follow statement, and the codes and
+  // 4-bit ranking in memory; the rest is the final statement and the checks.
+  split = async () => {
+    const follow: number[] = [];
+    const codes: number[] = [];
+    const approx: number[] = [];
+    for (const q of queries) {
+      const a = performance.now();
+      const space = (await st.vectors.ready("vec"))!;
+      const b = performance.now();
+      space.nearest(undefined, q, ann.rescore);
+      const c = performance.now();
+      await approximateSearch(st.sql, space, { namespace: "vec" }, q, {}, K, Date.now(), memoryOf);
+      follow.push(b - a);
+      codes.push(c - b);
+      approx.push(performance.now() - c);
+    }
+    return `Of a search (the same queries again): the follow statement p50 ${pct(follow, 50).toFixed(2)} ms; the codes and the 4-bit ranking in memory p50 ${pct(codes, 50).toFixed(2)} ms; those and the final statement (the best candidates' memory rows and exact vectors) p50 ${pct(approx, 50).toFixed(2)} ms.`;
+  };
   close = async () => {
     await st.close();
     await admin.unsafe(`DROP DATABASE ${name}`);
@@ -259,14 +283,28 @@ Bun.gc(true);
 const anon1 = await anon();
 const lat: number[] = [];
 let hits = 0;
+// BENCH_VECTORS_READ_AB=1 (PostgreSQL): odd queries read their final candidates in one statement,
+// even ones in 4 statements at once; both figures are printed.
+const readAB = databaseUrl && process.env.BENCH_VECTORS_READ_AB === "1";
+const readDefault = pgVectors.readParallel;
+const parallel = readAB ? 4 : readDefault;
+const byMode: Record<string, number[]> = { one: [], parallel: [] };
 for (let i = 0; i < Q; i++) {
+  if (readAB) pgVectors.readParallel = i % 2 ? 1 : parallel;
   const a = performance.now();
   const got = await search(queries[i]);
   lat.push(performance.now() - a);
+  if (readAB) byMode[i % 2 ? "one" : "parallel"].push(lat.at(-1)!);
   const want = new Set(truth(queries[i]).map(String));
   for (const g of got) if (want.has(g)) hits++;
 }
 const recall = hits / (Q * K);
+pgVectors.readParallel = readDefault;
+if (readAB)
+  pgLines.push(
+    `Final candidates read in one statement (odd queries) against ${parallel} at once (even ones), same run: p50 ${pct(byMode.one, 50).toFixed(2)} against ${pct(byMode.parallel, 50).toFixed(2)} ms, p99 ${pct(byMode.one, 99).toFixed(2)} against ${pct(byMode.parallel, 99).toFixed(2)} ms.`,
+  );
+if (split) pgLines.push(await split());
 const perVector = (anon1 - memBase) / N;
 console.log(
   `\n## Semantic search at ${N.toLocaleString("en")} vectors of ${dims} dimensions (${databaseUrl ? "Storage over PostgreSQL: the replica's copy, exact vectors of the final candidates read with their memories" : viaStore ? "Storage over LMDB" : "in-memory index, vectors read from this process"})\n`,

@@ -1,7 +1,15 @@
-import type { CommitNotifier } from "./audit/notify";
 import type { Config } from "./config/config";
 import type { Logger } from "./log";
 import type { Storage } from "./storage/storage";
+
+/**
+ * Wakes live event streams after this process commits (audit/notify.ts's CommitNotifier), as a
+ * feature sees it: declared here so that this bottom layer names no feature's types.
+ */
+export interface Notifier {
+  /** Calls `wake` after every commit of `namespace`; returns the unsubscribe. */
+  subscribe(namespace: string, wake: () => void): () => void;
+}
 
 /**
  * What every feature service needs: the open storage, the commit notifier, settings and the log.
@@ -11,7 +19,7 @@ import type { Storage } from "./storage/storage";
 export interface Core<S = Storage> {
   storage: S;
   /** Pinged after events are committed, to wake live streams (see audit/notify.ts). */
-  notifier: CommitNotifier;
+  notifier: Notifier;
   config: Config;
   logger: Logger;
   /** Aborted when the shutdown grace ends: model and embedding calls in flight stop (503 shutting_down). */

@@ -1,3 +1,4 @@
+import type { Notifier } from "../core";
 import type { Storage } from "../storage/storage";
 
 /**
@@ -6,7 +7,7 @@ import type { Storage } from "../storage/storage";
  * reader). A ping carries no event: it only says "look now", so a missed or extra ping costs a
  * read or a poll interval, never an event. Events written by other replicas are found by polling.
  */
-export class CommitNotifier {
+export class CommitNotifier implements Notifier {
   private readonly byNamespace = new Map<string, Set<() => void>>();
 
   /** Calls `wake` after every ping of `namespace` (or of all namespaces); returns the unsubscribe. */

@@ -3,8 +3,8 @@ import type { Core } from "../core";
 import type { auth } from "../keys/auth";
 import { stillValid } from "../keys/service";
 import { invalidField } from "../wire/errors";
-import { parseSince } from "./index";
 import { StreamQuery } from "./model";
+import { parseSince } from "./service";
 import {
   CursorCodec,
   defaultStreamOptions,

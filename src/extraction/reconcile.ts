@@ -7,7 +7,7 @@ import type { Core } from "../core";
 import { type EmbedCost, newCost, withVectors } from "../embedding/client";
 import type { IdempotencySlot } from "../http/idempotency";
 import type { Logger } from "../log";
-import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
+import type { MemoryRecord, ObserveChanges, StoreRequest, StoreResponse } from "../memory/model";
 import { newMemory, toMemory } from "../memory/service";
 import type { Applied, MemoryOp } from "../storage/storage";
 import { hasControl } from "../wire/schemas";
@@ -22,10 +22,6 @@ export type Change =
   | { kind: "REPLACE"; fact: string; target: MemoryRecord; reason: string; category?: string; importance?: number }
   | { kind: "KEEP_EXISTING"; fact: string; target: MemoryRecord; reason: string }
   | { kind: "DELETE"; fact: string; target: MemoryRecord; reason: string };
-
-/** What a smart store did, change by change, as written: for callers that answer more than memd's StoreResponse (mem0's add). */
-export type AppliedChange = { kind: Change["kind"]; memory: MemoryRecord };
-export type ObserveChanges = (applied: AppliedChange[]) => void;
 
 const MAX_REASON = limits.reasonChars;
 /** A smart-store memory's category when the extractor gives none (or one of a bad shape); the answer schema's default too. */

@@ -5,7 +5,7 @@ import type { Config } from "../config/config";
 import type { Core } from "../core";
 import { type EmbedCost, embedHeaders, newCost } from "../embedding/client";
 import type { IdempotencySlot } from "../http/idempotency";
-import type { MemoryRecord, StoreRequest, StoreResponse } from "../memory/model";
+import type { MemoryRecord, ObserveChanges, StoreRequest, StoreResponse } from "../memory/model";
 import { checkStoreLimits } from "../memory/service";
 import { relatedMemories } from "../search/service";
 import { ApiError } from "../wire/errors";
@@ -13,7 +13,7 @@ import { parseIsoTime } from "../wire/time";
 import { extractBuiltin, normalizeFact, splitFacts } from "./builtin";
 import { extractOperations, LlmError, type LlmSettings } from "./llm";
 import type { Operation } from "./model";
-import { applyChanges, type Change, type ObserveChanges, validateOperations } from "./reconcile";
+import { applyChanges, type Change, validateOperations } from "./reconcile";
 
 /** How many of an entity's current memories are read per smart store; the scan stops there. */
 export const MAX_ENTITY_SCAN = 2000;

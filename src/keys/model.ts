@@ -1,10 +1,10 @@
 import { t } from "elysia";
 import { limits } from "../config/limits";
-import { permissions, type Permission as StoredPermission } from "../storage/records";
+import { KeyRecord, permissions, type Permission as StoredPermission } from "../storage/records";
 import { NoControlText } from "../wire/schemas";
 
-/** Each permission includes the ones before it. Persisted as these strings. */
-export const Permission = t.Union([t.Literal("read"), t.Literal("read_write"), t.Literal("admin")]);
+/** Each permission includes the ones before it. Persisted as these strings (the list: storage/records.ts). */
+export const Permission = KeyRecord.properties.permission;
 export type Permission = StoredPermission;
 export type { KeyRecord } from "../storage/records";
 export { permissions };

@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { Value } from "@sinclair/typebox/value";
-import { ConfigError, loadConfig, parseCommandLine, UsageError } from "../config/config";
-import type { Running, startServer } from "../server";
+import { type Config, ConfigError, loadConfig, parseCommandLine, UsageError } from "../config/config";
 import { Name } from "../wire/schemas";
 import { createMcpServer } from "./server";
 import { tools } from "./tools";
@@ -67,16 +66,27 @@ export function parseMcpArgs(args: string[], env: Record<string, string | undefi
   };
 }
 
+/** What `memd mcp` uses of a server it starts in this process (server.ts's Running). */
+interface LocalServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the server that --data-dir names, in this process: server.ts's startServer, given by the
+ * command line (main.ts), so that mcp/ names nothing of the server that imports its routes.
+ */
+type StartServer = (
+  config: Config,
+  printSecret: (text: string) => void,
+  writeLog: (line: string) => void,
+) => Promise<LocalServer>;
+
 /**
  * `memd mcp`: serves the MCP tools on stdio until stdin closes or a signal arrives. Answers the
  * exit code for usage errors (2) and start-up failures (1); otherwise it runs until the end.
  */
-export async function runMcpCommand(
-  args: string[],
-  // The server that --data-dir starts in this process: given by the command line (main.ts), so
-  // that mcp/ does not import the server that imports its routes.
-  start: typeof startServer,
-): Promise<number> {
+export async function runMcpCommand(args: string[], start: StartServer): Promise<number> {
   let opts: McpArgs | "help";
   try {
     opts = parseMcpArgs(args);
@@ -90,7 +100,7 @@ export async function runMcpCommand(
     return 0;
   }
 
-  let local: Running | undefined;
+  let local: LocalServer | undefined;
   let baseUrl = opts.url;
   let key = opts.key;
   if (!baseUrl) {

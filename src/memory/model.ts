@@ -2,7 +2,7 @@ import { t } from "elysia";
 import { storedKinds } from "../audit/model";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { ErasureRecord, MemoryRecord } from "../storage/records";
+import { ErasureRecord, type EventKind, MemoryRecord } from "../storage/records";
 import { Category, Importance, Name, Tag, Tags, Timestamp } from "../wire/schemas";
 import { isoShapePattern } from "../wire/time";
 
@@ -135,3 +135,12 @@ export const MemoryParams = t.Object({ id: t.String() });
 export const GetQuery = t.Object({ asOf: t.Optional(AsOf) }, { additionalProperties: false });
 
 export type { MemoryRecord } from "../storage/records";
+
+/**
+ * What a smart store did, change by change, as written (extraction/reconcile.ts makes them): for
+ * callers that answer more than memd's StoreResponse (mem0's add). Every event kind but UPDATE,
+ * which only an edit writes. Declared here, below extraction/, so that the store route can take
+ * an observer without naming the extraction's types.
+ */
+export type AppliedChange = { kind: Exclude<EventKind, "UPDATE">; memory: MemoryRecord };
+export type ObserveChanges = (applied: AppliedChange[]) => void;

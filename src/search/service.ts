@@ -10,8 +10,8 @@ import { ApiError, invalidField } from "../wire/errors";
 import { asOfField, instantField } from "../wire/time";
 import { keywordAsOf, keywordAsOfTexts } from "./asof";
 import { FUSION, fuse } from "./fusion";
-import { embedQueryWithShare } from "./probe";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
+import { embedQueryWithShare } from "./probe";
 
 /** What search reads: the ranked reads, and the as-of reads for `asOf`. */
 type SearchCore = Core<Search & AsOfReads>;

@@ -40,34 +40,68 @@ const trimmed = <T extends Typed>(a: T, n: number): T => {
 /** Most a tf can be (more occurrences count as this many: BM25 saturates long before). */
 const MAX_TF = 65535;
 
+const EMPTY_DOCS = new Int32Array(0);
+const EMPTY_TFS = new Uint16Array(0);
+
 /**
  * One term's postings, in insertion order; `live` counts those of documents not gone (its df).
  * (The document's length is read from the document: keeping it in each posting too measured no
- * faster, and took 2 more bytes a posting.)
+ * faster, and took 2 more bytes a posting.) A list read from a snapshot is sealed: `doc` and `tf`
+ * view the mapped file and are never written; postings pushed later go to a tail on the heap
+ * (copying the mapped part out at the first push would put it all on the heap).
  */
 export class List {
+  /** Postings in all (doc/tf's, then the tail's). */
   n = 0;
   live = 0;
   doc = new Int32Array(2);
   tf = new Uint16Array(2);
+  /** Sealed: postings pushed since, in tailDoc/tailTf (tailN of them); doc/tf hold n - tailN. */
+  sealed = false;
+  tailN = 0;
+  tailDoc = EMPTY_DOCS;
+  tailTf = EMPTY_TFS;
   /** The longest document ever pushed. */
   maxLen = 0;
   constructor(readonly id: number) {}
   push(d: number, tf: number, len: number) {
-    if (this.n === this.doc.length) {
-      this.doc = grown(this.doc, this.n + 1);
-      this.tf = grown(this.tf, this.n + 1);
-    }
     if (len > this.maxLen) this.maxLen = len;
-    this.doc[this.n] = d;
-    this.tf[this.n] = tf;
+    if (this.sealed) {
+      if (this.tailN === this.tailDoc.length) {
+        this.tailDoc = grown(this.tailDoc, this.tailN + 8);
+        this.tailTf = grown(this.tailTf, this.tailN + 8);
+      }
+      this.tailDoc[this.tailN] = d;
+      this.tailTf[this.tailN++] = tf;
+    } else {
+      if (this.n === this.doc.length) {
+        this.doc = grown(this.doc, this.n + 1);
+        this.tf = grown(this.tf, this.n + 1);
+      }
+      this.doc[this.n] = d;
+      this.tf[this.n] = tf;
+    }
     this.n++;
     this.live++;
   }
+  /** The i-th posting's document and tf (i < n). */
+  docAt(i: number): number {
+    const head = this.n - this.tailN;
+    return i < head ? this.doc[i] : this.tailDoc[i - head];
+  }
+  tfAt(i: number): number {
+    const head = this.n - this.tailN;
+    return i < head ? this.tf[i] : this.tailTf[i - head];
+  }
   /** Drops spare room (after a first load, when most lists stop growing). */
   trim() {
-    this.doc = trimmed(this.doc, this.n);
-    this.tf = trimmed(this.tf, this.n);
+    if (this.sealed) {
+      this.tailDoc = trimmed(this.tailDoc, this.tailN);
+      this.tailTf = trimmed(this.tailTf, this.tailN);
+    } else {
+      this.doc = trimmed(this.doc, this.n);
+      this.tf = trimmed(this.tf, this.n);
+    }
   }
 }
 
@@ -206,10 +240,16 @@ export class KeywordSpace {
     return Math.imul(x[d * 4 + 3] ^ Math.imul(x[d * 4 + 2], 0x9e3779b1) ^ x[d * 4], 0x85ebca6b);
   }
 
-  /** Rebuilds the table for the live documents, at most half full. */
-  private rehash(size: number) {
+  /** The size of a table for `size` documents: a power of 2, at least twice as many. */
+  private static tableSize(size: number) {
     let n = 2048;
     while (n < size * 2) n *= 2;
+    return n;
+  }
+
+  /** Rebuilds the table for the live documents, at most half full. */
+  private rehash(size: number) {
+    const n = KeywordSpace.tableSize(size);
     this.table = new Int32Array(n);
     const mask = n - 1;
     for (let d = 0; d < this.count; d++) {
@@ -389,7 +429,14 @@ export class KeywordSpace {
       if (entityIdOf[e] < 0) entityIdOf[e] = entities.push(this.entityNames[e]) - 1;
     }
     const L = this.listById.length;
-    const lists = this.listById.map((l) => ({ doc: l.doc, tf: l.tf, n: l.n, live: l.live }));
+    // Each list's parts: doc/tf's postings, then the tail's (both only grow past these counts).
+    const lists = this.listById.map((l) => ({
+      live: l.live,
+      parts: [
+        { doc: l.doc, tf: l.tf, n: l.n - l.tailN },
+        { doc: l.tailDoc, tf: l.tailTf, n: l.tailN },
+      ],
+    }));
     const terms: string[] = new Array(L).fill("");
     for (const [term, l] of this.lists) if (l.live > 0) terms[l.id] = term;
     const listN = new Int32Array(L);
@@ -402,9 +449,10 @@ export class KeywordSpace {
     }
     const otherIds: [number, string][] = [];
     for (const [d, id] of this.otherIds) if (d < n && isLive(d)) otherIds.push([newNumber(d), id]);
-    // The id table as it is (a copy: adds and removes change it in place), when no document is
-    // renumbered; else none (the load makes it).
-    const table = gone ? new Int32Array(0) : this.table.slice();
+    // The id table: as it is (a copy: adds and removes change it in place), or, when documents
+    // are renumbered, made for the new numbers while the pieces are written (as rehash makes it).
+    const table = gone ? new Int32Array(KeywordSpace.tableSize(count)) : this.table.slice();
+    const otherOf = gone ? new Map(this.otherIds) : undefined;
     let released = false;
     return {
       count,
@@ -477,24 +525,46 @@ export class KeywordSpace {
           [8, true],
           [9, false],
         ] as const)
-          for (const l of lists) {
-            if (l.live === 0) continue;
-            const from = docs ? l.doc : l.tf;
-            const per = docs ? max >> 2 : max >> 1;
-            if (!gone) {
-              for (let a = 0; a < l.n; a += per) yield [section, from.subarray(a, Math.min(l.n, a + per))];
-              continue;
-            }
-            for (let a = 0; a < l.n; a += per) {
-              const b = Math.min(l.n, a + per);
-              let live = 0;
-              for (let i = a; i < b; i++) if (isLive(l.doc[i])) live++;
-              const out = docs ? new Int32Array(live) : new Uint16Array(live);
-              let k = 0;
-              for (let i = a; i < b; i++) if (isLive(l.doc[i])) out[k++] = docs ? newNumber(l.doc[i]) : l.tf[i];
-              yield [section, out];
+          for (const list of lists) {
+            if (list.live === 0) continue;
+            for (const l of list.parts) {
+              const from = docs ? l.doc : l.tf;
+              const per = docs ? max >> 2 : max >> 1;
+              if (!gone) {
+                for (let a = 0; a < l.n; a += per) yield [section, from.subarray(a, Math.min(l.n, a + per))];
+                continue;
+              }
+              for (let a = 0; a < l.n; a += per) {
+                const b = Math.min(l.n, a + per);
+                let live = 0;
+                for (let i = a; i < b; i++) if (isLive(l.doc[i])) live++;
+                const out = docs ? new Int32Array(live) : new Uint16Array(live);
+                let k = 0;
+                for (let i = a; i < b; i++) if (isLive(l.doc[i])) out[k++] = docs ? newNumber(l.doc[i]) : l.tf[i];
+                yield [section, out];
+              }
             }
           }
+        if (gone) {
+          const mask = table.length - 1;
+          for (let a = 0; a < n; a += step) {
+            for (let d = a; d < Math.min(n, a + step); d++) {
+              if (gone[d]) continue;
+              const other = otherOf?.get(d);
+              const h =
+                other !== undefined
+                  ? KeywordSpace.hash(other, undefined)
+                  : Math.imul(
+                      idWords[d * 4 + 3] ^ Math.imul(idWords[d * 4 + 2], 0x9e3779b1) ^ idWords[d * 4],
+                      0x85ebca6b,
+                    );
+              let x = h & mask;
+              while (table[x] !== 0) x = (x + 1) & mask;
+              table[x] = newNumber(d) + 1;
+            }
+            yield [10, new Int32Array(0)]; // (a turn may end here)
+          }
+        }
         for (let a = 0; a < table.length; a += max >> 2) yield [10, table.subarray(a, a + (max >> 2))];
       },
       release: () => {
@@ -527,6 +597,7 @@ export class KeywordSpace {
       l.maxLen = p.listMaxLen[i];
       l.doc = p.listDoc[i];
       l.tf = p.listTf[i];
+      l.sealed = true;
       s.listById.push(l);
       // (A list left empty when the snapshot was taken keeps its id, without its term.)
       if (len > 0) s.lists.set(term, l);
@@ -606,13 +677,30 @@ export class KeywordSpace {
     this.count = e;
     for (const [term, l] of this.lists) {
       let k = 0;
-      for (let i = 0; i < l.n; i++) {
-        const d = renumber[l.doc[i]];
-        if (d < 0) continue;
-        l.doc[k] = d;
-        l.tf[k] = l.tf[i];
-        k++;
-      }
+      if (l.sealed) {
+        // Out of the mapped part and the tail into one array on the heap.
+        const doc = new Int32Array(l.live);
+        const tf = new Uint16Array(l.live);
+        for (let i = 0; i < l.n; i++) {
+          const d = renumber[l.docAt(i)];
+          if (d < 0) continue;
+          doc[k] = d;
+          tf[k++] = l.tfAt(i);
+        }
+        l.doc = doc;
+        l.tf = tf;
+        l.sealed = false;
+        l.tailN = 0;
+        l.tailDoc = EMPTY_DOCS;
+        l.tailTf = EMPTY_TFS;
+      } else
+        for (let i = 0; i < l.n; i++) {
+          const d = renumber[l.doc[i]];
+          if (d < 0) continue;
+          l.doc[k] = d;
+          l.tf[k] = l.tf[i];
+          k++;
+        }
       l.n = k;
       if (k === 0) this.lists.delete(term);
     }
@@ -660,7 +748,7 @@ export interface SpaceParts {
   terms: string[];
   entities: string[];
   otherIds: [number, string][];
-  /** The id table (KeywordSpace's, of this build's hash), or none (empty): then it is made. */
+  /** The id table (KeywordSpace's, of this build's hash), or none (empty): then the load makes it. */
   table: Int32Array<ArrayBuffer>;
 }
 
@@ -672,7 +760,7 @@ export type Piece = Int32Array | Uint16Array | Uint8Array | Float64Array;
  * sections as pieces. The sections, in order: 0 idWords (4 per document), 1 docLen, 2
  * docCreated, 3 docEntity, 4 docStart (one more), 5 pool (bytes), 6 listN, 7 listMaxLen (one per
  * list), 8 every list's documents, 9 every list's tfs (`postings` each), 10 the id table (`table`
- * items, none when documents were renumbered).
+ * items).
  */
 export interface FrozenSpace {
   count: number;
@@ -882,12 +970,27 @@ function namespaceCandidates(space: KeywordSpace, ts: QueryTerm[], avg: number, 
  * for the first time in space.touched from `count` on; returns the new count.
  */
 function addList(space: KeywordSpace, list: List, w: number, avg: number, count: number): number {
-  const { scores: acc, touched, gone, docLen } = space;
-  const { doc, tf } = list;
   // Most postings have tf 1: their contribution by length, from a table.
   const one = new Float64Array(list.maxLen + 1);
   for (let l = 0; l < one.length; l++) one[l] = bm25(w, 1, l, avg);
-  for (let i = 0; i < list.n; i++) {
+  count = addPostings(space, list.doc, list.tf, list.n - list.tailN, one, w, avg, count);
+  if (list.tailN > 0) count = addPostings(space, list.tailDoc, list.tailTf, list.tailN, one, w, avg, count);
+  return count;
+}
+
+/** addList over n postings of one part of a list. */
+function addPostings(
+  space: KeywordSpace,
+  doc: Int32Array,
+  tf: Uint16Array,
+  n: number,
+  one: Float64Array,
+  w: number,
+  avg: number,
+  count: number,
+): number {
+  const { scores: acc, touched, gone, docLen } = space;
+  for (let i = 0; i < n; i++) {
     const d = doc[i];
     if (gone[d]) continue;
     const before = acc[d];

@@ -6,7 +6,7 @@
 // each line against them. Storage knows nothing of HTTP or of the features.
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { limits } from "../config/limits";
-import { Category, Importance, lowerUuidPattern, Name, Tags } from "../wire/schemas";
+import { Category, Importance, lowerUuidPattern, Name, oneOf, Tags } from "../wire/schemas";
 
 /** Audit event kinds: the interface's six, plus UPDATE (an edit in place, memd's extension). Persisted as these strings. */
 export const eventKinds = ["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"] as const;
@@ -36,7 +36,7 @@ export const MemoryRecord = Type.Object({
   createdAt: Ms,
   updatedAt: Ms,
   expiresAt: Type.Optional(Ms),
-  state: Type.Union(memoryStates.map((k) => Type.Literal(k))),
+  state: oneOf(memoryStates),
   // When the fact was stated or observed (valid time); set by every write since format 7 /
   // schema 5. Absent on older records: it is then `createdAt` (observedOf).
   observedAt: Type.Optional(Ms),
@@ -52,7 +52,7 @@ export const EventRecord = Type.Object({
   namespace: Name,
   entity: Name,
   memoryId: Id,
-  event: Type.Union(eventKinds.map((k) => Type.Literal(k))),
+  event: oneOf(eventKinds),
   oldContent: Nullable(Type.String()),
   newContent: Nullable(Type.String()),
   mergedFromId: Nullable(Id),
@@ -82,7 +82,7 @@ export type Permission = (typeof permissions)[number];
 export const KeyRecord = Type.Object({
   id: Type.String({ minLength: 1, maxLength: 64 }),
   name: Name,
-  permission: Type.Union(permissions.map((p) => Type.Literal(p))),
+  permission: oneOf(permissions),
   namespaces: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
   expiresAt: Nullable(Ms),
   createdAt: Ms,

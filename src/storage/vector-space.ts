@@ -3,8 +3,10 @@
 // bytes and a million vectors of 768 dimensions take ~100 MB rather than 3 GB. Backend-neutral
 // (no engine here): the caller gives `read`, a vector's float32 bytes by id. A search ranks the
 // scope's codes by Hamming distance (hamming.ts, WebAssembly), takes the best `ann.rescore` (or
-// more) and scores those with the vectors `read` gives (dot.ts): LMDB reads the exact stored
-// vectors (lmdb/vector-cache.ts), so its scores are exact cosines. Which vectors are looked at is
+// more) and scores those with the vectors `read` gives (dot.ts), or its RowKeeper's own `dot`:
+// LMDB reads the exact stored vectors (lmdb/vector-cache.ts), so its scores are exact cosines;
+// PostgreSQL scores a 4-bit copy kept per row (postgres/vector-cache.ts) and reads the exact
+// vectors of the best afterwards. Which vectors are looked at is
 // approximate once the scope holds more than that; a scope of at most `ann.rescore` vectors is
 // scored whole.
 // Over `ann.cellsFrom` vectors, a namespace's codes are also grouped in cells around `ann.cells`
@@ -19,7 +21,7 @@ import { type HammingKernel, hammingKernel } from "./hamming";
 
 /** How the approximate search trades work for recall (tests make them small). */
 export const ann = {
-  /** At least this many candidates are scored exactly; a scope this small is searched exactly. */
+  /** At least this many candidates are scored (by `read`'s vectors); a scope this small is scored whole. */
   rescore: 800,
   /** Cells are made once a namespace holds this many vectors of one length... */
   cellsFrom: 65536,
@@ -56,6 +58,8 @@ export type ReadVector = (id: string, entity: string, row: number) => Uint8Array
 export interface RowKeeper {
   put(row: number, v: Float32Array): void;
   move(from: number, to: number): void;
+  /** When given, scores rows against q itself (instead of `read` and dot.ts). */
+  dot?(row: number, q: Float32Array): number;
 }
 
 /** Small deterministic generator (xorshift32), for picking cell centres. */
@@ -493,6 +497,13 @@ export class VectorSpace {
 
   /** Scores the rows exactly against q, reading their vectors (rows without one now are left out). */
   private rescore(rows: Iterable<number>, q: Float32Array, ids: string[], sims: number[]) {
+    if (this.keeper?.dot) {
+      for (const r of rows) {
+        ids.push(this.ids[r]);
+        sims.push(this.keeper.dot(r, q));
+      }
+      return;
+    }
     const stride = align(this.dims, 8);
     const k = rescoring(stride);
     new Float32Array(k.memory.buffer, 0, this.dims).set(q);

@@ -1,4 +1,4 @@
-import { type TSchema, Type as t } from "@sinclair/typebox";
+import { type TLiteral, type TSchema, type TUnion, Type as t } from "@sinclair/typebox";
 import { limits } from "../config/limits";
 
 /**
@@ -20,6 +20,13 @@ export const tagPattern = "^(?=[\\s\\S]*\\S)[^\\u0000-\\u001f\\u007f-\\u009f]+$"
 /** A string of `min` to `max` characters without control characters. */
 export const NoControlText = (min: number, max: number, options: { description?: string } = {}) =>
   t.String({ minLength: min, maxLength: max, pattern: noControlPattern, ...options });
+
+/**
+ * One of a list of strings (`as const`), as a union of literals whose type keeps each member, so
+ * that the list is written once and Elysia still infers the exact strings.
+ */
+export const oneOf = <const T extends readonly string[]>(values: T) =>
+  t.Union(values.map((v) => t.Literal(v))) as unknown as TUnion<[...{ [K in keyof T]: TLiteral<T[K]> }]>;
 
 /** A namespace or entity name. */
 export const Name = NoControlText(1, limits.nameChars);

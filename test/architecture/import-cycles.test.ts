@@ -173,3 +173,42 @@ test("no import cycle between folders of src/", () => {
 test("no import cycle between files of src/, the storage backends' included", () => {
   expect(cycles(graph)).toEqual([]);
 });
+
+/**
+ * The same graph with type-only imports included (`import type`, `export type … from`): erased at
+ * build time, but a type cycle between folders is a layering knot all the same (a lower folder
+ * that names a higher one's types cannot be read or moved without it).
+ */
+export function typeAndRunTimeGraph(): Map<string, Set<string>> {
+  const graph = new Map<string, Set<string>>();
+  for (const file of sourceFiles(src)) {
+    const deps = new Set<string>();
+    for (const m of readFileSync(file, "utf8").matchAll(/\b(?:from|import)\s*\(?\s*"(\.[^"]*)"/g)) {
+      const target = resolve(dirname(file), m[1]);
+      const found = [`${target}.ts`, join(target, "index.ts")].find((f) => existsSync(f));
+      if (found?.startsWith(`${src}/`)) deps.add(relative(src, found));
+    }
+    graph.set(relative(src, file), deps);
+  }
+  return graph;
+}
+
+test("the type-inclusive graph sees type-only imports", () => {
+  expect([...typeAndRunTimeGraph().get("core.ts")!]).toContain("storage/storage.ts");
+  expect(graph.get("core.ts")!.size).toBe(0);
+});
+
+test("no import cycle between folders or files of src/, type-only imports included", () => {
+  const all = typeAndRunTimeGraph();
+  expect(cycles(folderGraph(all))).toEqual([]);
+  expect(cycles(all)).toEqual([]);
+});
+
+test("no file of src/ imports its own folder's index.ts (the routes import the service, not the reverse)", () => {
+  const own = [...typeAndRunTimeGraph()].flatMap(([file, deps]) =>
+    [...deps]
+      .filter((d) => d !== file && d.endsWith("/index.ts") && dirname(d) === dirname(file))
+      .map((d) => `${file} → ${d}`),
+  );
+  expect(own).toEqual([]);
+});

@@ -238,7 +238,7 @@ test("in-memory keyword lists stay exact through removals and compaction", () =>
     for (const [term, list] of space.lists) {
       const want = [...live].filter(([, m]) => m.v.includes(term)).map(([id]) => id);
       const got: string[] = [];
-      for (let k = 0; k < list.n; k++) if (!space.gone[list.doc[k]]) got.push(space.idOf(list.doc[k]));
+      for (let k = 0; k < list.n; k++) if (!space.gone[list.docAt(k)]) got.push(space.idOf(list.docAt(k)));
       expect(got.sort()).toEqual(want.sort());
       expect(list.live).toBe(want.length);
     }

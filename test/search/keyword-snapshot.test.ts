@@ -84,7 +84,7 @@ function ops(rand: () => number, n: number, ids: string[]): MemoryOp[] {
   return out;
 }
 
-test("after a clean close the next first search reads the snapshot and answers as rebuilt lists do", async () => {
+test("lists saved and read back while writes go on, and after a clean close, answer as rebuilt lists do", async () => {
   const tmp = tempDir();
   dirs.push(tmp);
   const rand = seededRandom(5);
@@ -97,14 +97,26 @@ test("after a clean close the next first search reads the snapshot and answers a
   await s.keywordSearch({ namespace: ns }, queryTerms("tea"), {}, 5); // builds the lists; a snapshot follows behind
   await waitFor(() => readdirSync(snapshotDir(tmp.dir)).filter((f) => f.endsWith(".bin")).length === 1);
   expect(readdirSync(snapshotDir(tmp.dir)).filter((f) => f.endsWith(".tmp"))).toEqual([]);
-  for (const op of ops(rand, 200, ids)) await s.apply([op], null); // followed by the lists, saved at close
+  // Followed by the lists; saved again every 20 changes or so (then read back in their place), and at close.
+  const reloads = snapshotStats.reloaded;
+  const after = snapshotting.after;
+  snapshotting.after = 20;
+  try {
+    for (const op of ops(rand, 200, ids)) await s.apply([op], null);
+    await waitFor(() => snapshotStats.reloaded > reloads + 3);
+  } finally {
+    snapshotting.after = after;
+  }
+  const live = await answers(s);
   await s.close();
   const restored = snapshotStats.restored;
   s = await openLmdb(tmp.dir);
   const got = await answers(s);
   expect(snapshotStats.restored).toBe(restored + 1);
   await s.close();
-  expect(got).toEqual(await rebuilt(tmp.dir));
+  const want = await rebuilt(tmp.dir);
+  expect(live).toEqual(want);
+  expect(got).toEqual(want);
   expect(got.join(" ").length).toBeGreaterThan(1000); // the queries do find things
 });
 
@@ -225,7 +237,7 @@ test("a save is written a piece at a time: writes and searches are answered mean
   expect(got).toEqual(rebuiltAnswers);
 });
 
-test("a frozen space's snapshot holds it as it was frozen, whatever changes (and compactions) come while it is written", async () => {
+test("a frozen space's snapshot holds it as it was frozen, whatever changes (and compactions) come while it is written; a space read from it follows changes", async () => {
   const tmp = tempDir();
   dirs.push(tmp);
   const rand = seededRandom(21);
@@ -266,7 +278,9 @@ test("a frozen space's snapshot holds it as it was frozen, whatever changes (and
   };
   const job = snapshotJob(tmp.dir, ns);
   const stamp = { format: 1, clockEpoch: 0, searchEpoch: 0 };
-  expect(await writeSnapshot(tmp.dir, ns, { ...stamp, atMs: 7, atSeq: 9 }, frozen, job, { turnMs: 0, between })).toBe(true);
+  expect(await writeSnapshot(tmp.dir, ns, { ...stamp, atMs: 7, atSeq: 9 }, frozen, job, { turnMs: 0, between })).toBe(
+    true,
+  );
   frozen.release();
   expect(step).toBeGreaterThan(5);
   const read = readSnapshot(tmp.dir, ns, stamp)!;
@@ -287,4 +301,32 @@ test("a frozen space's snapshot holds it as it was frozen, whatever changes (and
   // And the space itself went on: it holds what is current now.
   expect(space.stats.docs).toBe(docs.size);
   for (const id of docs.keys()) expect(space.docOf(id)).toBeDefined();
+
+  // A space read from it (its lists sealed: later postings go to a tail) follows adds and
+  // removes, through a compaction (which moves the lists to the heap), exactly.
+  const mapped = KeywordSpace.fromParts(readSnapshot(tmp.dir, ns, stamp)!.parts, 5);
+  const want = new Map(at);
+  const ids = [...want.keys()];
+  for (let i = 0; i < ids.length; i++) {
+    if (i % 5 !== 0) {
+      mapped.remove(ids[i]);
+      want.delete(ids[i]);
+    }
+    if (i % 3 === 0) {
+      const id = Bun.randomUUIDv7();
+      want.set(id, doc(5000 + i));
+      mapped.add(id, want.get(id)!, true);
+    }
+    if (i % 40 === 0 || i === ids.length - 1) {
+      expect(mapped.stats.docs).toBe(want.size);
+      for (const [term, list] of mapped.lists) {
+        const got: string[] = [];
+        for (let k = 0; k < list.n; k++) if (!mapped.gone[list.docAt(k)]) got.push(mapped.idOf(list.docAt(k)));
+        const expected = [...want].filter(([, v]) => v.slice(3).includes(term)).map(([id]) => id);
+        expect(got.sort()).toEqual(expected.sort());
+        expect(list.live).toBe(expected.length);
+      }
+    }
+  }
+  expect([...mapped.lists.values()].some((l) => l.sealed)).toBe(false); // compacted
 });

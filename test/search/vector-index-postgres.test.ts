@@ -65,7 +65,7 @@ async function built(s: PostgresStorage, ns: string, q: Float32Array) {
   expect(await s.vectors.ready(ns)).toBeDefined();
 }
 
-test("the 4-bit copy decodes each value to within half a level of its vector's largest", () => {
+test("the 4-bit copy decodes each value to within half a level of its vector's largest, and scores as decoded", () => {
   const rand = seededRandom(5);
   const k = new FourBit();
   const vs = Array.from({ length: 40000 }, (_, r) => Float32Array.from({ length: 7 }, () => (r % 3) * (rand() - 0.5)));
@@ -76,6 +76,9 @@ test("the 4-bit copy decodes each value to within half a level of its vector's l
     const got = new Float32Array(k.read(r)!.slice().buffer);
     const max = Math.max(...vs[r].map(Math.abs));
     for (let j = 0; j < 7; j++) expect(Math.abs(got[j] - vs[r][j])).toBeLessThanOrEqual(max / 14 + 1e-7);
+    // Scoring straight from the codes is the dot product of the decoded vector.
+    const q = Float32Array.from({ length: 7 }, () => rand() - 0.5);
+    expect(k.dot(r, q)).toBeCloseTo(dot(got, q), 5);
   }
 });
 
@@ -85,7 +88,7 @@ test("a replica follows the other's commits before each search: exact cosines of
   const ns = "pg-ann";
   const vectors = new Map<string, Float32Array>();
   const ops: MemoryOp[] = [];
-  for (let i = 0; i < 1500; i++) {
+  for (let i = 0; i < 3000; i++) {
     const id = Bun.randomUUIDv7();
     const v = draw();
     vectors.set(id, v);
@@ -160,7 +163,7 @@ test("a replica follows the other's commits before each search: exact cosines of
   // Vectors rebuilt on a (memd reindex): b drops its copy; nothing has a vector until embedded again.
   await a.rebuildSearchIndex({ embeddings: true });
   expect(await b.semanticSearch({ namespace: ns }, q, {}, 5)).toEqual([]);
-  const again = await a.pendingEmbeddings(2000);
+  const again = await a.pendingEmbeddings(10_000);
   expect(again.length).toBe(vectors.size + 1);
 }, 60_000);
 
@@ -183,5 +186,68 @@ test("above the exact size, the approximate answer is the exact one on a small s
     expect(approx.map((h) => [h.memory.id, h.score.toFixed(6)])).toEqual(
       exact.map((h) => [h.memory.id, h.score.toFixed(6)]),
     );
+  }
+});
+
+test("a replica follows in pages (a batch of stamped vectors larger than a page included), and one too far behind builds its copy again", async () => {
+  const dims = 32;
+  const draw = clustered(51, dims);
+  const ns = "pg-pages";
+  const vectors = new Map<string, Float32Array>();
+  const add = async (n: number, vector?: "pending") => {
+    const ops: MemoryOp[] = [];
+    for (let i = 0; i < n; i++) {
+      const id = Bun.randomUUIDv7();
+      const v = draw();
+      if (!vector) vectors.set(id, v);
+      ops.push(create(id, ns, i, vector ?? v));
+    }
+    await a.apply(ops, null);
+    return ops.map((o) => ("create" in o ? o.create.id : ""));
+  };
+  await add(200);
+  await built(b, ns, draw());
+  Object.assign(pgVectors, { followPage: 7, followPages: 3 });
+  try {
+    const check = async () => {
+      const q = draw();
+      const got = await b.semanticSearch({ namespace: ns }, q, {}, 10);
+      const truth = [...vectors]
+        .map(([id, v]) => ({ id, score: dot(v, q) }))
+        .sort((x, y) => y.score - x.score)
+        .slice(0, 10);
+      expect(got.length).toBe(10);
+      for (const h of got) expect(h.score).toBeCloseTo(dot(vectors.get(h.memory.id)!, q), 5);
+      // Every memory stored is known to b's copy (or b answered by reading them all).
+      const space = await b.vectors.ready(ns);
+      if (space) expect(space.size).toBe(vectors.size);
+      return { got, truth };
+    };
+    // 12 new memories: two pages, within the three a search waits for.
+    await add(12);
+    await check();
+    expect(await b.vectors.ready(ns)).toBeDefined();
+    // 10 vectors embedded late in one batch: one stamp, more memories than a page holds.
+    const late = await add(10, "pending");
+    const pending = (await a.pendingEmbeddings(10_000)).filter((p) => late.includes(p.id));
+    const given = pending.map((p) => ({ id: p.id, updatedAt: p.updatedAt, vector: draw() }));
+    expect(await a.setVectors(given)).toBe(10);
+    for (const g of given) vectors.set(g.id, g.vector);
+    await check();
+    expect(await b.vectors.ready(ns)).toBeDefined();
+    // 40 more and a deletion: more than three pages behind; the copy is built again, and the
+    // answers stay exact meanwhile.
+    await add(40);
+    const [gone] = [...vectors.keys()];
+    await a.apply([{ event: "DELETE", target: gone, reason: "test" }], null);
+    vectors.delete(gone);
+    const { got } = await check();
+    expect(got.map((h) => h.memory.id)).not.toContain(gone);
+    await b.vectors.loading(ns);
+    const space = await b.vectors.ready(ns);
+    expect(space?.size).toBe(vectors.size);
+    await check();
+  } finally {
+    Object.assign(pgVectors, { followPage: saved.pg.followPage, followPages: saved.pg.followPages });
   }
 });

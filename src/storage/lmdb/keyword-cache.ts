@@ -17,8 +17,8 @@ export type KeywordCache = NamespaceCache<KeywordSpace, DocTerms>;
 
 /**
  * How many namespaces' lists were read from a snapshot in this process on a first search
- * (restored), and how many lists built from the records were replaced by the snapshot just
- * written of them (reloaded); for tests.
+ * (restored), and how many times lists were replaced by the snapshot just written of them
+ * (reloaded); for tests.
  */
 export const snapshotStats = { restored: 0, reloaded: 0 };
 
@@ -79,7 +79,6 @@ export function keywordCache(
     queued: boolean;
     job?: SnapshotJob;
     from?: { atMs: number; atSeq: number };
-    built?: boolean;
   };
   const state = new Map<KeywordSpace, State>();
   /** Saves run one at a time, in the order queued. */
@@ -100,12 +99,10 @@ export function keywordCache(
     st.job = job;
     try {
       const written = await writeSnapshot(dataDir, st.ns, { ...stamp(), atMs, atSeq }, frozen, job, snapshotting);
-      // Lists built from the records are on the heap: the namespace is read again from the file
-      // just written (mapped, caught up), which then takes their place.
-      if (written && st.built && state.get(s) === st) {
-        st.built = false;
-        cache.reload(st.ns);
-      }
+      // The namespace is read again from the file just written (mapped, caught up), which then
+      // takes the place of these lists: built from the records, or copied out of an older file
+      // by the changes since, they are on the heap.
+      if (written && state.get(s) === st) cache.reload(st.ns);
     } catch {
       // A snapshot is an optimisation: without one the next start rebuilds the lists.
     } finally {
@@ -170,12 +167,12 @@ export function keywordCache(
     loaded: (s) => {
       const st = state.get(s);
       if (st?.from === undefined) {
-        s.trim();
-        // Built from the records: saved behind this search, so the next start reads it.
-        if (st) {
-          st.built = true;
-          queue(s);
-        }
+        // Built from the records: saved behind this search, so the next start reads it, and read
+        // back in place of these lists once saved (so their spare room is not worth dropping
+        // first: a copy of every array, hundreds of milliseconds at 1,000,000). Without
+        // snapshots they stay: trimmed.
+        if (!dataDir) s.trim();
+        else if (st) queue(s);
       } else st.from = undefined;
     },
     replaced: (old) => {

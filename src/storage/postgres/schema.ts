@@ -168,8 +168,11 @@ export const migrations: string[] = [
   // changes come with events (at_ms, in commit order per namespace); the embedding worker's have
   // none, so it takes a stamp from the namespace's clock and writes it on the vector row (NULL on
   // rows apply writes: nothing is added to the store path). A rebuild of the vectors (reindex)
-  // bumps vector_epoch, and every replica drops its copies.
+  // bumps vector_epoch, and every replica drops its copies. Vectors are kept in their row
+  // (storage MAIN: out of line only when a row would not fit a page), so reading one exact vector
+  // is one heap page, not a TOAST index and two chunks (new rows; older ones stay where they are).
   `
+  ALTER TABLE memory_vectors ALTER COLUMN vector SET STORAGE MAIN;
   ALTER TABLE memory_vectors ADD COLUMN stamp bigint;
   CREATE INDEX memory_vectors_stamped ON memory_vectors (namespace, stamp) WHERE stamp IS NOT NULL;
   ALTER TABLE search_state ADD COLUMN vector_epoch bigint NOT NULL DEFAULT 0;

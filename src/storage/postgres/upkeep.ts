@@ -4,7 +4,7 @@ import type { PgState } from "./state";
 import { storageError } from "./writes";
 
 export function pgUpkeep(s: PgState): Upkeep {
-  const { sql, lockSql, db, keywordLists } = s;
+  const { sql, lockSql, db, keywordLists, vectors } = s;
   return {
     async notReadyReason() {
       try {
@@ -31,20 +31,31 @@ export function pgUpkeep(s: PgState): Upkeep {
         memoryRecords: Number(r.records),
         events: Number(r.events),
         pendingEmbeddings: Number(r.pending),
-        gauges: (keywordLists
-          ? {
-              memd_pg_keyword_namespaces: [
-                "Namespaces whose keyword lists this process holds in memory, built.",
-                keywordLists.stats().namespaces,
-              ],
-              memd_pg_keyword_documents: ["Memories in this process's keyword lists.", keywordLists.stats().documents],
-            }
-          : {}) as Record<string, [string, number]>,
+        gauges: {
+          ...(keywordLists
+            ? {
+                memd_pg_keyword_namespaces: [
+                  "Namespaces whose keyword lists this process holds in memory, built.",
+                  keywordLists.stats().namespaces,
+                ],
+                memd_pg_keyword_documents: [
+                  "Memories in this process's keyword lists.",
+                  keywordLists.stats().documents,
+                ],
+              }
+            : {}),
+          memd_pg_vector_namespaces: [
+            "Namespaces whose vectors this process holds in memory (codes and 4-bit copies), built.",
+            vectors.stats().namespaces,
+          ],
+          memd_pg_vector_vectors: ["Vectors in this process's in-memory copies.", vectors.stats().vectors],
+        } as Record<string, [string, number]>,
       };
     },
 
     async close() {
       keywordLists?.close();
+      vectors.close();
       await Promise.all([sql.close(), lockSql.close()]);
     },
   };
