@@ -12,6 +12,7 @@
 // copy is built by a first search and timed, and the old path that reads every vector of the
 // namespace is measured in the same run (BENCH_VECTORS_OLD_QUERIES of them, default 10), as is
 // reading 800 exact vectors by id (what rescoring from the database would cost).
+// BENCH_VECTORS_READ_AB=1 alternates the final read in one statement and in 4 at once.
 //
 // The data: real embeddings are far from uniform; they sit near a low-dimensional structure with
 // a common offset. Here each vector is a point of a mixture of 1,000 Gaussian clusters in a 64-
@@ -27,6 +28,7 @@ import { openLmdb } from "../src/storage/lmdb/index";
 import { openPostgres } from "../src/storage/postgres/index";
 import { memoryOf } from "../src/storage/postgres/rows";
 import { approximateSearch, semanticSearch as readEverything } from "../src/storage/postgres/search";
+import { pgVectors } from "../src/storage/postgres/vector-cache";
 import type { MemoryOp } from "../src/storage/storage";
 import { ann, VectorSpace } from "../src/storage/vector-space";
 
@@ -281,14 +283,27 @@ Bun.gc(true);
 const anon1 = await anon();
 const lat: number[] = [];
 let hits = 0;
+// BENCH_VECTORS_READ_AB=1 (PostgreSQL): odd queries read their final candidates in one statement,
+// even ones in 4 statements at once; both figures are printed.
+const readAB = databaseUrl && process.env.BENCH_VECTORS_READ_AB === "1";
+const readDefault = pgVectors.readParallel;
+const parallel = readAB ? 4 : readDefault;
+const byMode: Record<string, number[]> = { one: [], parallel: [] };
 for (let i = 0; i < Q; i++) {
+  if (readAB) pgVectors.readParallel = i % 2 ? 1 : parallel;
   const a = performance.now();
   const got = await search(queries[i]);
   lat.push(performance.now() - a);
+  if (readAB) byMode[i % 2 ? "one" : "parallel"].push(lat.at(-1)!);
   const want = new Set(truth(queries[i]).map(String));
   for (const g of got) if (want.has(g)) hits++;
 }
 const recall = hits / (Q * K);
+pgVectors.readParallel = readDefault;
+if (readAB)
+  pgLines.push(
+    `Final candidates read in one statement (odd queries) against ${parallel} at once (even ones), same run: p50 ${pct(byMode.one, 50).toFixed(2)} against ${pct(byMode.parallel, 50).toFixed(2)} ms, p99 ${pct(byMode.one, 99).toFixed(2)} against ${pct(byMode.parallel, 99).toFixed(2)} ms.`,
+  );
 if (split) pgLines.push(await split());
 const perVector = (anon1 - memBase) / N;
 console.log(

@@ -43,8 +43,8 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     root: options.root,
     protectedPaths: isPublic ? ["/mcp"] : ["/metrics", "/mcp"],
   };
-  // Authentication runs in the pipeline's hook; the plugin only adds the `permission` macro.
-  const authPlugin = auth((request) => requestInfo(request)?.key as KeyRecord | undefined);
+  // Authentication runs in the pipeline's hook; the plugin adds the `permission` and `namespace` macros.
+  const authPlugin = auth((request) => requestInfo(request)?.key as KeyRecord | undefined, core.storage);
   const requests = new RequestMetrics();
   // POST /mcp runs its tools through the app's own REST routes; the app exists by the time it is called.
   let self: { handle(request: Request): Promise<Response> } | undefined;

@@ -93,7 +93,7 @@ export async function startServer(
       throw new StartError((e as Error).message);
     }
     try {
-      storage = await openStorage(config);
+      storage = await openStorage(config, (msg, fields) => logger.info(msg, fields));
     } catch (e) {
       throw new StartError(`${site.openFailure}: ${(e as Error).message}`);
     }

@@ -3,7 +3,6 @@ import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { queryLimit } from "../http/query";
 import type { auth } from "../keys/auth";
-import { covers } from "../keys/service";
 import { ApiError, invalidField } from "../wire/errors";
 import { jsonAnswer } from "../wire/schemas";
 import { isoTime } from "../wire/time";
@@ -46,12 +45,12 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
     )
     .get(
       "/v1/memory/events",
-      async ({ query, apiKey }) => {
+      async ({ query, memory: m }) => {
         const limit = queryLimit(query.limit, limits.pageMax, limits.eventsDefault);
         if (query.memoryId !== undefined) {
-          const m = await core.storage.getMemory(query.memoryId);
-          // Unknown, or outside the key's namespaces, or not in the asked namespace: one answer, so ids cannot be probed.
-          if (!m || !covers(apiKey, m.namespace) || (query.namespace !== undefined && m.namespace !== query.namespace))
+          // Unknown, or outside the key's namespaces (then `memory` is undefined), or not in the asked
+          // namespace: one answer, so ids cannot be probed.
+          if (!m || (query.namespace !== undefined && m.namespace !== query.namespace))
             throw new ApiError("not_found", "no memory with that id");
           if (query.entity !== undefined && query.entity !== m.entity) return [];
           return (await core.storage.newestEvents({ namespace: m.namespace, memoryId: m.id }, limit)).map(toAuditEvent);
@@ -63,6 +62,7 @@ export const auditRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
       {
         permission: "read",
         namespace: "query",
+        memory: "query.memoryId",
         query: EventsQuery,
         detail: { summary: "Audit events, newest first", responses: jsonAnswer(t.Array(AuditEvent)) },
       },

@@ -28,6 +28,7 @@ export interface Config {
   dbConnectTimeoutMs: number;
   dbStatementTimeoutMs: number;
   pgKeywordLists: boolean;
+  keywordPrebuild: number;
   logLevel: LogLevel;
   llmBaseUrl: string | undefined;
   llmModel: string | undefined;
@@ -174,6 +175,14 @@ export const settings: Setting[] = [
     default: true,
     parse: bool,
     help: "on PostgreSQL, keep each searched namespace's keyword lists in this process's memory (false: every keyword search is SQL)",
+  },
+  {
+    key: "keywordPrebuild",
+    flag: "--keyword-prebuild",
+    env: "MEMD_KEYWORD_PREBUILD",
+    default: 20000,
+    parse: int(0, 1000000000),
+    help: "on LMDB, write the keyword snapshot of every namespace of at least this many memories in the background, searched or not, so its first search after a restart is fast (0: only searched namespaces)",
   },
   {
     key: "logLevel",

@@ -118,24 +118,32 @@ export const mem0Routes = (core: Core, authPlugin: ReturnType<typeof auth>, smar
           detail: hidden,
         },
       )
-      .get("/v1/memories/:id/", ({ params, apiKey }) => getMem0(core, apiKey, params.id), {
+      .get("/v1/memories/:id/", ({ memory }) => getMem0(memory), {
         permission: "read",
+        memory: "params.id",
         params: MemoryParams,
         detail: hidden,
       })
-      .put("/v1/memories/:id/", ({ params, body, apiKey }) => updateMem0(core, apiKey, params.id, body), {
+      .put(
+        "/v1/memories/:id/",
+        ({ params, body, apiKey, memory }) => updateMem0(core, apiKey, params.id, memory, body),
+        {
+          permission: "read_write",
+          memory: "params.id",
+          params: MemoryParams,
+          body: UpdateRequest,
+          detail: hidden,
+        },
+      )
+      .delete("/v1/memories/:id/", ({ params, apiKey, memory }) => deleteMem0(core, apiKey, params.id, memory), {
         permission: "read_write",
-        params: MemoryParams,
-        body: UpdateRequest,
-        detail: hidden,
-      })
-      .delete("/v1/memories/:id/", ({ params, apiKey }) => deleteMem0(core, apiKey, params.id), {
-        permission: "read_write",
+        memory: "params.id",
         params: MemoryParams,
         detail: hidden,
       })
-      .get("/v1/memories/:id/history/", ({ params, apiKey }) => historyMem0(core, apiKey, params.id), {
+      .get("/v1/memories/:id/history/", ({ memory }) => historyMem0(core, memory), {
         permission: "read",
+        memory: "params.id",
         params: MemoryParams,
         detail: hidden,
       })

@@ -17,15 +17,13 @@ import type { Core } from "../core";
 import { newCost, withVectors } from "../embedding/client";
 import { checkScope } from "../keys/auth";
 import type { KeyRecord } from "../keys/model";
-import { covers } from "../keys/service";
 import type { SmartStore } from "../memory/index";
 import type { AppliedChange, StoreRequest as MemdStore, Memory } from "../memory/model";
-import { checkStoreLimits, deleteMemory, findMemory, newMemory, patchMemory } from "../memory/service";
+import { checkStoreLimits, currentOf, deleteMemory, newMemory, patchMemory } from "../memory/service";
 import { search as memdSearch } from "../search/service";
 import type { EventRecord, MemoryRecord } from "../storage/records";
 import type { MemoryOp } from "../storage/storage";
 import { ApiError, invalidField } from "../wire/errors";
-import { isUuid } from "../wire/schemas";
 import { isoTime, parseIsoTime } from "../wire/time";
 import type {
   AddRequest,
@@ -470,23 +468,29 @@ export async function searchMem0(core: Core, namespace: string, body: SearchRequ
   );
 }
 
-/** One current memory the key covers, or 404 (ids outside the key's namespaces cannot be probed). */
-async function visible(core: Core, key: KeyRecord, id: string): Promise<MemoryRecord> {
-  const r = isUuid(id) ? await findMemory(core, id) : undefined;
-  if (!r || !covers(key, r.namespace)) throw new ApiError("not_found", "no memory with that id");
+/**
+ * The routes by id get the memory as the key may see it (their `memory: "params.id"`,
+ * keys/auth.ts visibleMemory: undefined for an unknown id or one outside the key's namespaces, so
+ * ids cannot be probed).
+ */
+type Seen = MemoryRecord | undefined;
+
+/** The memory if it is current, else 404. */
+function current(memory: Seen): MemoryRecord {
+  const r = currentOf(memory);
+  if (!r) throw new ApiError("not_found", "no memory with that id");
   return r;
 }
 
-export const getMem0 = async (core: Core, key: KeyRecord, id: string) => toMem0(await visible(core, key, id));
+export const getMem0 = (memory: Seen) => toMem0(current(memory));
 
 /** mem0's event for a memd event: UPDATE for any change of content, NONE for a store that changed nothing. */
 const mem0Event = (e: EventRecord["event"]) =>
   e === "ADD" ? "ADD" : e === "DELETE" ? "DELETE" : e === "SKIP_DUPLICATE" || e === "KEEP_EXISTING" ? "NONE" : "UPDATE";
 
 /** GET /v1/memories/{id}/history/: the memory's audit events, oldest first. Works for deleted memories too. */
-export async function historyMem0(core: Core, key: KeyRecord, id: string): Promise<Mem0History[]> {
-  const r = isUuid(id) ? await core.storage.getMemory(id) : undefined;
-  if (!r || !covers(key, r.namespace)) throw new ApiError("not_found", "no memory with that id");
+export async function historyMem0(core: Core, r: Seen): Promise<Mem0History[]> {
+  if (!r) throw new ApiError("not_found", "no memory with that id");
   const events = await core.storage.newestEvents({ namespace: r.namespace, memoryId: r.id }, limits.pageMax);
   const user = idsOf(r).user_id;
   return events.reverse().map((e) => ({
@@ -616,8 +620,8 @@ const mem0AddEvent: Record<AppliedChange["kind"], string> = {
 };
 
 /** PUT /v1/memories/{id}/: text and metadata (replaced whole); a body that changes nothing answers the memory. */
-export async function updateMem0(core: Core, key: KeyRecord, id: string, body: UpdateRequest) {
-  const existing = await visible(core, key, id);
+export async function updateMem0(core: Core, key: KeyRecord, id: string, memory: Seen, body: UpdateRequest) {
+  const existing = current(memory);
   const patch: { content?: string; metadata?: Record<string, unknown> } = {};
   if (typeof body.text === "string" && body.text !== existing.content) {
     if (body.text.trim() === "") throw invalidField("text", "must not be blank");
@@ -626,16 +630,13 @@ export async function updateMem0(core: Core, key: KeyRecord, id: string, body: U
   if (body.metadata != null && !Bun.deepEquals(body.metadata, existing.metadata ?? null, true))
     patch.metadata = body.metadata;
   if (Object.keys(patch).length === 0) return toMem0(existing);
-  const m = await naming("content", "text", () => patchMemory(core, id, patch, key.id, (ns) => covers(key, ns)));
+  const m = await naming("content", "text", () => patchMemory(core, id, patch, key.id, existing));
   return toMem0(recordOf(m));
 }
 
 /** DELETE /v1/memories/{id}/. */
-export async function deleteMem0(core: Core, key: KeyRecord, id: string) {
-  if (!isUuid(id)) throw new ApiError("not_found", "no memory with that id");
-  await deleteMemory(core, id, key.id, (ns) => {
-    if (!covers(key, ns)) throw new ApiError("not_found", "no memory with that id");
-  });
+export async function deleteMem0(core: Core, key: KeyRecord, id: string, memory: Seen) {
+  await deleteMemory(core, id, key.id, memory);
   return { message: "Memory deleted successfully!" };
 }
 

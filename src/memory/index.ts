@@ -7,9 +7,9 @@ import { type IdempotencySlot, idempotent } from "../http/idempotency";
 import { queryLimit } from "../http/query";
 import { type auth, checkScope } from "../keys/auth";
 import type { KeyRecord } from "../keys/model";
-import { covers, permits } from "../keys/service";
+import { permits } from "../keys/service";
 import { ApiError } from "../wire/errors";
-import { isUuid, jsonAnswer } from "../wire/schemas";
+import { jsonAnswer } from "../wire/schemas";
 import { asOfField, instantField } from "../wire/time";
 import {
   EntityQuery,
@@ -27,10 +27,10 @@ import {
   StoreResponse,
 } from "./model";
 import {
+  currentOf,
   deleteEntity,
   deleteMemory,
   eraseEntity,
-  findMemory,
   findMemoryAsOf,
   listMemories,
   patchMemory,
@@ -175,12 +175,13 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     )
     .patch(
       "/v1/memory/:id",
-      async ({ params, body, apiKey, set, request }) =>
+      async ({ params, body, apiKey, memory, set, request }) =>
         idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, (slot) =>
-          patchMemory(core, params.id, body, apiKey.id, (ns) => covers(apiKey, ns), slot),
+          patchMemory(core, params.id, body, apiKey.id, memory, slot),
         ),
       {
         permission: "read_write",
+        memory: "params.id",
         params: MemoryParams,
         body: PatchRequest,
         detail: {
@@ -211,16 +212,16 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     )
     .get(
       "/v1/memory/:id",
-      async ({ params, query, apiKey }) => {
+      async ({ params, query, memory }) => {
         const asOf = asOfField(query.asOf);
-        const find = (id: string) => (asOf === undefined ? findMemory(core, id) : findMemoryAsOf(core, id, asOf));
-        const r = isUuid(params.id) ? await find(params.id) : undefined;
-        // A memory outside the key's namespaces answers as if it did not exist, so ids cannot be probed.
-        if (!r || !covers(apiKey, r.namespace)) throw new ApiError("not_found", "no memory with that id");
+        // `memory` is undefined for an unknown id and for one outside the key's namespaces: one answer.
+        const r = asOf === undefined ? currentOf(memory) : memory && (await findMemoryAsOf(core, params.id, asOf));
+        if (!r) throw new ApiError("not_found", "no memory with that id");
         return toMemory(r);
       },
       {
         permission: "read",
+        memory: "params.id",
         params: MemoryParams,
         query: GetQuery,
         detail: {
@@ -231,21 +232,13 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     )
     .delete(
       "/v1/memory/:id",
-      async ({ params, apiKey, set, request }) =>
-        idempotent({ storage: core.storage, request, keyId: apiKey.id, body: undefined, set }, async (slot) => {
-          if (!isUuid(params.id)) throw new ApiError("not_found", "no memory with that id");
-          return deleteMemory(
-            core,
-            params.id,
-            apiKey.id,
-            (ns) => {
-              if (!covers(apiKey, ns)) throw new ApiError("not_found", "no memory with that id");
-            },
-            slot,
-          );
-        }),
+      async ({ params, apiKey, memory, set, request }) =>
+        idempotent({ storage: core.storage, request, keyId: apiKey.id, body: undefined, set }, (slot) =>
+          deleteMemory(core, params.id, apiKey.id, memory, slot),
+        ),
       {
         permission: "read_write",
+        memory: "params.id",
         params: MemoryParams,
         detail: { summary: "Delete a memory (event DELETE, reason deleted)", ...idempotencyHeader },
       },

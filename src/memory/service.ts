@@ -102,21 +102,26 @@ export async function storeRaw(
 
 /** A current memory by id, or undefined (unknown, deleted, replaced or expired). */
 export async function findMemory(core: Core, id: string, now = Date.now()): Promise<MemoryRecord | undefined> {
-  const r = await core.storage.getMemory(id);
-  return isCurrent(r, now) ? r : undefined;
+  return currentOf(await core.storage.getMemory(id), now);
 }
 
-/** Deletes a current memory (event DELETE, reason "deleted"); durable on return. */
+/** The record if it is current at `now` (not deleted, replaced or expired), else undefined. */
+export const currentOf = (r: MemoryRecord | undefined, now = Date.now()): MemoryRecord | undefined =>
+  isCurrent(r, now) ? r : undefined;
+
+/**
+ * Deletes a current memory (event DELETE, reason "deleted"); durable on return. `found` is the
+ * memory as the key may see it (keys/auth.ts visibleMemory: undefined for an unknown id or one of
+ * another namespace); 404 unless it is current.
+ */
 export async function deleteMemory(
   core: Core,
   id: string,
   actorKeyId: string | null,
-  isAllowed: (ns: string) => void,
+  found: MemoryRecord | undefined,
   idempotency?: IdempotencySlot,
 ): Promise<{ deleted: true }> {
-  const existing = await findMemory(core, id);
-  if (!existing) throw new ApiError("not_found", "no memory with that id");
-  isAllowed(existing.namespace);
+  if (!currentOf(found)) throw new ApiError("not_found", "no memory with that id");
   const answerOf = ([done]: readonly (Applied | null)[]) => (done ? { deleted: true as const } : undefined);
   const op: MemoryOp = { event: "DELETE", target: id, reason: "deleted" };
   const answer = answerOf(await core.storage.apply([op], actorKeyId, undefined, idempotency?.record(answerOf)));
@@ -188,14 +193,15 @@ export const findMemoryAsOf = (core: Core, id: string, asOf: number) => core.sto
 
 /**
  * Changes a current memory in place (event UPDATE, reason "edited"); 400 when the body changes
- * nothing, 404 when the memory is not current or `isAllowed` refuses its namespace.
+ * nothing, 404 when the memory is not current. `found` is the memory as the key may see it
+ * (keys/auth.ts visibleMemory: undefined for an unknown id or one of another namespace).
  */
 export async function patchMemory(
   core: Core,
   id: string,
   patch: PatchRequest,
   actorKeyId: string,
-  isAllowed: (ns: string) => boolean,
+  found: MemoryRecord | undefined,
   idempotency?: IdempotencySlot,
 ): Promise<Memory> {
   if (Object.keys(patch).length === 0)
@@ -211,8 +217,8 @@ export async function patchMemory(
   }
   if (patch.metadata && Buffer.byteLength(JSON.stringify(patch.metadata), "utf8") > maxMetadataBytes)
     throw invalidField("metadata", `serializes to more than ${maxMetadataBytes} bytes`);
-  const existing = await findMemory(core, id);
-  if (!existing || !isAllowed(existing.namespace)) throw new ApiError("not_found", "no memory with that id");
+  const existing = currentOf(found);
+  if (!existing) throw new ApiError("not_found", "no memory with that id");
   const same = (a: unknown, b: unknown) => Bun.deepEquals(a ?? null, b ?? null, true);
   const changes =
     (patch.content !== undefined && patch.content !== existing.content) ||

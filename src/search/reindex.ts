@@ -24,6 +24,8 @@ export async function reindex(config: Config, out: (line: string) => void): Prom
   const storage = await openStorage({
     ...config,
     dbStatementTimeoutMs: Math.max(config.dbStatementTimeoutMs, 3_600_000),
+    // (No background keyword snapshots in a command: the server writes them.)
+    keywordPrebuild: 0,
   });
   try {
     const core = { storage, config, logger, notifier: new CommitNotifier() };

@@ -21,10 +21,15 @@ export interface StorageSettings {
   dbConnectTimeoutMs?: number;
   dbStatementTimeoutMs?: number;
   pgKeywordLists?: boolean;
+  /** LMDB: background keyword snapshots of namespaces of at least this many memories (0: off). */
+  keywordPrebuild?: number;
 }
 
 /** Opens the configured storage, migrating it to this release's format. */
-export async function openStorage(s: StorageSettings): Promise<Storage> {
+export async function openStorage(
+  s: StorageSettings,
+  log?: (msg: string, fields: Record<string, unknown>) => void,
+): Promise<Storage> {
   if (s.databaseUrl) {
     return openPostgres({
       url: s.databaseUrl,
@@ -35,7 +40,7 @@ export async function openStorage(s: StorageSettings): Promise<Storage> {
       keywordLists: s.pgKeywordLists ?? true,
     });
   }
-  return openLmdb(s.dataDir, { mapSizeMb: s.mapSizeMb });
+  return openLmdb(s.dataDir, { mapSizeMb: s.mapSizeMb, keywordPrebuild: s.keywordPrebuild, log });
 }
 
 /** Where the configured storage lives, and what holding it takes besides opening it. */
@@ -117,7 +122,8 @@ export function storageSite(s: StorageSettings): StorageSite {
     missing: () => (existsSync(dir) ? undefined : `no data dir at ${dir}; pass --data-dir or set MEMD_DATA_DIR`),
     open(create = false) {
       if (create) mkdirSync(dir, { recursive: true });
-      return openStorage({ ...s, dataDir: dir });
+      // (A command writes no keyword snapshots in the background: the server does.)
+      return openStorage({ ...s, dataDir: dir, keywordPrebuild: 0 });
     },
     async holdAlone() {
       const lock = await lockDataDir(s.dataDir);

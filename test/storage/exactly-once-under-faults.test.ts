@@ -233,7 +233,7 @@ test(
         else if (a.status === 503 && a.body?.error?.code === "outcome_unknown") counts.outcomeUnknown++;
         else if (a.status === 503 && a.body?.error?.code === "not_ready") counts.unavailable++;
         else unexpected.push(`${key}: ${a.status} ${JSON.stringify(a.body)}`);
-        await Bun.sleep(20 + attempt * 10 > 500 ? 500 : 20 + attempt * 10);
+        await Bun.sleep(Math.min(500, 20 + attempt * 10));
       }
       throw new Error(`${key} was not acknowledged within 120 s`);
     }

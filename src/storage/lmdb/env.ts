@@ -9,6 +9,13 @@ export interface LmdbOptions {
   mapSizeMb?: number;
   /** false: the in-memory keyword lists do not follow applies (only for bench/search.ts's index-off baseline). */
   searchIndex?: boolean;
+  /**
+   * Namespaces of at least this many current memories get their keyword snapshot written in the
+   * background, searched or not (keyword-cache.ts); unset or 0: only searched namespaces have one.
+   */
+  keywordPrebuild?: number;
+  /** Where the background snapshots say when they start and finish (info). */
+  log?: (msg: string, fields: Record<string, unknown>) => void;
 }
 
 /**

@@ -57,7 +57,10 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     clock: new EventClock(dbs),
     vectorCache: vectorCache(dbs),
     // Keyword snapshots are taken as of the settled seq, which the state tells.
-    keywordCache: keywordCache(dbs, options.searchIndex === false ? undefined : dataDir, () => settledSeq(s)),
+    keywordCache: keywordCache(dbs, options.searchIndex === false ? undefined : dataDir, () => settledSeq(s), {
+      prebuild: options.keywordPrebuild,
+      log: options.log,
+    }),
     indexOn: options.searchIndex !== false,
     entityLocks: keyedMutex(),
     pending: undefined,

@@ -6,9 +6,17 @@
 // after each committed write that changed it (it re-reads those memories from LMDB and indexes
 // what is current, so it follows the committed state whatever order commits land in).
 import { rmSync } from "node:fs";
+import type { Key } from "lmdb";
 import { type DocTerms, KeywordSpace, packTerms } from "../keyword-space";
 import type { EventRecord, MemoryRecord } from "../records";
-import { dropSnapshots, readSnapshot, type SnapshotJob, snapshotJob, writeSnapshot } from "./keyword-snapshot";
+import {
+  dropSnapshots,
+  readSnapshot,
+  type SnapshotJob,
+  snapshotCovers,
+  snapshotJob,
+  writeSnapshot,
+} from "./keyword-snapshot";
 import { type Dbs, END } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 
@@ -35,14 +43,41 @@ export const snapshotting = {
 };
 
 /**
+ * Background snapshots (prebuild): how often the store is looked at for namespaces to snapshot
+ * (first `startMs` after opening, then every `everyMs`, and soon after an import); tests shorten
+ * both. The threshold is the `prebuild` option (settings: --keyword-prebuild).
+ */
+export const prebuilding = {
+  startMs: 1_000,
+  everyMs: 10_000,
+  /**
+   * More new events than this since the last look means the store is busy: the look (and any
+   * build) waits for a look that finds it quieter, so a burst of stores does not pay for it
+   * (the looks at start and after an import run whatever the load).
+   */
+  busy: 10_000,
+};
+
+/**
+ * How many background snapshots were written, and looks at the store finished (or found nothing
+ * new since the last), in this process (for tests).
+ */
+export const prebuildStats = { written: 0, checks: 0 };
+
+export type PrebuildLog = (msg: string, fields: Record<string, unknown>) => void;
+
+/**
  * The keyword lists of every namespace searched so far. With `dataDir`, each is saved in a
  * snapshot beside the store (keyword-snapshot.ts) and read back, caught up, on its first search.
+ * With `prebuild` (a count of current memories, > 0) too, a namespace of at least that many gets
+ * its snapshot written in the background without being searched: see startPrebuild.
  */
 export function keywordCache(
   dbs: Dbs,
   dataDir?: string,
   settledSeq: () => number = () => Number.POSITIVE_INFINITY,
-): KeywordCache & { save(): Promise<void>; forget(ns: string): void } {
+  options: { prebuild?: number; log?: PrebuildLog } = {},
+): KeywordCache & { save(): Promise<void>; forget(ns: string): void; wake(): void; stop(): void } {
   /**
    * A memory's terms, from its record, if namespace_memories lists it under `namespace`: a memory
    * is listed exactly while its record is current (both written in one transaction), and never
@@ -102,7 +137,12 @@ export function keywordCache(
       // The namespace is read again from the file just written (mapped, caught up), which then
       // takes the place of these lists: built from the records, or copied out of an older file
       // by the changes since, they are on the heap.
-      if (written && state.get(s) === st) cache.reload(st.ns);
+      // A namespace built in the background and not searched since is dropped instead: memory
+      // stays as it is for unsearched namespaces; its first search reads the file.
+      if (written && state.get(s) === st) {
+        if (cache.searched(st.ns)) cache.reload(st.ns);
+        else evict(st.ns);
+      }
     } catch {
       // A snapshot is an optimisation: without one the next start rebuilds the lists.
     } finally {
@@ -199,8 +239,150 @@ export function keywordCache(
       changed(s);
     },
   });
+  /** Drops a namespace's loaded lists (not searched: see save). */
+  const evict = (ns: string) => {
+    const s = cache.evict(ns);
+    const st = s && state.get(s);
+    if (st) cancel(st);
+    if (s) state.delete(s);
+  };
+  const prebuild = startPrebuild();
+  /**
+   * Background snapshots. A timer looks at the events' count (one figure LMDB keeps); when it
+   * moved (or at start, or after an import), each namespace not loaded whose newest event or the
+   * epochs changed since the last look is checked: without a usable snapshot, are there at least
+   * `threshold` current memories (counted up to that many); with one, have its events since the
+   * snapshot reached a tenth of it (at least min(snapshotting.after, threshold))? (Not while the
+   * store is busy: see prebuilding.busy.) If so its lists
+   * are loaded in the background (NamespaceCache.prefetch: slices at low priority, joined by a
+   * search), saved as usual, and dropped again unless a search asked for them meanwhile. One
+   * namespace at a time. Nothing of this runs on the store path.
+   */
+  function startPrebuild() {
+    const threshold = options.prebuild ?? 0;
+    if (!dataDir || threshold <= 0) return { wake() {}, stop() {} };
+    const dir = dataDir;
+    let closed = false;
+    let running = false;
+    let again = false;
+    let lastEvents = -1;
+    let pending = false;
+    const looked = new Map<string, string>();
+    const firstKey = (db: typeof dbs.namespaceMemories, start: Key[] | undefined) => {
+      for (const key of db.getKeys({ start, limit: 1 })) if (Array.isArray(key)) return key as Key[];
+      return undefined;
+    };
+    const newest = (ns: string) => {
+      for (const key of dbs.eventsByNs.getKeys({ start: [ns, END], end: [ns], reverse: true, limit: 1 }))
+        return JSON.stringify(key);
+      return "";
+    };
+    const count = (db: typeof dbs.namespaceMemories, start: Key[], end: Key[], limit: number) => {
+      let n = 0;
+      for (const _ of db.getKeys({ start, end, limit })) n++;
+      return n;
+    };
+    /** Why the namespace needs a snapshot now, or undefined. */
+    const due = (ns: string): string | undefined => {
+      const has = snapshotCovers(dir, ns, stamp());
+      if (!has)
+        return count(dbs.namespaceMemories, [ns], [ns, END], threshold) >= threshold ? "no snapshot" : undefined;
+      const enough = Math.max(Math.min(snapshotting.after, threshold), Math.ceil(has.count / 10));
+      const since = count(dbs.eventsByNs, [ns, has.at.atMs, has.at.atSeq + 1], [ns, END], enough);
+      return since >= enough ? "snapshot behind" : undefined;
+    };
+    const build = async (ns: string, reason: string) => {
+      const t0 = performance.now();
+      options.log?.("keyword snapshot: building in the background", { namespace: ns, reason });
+      let s: KeywordSpace | undefined = await cache.prefetch(ns);
+      if (closed) return;
+      const st = state.get(s);
+      const docs = s.stats.docs;
+      // (Built from the records: loaded() queued its save; restored and caught up: saved here.)
+      if (st && st.from === undefined && docs > 0) queue(s);
+      s = undefined; // (not held here while collected below)
+      await saving;
+      if (closed) return;
+      if (!cache.searched(ns)) {
+        evict(ns);
+        // The dropped lists were hundreds of MB at 1,000,000 memories: collected now, so the
+        // process gives them back instead of keeping them until its heap grows again.
+        Bun.gc(true);
+      }
+      const done = snapshotCovers(dir, ns, stamp());
+      if (done) prebuildStats.written++;
+      options.log?.(done ? "keyword snapshot: written in the background" : "keyword snapshot: not written", {
+        namespace: ns,
+        memories: done?.count ?? docs,
+        ms: Math.round(performance.now() - t0),
+      });
+    };
+    const check = async (force: boolean) => {
+      if (closed) return;
+      if (running) {
+        again ||= force;
+        return;
+      }
+      const events = (dbs.events.getStats() as { entryCount: number }).entryCount;
+      if (!force && events === lastEvents && !pending) {
+        prebuildStats.checks++;
+        return;
+      }
+      if (!force && lastEvents >= 0 && events - lastEvents > prebuilding.busy) {
+        lastEvents = events;
+        pending = true;
+        prebuildStats.checks++;
+        return;
+      }
+      pending = false;
+      running = true;
+      try {
+        lastEvents = events;
+        const st = stamp();
+        const epoch = `${st.format}/${st.clockEpoch}/${st.searchEpoch}:`;
+        for (let key = firstKey(dbs.namespaceMemories, undefined); key !== undefined && !closed; ) {
+          const ns = key[0] as string;
+          const mark = epoch + newest(ns);
+          if (!cache.has(ns) && looked.get(ns) !== mark) {
+            looked.set(ns, mark);
+            const reason = due(ns);
+            if (reason) await build(ns, reason);
+          }
+          if (closed) break;
+          key = firstKey(dbs.namespaceMemories, [ns, END]);
+        }
+      } catch (e) {
+        if (!closed) options.log?.("keyword snapshot: background build failed", { error: (e as Error).message });
+      } finally {
+        running = false;
+        prebuildStats.checks++;
+      }
+      if (again && !closed) {
+        again = false;
+        void check(true);
+      }
+    };
+    const first = setTimeout(() => void check(true), prebuilding.startMs);
+    const every = setInterval(() => void check(false), prebuilding.everyMs);
+    first.unref?.();
+    every.unref?.();
+    return {
+      /** Looks again soon, whatever the events' count (after an import). */
+      wake() {
+        if (!closed) setTimeout(() => void check(true), 0).unref?.();
+      },
+      stop() {
+        closed = true;
+        clearTimeout(first);
+        clearInterval(every);
+      },
+    };
+  }
   const clear = cache.clear.bind(cache);
   return Object.assign(cache, {
+    wake: () => prebuild.wake(),
+    /** Stops background snapshots (at close, before the saves are awaited). */
+    stop: () => prebuild.stop(),
     clear() {
       for (const st of state.values()) cancel(st);
       state.clear();

@@ -214,6 +214,37 @@ export async function writeSnapshot(
 }
 
 /**
+ * What a usable snapshot of the namespace covers, from its header alone (its sections are not
+ * read or checked): its documents and the events it follows; undefined when there is none, or it
+ * belongs to another build or epoch (keyword-cache.ts' background builds ask this).
+ */
+export function snapshotCovers(
+  dataDir: string,
+  namespace: string,
+  stamp: Omit<SnapshotStamp, "atMs" | "atSeq">,
+): { count: number; at: { atMs: number; atSeq: number } } | undefined {
+  try {
+    const bytes = Bun.mmap(fileOf(dataDir, namespace), { shared: false });
+    const length = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
+    if (8 + length > bytes.length) return undefined;
+    const header = JSON.parse(Buffer.from(bytes.subarray(8, 8 + length)).toString()) as Header;
+    const s = header.stamp;
+    if (
+      header.magic !== MAGIC ||
+      header.build !== build() ||
+      header.namespace !== namespace ||
+      s.format !== stamp.format ||
+      s.clockEpoch !== stamp.clockEpoch ||
+      s.searchEpoch !== stamp.searchEpoch
+    )
+      return undefined;
+    return { count: header.count, at: { atMs: s.atMs, atSeq: s.atSeq } };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The parts of a namespace's snapshot (KeywordSpace.fromParts), if there is one of this stamp
  * (atMs aside), whole. Its arrays view the file, mapped private (they are not the process's
  * anonymous memory, and a change to them is not written back to the file). `verify` false skips

@@ -28,7 +28,7 @@ export interface LmdbState {
   /** Each namespace's vectors in memory, following every commit (vector-cache.ts). */
   readonly vectorCache: VectorCache;
   /** Each namespace's keyword lists in memory, following every commit (keyword-cache.ts). */
-  readonly keywordCache: KeywordCache & { save(): Promise<void>; forget(ns: string): void };
+  readonly keywordCache: KeywordCache & { save(): Promise<void>; forget(ns: string): void; wake(): void; stop(): void };
   /** false: the in-memory keyword lists do not follow applies (only for bench/search.ts's index-off baseline). */
   readonly indexOn: boolean;
   /** Smart stores of one entity, one at a time (MemoryWrites.serialize). */

@@ -59,7 +59,13 @@ export interface CacheSource<S, V> {
 export const loading = {
   slice: 1000,
   between: (): Promise<unknown> => new Promise((resolve) => setImmediate(resolve)),
+  /** Entries per slice of a background load (nobody waits for it): smaller, so a request waits less. */
+  backgroundSlice: 250,
+  /** Between slices of a background load: a timer, so requests go first. */
+  background: (): Promise<unknown> => new Promise((resolve) => setTimeout(resolve, 1)),
 };
+
+type LoadEntry<S> = { done: Promise<S>; touched: Touched[]; background: boolean };
 
 /**
  * In-memory copies of an index, per namespace: loaded from LMDB on first use, in slices so that a
@@ -70,21 +76,56 @@ export const loading = {
  */
 export class NamespaceCache<S, V> {
   private readonly ready = new Map<string, S>();
-  private readonly loads = new Map<string, { done: Promise<S>; touched: Touched[] }>();
+  private readonly loads = new Map<string, LoadEntry<S>>();
+  /** Namespaces asked for by get (searched), as opposed to loaded in the background only. */
+  private readonly wanted = new Set<string>();
   private generation = 0;
   constructor(private readonly source: CacheSource<S, V>) {}
 
-  /** The namespace's copy; a promise while it loads. */
+  /** The namespace's copy; a promise while it loads (a background load under way is joined and sped up). */
   get(namespace: string): S | Promise<S> {
+    this.wanted.add(namespace);
     const s = this.ready.get(namespace);
     if (s) return s;
     const running = this.loads.get(namespace);
-    if (running) return running.done;
+    if (running) {
+      running.background = false;
+      return running.done;
+    }
+    return this.start(namespace, false);
+  }
+
+  /**
+   * Loads the namespace in the background (slices at low priority) without marking it searched;
+   * a get arriving meanwhile joins this load.
+   */
+  prefetch(namespace: string): S | Promise<S> {
+    return this.ready.get(namespace) ?? this.loads.get(namespace)?.done ?? this.start(namespace, true);
+  }
+
+  private start(namespace: string, background: boolean): Promise<S> {
     // In the map before the first slice runs: a namespace that loads at once removes it again.
-    const entry: { done: Promise<S>; touched: Touched[] } = { touched: [], done: undefined as never };
+    const entry: LoadEntry<S> = { touched: [], done: undefined as never, background };
     this.loads.set(namespace, entry);
-    entry.done = this.load(namespace, entry.touched);
+    entry.done = this.load(namespace, entry);
     return entry.done;
+  }
+
+  /** Whether the namespace is loaded or loading. */
+  has(namespace: string): boolean {
+    return this.ready.has(namespace) || this.loads.has(namespace);
+  }
+
+  /** Whether a search asked for the namespace (get) since the cache was last cleared. */
+  searched(namespace: string): boolean {
+    return this.wanted.has(namespace);
+  }
+
+  /** Forgets a loaded namespace's copy (it no longer follows writes); the next get loads it again. */
+  evict(namespace: string): S | undefined {
+    const s = this.ready.get(namespace);
+    this.ready.delete(namespace);
+    return s;
   }
 
   /**
@@ -94,12 +135,13 @@ export class NamespaceCache<S, V> {
   reload(namespace: string) {
     const old = this.ready.get(namespace);
     if (!old || this.loads.has(namespace)) return;
-    const entry: { done: Promise<S>; touched: Touched[] } = { touched: [], done: undefined as never };
+    const entry: LoadEntry<S> = { touched: [], done: undefined as never, background: false };
     this.loads.set(namespace, entry);
-    entry.done = this.load(namespace, entry.touched, old);
+    entry.done = this.load(namespace, entry, old);
   }
 
-  private async load(namespace: string, touched: Touched[], old?: S): Promise<S> {
+  private async load(namespace: string, entry: LoadEntry<S>, old?: S): Promise<S> {
+    const touched = entry.touched;
     const generation = this.generation;
     const s = this.source.empty(namespace, old !== undefined);
     if (s === undefined) {
@@ -107,9 +149,12 @@ export class NamespaceCache<S, V> {
       return old as S;
     }
     try {
-      for (let after = this.source.load(s, namespace, undefined, loading.slice); after !== undefined; ) {
-        await loading.between();
-        after = this.source.load(s, namespace, after, loading.slice);
+      const slice = () => (entry.background ? loading.backgroundSlice : loading.slice);
+      for (let after = this.source.load(s, namespace, undefined, slice()); after !== undefined; ) {
+        await (entry.background ? loading.background() : loading.between());
+        // A background load stops once the cache is cleared (a rebuild, or the store closing).
+        if (entry.background && generation !== this.generation) throw new Error("background load called off");
+        after = this.source.load(s, namespace, after, slice());
       }
       this.apply(touched, (ns) => (ns === namespace ? s : undefined));
       this.source.loaded?.(s);
@@ -144,6 +189,7 @@ export class NamespaceCache<S, V> {
   clear() {
     this.generation++;
     this.ready.clear();
+    this.wanted.clear();
     this.loads.clear();
   }
 }

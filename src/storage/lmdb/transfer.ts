@@ -64,8 +64,8 @@ export function lmdbTransfer(s: LmdbState): Transfer {
       });
     },
 
-    importRecords(records, options) {
-      return write(s, (w) => {
+    async importRecords(records, options) {
+      const done = await write(s, (w) => {
         let written = 0;
         let skipped = 0;
         const inBatch = new Set<string>();
@@ -119,6 +119,9 @@ export function lmdbTransfer(s: LmdbState): Transfer {
           w.put(dbs.meta, "clockEpoch", ((dbs.meta.get("clockEpoch") as number | undefined) ?? 0) + 1);
         return { written, skipped };
       });
+      // Namespaces the import made big get their keyword snapshot in the background.
+      if (done.written > 0) s.keywordCache.wake();
+      return done;
     },
   };
 }

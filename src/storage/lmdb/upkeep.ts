@@ -50,6 +50,7 @@ export function lmdbUpkeep(s: LmdbState): Upkeep {
     },
 
     async close() {
+      keywordCache.stop();
       await keywordCache.save();
       vectorCache.clear();
       keywordCache.clear();

@@ -345,19 +345,29 @@ export async function approximateSearch(
         .filter((id) => !read.has(id));
       if (batch.length === 0) continue;
       for (const id of batch) read.add(id);
-      const params: unknown[] = [`{${batch.join(",")}}`, scope.namespace];
-      let where = "m.namespace = $2";
-      if (scope.entity !== undefined) {
-        params.push(scope.entity);
-        where += ` AND m.entity = $${params.length}`;
-      }
-      where += ` AND ${filterSql(filter, now, params)}`;
-      const rows = await sql.unsafe(
-        // From the ids, each memory and vector by its primary key (whatever the statistics say).
-        `SELECT m.*, v.vector FROM unnest($1::uuid[]) AS c(id)
-         JOIN memories m ON m.id = c.id JOIN memory_vectors v ON v.memory_id = c.id WHERE ${where}`,
-        params,
+      // In a few statements at once: rows not in the database's memory are read from disk one
+      // after another within a statement, so statements side by side overlap those reads.
+      const parts = Math.min(pgVectors.readParallel, Math.ceil(batch.length / 8));
+      const size = Math.ceil(batch.length / parts);
+      const rowsOf = (ids: string[]) => {
+        const params: unknown[] = [`{${ids.join(",")}}`, scope.namespace];
+        let where = "m.namespace = $2";
+        if (scope.entity !== undefined) {
+          params.push(scope.entity);
+          where += ` AND m.entity = $${params.length}`;
+        }
+        where += ` AND ${filterSql(filter, now, params)}`;
+        return sql.unsafe(
+          // From the ids, each memory and vector by its primary key (whatever the statistics say).
+          `SELECT m.*, v.vector FROM unnest($1::uuid[]) AS c(id)
+           JOIN memories m ON m.id = c.id JOIN memory_vectors v ON v.memory_id = c.id WHERE ${where}`,
+          params,
+        );
+      };
+      const chunks = Array.from({ length: parts }, (_, k) => batch.slice(k * size, (k + 1) * size)).filter(
+        (c) => c.length > 0,
       );
+      const rows = (await Promise.all(chunks.map(rowsOf))).flat();
       for (const r of rows) {
         const b = r.vector as Uint8Array;
         if (b.length !== q.length * 4) continue;

@@ -26,6 +26,12 @@ export const pgVectors = {
    * dimensions, same run: 1.6 against 1.5 ms at 100 vectors; 4.1 against 2.4 ms at 200).
    */
   exactBelow: 100,
+  /**
+   * Statements at once that read a search's final candidates, each on a connection of its own.
+   * 4 measured 0.88× the p50 of 1 with the rows on disk (bench/notes.md), for 4× the connections
+   * per search: not taken by default.
+   */
+  readParallel: 1,
   /** Vectors read per slice of a first load. */
   slice: 2000,
   /** Changed memories read per statement when following (with their vectors). */
