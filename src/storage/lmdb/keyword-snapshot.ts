@@ -224,24 +224,35 @@ export function snapshotCovers(
   stamp: Omit<SnapshotStamp, "atMs" | "atSeq">,
 ): { count: number; at: { atMs: number; atSeq: number } } | undefined {
   try {
-    const bytes = Bun.mmap(fileOf(dataDir, namespace), { shared: false });
-    const length = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
-    if (8 + length > bytes.length) return undefined;
-    const header = JSON.parse(Buffer.from(bytes.subarray(8, 8 + length)).toString()) as Header;
-    const s = header.stamp;
-    if (
-      header.magic !== MAGIC ||
-      header.build !== build() ||
-      header.namespace !== namespace ||
-      s.format !== stamp.format ||
-      s.clockEpoch !== stamp.clockEpoch ||
-      s.searchEpoch !== stamp.searchEpoch
-    )
-      return undefined;
-    return { count: header.count, at: { atMs: s.atMs, atSeq: s.atSeq } };
+    const found = headerOf(Bun.mmap(fileOf(dataDir, namespace), { shared: false }), namespace, stamp);
+    return (
+      found && { count: found.header.count, at: { atMs: found.header.stamp.atMs, atSeq: found.header.stamp.atSeq } }
+    );
   } catch {
     return undefined;
   }
+}
+
+/** A mapped snapshot's header and where its arrays start, if it is whole there and of this namespace, build and stamp. */
+function headerOf(
+  bytes: Uint8Array,
+  namespace: string,
+  stamp: Omit<SnapshotStamp, "atMs" | "atSeq">,
+): { header: Header; length: number } | undefined {
+  const length = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
+  if (8 + length > bytes.length) return undefined;
+  const header = JSON.parse(Buffer.from(bytes.subarray(8, 8 + length)).toString()) as Header;
+  const s = header.stamp;
+  if (
+    header.magic !== MAGIC ||
+    header.build !== build() ||
+    header.namespace !== namespace ||
+    s.format !== stamp.format ||
+    s.clockEpoch !== stamp.clockEpoch ||
+    s.searchEpoch !== stamp.searchEpoch
+  )
+    return undefined;
+  return { header, length };
 }
 
 /**
@@ -259,19 +270,9 @@ export function readSnapshot(
   try {
     // Mapped (8-byte aligned: page aligned); an empty or missing file throws.
     const bytes = Bun.mmap(fileOf(dataDir, namespace), { shared: false });
-    const length = new DataView(bytes.buffer, bytes.byteOffset).getUint32(0, true);
-    if (8 + length > bytes.length) return undefined;
-    const header = JSON.parse(Buffer.from(bytes.subarray(8, 8 + length)).toString()) as Header;
-    const s = header.stamp;
-    if (
-      header.magic !== MAGIC ||
-      header.build !== build() ||
-      header.namespace !== namespace ||
-      s.format !== stamp.format ||
-      s.clockEpoch !== stamp.clockEpoch ||
-      s.searchEpoch !== stamp.searchEpoch
-    )
-      return undefined;
+    const found = headerOf(bytes, namespace, stamp);
+    if (!found) return undefined;
+    const { header, length } = found;
     let at = align8(8 + length);
     const L = header.terms.length;
     const n = header.count;
@@ -317,7 +318,7 @@ export function readSnapshot(
         otherIds: header.otherIds,
         table: table as Int32Array<ArrayBuffer>,
       },
-      at: { atMs: s.atMs, atSeq: s.atSeq },
+      at: { atMs: header.stamp.atMs, atSeq: header.stamp.atSeq },
     };
   } catch {
     return undefined;

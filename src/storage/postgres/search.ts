@@ -267,6 +267,15 @@ export async function keywordSearch(
 /** A text[] literal item, quoted. */
 const pgArrayItem = (s: string) => `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
 
+/** A stored vector's (float32 little-endian bytes) dot product with `q`; undefined if its dimension differs. */
+function dotWith(bytes: Uint8Array, q: Float32Array): number | undefined {
+  if (bytes.length !== q.length * 4) return undefined;
+  const v = new Float32Array(new Uint8Array(bytes).buffer);
+  let dot = 0;
+  for (let j = 0; j < v.length; j++) dot += v[j] * q[j];
+  return dot;
+}
+
 /** Exact cosine over the scope's vectors, scored in JS; then the best current ones passing the filter. */
 export async function semanticSearch(
   sql: SQL,
@@ -284,12 +293,8 @@ export async function semanticSearch(
       : await sql`SELECT memory_id, vector FROM memory_vectors WHERE namespace = ${scope.namespace} AND entity = ${scope.entity}`;
   const scored: { id: string; score: number }[] = [];
   for (const r of rows) {
-    const b = r.vector as Uint8Array;
-    const v = new Float32Array(new Uint8Array(b).buffer);
-    if (v.length !== q.length) continue;
-    let dot = 0;
-    for (let j = 0; j < v.length; j++) dot += v[j] * q[j];
-    scored.push({ id: r.memory_id as string, score: dot });
+    const score = dotWith(r.vector as Uint8Array, q);
+    if (score !== undefined) scored.push({ id: r.memory_id as string, score });
   }
   // Equal scores newest first (ids are UUIDv7), as the answer orders them: so the chunks below are
   // read in the answer's order and the first `limit` that pass the filters are the answer.
@@ -369,13 +374,9 @@ export async function approximateSearch(
       );
       const rows = (await Promise.all(chunks.map(rowsOf))).flat();
       for (const r of rows) {
-        const b = r.vector as Uint8Array;
-        if (b.length !== q.length * 4) continue;
-        const v = new Float32Array(new Uint8Array(b).buffer);
-        let dot = 0;
-        for (let j = 0; j < v.length; j++) dot += v[j] * q[j];
+        const score = dotWith(r.vector as Uint8Array, q);
         delete r.vector;
-        out.push({ memory: memoryOf(r), score: dot });
+        if (score !== undefined) out.push({ memory: memoryOf(r), score });
       }
       if (out.length >= limit) return out.sort(byScoreThenNewer).slice(0, limit);
     }
