@@ -269,7 +269,7 @@ test("every document keeps its length and time however far the arrays grow (docu
   for (let d = 0; d < 9000; d++) expect([d, space.docLen[d], space.docCreated[d]]).toEqual([d, 1 + (d % 7), d + 1]);
 });
 
-// The in-memory copies are LMDB's: PostgreSQL searches in the database.
+// LMDB's loader (lmdb/touched.ts); PostgreSQL's slices are tested in keyword-lists-on-postgres.test.ts.
 test.skipIf(backend !== "lmdb")(
   "a namespace's first search loads it in slices: other work runs between them, and writes meanwhile are followed exactly",
   async () => {
