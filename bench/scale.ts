@@ -118,6 +118,16 @@ if (
 }
 const loadS = (performance.now() - t0) / 1000;
 
+/** Waits (up to 120 s) for a server to answer /readyz with 200. */
+async function ready(url: string) {
+  for (const until = performance.now() + 120_000; performance.now() < until; await Bun.sleep(5)) {
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) return;
+    } catch {}
+  }
+  throw new Error("server never became ready");
+}
+
 let port = 13000 + Math.floor(Math.random() * 6000);
 async function start() {
   const url = `http://127.0.0.1:${++port}`;
@@ -126,12 +136,8 @@ async function start() {
     stdout: "ignore",
     stderr: "inherit",
   });
-  for (const until = performance.now() + 120_000; performance.now() < until; await Bun.sleep(5)) {
-    try {
-      if ((await fetch(`${url}/readyz`)).status === 200) return { proc, url };
-    } catch {}
-  }
-  throw new Error("server never became ready");
+  await ready(url);
+  return { proc, url };
 }
 const search = async (url: string, query: string, entity?: string) => {
   const r = await fetch(`${url}/v1/memory/search`, {
@@ -183,12 +189,8 @@ if (databaseUrl) {
         stderr: "inherit",
       },
     );
-    for (const until = performance.now() + 120_000; performance.now() < until; await Bun.sleep(5)) {
-      try {
-        if ((await fetch(`${url}/readyz`)).status === 200) return { proc, url };
-      } catch {}
-    }
-    throw new Error("server never became ready");
+    await ready(url);
+    return { proc, url };
   };
   const built = async (url: string) => {
     const r = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${key}` } });

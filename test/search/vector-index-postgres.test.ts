@@ -10,6 +10,7 @@ import { FourBit, pgVectors } from "../../src/storage/postgres/vector-cache";
 import type { MemoryOp } from "../../src/storage/storage";
 import { ann } from "../../src/storage/vector-space";
 import { freshDatabase, seededRandom, throughPooler } from "../helpers";
+import { clustered, dot } from "./clustered-vectors";
 
 const saved = { ann: { ...ann }, pg: { ...pgVectors } };
 let a: PostgresStorage;
@@ -34,24 +35,6 @@ afterAll(async () => {
   Object.assign(pgVectors, saved.pg);
   await Promise.all([a?.close(), b?.close()]);
 });
-
-/** Clustered unit vectors (a mixture in a few latent dimensions, spread out, with an offset). */
-function clustered(seed: number, dims: number) {
-  const rand = seededRandom(seed);
-  const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-12)) * Math.cos(2 * Math.PI * rand());
-  const centres = Array.from({ length: 12 }, () => Array.from({ length: 6 }, gauss));
-  const offset = Array.from({ length: dims }, () => gauss() * 0.5);
-  const map = Array.from({ length: dims }, () => [Math.floor(rand() * 6), rand() < 0.5 ? -1 : 1]);
-  return () => {
-    const c = centres[Math.floor(rand() * centres.length)];
-    const z = c.map((x) => x + 0.6 * gauss());
-    const v = Float32Array.from({ length: dims }, (_, j) => offset[j] + map[j][1] * z[map[j][0]] + 0.3 * gauss());
-    const n = Math.hypot(...v);
-    return v.map((x) => x / n);
-  };
-}
-
-const dot = (x: Float32Array, y: Float32Array) => x.reduce((s, v, j) => s + v * y[j], 0);
 
 const create = (id: string, ns: string, i: number, vector: Float32Array | "pending"): MemoryOp => ({
   event: "ADD",

@@ -10,6 +10,7 @@ import { openLmdb } from "../../src/storage/lmdb/index";
 import type { MemoryOp } from "../../src/storage/storage";
 import { ann, compaction, VectorSpace } from "../../src/storage/vector-space";
 import { seededRandom, tempDir } from "../helpers";
+import { clustered, dot } from "./clustered-vectors";
 
 const saved = { ...ann };
 beforeAll(() => {
@@ -64,24 +65,6 @@ test("the Hamming kernel counts differing bits as a plain loop does, and codes b
   const code = new Uint32Array(k.memory.buffer, 4096, 3);
   for (let j = 0; j < dims; j++) expect((code[j >> 5] >>> (j & 31)) & 1).toBe(f[256 + j] > f[512 + j] ? 1 : 0);
 });
-
-/** Clustered unit vectors (a mixture in a few latent dimensions, spread out, with an offset). */
-function clustered(seed: number, dims: number) {
-  const rand = seededRandom(seed);
-  const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-12)) * Math.cos(2 * Math.PI * rand());
-  const centres = Array.from({ length: 12 }, () => Array.from({ length: 6 }, gauss));
-  const offset = Array.from({ length: dims }, () => gauss() * 0.5);
-  const map = Array.from({ length: dims }, () => [Math.floor(rand() * 6), rand() < 0.5 ? -1 : 1]);
-  return () => {
-    const c = centres[Math.floor(rand() * centres.length)];
-    const z = c.map((x) => x + 0.6 * gauss());
-    const v = Float32Array.from({ length: dims }, (_, j) => offset[j] + map[j][1] * z[map[j][0]] + 0.3 * gauss());
-    const n = Math.hypot(...v);
-    return v.map((x) => x / n);
-  };
-}
-
-const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, j) => s + x * b[j], 0);
 
 test("the index's candidates are current vectors with exact scores, through random sets and removals; recall stays high", () => {
   const dims = 136; // not a multiple of 32 or 64: the padding is exercised

@@ -53,18 +53,12 @@ function sampleTerms(): (string | number)[] {
  */
 export type SnapshotStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number; atSeq: number };
 
-type Header = {
+/** The file's header: the frozen space's sizes and names, what it belongs to, and its sections' hashes. */
+type Header = Omit<FrozenSpace, "pieces" | "release"> & {
   magic: string;
   build: string;
   namespace: string;
   stamp: SnapshotStamp;
-  count: number;
-  pool: number;
-  postings: number;
-  table: number;
-  terms: string[];
-  entities: string[];
-  otherIds: [number, string][];
   /** The hash of each section (FrozenSpace's order), 16 hex digits each. */
   hashes: string[];
 };

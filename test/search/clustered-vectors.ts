@@ -1,0 +1,22 @@
+// Test vectors for the vector index tests (vector-index.test.ts, vector-index-postgres.test.ts):
+// seeded, clustered like embeddings are, so recall over them means something.
+import { seededRandom } from "../helpers";
+
+/** Clustered unit vectors (a mixture in a few latent dimensions, spread out, with an offset). */
+export function clustered(seed: number, dims: number) {
+  const rand = seededRandom(seed);
+  const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-12)) * Math.cos(2 * Math.PI * rand());
+  const centres = Array.from({ length: 12 }, () => Array.from({ length: 6 }, gauss));
+  const offset = Array.from({ length: dims }, () => gauss() * 0.5);
+  const map = Array.from({ length: dims }, () => [Math.floor(rand() * 6), rand() < 0.5 ? -1 : 1]);
+  return () => {
+    const c = centres[Math.floor(rand() * centres.length)];
+    const z = c.map((x) => x + 0.6 * gauss());
+    const v = Float32Array.from({ length: dims }, (_, j) => offset[j] + map[j][1] * z[map[j][0]] + 0.3 * gauss());
+    const n = Math.hypot(...v);
+    return v.map((x) => x / n);
+  };
+}
+
+/** The dot product of two vectors of one length. */
+export const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, j) => s + x * b[j], 0);
