@@ -49,9 +49,8 @@ export class FourBit implements RowKeeper {
     const at = (row & (BLOCK - 1)) * this.bytes;
     // Each value to the nearest of -7..7 (halves up, as Math.round), plus 8: (x * k + 8.5) | 0.
     const half = n >> 1;
-    for (let j = 0; j < half; j++)
-      codes[at + j] = ((v[2 * j] * k + 8.5) | 0) | (((v[2 * j + 1] * k + 8.5) | 0) << 4);
-    if (n & 1) codes[at + half] = ((v[n - 1] * k + 8.5) | 0) | (8 << 4);
+    for (let j = 0; j < half; j++) codes[at + j] = (v[2 * j] * k + 8.5) | 0 | (((v[2 * j + 1] * k + 8.5) | 0) << 4);
+    if (n & 1) codes[at + half] = (v[n - 1] * k + 8.5) | 0 | (8 << 4);
     this.scales[b][row & (BLOCK - 1)] = max / 7;
   }
 
