@@ -4,9 +4,9 @@
 // following the events table). The search checks every candidate through the caller's `accept`,
 // so what it returns is whatever the caller's store holds as current and matching.
 //
-// Per term a list of (document, tf) in typed arrays, so a namespace-wide keyword search over
-// common words scores hundreds of thousands of postings in a few milliseconds. Document counts
-// and lengths are summed here.
+// Per term a list of (document, tf) in typed arrays, in document order, so a namespace-wide
+// keyword search walks them side by side and skips what cannot reach the top (MaxScore).
+// Document counts and lengths are summed here.
 // Nothing here is an object per document or per posting (issue 26: 1,000,000 memories took
 // 991 MB of heap as JS objects): a document's id is 16 bytes (a UUID; any other id is kept
 // aside), found again through an open-addressing table; postings are 6 bytes (document, tf);
@@ -133,7 +133,7 @@ const hex8 = (n: number) => (n >>> 0).toString(16).padStart(8, "0");
  * A namespace's postings. Document numbers are this process's own, in the order documents were
  * added (so every list holds its documents in ascending order); a changed memory gets a new one.
  * Per document: its (list id, tf) pairs, varint-encoded in one shared pool of bytes (to unlist it
- * when it goes, for entity searches and to complete MaxScore's candidates).
+ * when it goes, and for entity searches; a namespace search walks the lists only).
  */
 export class KeywordSpace {
   /** Documents numbered so far (gone ones included). */
@@ -829,9 +829,9 @@ export type Accept = (id: string) => MemoryRecord | null;
 /**
  * BM25 top-k over a scope, exact (k1, b and the terms' weights: text/scoring.ts), on the
  * namespace's in-memory lists, whose document counts and lengths are those of the same state.
- * Over a namespace, term at a time over the query's lists, df being a list's live count; over an
- * entity, each of its documents is looked at once, df counted there. Every candidate is checked
- * by `accept`. The two scopes are separate functions, and so is the loop over a list: a process
+ * Over a namespace, document at a time over the query's lists (namespaceTop), df being a list's
+ * live count; over an entity, each of its documents is looked at once, df counted there. What is
+ * returned is checked by `accept`. The two scopes are separate functions: a process
  * that first ran many small entity searches made one function's compiled code 3× slower for
  * namespace searches (JSC specialises a function for what it has seen). Synchronous: the space
  * must not change during it (its scratch arrays are the space's own).
