@@ -405,11 +405,8 @@ test("a space read from a snapshot writes the documents added after it into the 
     expect(got).toEqual(expected);
     for (const [id, v] of want) {
       const d = mapped.docOf(id)!;
-      expect([
-        mapped.docLen[d],
-        mapped.docCreated[d],
-        mapped.entityDocuments(v[2] as string)!.docs.includes(d),
-      ]).toEqual([v[0], v[1], true]);
+      const inEntity = mapped.entityDocuments(v[2] as string)!.docs.includes(d);
+      expect([mapped.docLen[d], mapped.docCreated[d], inEntity]).toEqual([v[0] as number, v[1] as number, true]);
     }
   };
   expect(views()).toEqual([true, true, true, true, true, true]);
