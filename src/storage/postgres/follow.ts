@@ -157,6 +157,7 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
       drop(ns, c, "epoch", epoch);
       return false;
     });
+    if (live.length === 0) return "done";
     let until = Number.POSITIVE_INFINITY;
     if (Number(head.n) >= size) {
       until = Number(head.last);
