@@ -112,75 +112,88 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
 
   /**
    * One statement, one snapshot: the namespace's clock, the epochs, and, oldest first, up to
-   * `size` changes after the oldest `upto` of `copies` (events, and the worker's stamps when a
-   * copy wants vectors), each memory as it is now. Each source is read in time order by its
-   * index and cut at the page's size, so a page costs its own size however far behind a copy is.
-   * When the page is full, the changes at its last time are left for the next page (a stamp is
-   * shared by a batch's vectors, so a page may end inside one), and each copy moves to just
-   * before it; otherwise to the clock's value.
+   * `size` events after the oldest `upto` of `copies` (each naming its memory and the one it
+   * merged away) and, when a copy wants vectors, up to `size` of the worker's stamps, each memory
+   * as it is now. Each source is read in time order by its index and cut at the page's size, so a
+   * page costs its own size however far behind a copy is. When a source fills its page, the
+   * changes at or after its last time are left for the next page (a stamp is shared by a batch's
+   * vectors, so a page may end inside one), and each copy moves to just before it; otherwise to
+   * the clock's value. (The statement is planned at each run, its costs depending on the time
+   * followed: it is kept to few joins, which is most of its time when nothing changed.)
    */
   const page = async (ns: string, copies: Copy[], size = pgFollow.page): Promise<"done" | "more"> => {
     const from = Math.min(...copies.map((c) => c.upto));
     const memories = copies.some((c) => c.wants === "memories");
     const vectors = copies.some((c) => c.wants === "vectors");
     statements++;
+    // An event is two rows (its memory, the one it merged away or NULL): 2 × size rows.
     const rows: Row[] = await db(
       () => sql`
-        WITH changed AS (
-          SELECT t, id, ev FROM (
-            SELECT t, unnest(ARRAY[a, b]) AS id, ev FROM (
-              (SELECT at_ms AS t, memory_id AS a, merged_from_id AS b, true AS ev FROM events
-               WHERE namespace = ${ns} AND at_ms > ${from} ORDER BY at_ms LIMIT ${size})
-              UNION ALL
-              (SELECT stamp, memory_id, NULL, false FROM memory_vectors
-               WHERE ${vectors}::boolean AND namespace = ${ns} AND stamp > ${from} ORDER BY stamp LIMIT ${size})) AS e) AS u
-          WHERE id IS NOT NULL ORDER BY t LIMIT ${size}),
-        ids AS (SELECT id, max(t) AS t, bool_or(ev) AS ev FROM changed GROUP BY id)
-        SELECT now.*, ids.id, ids.t, ids.ev, m.state, m.entity, m.content, m.created_at,
-               v.entity AS vector_entity, v.vector
-        FROM (SELECT (SELECT last_ms FROM namespace_clock WHERE namespace = ${ns}) AS upto,
-                     COALESCE((SELECT epoch FROM search_epochs WHERE namespace = ${ns}), 0) AS keyword_epoch,
-                     (SELECT vector_epoch FROM search_state WHERE id = 1) AS vector_epoch,
-                     (SELECT count(*) FROM changed) AS n, (SELECT min(t) FROM changed) AS first,
-                     (SELECT max(t) FROM changed) AS last) AS now
-        LEFT JOIN (ids
-          LEFT JOIN LATERAL (SELECT state, entity, content, created_at FROM memories
-                             WHERE ${memories}::boolean AND ids.ev AND id = ids.id AND namespace = ${ns}) AS m ON true
-          LEFT JOIN LATERAL (SELECT entity, vector FROM memory_vectors
-                             WHERE ${vectors}::boolean AND memory_id = ids.id AND namespace = ${ns}) AS v ON true)
-        ON true`,
+        SELECT (SELECT last_ms FROM namespace_clock WHERE namespace = ${ns}) AS upto,
+               (SELECT epoch FROM search_epochs WHERE namespace = ${ns}) AS keyword_epoch,
+               (SELECT vector_epoch FROM search_state WHERE id = 1) AS vector_epoch,
+               c.t, c.id, c.ev, m.state, m.entity, m.content, m.created_at, v.entity AS vector_entity, v.vector
+        FROM (SELECT 1) AS one LEFT JOIN (
+          (SELECT at_ms AS t, unnest(ARRAY[memory_id, merged_from_id]) AS id, true AS ev FROM events
+           WHERE namespace = ${ns} AND at_ms > ${from} ORDER BY at_ms LIMIT ${2 * size})
+          UNION ALL
+          (SELECT stamp, memory_id, false FROM memory_vectors
+           WHERE ${vectors}::boolean AND namespace = ${ns} AND stamp > ${from} ORDER BY stamp LIMIT ${size})) AS c ON true
+          LEFT JOIN memories m ON ${memories}::boolean AND c.ev AND m.id = c.id AND m.namespace = ${ns}
+          LEFT JOIN memory_vectors v ON ${vectors}::boolean AND v.memory_id = c.id AND v.namespace = ${ns}`,
     );
     const head = rows[0];
     const live = copies.filter((c) => {
-      const epoch = Number(c.wants === "memories" ? head.keyword_epoch : head.vector_epoch);
+      const epoch = Number(c.wants === "memories" ? (head.keyword_epoch ?? 0) : head.vector_epoch);
       if (epoch === c.epoch) return true;
       drop(ns, c, "epoch", epoch);
       return false;
     });
     if (live.length === 0) return "done";
-    let until = Number.POSITIVE_INFINITY;
-    if (Number(head.n) >= size) {
-      until = Number(head.last);
-      // One time fills the page (a batch's stamp): read it whole with a larger page.
-      if (Number(head.first) === until) return page(ns, live, size * 4);
+    // Each source's rows and times: one that filled its page is cut at its last time.
+    const n = [0, 0];
+    const first = [Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY];
+    const last = [0, 0];
+    for (const r of rows) {
+      if (r.t === null) continue;
+      const k = r.ev ? 0 : 1;
+      const t = Number(r.t);
+      n[k]++;
+      first[k] = Math.min(first[k], t);
+      last[k] = Math.max(last[k], t);
     }
+    let until = Number.POSITIVE_INFINITY;
+    if (n[0] >= 2 * size) until = last[0];
+    if (n[1] >= size) {
+      // One stamp fills the page (a batch's): read it whole with a larger page.
+      if (first[1] === last[1]) return page(ns, live, size * 4);
+      until = Math.min(until, last[1]);
+    }
+    // Each memory once, as it is now, at the newest time it was named in the page.
+    const changes = new Map<string, Change>();
     for (const r of rows) {
       if (r.id === null) continue;
       const t = Number(r.t);
       if (t >= until) continue;
-      const change: Change = {
+      const seen = changes.get(r.id as string);
+      if (seen && !r.ev) {
+        seen.t = Math.max(seen.t, t);
+        continue;
+      }
+      changes.set(r.id as string, {
         id: r.id as string,
-        t,
-        event: r.ev as boolean,
+        t: Math.max(t, seen?.t ?? 0),
+        event: (r.ev as boolean) || seen?.event === true,
         state: r.state as string | null,
         entity: r.entity as string | null,
         content: r.content as string | null,
         createdAt: r.created_at === null ? null : Number(r.created_at),
         vectorEntity: r.vector_entity as string | null,
         vector: r.vector as Uint8Array | null,
-      };
-      for (const c of live) if (t > c.upto && (c.wants === "vectors" || change.event)) c.apply(change);
+      });
     }
+    for (const change of changes.values())
+      for (const c of live) if (change.t > c.upto && (c.wants === "vectors" || change.event)) c.apply(change);
     const to = until !== Number.POSITIVE_INFINITY ? until - 1 : head.upto === null ? from : Number(head.upto);
     for (const c of live) c.upto = Math.max(c.upto, to);
     return until === Number.POSITIVE_INFINITY ? "done" : "more";
