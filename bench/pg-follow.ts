@@ -5,10 +5,13 @@
 // (which one goes first alternates too), both with their keyword lists and vectors built. A
 // "hybrid" search is what rank() sends the storage (search/service.ts): the keyword search
 // (FUSION.depth) and the semantic one (FUSION.semanticStatsDepth) at once. A second pass makes no
-// write between searches (each follow finds nothing).
+// write between searches (each follow finds nothing). Last, the database's CPU per store and
+// search (every postgres process's, from /proc: PostgreSQL on this machine), in blocks of one
+// replica's searches at a time.
 //   BENCH_FOLLOW_DATABASE_URL=postgres://… BENCH_FOLLOW_OLD=/path/to/other/tree \
 //     [BENCH_FOLLOW_N=100000] [BENCH_FOLLOW_Q=300] [BENCH_FOLLOW_DIMS=768] bun run bench/pg-follow.ts
 // The database URL names a server; the bench makes a database of its own there and drops it.
+import { readdirSync, readFileSync } from "node:fs";
 import { SQL } from "bun";
 import { FUSION } from "../src/search/fusion";
 import { openPostgres, type PostgresStorage } from "../src/storage/postgres/index";
@@ -90,7 +93,6 @@ const hybrid = (r: PostgresStorage, q: (typeof queries)[0]) =>
     r.semanticSearch({ namespace: ns }, q.vector, {}, Math.max(FUSION.depth, FUSION.semanticStatsDepth)),
   ]);
 
-const lines: string[] = [];
 for (const writes of [true, false])
   for (const [kind, run] of [
     ["keyword", keyword],
@@ -110,8 +112,39 @@ for (const writes of [true, false])
     const sent = (replicas.new.followers.statements - statements) / queries.length;
     const line = `${kind}, ${writes ? "one store before each search" : "no write between searches"}: p50 new ${pct(ms.new, 50).toFixed(2)} / old ${pct(ms.old, 50).toFixed(2)} ms (${(pct(ms.new, 50) / pct(ms.old, 50)).toFixed(2)}×), p99 new ${pct(ms.new, 99).toFixed(2)} / old ${pct(ms.old, 99).toFixed(2)} ms; follow statements per search (new) ${sent.toFixed(2)}`;
     console.log(line);
-    lines.push(line);
   }
+
+// The database's CPU per search: every postgres process's CPU time over blocks of searches by one
+// replica at a time (new, old, new, old), writes included (the same in both).
+const pgCpuMs = () => {
+  let ticks = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      if (!stat.includes("(postgres)")) continue;
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {}
+  }
+  return ticks * 10;
+};
+for (const [kind, run] of [
+  ["keyword", keyword],
+  ["hybrid", hybrid],
+] as const) {
+  const cpu: Record<Name, number> = { new: 0, old: 0 };
+  for (const name of ["new", "old", "new", "old"] as Name[]) {
+    const a = pgCpuMs();
+    for (const q of queries) {
+      await writer.apply([op(0)], null);
+      await run(replicas[name], q);
+    }
+    cpu[name] += (pgCpuMs() - a) / (2 * queries.length);
+  }
+  const line = `${kind}, one store before each search: the database's CPU per store and search new ${cpu.new.toFixed(2)} / old ${cpu.old.toFixed(2)} ms (${(cpu.new / cpu.old).toFixed(2)}×)`;
+  console.log(line);
+}
 
 await Promise.all([writer.close(), replicas.new.close(), replicas.old.close()]);
 const admin = new SQL(server);
