@@ -4,14 +4,14 @@
 // following the events table). The search checks every candidate through the caller's `accept`,
 // so what it returns is whatever the caller's store holds as current and matching.
 //
-// Per term a list of (document, tf) in typed arrays, so a namespace-wide keyword search over
-// common words scores hundreds of thousands of postings in a few milliseconds. Document counts
-// and lengths are summed here.
+// Per term a list of (document, tf) in typed arrays, in document order, so a namespace-wide
+// keyword search walks them side by side and skips what cannot reach the top (MaxScore).
+// Document counts and lengths are summed here.
 // Nothing here is an object per document or per posting (issue 26: 1,000,000 memories took
 // 991 MB of heap as JS objects): a document's id is 16 bytes (a UUID; any other id is kept
 // aside), found again through an open-addressing table; postings are 6 bytes (document, tf);
 // an entity's documents are one growing array.
-import { bm25, bm25Bound, idf, type QueryTerm as Term } from "../text/scoring";
+import { bm25, idf, type QueryTerm as Term } from "../text/scoring";
 import { termCounts } from "../text/tokens";
 import { lowerUuidPattern } from "../wire/schemas";
 import type { MemoryRecord } from "./records";
@@ -40,6 +40,10 @@ const trimmed = <T extends Typed>(a: T, n: number): T => {
 /** Most a tf can be (more occurrences count as this many: BM25 saturates long before). */
 const MAX_TF = 65535;
 
+/** A list's skyline holds tfs 1 to SKY - 1 one by one, and the rest together (List.sky). */
+const SKY = 8;
+const NONE = 0x7fffffff;
+
 const EMPTY_DOCS = new Int32Array(0);
 const EMPTY_TFS = new Uint16Array(0);
 
@@ -63,9 +67,26 @@ export class List {
   tailTf = EMPTY_TFS;
   /** The longest document ever pushed. */
   maxLen = 0;
+  /**
+   * For MaxScore's bound on what the term can add to a document's score (bm25 grows with tf and
+   * falls with length): per tf 1 to SKY - 1 the shortest document with that tf, at SKY the
+   * shortest with a tf of SKY or more (NONE: no such posting), and skyTf the highest tf. Made on
+   * the list's first namespace search (KeywordSpace.skylineOf), then kept by push. Documents gone
+   * since leave it as it was: a bound above the postings left, which is safe.
+   */
+  sky: Int32Array | undefined = undefined;
+  skyTf = 0;
   constructor(readonly id: number) {}
+  /** Notes a posting in the skyline. */
+  noteSky(tf: number, len: number) {
+    const sky = this.sky!;
+    const t = Math.min(tf, SKY);
+    if (len < sky[t]) sky[t] = len;
+    if (tf > this.skyTf) this.skyTf = tf;
+  }
   push(d: number, tf: number, len: number) {
     if (len > this.maxLen) this.maxLen = len;
+    if (this.sky) this.noteSky(tf, len);
     if (this.sealed) {
       if (this.tailN === this.tailDoc.length) {
         this.tailDoc = grown(this.tailDoc, this.tailN + 8);
@@ -112,7 +133,7 @@ const hex8 = (n: number) => (n >>> 0).toString(16).padStart(8, "0");
  * A namespace's postings. Document numbers are this process's own, in the order documents were
  * added (so every list holds its documents in ascending order); a changed memory gets a new one.
  * Per document: its (list id, tf) pairs, varint-encoded in one shared pool of bytes (to unlist it
- * when it goes, for entity searches and to complete MaxScore's candidates).
+ * when it goes, and for entity searches; a namespace search walks the lists only).
  */
 export class KeywordSpace {
   /** Documents numbered so far (gone ones included). */
@@ -145,8 +166,7 @@ export class KeywordSpace {
   private totalLength = 0;
   readonly lists = new Map<string, List>();
   private listById: List[] = [];
-  /** Scratch for a search: a score per document number (zero between searches), touched ones. */
-  scores = new Float64Array(0);
+  /** Scratch for an entity's search: its candidates and their scores. */
   touched = new Int32Array(0);
   values = new Float64Array(0);
   private dead = 0;
@@ -390,6 +410,24 @@ export class KeywordSpace {
     return n;
   }
 
+  /** A list's skyline (List.sky), made from its live postings the first time it is asked for. */
+  skylineOf(l: List): Int32Array {
+    if (l.sky) return l.sky;
+    l.sky = new Int32Array(SKY + 1).fill(NONE);
+    l.skyTf = 0;
+    const { gone, docLen } = this;
+    const head = l.n - l.tailN;
+    for (const [doc, tf, n] of [
+      [l.doc, l.tf, head],
+      [l.tailDoc, l.tailTf, l.tailN],
+    ] as const)
+      for (let i = 0; i < n; i++) {
+        const d = doc[i];
+        if (!gone[d]) l.noteSky(tf[i], docLen[d]);
+      }
+    return l.sky;
+  }
+
   /**
    * Its live documents and lists as they are now, for a snapshot written over many turns while
    * the space goes on changing (keyword-snapshot.ts): what it writes is fixed here (the
@@ -585,7 +623,7 @@ export class KeywordSpace {
     s.docEntity = p.docEntity;
     s.docStart = p.docStart;
     s.pool = p.pool;
-    s.gone = new Uint8Array(n + 1);
+    s.gone = new Uint8Array(n + 1 + (n >> 3));
     for (const [d, id] of p.otherIds) s.otherIds.set(d, id);
     s.live = n;
     for (let d = 0; d < n; d++) s.totalLength += p.docLen[d];
@@ -609,7 +647,8 @@ export class KeywordSpace {
       s.entityLive.push(0);
     });
     for (let d = 0; d < n; d++) s.entityCount[p.docEntity[d]]++;
-    s.entityDocs = s.entityCount.map((c) => new Int32Array(c));
+    // (With an eighth of spare room each, as the per-document arrays of a snapshot have.)
+    s.entityDocs = s.entityCount.map((c) => new Int32Array(c + (c >> 3) + 4));
     s.entityCount.fill(0);
     for (let d = 0; d < n; d++) {
       const e = p.docEntity[d];
@@ -728,7 +767,11 @@ export function packTerms(content: string, createdAt: number, entity: string): D
   return v;
 }
 
-/** A space's documents and lists as flat arrays, as a snapshot holds them (KeywordSpace.fromParts). */
+/**
+ * A space's documents and lists as flat arrays, as a snapshot holds them (KeywordSpace.fromParts).
+ * The per-document arrays may be longer than `count` (docStart than count + 1, pool than its
+ * bytes): spare room that documents added later are written into.
+ */
 export interface SpaceParts {
   count: number;
   idWords: Int32Array<ArrayBuffer>;
@@ -779,9 +822,6 @@ export interface FrozenSpace {
 
 const EMPTY: Scored[] = [];
 
-/** Completing a candidate costs about this many postings walked (tests set 0: always prune). */
-export const pruning = { survivorCost: 4 };
-
 /** A query term that occurs in the scope, with its list, weight and idf (times its weight). */
 type QueryTerm = { term: string; list: List; weight: number; idf: number };
 
@@ -794,9 +834,9 @@ export type Accept = (id: string) => MemoryRecord | null;
 /**
  * BM25 top-k over a scope, exact (k1, b and the terms' weights: text/scoring.ts), on the
  * namespace's in-memory lists, whose document counts and lengths are those of the same state.
- * Over a namespace, term at a time over the query's lists, df being a list's live count; over an
- * entity, each of its documents is looked at once, df counted there. Every candidate is checked
- * by `accept`. The two scopes are separate functions, and so is the loop over a list: a process
+ * Over a namespace, document at a time over the query's lists (namespaceTop), df being a list's
+ * live count; over an entity, each of its documents is looked at once, df counted there. What is
+ * returned is checked by `accept`. The two scopes are separate functions: a process
  * that first ran many small entity searches made one function's compiled code 3× slower for
  * namespace searches (JSC specialises a function for what it has seen). Synchronous: the space
  * must not change during it (its scratch arrays are the space's own).
@@ -838,17 +878,13 @@ export function keywordSearch(
     .map(({ term, weight, list }) => ({ term, weight, list, idf: weight * idf(docs, list.live) }))
     .sort((a, b) => b.idf - a.idf || (a.term < b.term ? -1 : 1));
   if (ts.length === 0) return EMPTY;
-  const n = space.count;
-  if (space.scores.length < n) {
-    const room = Math.max(1024, n + (n >> 3));
-    space.scores = new Float64Array(room);
+  if (!docsOf) return namespaceTop(space, ts, avg, limit, accept);
+  if (space.touched.length < docsOf.length) {
+    const room = Math.max(1024, docsOf.length + (docsOf.length >> 3));
     space.touched = new Int32Array(room);
     space.values = new Float64Array(room);
   }
-  const count = docsOf
-    ? entityCandidates(space, docsOf, ts, docs, avg)
-    : namespaceCandidates(space, ts, avg, limit, accept);
-  return pickAccepted(space, count, limit, accept);
+  return pickAccepted(space, entityCandidates(space, docsOf, ts, docs, avg), limit, accept);
 }
 
 /**
@@ -890,115 +926,224 @@ function entityCandidates(space: KeywordSpace, docsOf: Int32Array, ts: QueryTerm
   return count;
 }
 
+/** How many times a namespace search left a list not essential (for tests). */
+export const maxScoreStats = { nonEssential: 0 };
+
+/** A document number after every real one: a cursor past its list's end is at it. */
+const END = 0x7fffffff;
+
 /**
- * A namespace's candidates into (space.touched, space.values), by MaxScore, term at a time over
- * the in-memory lists, rarest first. Once the `limit`-th best accepted score so far (theta) beats
- * what the remaining lists could add together, they are not walked: a document only they hold
- * cannot reach the top, and the candidates that still can are completed from their own term
- * lists. Returns how many.
+ * A query term's postings in document order: a sealed list's mapped part, then its tail
+ * (documents are numbered in the order added, so every list ascends, tail included).
  */
-function namespaceCandidates(space: KeywordSpace, ts: QueryTerm[], avg: number, limit: number, accept: Accept) {
-  const { scores: acc, touched, values } = space;
-  const lists = ts.map((t) => t.list);
-  let count = 0;
-  const bounds = ts.map((t) => bm25Bound(t.idf));
-  const rest = (from: number) => bounds.slice(from).reduce((x, y) => x + y, 0);
-  /**
-   * A lower bound of the final `limit`-th best accepted score: the `limit`-th best accepted
-   * partial score among the touched documents (-Infinity if fewer). Ties need no order here.
-   */
-  const theta = () => {
-    for (let i = 0; i < count; i++) values[i] = acc[touched[i]];
-    for (let want = limit * 2 + 16; ; want *= 4) {
-      const order = bestValues(values, count, want);
-      let k = 0;
-      for (const j of order) if (accept(space.idOf(touched[j])) && ++k === limit) return values[j];
-      if (order.length >= count) return Number.NEGATIVE_INFINITY;
+class Cursor {
+  /** The posting it is at, and that posting's document (END once past the last). */
+  i = 0;
+  d = END;
+  private readonly doc: Int32Array;
+  private readonly tf: Uint16Array;
+  private readonly tailDoc: Int32Array;
+  private readonly tailTf: Uint16Array;
+  private readonly head: number;
+  private readonly n: number;
+  constructor(l: List) {
+    this.doc = l.doc;
+    this.tf = l.tf;
+    this.tailDoc = l.tailDoc;
+    this.tailTf = l.tailTf;
+    this.head = l.n - l.tailN;
+    this.n = l.n;
+    if (this.n > 0) this.d = this.docAt(0);
+  }
+  private docAt(i: number): number {
+    return i < this.head ? this.doc[i] : this.tailDoc[i - this.head];
+  }
+  /** The tf of the posting it is at. */
+  tfNow(): number {
+    const i = this.i;
+    return i < this.head ? this.tf[i] : this.tailTf[i - this.head];
+  }
+  next() {
+    const i = ++this.i;
+    this.d = i < this.n ? this.docAt(i) : END;
+  }
+  /** Moves to the first posting of a document at or after `target` (galloping, then halving). */
+  seek(target: number) {
+    if (this.d >= target) return;
+    let lo = this.i; // (its document is before target)
+    let hi = lo + 1;
+    for (let step = 1; hi < this.n && this.docAt(hi) < target; step *= 2) {
+      lo = hi;
+      hi = lo + step;
     }
+    if (hi > this.n) hi = this.n;
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >>> 1;
+      if (this.docAt(mid) < target) lo = mid;
+      else hi = mid;
+    }
+    this.i = hi;
+    this.d = hi < this.n ? this.docAt(hi) : END;
+  }
+}
+
+/**
+ * The most a term of idf (times its weight) `w` adds to a document's score: the highest bm25 of
+ * its list's skyline (List.sky), each tf at its shortest document.
+ */
+function boundOf(sky: Int32Array, skyTf: number, w: number, avg: number): number {
+  let most = 0;
+  for (let t = 1; t < SKY; t++) if (sky[t] !== NONE) most = Math.max(most, bm25(w, t, sky[t], avg));
+  if (sky[SKY] !== NONE) most = Math.max(most, bm25(w, skyTf, sky[SKY], avg));
+  return most;
+}
+
+/**
+ * A namespace's best `limit` accepted documents, document at a time by MaxScore (Turtle and
+ * Flood, 1995) over the query's lists, which all ascend by document. A list is walked only while
+ * it is essential: once the `limit`-th best score so far (theta) exceeds what it and every list
+ * of a lower bound could add together, a document they alone hold cannot reach the top, and they
+ * are only looked up (galloping) for the documents of the other lists whose scores could. The
+ * bounds are each list's skyline's (boundOf). A document's score is its terms' bm25 summed in
+ * the order of `ts`, as a term-at-a-time walk sums them, so scores are the same to the bit.
+ * The first pass does not ask `accept`: when all its top documents are accepted they are the
+ * answer (theta was at most the final one all along); otherwise a second pass admits only
+ * accepted documents to the top (theta is then that of accepted documents).
+ */
+function namespaceTop(space: KeywordSpace, ts: QueryTerm[], avg: number, limit: number, accept: Accept): Scored[] {
+  const m = ts.length;
+  const w = Float64Array.from(ts, (t) => t.idf);
+  // Most postings have tf 1: their contribution by length, from a table.
+  const ones = ts.map((t) => {
+    const one = new Float64Array(t.list.maxLen + 1);
+    for (let l = 0; l < one.length; l++) one[l] = bm25(t.idf, 1, l, avg);
+    return one;
+  });
+  const bounds = Float64Array.from(ts, (t) => boundOf(space.skylineOf(t.list), t.list.skyTf, t.idf, avg));
+  // The lists by bound, lowest first (ties by their order in ts), and the sums of those bounds.
+  const order = Int32Array.from(ts.keys()).sort((a, b) => bounds[a] - bounds[b] || a - b);
+  const below = new Float64Array(m + 1);
+  for (let e = 0; e < m; e++) below[e + 1] = below[e] + bounds[order[e]];
+  for (const check of [undefined, accept]) {
+    const top = maxScore(space, ts, w, ones, bounds, order, below, avg, limit, check);
+    const out: Scored[] = [];
+    for (let i = 0; i < top.docs.length; i++) {
+      const r = accept(space.idOf(top.docs[i]));
+      if (!r) break;
+      out.push({ memory: r, score: top.scores[i] });
+    }
+    if (out.length === top.docs.length) return out;
+  }
+  throw new Error("unreachable: the second pass holds accepted documents only");
+}
+
+/**
+ * namespaceTop's pass: the best `limit` documents (of those `accept` takes, when given), best
+ * first, in byScoreThenNewer's order (score, then createdAt, then id, high to low).
+ */
+function maxScore(
+  space: KeywordSpace,
+  ts: QueryTerm[],
+  w: Float64Array,
+  ones: Float64Array[],
+  bounds: Float64Array,
+  order: Int32Array,
+  below: Float64Array,
+  avg: number,
+  limit: number,
+  accept: Accept | undefined,
+): { docs: Int32Array; scores: Float64Array } {
+  const m = ts.length;
+  const { gone, docLen, docCreated } = space;
+  const byBound = Array.from(order, (q) => new Cursor(ts[q].list));
+  const parts = new Float64Array(m);
+  // The best so far: a heap whose root ranks last.
+  const hd = new Int32Array(limit);
+  const hs = new Float64Array(limit);
+  let size = 0;
+  /** Whether (document a, score x) ranks before (b, y). */
+  const before = (a: number, x: number, b: number, y: number) => {
+    if (x !== y) return x > y;
+    if (docCreated[a] !== docCreated[b]) return docCreated[a] > docCreated[b];
+    return space.idAfter(a, b);
   };
-  let q = 0;
-  /** Candidates below this cannot reach the top once the remaining lists are skipped. */
-  let cut = Number.NEGATIVE_INFINITY;
-  for (; q < ts.length; q++) {
-    // theta is at most the sum of the bounds walked so far: only then is it worth computing.
-    if (q > 0 && count >= limit && rest(q) < rest(0) - rest(q)) {
-      const th = theta();
-      // (The slack keeps rounding from ever dropping a document that could tie.)
-      if (rest(q) + 1e-9 < th) {
-        const c = th - rest(q) - 1e-9;
-        // Completing a candidate reads its own terms: worth it only when few remain.
-        let survivors = 0;
-        for (let i = 0; i < count; i++) if (acc[touched[i]] >= c) survivors++;
-        let left = 0;
-        for (let j = q; j < ts.length; j++) left += lists[j].n;
-        if (survivors * pruning.survivorCost < left) {
-          cut = c;
-          break;
-        }
+  /** Documents scoring below this cannot reach the top (the slack keeps rounding from dropping a tie). */
+  let cutoff = Number.NEGATIVE_INFINITY;
+  /** Lists byBound[0, first) are not essential. */
+  let first = 0;
+  for (;;) {
+    let d = END;
+    for (let e = first; e < m; e++) if (byBound[e].d < d) d = byBound[e].d;
+    if (d === END) break;
+    const len = docLen[d];
+    let upper = below[first];
+    for (let e = first; e < m; e++) {
+      const c = byBound[e];
+      const q = order[e];
+      if (c.d === d) {
+        const tf = c.tfNow();
+        const p = tf === 1 ? ones[q][len] : bm25(w[q], tf, len, avg);
+        parts[q] = p;
+        upper += p;
+        c.next();
+      } else parts[q] = 0;
+    }
+    if (gone[d] || upper < cutoff) continue;
+    // The lists not essential, highest bound first, while the document can still reach the top.
+    let e = first - 1;
+    for (; e >= 0; e--) {
+      const c = byBound[e];
+      const q = order[e];
+      upper -= bounds[q];
+      c.seek(d);
+      if (c.d === d) {
+        const tf = c.tfNow();
+        const p = tf === 1 ? ones[q][len] : bm25(w[q], tf, len, avg);
+        parts[q] = p;
+        upper += p;
+      } else parts[q] = 0;
+      if (upper < cutoff) break;
+    }
+    if (e >= 0) continue;
+    let score = 0;
+    for (let q = 0; q < m; q++) score += parts[q];
+    if (size === limit && !before(d, score, hd[0], hs[0])) continue;
+    if (accept && !accept(space.idOf(d))) continue;
+    if (size < limit) {
+      let c = size++;
+      while (c > 0) {
+        const p = (c - 1) >> 1;
+        if (!before(hd[p], hs[p], d, score)) break;
+        hd[c] = hd[p];
+        hs[c] = hs[p];
+        c = p;
+      }
+      hd[c] = d;
+      hs[c] = score;
+    } else {
+      let c = 0;
+      for (;;) {
+        const l = 2 * c + 1;
+        if (l >= size) break;
+        const r = l + 1 < size && before(hd[l], hs[l], hd[l + 1], hs[l + 1]) ? l + 1 : l;
+        if (!before(d, score, hd[r], hs[r])) break;
+        hd[c] = hd[r];
+        hs[c] = hs[r];
+        c = r;
+      }
+      hd[c] = d;
+      hs[c] = score;
+    }
+    if (size === limit) {
+      cutoff = hs[0] - 1e-9;
+      while (first < m && below[first + 1] < cutoff) {
+        first++;
+        maxScoreStats.nonEssential++;
       }
     }
-    count = addList(space, lists[q], ts[q].idf, avg, count);
   }
-  if (q === ts.length) {
-    for (let i = 0; i < count; i++) {
-      values[i] = acc[touched[i]];
-      acc[touched[i]] = 0;
-    }
-    return count;
-  }
-  // Complete the candidates that can still reach the top from their own lists.
-  const late = lists.slice(q);
-  let kept = 0;
-  for (let i = 0; i < count; i++) {
-    const d = touched[i];
-    let s = acc[d];
-    acc[d] = 0;
-    if (s < cut) continue;
-    const n = space.listsOf(d);
-    const { termIds, termTfs } = space;
-    for (let j = 0; j < late.length; j++)
-      for (let k = 0; k < n; k++)
-        if (termIds[k] === late[j].id) s += bm25(ts[q + j].idf, termTfs[k], space.docLen[d], avg);
-    touched[kept] = d;
-    values[kept++] = s;
-  }
-  return kept;
-}
-
-/**
- * Adds one list's BM25 contributions to the accumulators (space.scores), noting documents seen
- * for the first time in space.touched from `count` on; returns the new count.
- */
-function addList(space: KeywordSpace, list: List, w: number, avg: number, count: number): number {
-  // Most postings have tf 1: their contribution by length, from a table.
-  const one = new Float64Array(list.maxLen + 1);
-  for (let l = 0; l < one.length; l++) one[l] = bm25(w, 1, l, avg);
-  count = addPostings(space, list.doc, list.tf, list.n - list.tailN, one, w, avg, count);
-  if (list.tailN > 0) count = addPostings(space, list.tailDoc, list.tailTf, list.tailN, one, w, avg, count);
-  return count;
-}
-
-/** addList over n postings of one part of a list. */
-function addPostings(
-  space: KeywordSpace,
-  doc: Int32Array,
-  tf: Uint16Array,
-  n: number,
-  one: Float64Array,
-  w: number,
-  avg: number,
-  count: number,
-): number {
-  const { scores: acc, touched, gone, docLen } = space;
-  for (let i = 0; i < n; i++) {
-    const d = doc[i];
-    if (gone[d]) continue;
-    const before = acc[d];
-    if (before === 0) touched[count++] = d;
-    const l = docLen[d];
-    acc[d] = before + (tf[i] === 1 ? one[l] : bm25(w, tf[i], l, avg));
-  }
-  return count;
+  const at = Array.from({ length: size }, (_, i) => i).sort((i, j) => (before(hd[i], hs[i], hd[j], hs[j]) ? -1 : 1));
+  return { docs: Int32Array.from(at, (i) => hd[i]), scores: Float64Array.from(at, (i) => hs[i]) };
 }
 
 /**
@@ -1055,13 +1200,6 @@ function pickAccepted(
     }
     if (heap.length >= count) return out;
   }
-}
-
-/** Indexes of `k` largest of the first `n` values (ties broken anyhow), best first. */
-function bestValues(values: Float64Array, n: number, k: number): number[] {
-  return topIndexes(values, k, n)
-    .sort((a, b) => values[b] - values[a])
-    .slice(0, k);
 }
 
 /**

@@ -33,9 +33,6 @@ export const idf = (docs: number, df: number): number => Math.log(1 + (docs - df
 export const bm25 = (idfValue: number, tf: number, length: number, avgLength: number): number =>
   (idfValue * (tf * (BM25.k1 + 1))) / (tf + BM25.k1 * (1 - BM25.b + (BM25.b * length) / (avgLength || 1)));
 
-/** The most any one document can get from a term: idf × (k1 + 1). */
-export const bm25Bound = (idfValue: number): number => idfValue * (BM25.k1 + 1);
-
 /**
  * The same score as SQL, summed over postings `p` (columns tf, doc_len, df, weight) joined with
  * stats `st` (docs, avg): one expression, so PostgreSQL's ranking is this module's.

@@ -3,7 +3,7 @@
 // sequence of adds, merges, replaces, deletes and expiries, and after each step the index kept
 // incrementally ranks exactly as one rebuilt from scratch (and on LMDB holds the same bytes).
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { KeywordSpace, pruning } from "../../src/storage/keyword-space";
+import { KeywordSpace } from "../../src/storage/keyword-space";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { isCurrent, type MemoryRecord } from "../../src/storage/records";
 import type { MemoryOp, Storage } from "../../src/storage/storage";
@@ -135,18 +135,14 @@ test("incremental index ranks exactly as a rebuilt one after every step", async 
       return out;
     };
     const incremental = await run();
+    // (MaxScore's pruning against every document scored: test/storage/keyword-maxscore-exact.test.ts.)
     if (storage.backend === "lmdb")
-      for (const survivorCost of [4, 0]) {
-        // 0: MaxScore skips lists whenever it may, so its completion path is checked too.
-        pruning.survivorCost = survivorCost;
-        for (const q of queries)
-          for (const scope of scopes)
-            for (const limit of [3, 100]) {
-              const got = await storage.keywordSearch(scope, queryTerms(q), {}, limit, now);
-              expect(got.map((h) => h.score.toFixed(9))).toEqual(bruteForce(scope, queryTerms(q), limit, now));
-            }
-        pruning.survivorCost = 4;
-      }
+      for (const q of queries)
+        for (const scope of scopes)
+          for (const limit of [3, 100]) {
+            const got = await storage.keywordSearch(scope, queryTerms(q), {}, limit, now);
+            expect(got.map((h) => h.score.toFixed(9))).toEqual(bruteForce(scope, queryTerms(q), limit, now));
+          }
     hits += incremental.flat().length;
     const dump = await indexDump();
     await storage.rebuildSearchIndex();

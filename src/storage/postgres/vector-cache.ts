@@ -12,7 +12,8 @@
 // the namespace's clock. A rebuild of the vectors bumps search_state.vector_epoch, and a replica
 // that sees a new epoch drops every copy.
 import type { SQL } from "bun";
-import { type RowKeeper, VectorSpace } from "../vector-space";
+import { FourBit } from "../four-bit";
+import { VectorSpace } from "../vector-space";
 import { type Change, type Copy, type PgFollowers, startingPoint } from "./follow";
 
 /** Sizes (tests make them small). */
@@ -33,100 +34,6 @@ export const pgVectors = {
   /** What runs between slices (tests make it wait). */
   between: (): Promise<unknown> => new Promise((resolve) => setImmediate(resolve)),
 };
-
-/** Rows per block of the 4-bit copy (a block is allocated whole, so growing never copies). */
-const BLOCK = 1 << 14;
-
-/**
- * A 4-bit copy of each row's vector: each dimension rounded to one of 15 levels of ±(its largest
- * absolute value), two a byte, and that scale (float32). Zero stays exactly zero.
- */
-export class FourBit implements RowKeeper {
-  private dims = 0;
-  private bytes = 0;
-  private blocks: Uint8Array[] = [];
-  private scales: Float32Array[] = [];
-  private out = new Float32Array(0);
-
-  put(row: number, v: Float32Array) {
-    if (this.dims === 0) {
-      this.dims = v.length;
-      this.bytes = Math.ceil(v.length / 2);
-      this.out = new Float32Array(v.length);
-    }
-    const b = row >>> 14;
-    while (this.blocks.length <= b) {
-      this.blocks.push(new Uint8Array(BLOCK * this.bytes));
-      this.scales.push(new Float32Array(BLOCK));
-    }
-    let max = 0;
-    for (let j = 0; j < v.length; j++) max = Math.max(max, Math.abs(v[j]));
-    const k = max > 0 ? 7 / max : 0;
-    const codes = this.blocks[b];
-    const at = (row & (BLOCK - 1)) * this.bytes;
-    for (let j = 0; j < this.bytes; j++) {
-      const lo = Math.round(v[2 * j] * k) + 8;
-      const hi = 2 * j + 1 < v.length ? Math.round(v[2 * j + 1] * k) + 8 : 8;
-      codes[at + j] = lo | (hi << 4);
-    }
-    this.scales[b][row & (BLOCK - 1)] = max / 7;
-  }
-
-  move(from: number, to: number) {
-    const fb = this.blocks[from >>> 14];
-    const f = (from & (BLOCK - 1)) * this.bytes;
-    this.blocks[to >>> 14].set(fb.subarray(f, f + this.bytes), (to & (BLOCK - 1)) * this.bytes);
-    this.scales[to >>> 14][to & (BLOCK - 1)] = this.scales[from >>> 14][from & (BLOCK - 1)];
-  }
-
-  /** The query split in even and odd dimensions, for dot (remade when the query changes). */
-  private q: Float32Array | undefined;
-  private qEven = new Float32Array(0);
-  private qOdd = new Float32Array(0);
-  private qSum = 0;
-
-  /** Row's vector (as decoded) · q, from the 4-bit codes, without decoding them. */
-  dot(row: number, q: Float32Array): number {
-    if (q !== this.q) {
-      this.q = q;
-      this.qEven = new Float32Array(this.bytes);
-      this.qOdd = new Float32Array(this.bytes);
-      this.qSum = 0;
-      for (let j = 0; j < this.bytes; j++) {
-        this.qEven[j] = q[2 * j] ?? 0;
-        this.qOdd[j] = q[2 * j + 1] ?? 0;
-        this.qSum += this.qEven[j] + this.qOdd[j];
-      }
-    }
-    const b = row >>> 14;
-    const codes = this.blocks[b];
-    const at = (row & (BLOCK - 1)) * this.bytes;
-    const even = this.qEven;
-    const odd = this.qOdd;
-    let acc = 0;
-    for (let j = 0; j < this.bytes; j++) {
-      const c = codes[at + j];
-      acc += even[j] * (c & 15) + odd[j] * (c >>> 4);
-    }
-    return (acc - 8 * this.qSum) * this.scales[b][row & (BLOCK - 1)];
-  }
-
-  /** Row's vector as float32 bytes, decoded into a buffer reused by the next call. */
-  read(row: number): Uint8Array | undefined {
-    const b = row >>> 14;
-    if (this.dims === 0 || b >= this.blocks.length) return undefined;
-    const codes = this.blocks[b];
-    const s = this.scales[b][row & (BLOCK - 1)];
-    const at = (row & (BLOCK - 1)) * this.bytes;
-    const out = this.out;
-    for (let j = 0; j < this.bytes; j++) {
-      const c = codes[at + j];
-      out[2 * j] = ((c & 15) - 8) * s;
-      if (2 * j + 1 < this.dims) out[2 * j + 1] = ((c >>> 4) - 8) * s;
-    }
-    return new Uint8Array(out.buffer);
-  }
-}
 
 /** One namespace's copy: its codes and 4-bit vectors, as its follower sees them. */
 class Vectors implements Copy {
