@@ -7,8 +7,8 @@
 // searches still answer, each answer equal to the SQL path's.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
-import { openPostgres, type PostgresStorage } from "../../src/storage/postgres/index";
 import { pgFollow } from "../../src/storage/postgres/follow";
+import { openPostgres, type PostgresStorage } from "../../src/storage/postgres/index";
 import { keywordLists } from "../../src/storage/postgres/keyword-cache";
 import type { MemoryOp } from "../../src/storage/storage";
 import { queryTerms } from "../../src/text/tokens";
