@@ -5,6 +5,7 @@
 // vectors) is followed by the other's very next search; every score answered is the exact
 // cosine; recall of the approximate path on clustered vectors.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { pgFollow } from "../../src/storage/postgres/follow";
 import { openPostgres, type PostgresStorage } from "../../src/storage/postgres/index";
 import { pgVectors } from "../../src/storage/postgres/vector-cache";
 import type { MemoryOp } from "../../src/storage/storage";
@@ -12,7 +13,7 @@ import { ann } from "../../src/storage/vector-space";
 import { freshDatabase, throughPooler } from "../helpers";
 import { clustered, dot } from "./clustered-vectors";
 
-const saved = { ann: { ...ann }, pg: { ...pgVectors } };
+const saved = { ann: { ...ann }, pg: { ...pgVectors }, follow: { ...pgFollow } };
 let a: PostgresStorage;
 let b: PostgresStorage;
 beforeAll(async () => {
@@ -173,7 +174,7 @@ test("a replica follows in pages (a batch of stamped vectors larger than a page 
   };
   await add(200);
   await built(b, ns, draw());
-  Object.assign(pgVectors, { followPage: 7, followPages: 3 });
+  Object.assign(pgFollow, { page: 7, pages: 3 });
   try {
     const check = async () => {
       const q = draw();
@@ -214,6 +215,6 @@ test("a replica follows in pages (a batch of stamped vectors larger than a page 
     expect(space?.size).toBe(vectors.size);
     await check();
   } finally {
-    Object.assign(pgVectors, { followPage: saved.pg.followPage, followPages: saved.pg.followPages });
+    Object.assign(pgFollow, saved.follow);
   }
 });
