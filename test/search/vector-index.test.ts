@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { exactReads, FourBit } from "../../src/storage/four-bit";
 import { hammingKernel } from "../../src/storage/hamming";
 import { openLmdb } from "../../src/storage/lmdb/index";
-import { semanticSearch } from "../../src/storage/lmdb/search";
+import { lmdbVectors, semanticSearch } from "../../src/storage/lmdb/search";
 import { vectorCache } from "../../src/storage/lmdb/vector-cache";
 import type { MemoryOp } from "../../src/storage/storage";
 import { ann, compaction, VectorSpace } from "../../src/storage/vector-space";
@@ -267,6 +267,7 @@ test("through Storage past the exact size: the 4-bit copy ranks the codes' candi
     return score(ids, q);
   };
   let hits = 0;
+  let allHits = 0;
   let want = 0;
   for (let i = 0; i < 30; i++) {
     const q = draw();
@@ -286,11 +287,23 @@ test("through Storage past the exact size: the 4-bit copy ranks the codes' candi
     const truth = new Set(exact(q, entity));
     hits += got.filter((h) => truth.has(h.memory.id)).length;
     want += 10;
+    // The same candidates all read exactly (the path before the 4-bit copy), for comparison.
+    lmdbVectors.exactOnly = true;
+    let all: Awaited<ReturnType<typeof storage.semanticSearch>>;
+    try {
+      all = semanticSearch(storage.dbs, space, scope, q, {}, 10, Date.now());
+    } finally {
+      lmdbVectors.exactOnly = false;
+    }
+    allHits += all.filter((h) => truth.has(h.memory.id)).length;
     // A scope of at most ann.rescore vectors is scored whole from LMDB: the exact answer.
     const small = await storage.semanticSearch({ namespace: ns, entity: "small" }, q, {}, 10);
     expect(small.map((h) => h.memory.id)).toEqual(exact(q, "small"));
   }
-  expect(hits / want).toBeGreaterThanOrEqual(0.9);
+  // (0.907 as written, as with every candidate read exactly: the cells probed bound it, and the
+  // 4-bit ranking's best 32 hold the exact best 10 of the candidates.)
+  expect(hits / want).toBeGreaterThanOrEqual(0.85);
+  expect(hits).toBeGreaterThanOrEqual(allHits - 0.02 * want);
   // A filter only one memory passes: the search widens past the 4-bit candidates to the whole scope.
   const few = await storage.semanticSearch({ namespace: ns }, draw(), { category: "preference" }, 5);
   expect(few.map((h) => h.memory.content)).toEqual(["m7"]);
