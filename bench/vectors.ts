@@ -4,7 +4,12 @@
 // BENCH_VECTORS_QUERIES (50). BENCH_VECTORS_STORE=1 goes through Storage (LMDB) end to end:
 // the vectors are stored with Storage.apply and searched with Storage.semanticSearch (slower to
 // load: the default measures the in-memory index over vectors held in this process, read by the
-// rescoring from memory instead of LMDB).
+// exact scoring from memory instead of LMDB). In both, each query is searched two ways, in turn
+// first: the codes' candidates ranked by the 4-bit copy and the best `exactReads(limit)` read
+// exactly (the search), and every candidate read exactly (the path before the 4-bit copy:
+// `lmdbVectors.exactOnly`, with the probe of then, BENCH_VECTORS_BASE_PROBE, default 8%), so the
+// two are compared in the same run. The memory per vector is the
+// index's (the anonymous memory the first search's build adds, after a full collection).
 // BENCH_VECTORS_DATABASE_URL (a PostgreSQL server; a database is made on it and dropped) measures
 // PostgreSQL's per-replica copy (src/storage/postgres/vector-cache.ts) through Storage: the
 // vectors and their memory rows are written straight into the tables (INSERT of rows given as
@@ -12,7 +17,8 @@
 // copy is built by a first search and timed, and the old path that reads every vector of the
 // namespace is measured in the same run (BENCH_VECTORS_OLD_QUERIES of them, default 10), as is
 // reading 800 exact vectors by id (what rescoring from the database would cost).
-// BENCH_VECTORS_READ_AB=1 alternates the final read in one statement and in 4 at once.
+// BENCH_VECTORS_READ_AB=1 alternates the final read in one statement and in 4 at once;
+// BENCH_VECTORS_BASE_PROBE (PostgreSQL) also searches each query with that probe, same run.
 //
 // The data: real embeddings are far from uniform; they sit near a low-dimensional structure with
 // a common offset. Here each vector is a point of a mixture of 1,000 Gaussian clusters in a 64-
@@ -24,7 +30,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
 import { dotKernel } from "../src/storage/dot";
+import { exactReads, FourBit } from "../src/storage/four-bit";
 import { openLmdb } from "../src/storage/lmdb/index";
+import { lmdbVectors } from "../src/storage/lmdb/search";
 import { openPostgres } from "../src/storage/postgres/index";
 import { memoryOf } from "../src/storage/postgres/rows";
 import { approximateSearch, semanticSearch as readEverything } from "../src/storage/postgres/search";
@@ -40,6 +48,8 @@ const databaseUrl = process.env.BENCH_VECTORS_DATABASE_URL;
 const oldQueries = Number(process.env.BENCH_VECTORS_OLD_QUERIES ?? 10);
 if (process.env.BENCH_VECTORS_RESCORE) ann.rescore = Number(process.env.BENCH_VECTORS_RESCORE);
 if (process.env.BENCH_VECTORS_PROBE) ann.probe = Number(process.env.BENCH_VECTORS_PROBE);
+/** The share of the namespace the baseline (the path before the 4-bit copy) probes: before it, 8%. */
+const baseProbe = Number(process.env.BENCH_VECTORS_BASE_PROBE ?? 0.08);
 if (process.env.BENCH_VECTORS_CELLS) ann.cells = Number(process.env.BENCH_VECTORS_CELLS);
 const K = 10;
 
@@ -118,6 +128,8 @@ const anon = async () =>
 const anon0 = await anon();
 let memBase = anon0;
 let search: (q: Float32Array) => Promise<string[]>;
+/** The same search before the 4-bit copy (every candidate of the codes read exactly), when measured. */
+let baseline: ((q: Float32Array) => Promise<string[]>) | undefined;
 let loadS = 0;
 let close = async () => {};
 let space: VectorSpace | undefined;
@@ -202,6 +214,17 @@ if (databaseUrl) {
     `Old path (every vector of the namespace read per search), same run: p50 ${pct(old, 50).toFixed(1)} ms over ${old.length} searches. Reading 800 exact vectors by id: p50 ${pct(byId, 50).toFixed(1)} ms. Copy built by the first search in ${buildS.toFixed(1)} s; the memory column below is the process's growth from before the build.`,
   );
   search = pgSearch;
+  // The probe of before, on the same queries (PostgreSQL ranked by the 4-bit copy already).
+  if (process.env.BENCH_VECTORS_BASE_PROBE)
+    baseline = async (q) => {
+      const probe = ann.probe;
+      ann.probe = baseProbe;
+      try {
+        return await pgSearch(q);
+      } finally {
+        ann.probe = probe;
+      }
+    };
   // Where a search's time goes (after the timed loop): the follow statement, and the codes and
   // 4-bit ranking in memory; the rest is the final statement and the checks.
   split = async () => {
@@ -228,16 +251,33 @@ if (databaseUrl) {
   };
 } else if (!viaStore) {
   const t1 = performance.now();
-  space = new VectorSpace((id) => new Uint8Array(exact.memory.buffer, dataAt + Number(id) * rowBytes, rowBytes));
+  space = new VectorSpace(
+    (id) => new Uint8Array(exact.memory.buffer, dataAt + Number(id) * rowBytes, rowBytes),
+    new FourBit(),
+  );
   for (let r = 0; r < N; r++) space.set(String(r), `e${r % 1000}`, row(r));
   loadS = (performance.now() - t1) / 1000;
   const s = space;
-  search = async (q) => {
-    const { ids, sims } = s.nearest(undefined, q, Math.max(K * 4 + 16, ann.rescore));
-    return [...ids.keys()]
+  const best = (ids: string[], sims: Float32Array, k: number) =>
+    [...ids.keys()]
       .sort((a, b) => sims[b] - sims[a])
-      .slice(0, K)
+      .slice(0, k)
       .map((i) => ids[i]);
+  // As lmdb/search.ts does with every candidate passing: the 4-bit ranking's best read exactly.
+  search = async (q) => {
+    const near = s.nearest(undefined, q, Math.max(exactReads(K), ann.rescore));
+    const ids = best(near.ids, near.sims, exactReads(K));
+    return best(ids, s.score(ids, q), K);
+  };
+  baseline = async (q) => {
+    const probe = ann.probe;
+    ann.probe = baseProbe;
+    try {
+      const { ids, sims } = s.nearest(undefined, q, Math.max(K * 4 + 16, ann.rescore), true);
+      return best(ids, sims, K);
+    } finally {
+      ann.probe = probe;
+    }
   };
 } else {
   const dir = mkdtempSync(join(tmpdir(), "memd-vectors-bench-"));
@@ -271,10 +311,23 @@ if (databaseUrl) {
   loadS = (performance.now() - t1) / 1000;
   search = async (q) =>
     (await st.semanticSearch({ namespace: "vec" }, q, {}, K)).map((h) => String(rowOf.get(h.memory.id)));
+  baseline = async (q) => {
+    const probe = ann.probe;
+    lmdbVectors.exactOnly = true;
+    ann.probe = baseProbe;
+    try {
+      return await search(q);
+    } finally {
+      lmdbVectors.exactOnly = false;
+      ann.probe = probe;
+    }
+  };
   close = async () => {
     await st.close();
     rmSync(dir, { recursive: true, force: true });
   };
+  Bun.gc(true);
+  memBase = await anon();
   const f0 = performance.now();
   await search(queries[0]);
   console.error(`first search (loads the namespace's codes) ${(performance.now() - f0).toFixed(0)} ms`);
@@ -283,6 +336,8 @@ Bun.gc(true);
 const anon1 = await anon();
 const lat: number[] = [];
 let hits = 0;
+const baseLat: number[] = [];
+let baseHits = 0;
 // BENCH_VECTORS_READ_AB=1 (PostgreSQL): odd queries read their final candidates in one statement,
 // even ones in 4 statements at once; both figures are printed.
 const readAB = databaseUrl && process.env.BENCH_VECTORS_READ_AB === "1";
@@ -291,12 +346,17 @@ const parallel = readAB ? 4 : readDefault;
 const byMode: Record<string, number[]> = { one: [], parallel: [] };
 for (let i = 0; i < Q; i++) {
   if (readAB) pgVectors.readParallel = i % 2 ? 1 : parallel;
-  const a = performance.now();
-  const got = await search(queries[i]);
-  lat.push(performance.now() - a);
-  if (readAB) byMode[i % 2 ? "one" : "parallel"].push(lat.at(-1)!);
   const want = new Set(truth(queries[i]).map(String));
-  for (const g of got) if (want.has(g)) hits++;
+  // With a baseline, the two in turn first (each query's candidates' pages read by either).
+  for (const isNew of baseline && i % 2 ? [false, true] : [true, false]) {
+    if (!isNew && !baseline) continue;
+    const run = isNew ? search : baseline!;
+    const a = performance.now();
+    const got = await run(queries[i]);
+    (isNew ? lat : baseLat).push(performance.now() - a);
+    for (const g of got) if (want.has(g)) isNew ? hits++ : baseHits++;
+  }
+  if (readAB) byMode[i % 2 ? "one" : "parallel"].push(lat.at(-1)!);
 }
 const recall = hits / (Q * K);
 pgVectors.readParallel = readDefault;
@@ -310,12 +370,16 @@ console.log(
   `\n## Semantic search at ${N.toLocaleString("en")} vectors of ${dims} dimensions (${databaseUrl ? "Storage over PostgreSQL: the replica's copy, exact vectors of the final candidates read with their memories" : viaStore ? "Storage over LMDB" : "in-memory index, vectors read from this process"})\n`,
 );
 console.log(
-  `Codes ranked by Hamming distance, ${ann.cells} cells from ${ann.cellsFrom.toLocaleString("en")} vectors, probe ${(ann.probe * 100).toFixed(1)}% of the namespace, the best ${ann.rescore} rescored exactly. ${Q} queries, limit ${K}; load ${loadS.toFixed(0)} s.\n`,
+  `Codes ranked by Hamming distance, ${ann.cells} cells from ${ann.cellsFrom.toLocaleString("en")} vectors, probe ${(ann.probe * 100).toFixed(1)}% of the namespace, the best ${ann.rescore} ranked by the 4-bit copy and ${exactReads(K)} of them read exactly. ${Q} queries, limit ${K}; load ${loadS.toFixed(0)} s.\n`,
 );
 for (const line of pgLines) console.log(`${line}\n`);
-console.log("| recall@10 vs exact | p50 | p99 | memory per vector (anonymous memory growth / N) |");
-console.log("|---|---|---|---|");
+console.log("| path | recall@10 vs exact | p50 | p99 | memory per vector (anonymous memory growth / N) |");
+console.log("|---|---|---|---|---|");
 console.log(
-  `| ${recall.toFixed(3)} | ${pct(lat, 50).toFixed(2)} ms | ${pct(lat, 99).toFixed(2)} ms | ${perVector.toFixed(0)} B |`,
+  `| 4-bit ranking, ${exactReads(K)} read exactly | ${recall.toFixed(3)} | ${pct(lat, 50).toFixed(2)} ms | ${pct(lat, 99).toFixed(2)} ms | ${perVector.toFixed(0)} B |`,
 );
+if (baseline)
+  console.log(
+    `| ${databaseUrl ? "" : "every candidate read exactly, "}probe ${(baseProbe * 100).toFixed(1)}% (before), same run | ${(baseHits / (Q * K)).toFixed(3)} | ${pct(baseLat, 50).toFixed(2)} ms | ${pct(baseLat, 99).toFixed(2)} ms | |`,
+  );
 await close();

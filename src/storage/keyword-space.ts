@@ -623,7 +623,7 @@ export class KeywordSpace {
     s.docEntity = p.docEntity;
     s.docStart = p.docStart;
     s.pool = p.pool;
-    s.gone = new Uint8Array(n + 1);
+    s.gone = new Uint8Array(n + 1 + (n >> 3));
     for (const [d, id] of p.otherIds) s.otherIds.set(d, id);
     s.live = n;
     for (let d = 0; d < n; d++) s.totalLength += p.docLen[d];
@@ -647,7 +647,8 @@ export class KeywordSpace {
       s.entityLive.push(0);
     });
     for (let d = 0; d < n; d++) s.entityCount[p.docEntity[d]]++;
-    s.entityDocs = s.entityCount.map((c) => new Int32Array(c));
+    // (With an eighth of spare room each, as the per-document arrays of a snapshot have.)
+    s.entityDocs = s.entityCount.map((c) => new Int32Array(c + (c >> 3) + 4));
     s.entityCount.fill(0);
     for (let d = 0; d < n; d++) {
       const e = p.docEntity[d];
@@ -766,7 +767,11 @@ export function packTerms(content: string, createdAt: number, entity: string): D
   return v;
 }
 
-/** A space's documents and lists as flat arrays, as a snapshot holds them (KeywordSpace.fromParts). */
+/**
+ * A space's documents and lists as flat arrays, as a snapshot holds them (KeywordSpace.fromParts).
+ * The per-document arrays may be longer than `count` (docStart than count + 1, pool than its
+ * bytes): spare room that documents added later are written into.
+ */
 export interface SpaceParts {
   count: number;
   idWords: Int32Array<ArrayBuffer>;

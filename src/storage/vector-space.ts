@@ -3,12 +3,11 @@
 // bytes and a million vectors of 768 dimensions take ~100 MB rather than 3 GB. Backend-neutral
 // (no engine here): the caller gives `read`, a vector's float32 bytes by id. A search ranks the
 // scope's codes by Hamming distance (hamming.ts, WebAssembly), takes the best `ann.rescore` (or
-// more) and scores those with the vectors `read` gives (dot.ts), or its RowKeeper's own `dot`:
-// LMDB reads the exact stored vectors (lmdb/vector-cache.ts), so its scores are exact cosines;
-// PostgreSQL scores a 4-bit copy kept per row (postgres/vector-cache.ts) and reads the exact
-// vectors of the best afterwards. Which vectors are looked at is
-// approximate once the scope holds more than that; a scope of at most `ann.rescore` vectors is
-// scored whole.
+// more) and scores those with its RowKeeper's own `dot` (both backends keep a 4-bit copy of each
+// vector: four-bit.ts), or with the vectors `read` gives (dot.ts) when there is no keeper; the
+// caller then reads the best few exactly (`score`). Which vectors are looked at is approximate
+// once the scope holds more than that; a scope of at most `ann.rescore` vectors is scored whole
+// with `read`'s vectors (LMDB: the stored ones, so exact cosines; PostgreSQL: the 4-bit copy).
 // Over `ann.cellsFrom` vectors, a namespace's codes are also grouped in cells around `ann.cells`
 // of its vectors (an inverted file), and a namespace-wide search ranks only the codes of the
 // cells nearest the query, at least `ann.probe` of the namespace: memory bandwidth, not CPU,
@@ -27,8 +26,11 @@ export const ann = {
   cellsFrom: 65536,
   /** ...this many of them (at most MAX_CELLS)... */
   cells: 1024,
-  /** ...and a namespace-wide search ranks the codes of the nearest cells, this share at least. */
-  probe: 0.08,
+  /**
+   * ...and a namespace-wide search ranks the codes of the nearest cells, this share at least
+   * (recall@10 at 1,000,000: 0.965 at 8%, 0.974 at 10%, for 0.35 ms more; bench/notes.md).
+   */
+  probe: 0.1,
 };
 
 /** The memory is compacted once at least this many bytes (and more than are used) are left behind (tests: 0). */
@@ -52,13 +54,13 @@ type Odd = { entity: string; v: Float32Array };
 export type ReadVector = (id: string, entity: string, row: number) => Uint8Array | undefined;
 
 /**
- * What a caller keeps per row beside the codes (PostgreSQL: a quantized copy of each vector,
- * postgres/vector-cache.ts): told when a row is written and when the last row moves into a hole.
+ * What a caller keeps per row beside the codes (both backends: a 4-bit copy of each vector,
+ * four-bit.ts): told when a row is written and when the last row moves into a hole.
  */
 export interface RowKeeper {
   put(row: number, v: Float32Array): void;
   move(from: number, to: number): void;
-  /** When given, scores rows against q itself (instead of `read` and dot.ts). */
+  /** When given, scores the codes' candidates against q itself (instead of `read` and dot.ts). */
   dot?(row: number, q: Float32Array): number;
 }
 
@@ -91,8 +93,11 @@ const dot = (a: Float32Array, b: Float32Array) => {
   return s;
 };
 
-/** Candidates of a search with their exact similarity; `all` when every vector of the scope is among them. */
-export type Nearest = { ids: string[]; sims: Float32Array; all: boolean };
+/**
+ * Candidates of a search with their similarity; `all` when every vector of the scope is among
+ * them; `byRead` when every similarity is of `read`'s vectors (else the keeper's approximation).
+ */
+export type Nearest = { ids: string[]; sims: Float32Array; all: boolean; byRead: boolean };
 
 /**
  * One namespace's vectors: a code per row, plus any of other lengths. Codes live in blocks of the
@@ -467,43 +472,70 @@ export class VectorSpace {
   }
 
   /**
-   * At least `want` vectors of the scope nearest `q` (normalised), each with its exact similarity
-   * (dot product of the vectors `read` gives), and every vector of another length. All the scope's
-   * vectors when it holds at most `want`.
+   * At least `want` vectors of the scope nearest `q` (normalised), each with its similarity, and
+   * every vector of another length (scored exactly). All the scope's vectors when it holds at most
+   * `want`, scored with the vectors `read` gives; otherwise the nearest codes' rows, scored by the
+   * keeper's `dot` when it has one (or with `read`'s when `byRead`).
    */
-  nearest(entity: string | undefined, q: Float32Array, want: number): Nearest {
+  nearest(entity: string | undefined, q: Float32Array, want: number, byRead = false): Nearest {
     const ids: string[] = [];
     const sims: number[] = [];
     let all = true;
+    let viaRead = true;
     if (this.kernel && q.length === this.dims && this.rows > 0) {
       const e = entity === undefined ? undefined : this.entityIndex.get(entity);
       const scope = entity === undefined ? undefined : e === undefined ? undefined : this.byEntity.get(e);
       const n = entity === undefined ? this.rows : (scope?.size ?? 0);
-      let rows: Iterable<number>;
-      if (n <= want) rows = scope ?? Array.from({ length: this.rows }, (_, r) => r);
+      if (n <= want) this.rescore(scope ?? Array.from({ length: this.rows }, (_, r) => r), q, ids, sims);
       else {
         all = false;
-        rows = this.candidates(scope, q, want);
+        const rows = this.candidates(scope, q, want);
+        const keeper = this.keeper;
+        if (keeper?.dot && !byRead) {
+          viaRead = false;
+          for (const r of rows) {
+            ids.push(this.ids[r]);
+            sims.push(keeper.dot(r, q));
+          }
+        } else this.rescore(rows, q, ids, sims);
       }
-      this.rescore(rows, q, ids, sims);
     }
     for (const [id, o] of this.odd) {
       if (o.v.length !== q.length || (entity !== undefined && o.entity !== entity)) continue;
       ids.push(id);
       sims.push(dot(o.v, q));
     }
-    return { ids, sims: Float32Array.from(sims), all };
+    return { ids, sims: Float32Array.from(sims), all, byRead: viaRead };
   }
 
-  /** Scores the rows exactly against q, reading their vectors (rows without one now are left out). */
+  /**
+   * The similarity of each of `ids` to `q` (normalised) by the vectors `read` gives (LMDB: the
+   * stored ones, so exact), or by its own vector for one of another length; NaN for an id
+   * without a vector now.
+   */
+  score(ids: readonly string[], q: Float32Array): Float32Array {
+    const out = new Float32Array(ids.length).fill(Number.NaN);
+    const rows: number[] = [];
+    const at = new Map<string, number>();
+    ids.forEach((id, i) => {
+      const r = this.rowOf.get(id);
+      const o = this.odd.get(id);
+      if (r !== undefined && q.length === this.dims) {
+        rows.push(r);
+        at.set(id, i);
+      } else if (o && o.v.length === q.length) out[i] = dot(o.v, q);
+    });
+    const got: string[] = [];
+    const sims: number[] = [];
+    this.rescore(rows, q, got, sims);
+    got.forEach((id, j) => {
+      out[at.get(id)!] = sims[j];
+    });
+    return out;
+  }
+
+  /** Scores the rows against q with the vectors `read` gives (rows without one now are left out). */
   private rescore(rows: Iterable<number>, q: Float32Array, ids: string[], sims: number[]) {
-    if (this.keeper?.dot) {
-      for (const r of rows) {
-        ids.push(this.ids[r]);
-        sims.push(this.keeper.dot(r, q));
-      }
-      return;
-    }
     const stride = align(this.dims, 8);
     const k = rescoring(stride);
     new Float32Array(k.memory.buffer, 0, this.dims).set(q);

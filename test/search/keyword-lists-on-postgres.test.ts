@@ -7,6 +7,7 @@
 // searches still answer, each answer equal to the SQL path's.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
+import { pgFollow } from "../../src/storage/postgres/follow";
 import { openPostgres, type PostgresStorage } from "../../src/storage/postgres/index";
 import { keywordLists } from "../../src/storage/postgres/keyword-cache";
 import type { MemoryOp } from "../../src/storage/storage";
@@ -294,5 +295,56 @@ describe("in process", () => {
         expect(got.best).toHaveLength(10);
         expect(got).toEqual(await answer(sqlOnly, q, entity));
       }
+  }, 60_000);
+
+  test("the lists follow another replica's changes in pages; too far behind, they are built again, every answer equal to SQL's", async () => {
+    const saved = { ...pgFollow };
+    const ns = "paged";
+    const ops = (n: number, word: string): MemoryOp[] =>
+      Array.from({ length: n }, (_, i) => ({
+        event: "ADD",
+        create: {
+          id: Bun.randomUUIDv7(),
+          namespace: ns,
+          entity: "e",
+          content: `${word} tea ${i}`,
+          category: "a",
+          importance: 0.5,
+        },
+      }));
+    const hits = async (s: PostgresStorage, q: string) =>
+      (await s.keywordSearch({ namespace: ns }, queryTerms(q), {}, 100)).map((h) => h.memory.id).sort();
+    await sqlOnly.apply(ops(5, "first"), null);
+    for (let i = 0; i < 200 && !lists.keywordLists!.isReady(ns); i++) {
+      await hits(lists, "tea");
+      await Bun.sleep(10);
+    }
+    expect(lists.keywordLists!.isReady(ns)).toBe(true);
+    Object.assign(pgFollow, { page: 3, pages: 4 });
+    try {
+      // 8 stores and a delete, written by the other replica: 3 pages, within the 4 a search waits for.
+      const written = ops(8, "second");
+      await sqlOnly.apply(written, null);
+      const gone = "create" in written[0] ? written[0].create.id : "";
+      await sqlOnly.apply([{ event: "DELETE", target: gone, reason: "test" }], null);
+      const before = lists.followers.statements;
+      expect(await hits(lists, "second")).toEqual(await hits(sqlOnly, "second"));
+      expect(await hits(lists, "second")).toHaveLength(7);
+      expect(lists.followers.statements - before).toBeGreaterThanOrEqual(3);
+      expect(lists.keywordLists!.isReady(ns)).toBe(true);
+      // 20 more: 7 pages behind; dropped and built again, answered by SQL meanwhile.
+      await sqlOnly.apply(ops(20, "third"), null);
+      expect(await hits(lists, "third")).toEqual(await hits(sqlOnly, "third"));
+      expect(await hits(lists, "third")).toHaveLength(20);
+      for (let i = 0; i < 200 && !lists.keywordLists!.isReady(ns); i++) {
+        expect(await hits(lists, "tea")).toEqual(await hits(sqlOnly, "tea"));
+        await Bun.sleep(10);
+      }
+      expect(lists.keywordLists!.isReady(ns)).toBe(true);
+      expect(await hits(lists, "tea")).toEqual(await hits(sqlOnly, "tea"));
+      expect(await hits(lists, "tea")).toHaveLength(32);
+    } finally {
+      Object.assign(pgFollow, saved);
+    }
   }, 60_000);
 });

@@ -2,7 +2,8 @@
 // Two memd servers (replicas) on one PostgreSQL database, with the fake embedder: semantic search
 // on B answers from its in-memory vectors (postgres/vector-cache.ts, sizes made small so the
 // approximate path runs on a few dozen memories) and sees in its next request what A committed:
-// a store, a correction, a delete, an erasure, and a vector the embedding worker wrote late.
+// a store, a correction, a delete, an erasure, and a vector the embedding worker wrote late. A
+// hybrid search on B follows A's changes once for its keyword lists and its vectors (follow.ts).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { PostgresStorage } from "../../src/storage/postgres/index";
 import { pgVectors } from "../../src/storage/postgres/vector-cache";
@@ -101,4 +102,46 @@ test("a memory stored, corrected, deleted or erased on A is seen so by B's next 
     pgVectors.exactBelow = 8;
     expect(approx.map((h) => [h.id, h.score.toFixed(6)])).toEqual(exact.map((h) => [h.id, h.score.toFixed(6)]));
   }
+}, 60_000);
+
+test("a hybrid search on B sees A's last change in both halves, with one follow statement for its lists and its vectors", async () => {
+  const storage = b.server.core.storage as PostgresStorage;
+  const hybrid = async (query: string) => {
+    const r = await b.json("POST", "/v1/memory/search", { namespace: ns, query, mode: "hybrid", limit: 5 });
+    expect(r.status).toBe(200);
+    expect(r.body.mode).toBe("hybrid");
+    return r.body.results as { id: string; content: string; score: number }[];
+  };
+  // B's keyword lists of the namespace are built by its first searches (SQL answers meanwhile).
+  for (let i = 0; i < 400 && !storage.keywordLists!.isReady(ns); i++) {
+    await hybrid("apple river");
+    await Bun.sleep(25);
+  }
+  expect(storage.keywordLists!.isReady(ns)).toBe(true);
+  expect(await storage.vectors.ready(ns)).toBeDefined();
+
+  /** B's hybrid answer to `query` right after a change on A, and the follow statements it sent. */
+  const after = async (query: string) => {
+    const before = storage.followers.statements;
+    const hits = await hybrid(query);
+    return {
+      top: hits[0] && [hits[0].id, hits[0].content],
+      contents: hits.map((h) => h.content),
+      ids: hits.map((h) => h.id),
+      statements: storage.followers.statements - before,
+    };
+  };
+  const x = await store(a, "yak bassoon aurora");
+  expect(await after("yak bassoon aurora")).toMatchObject({ top: [x, "yak bassoon aurora"], statements: 1 });
+  // Corrected on A: B's next answer has the new content, and the old one nowhere.
+  expect((await a.json("PATCH", `/v1/memory/${x}`, { content: "okapi cello meteor" })).status).toBe(200);
+  const corrected = await after("yak bassoon aurora");
+  expect(corrected.contents).not.toContain("yak bassoon aurora");
+  expect(corrected.statements).toBe(1);
+  expect((await after("okapi cello meteor")).top).toEqual([x, "okapi cello meteor"]);
+  // Deleted on A: gone from B's next answer.
+  expect((await a.json("DELETE", `/v1/memory/${x}`)).status).toBe(200);
+  const gone = await after("okapi cello meteor");
+  expect(gone.ids).not.toContain(x);
+  expect(gone.statements).toBe(1);
 }, 60_000);

@@ -5,14 +5,15 @@
 // vectors) is followed by the other's very next search; every score answered is the exact
 // cosine; recall of the approximate path on clustered vectors.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { pgFollow } from "../../src/storage/postgres/follow";
 import { openPostgres, type PostgresStorage } from "../../src/storage/postgres/index";
-import { FourBit, pgVectors } from "../../src/storage/postgres/vector-cache";
+import { pgVectors } from "../../src/storage/postgres/vector-cache";
 import type { MemoryOp } from "../../src/storage/storage";
 import { ann } from "../../src/storage/vector-space";
-import { freshDatabase, seededRandom, throughPooler } from "../helpers";
+import { freshDatabase, throughPooler } from "../helpers";
 import { clustered, dot } from "./clustered-vectors";
 
-const saved = { ann: { ...ann }, pg: { ...pgVectors } };
+const saved = { ann: { ...ann }, pg: { ...pgVectors }, follow: { ...pgFollow } };
 let a: PostgresStorage;
 let b: PostgresStorage;
 beforeAll(async () => {
@@ -47,23 +48,6 @@ async function built(s: PostgresStorage, ns: string, q: Float32Array) {
   await s.vectors.loading(ns);
   expect(await s.vectors.ready(ns)).toBeDefined();
 }
-
-test("the 4-bit copy decodes each value to within half a level of its vector's largest, and scores as decoded", () => {
-  const rand = seededRandom(5);
-  const k = new FourBit();
-  const vs = Array.from({ length: 40000 }, (_, r) => Float32Array.from({ length: 7 }, () => (r % 3) * (rand() - 0.5)));
-  for (const [r, v] of vs.entries()) k.put(r, v);
-  k.move(39999, 3);
-  vs[3] = vs[39999];
-  for (const r of [0, 1, 2, 3, 16384, 20000, 39998]) {
-    const got = new Float32Array(k.read(r)!.slice().buffer);
-    const max = Math.max(...vs[r].map(Math.abs));
-    for (let j = 0; j < 7; j++) expect(Math.abs(got[j] - vs[r][j])).toBeLessThanOrEqual(max / 14 + 1e-7);
-    // Scoring straight from the codes is the dot product of the decoded vector.
-    const q = Float32Array.from({ length: 7 }, () => rand() - 0.5);
-    expect(k.dot(r, q)).toBeCloseTo(dot(got, q), 5);
-  }
-});
 
 test("a replica follows the other's commits before each search: exact cosines of current memories, recall on clustered vectors", async () => {
   const dims = 64;
@@ -190,7 +174,7 @@ test("a replica follows in pages (a batch of stamped vectors larger than a page 
   };
   await add(200);
   await built(b, ns, draw());
-  Object.assign(pgVectors, { followPage: 7, followPages: 3 });
+  Object.assign(pgFollow, { page: 7, pages: 3 });
   try {
     const check = async () => {
       const q = draw();
@@ -231,6 +215,6 @@ test("a replica follows in pages (a batch of stamped vectors larger than a page 
     expect(space?.size).toBe(vectors.size);
     await check();
   } finally {
-    Object.assign(pgVectors, { followPage: saved.pg.followPage, followPages: saved.pg.followPages });
+    Object.assign(pgFollow, saved.follow);
   }
 });

@@ -11,16 +11,28 @@
 // events of their own time are refused by epoch: the snapshot records the
 // data dir's format, meta "clockEpoch" (bumped by `memd import`, whose events keep their old
 // times) and "searchEpoch" (bumped by a rebuild of the search index); a snapshot whose epochs
-// differ is ignored. A torn or damaged file fails a section's hash and is ignored too.
+// differ is ignored. A torn or damaged file fails a section's hash and is ignored too (the
+// per-document sections' spare room, which documents added after the read are written into in
+// the private mapping, is not hashed: what is there is written over before it is read).
 // Erasures: an erasure deletes its namespace's snapshot (a later one holds only what is current);
 // `memd compact` deletes every snapshot (compact.ts), so no file keeps an erased memory's words.
-import { closeSync, fsync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fsync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import { commit, version } from "../../build-info";
 import { termCounts } from "../../text/tokens";
 import type { FrozenSpace, Piece, SpaceParts } from "../keyword-space";
 
-const MAGIC = "memd-keywords-7";
+const MAGIC = "memd-keywords-8";
 
 /** The snapshots' directory in a data dir. */
 export const snapshotDir = (dataDir: string) => join(dataDir, "search");
@@ -61,6 +73,9 @@ type Header = Omit<FrozenSpace, "pieces" | "release"> & {
   stamp: SnapshotStamp;
   /** The hash of each section (FrozenSpace's order), 16 hex digits each. */
   hashes: string[];
+  /** Spare room after the per-document sections: documents, and bytes of the pool (see roomOf). */
+  room: number;
+  poolRoom: number;
 };
 
 const align8 = (n: number) => Math.ceil(n / 8) * 8;
@@ -75,20 +90,39 @@ const hashOf = (bytes: Uint8Array) => {
   return hex16(h);
 };
 
-/** The sections' item types and counts, in order (FrozenSpace). */
-const layout = (count: number, pool: number, lists: number, postings: number, table: number) =>
+/**
+ * Spare room left after each per-document section (zeros, a hole in the file): the documents
+ * added after a snapshot is read are written there, in the private mapping (only the pages
+ * touched become the process's memory), instead of each per-document array being copied out
+ * onto the heap at the first add (~110 MB at 1,000,000). An eighth covers the adds until the
+ * next save (snapshotting.after: a tenth of the namespace).
+ */
+const roomOf = (count: number, pool: number) => ({
+  room: Math.max(1024, count >> 3),
+  poolRoom: Math.max(8192, pool >> 3),
+});
+
+/** The sections' item types, counts, and capacities (counts plus spare room), in order (FrozenSpace). */
+const layout = (
+  count: number,
+  pool: number,
+  lists: number,
+  postings: number,
+  table: number,
+  { room, poolRoom }: { room: number; poolRoom: number },
+) =>
   [
-    [Int32Array, count * 4],
-    [Int32Array, count],
-    [Float64Array, count],
-    [Int32Array, count],
-    [Int32Array, count + 1],
-    [Uint8Array, pool],
-    [Int32Array, lists],
-    [Int32Array, lists],
-    [Int32Array, postings],
-    [Uint16Array, postings],
-    [Int32Array, table],
+    [Int32Array, count * 4, (count + room) * 4],
+    [Int32Array, count, count + room],
+    [Float64Array, count, count + room],
+    [Int32Array, count, count + room],
+    [Int32Array, count + 1, count + 1 + room],
+    [Uint8Array, pool, pool + poolRoom],
+    [Int32Array, lists, lists],
+    [Int32Array, lists, lists],
+    [Int32Array, postings, postings],
+    [Uint16Array, postings, postings],
+    [Int32Array, table, table],
   ] as const;
 
 /** Data dirs whose leftover temporary files this process removed. */
@@ -118,7 +152,8 @@ export async function writeSnapshot(
   job: SnapshotJob,
   pace: { turnMs: number; between: () => Promise<unknown> },
 ): Promise<boolean> {
-  const sizes = layout(f.count, f.pool, f.terms.length, f.postings, f.table);
+  const room = roomOf(f.count, f.pool);
+  const sizes = layout(f.count, f.pool, f.terms.length, f.postings, f.table, room);
   const header: Header = {
     magic: MAGIC,
     build: build(),
@@ -132,6 +167,7 @@ export async function writeSnapshot(
     entities: f.entities,
     otherIds: f.otherIds,
     hashes: sizes.map(() => hex16(0)),
+    ...room,
   };
   const headOf = () => Buffer.from(JSON.stringify(header));
   let head = headOf();
@@ -153,6 +189,7 @@ export async function writeSnapshot(
     let section = 0;
     let hash: number | bigint = 0;
     let sectionBytes = 0;
+    let sectionStart = start;
     let turn = performance.now();
     const flush = () => {
       if (staged === 0) return;
@@ -161,13 +198,17 @@ export async function writeSnapshot(
       at += staged;
       staged = 0;
     };
-    /** Ends the current section: its hash, zeros up to a multiple of 8 bytes. */
+    /**
+     * Ends the current section: its hash; then its spare room and zeros up to a multiple of 8
+     * bytes, not written (a hole: zeros; ftruncate below sets the file's length).
+     */
     const endSection = () => {
       flush();
-      if (sectionBytes !== sizes[section][1] * sizes[section][0].BYTES_PER_ELEMENT)
+      const [T, items, capacity] = sizes[section];
+      if (sectionBytes !== items * T.BYTES_PER_ELEMENT)
         throw new Error(`snapshot section ${section}: ${sectionBytes} bytes`);
       header.hashes[section] = hex16(hash);
-      if (at % 8) at += writeSync(fd, new Uint8Array(8), 0, 8 - (at % 8), at);
+      at = sectionStart = sectionStart + align8(capacity * T.BYTES_PER_ELEMENT);
       section++;
       hash = 0;
       sectionBytes = 0;
@@ -190,7 +231,8 @@ export async function writeSnapshot(
       }
     }
     while (section < sizes.length) endSection();
-    // The header, with the hashes (the same length as the placeholders), and the last padding.
+    ftruncateSync(fd, at);
+    // The header, with the hashes (the same length as the placeholders).
     head = headOf();
     const prefix = new Uint8Array(start);
     new DataView(prefix.buffer).setUint32(0, head.length, true);
@@ -252,7 +294,8 @@ function headerOf(
 /**
  * The parts of a namespace's snapshot (KeywordSpace.fromParts), if there is one of this stamp
  * (atMs aside), whole. Its arrays view the file, mapped private (they are not the process's
- * anonymous memory, and a change to them is not written back to the file). `verify` false skips
+ * anonymous memory, and a change to them is not written back to the file: only the pages
+ * written, such as the spare room's that adds fill, become the process's own). `verify` false skips
  * the sections' hashes (for the file this process has just written).
  */
 export function readSnapshot(
@@ -271,12 +314,14 @@ export function readSnapshot(
     const L = header.terms.length;
     const n = header.count;
     const out: Piece[] = [];
-    for (const [i, [T, count]] of layout(n, header.pool, L, header.postings, header.table).entries()) {
-      if (at + count * T.BYTES_PER_ELEMENT > bytes.length) return undefined;
-      const section = new T(bytes.buffer, bytes.byteOffset + at, count);
-      if (verify && hashOf(bytesOf(section)) !== header.hashes[i]) return undefined;
+    const sizes = layout(n, header.pool, L, header.postings, header.table, header);
+    for (const [i, [T, count, capacity]] of sizes.entries()) {
+      if (at + capacity * T.BYTES_PER_ELEMENT > bytes.length) return undefined;
+      // (A per-document section's view takes its spare room too: adds are written there.)
+      const section = new T(bytes.buffer, bytes.byteOffset + at, capacity);
+      if (verify && hashOf(bytesOf(section.subarray(0, count))) !== header.hashes[i]) return undefined;
       out.push(section);
-      at += align8(count * T.BYTES_PER_ELEMENT);
+      at += align8(capacity * T.BYTES_PER_ELEMENT);
     }
     if (at !== bytes.length) return undefined;
     const [idWords, docLen, docCreated, docEntity, docStart, pool, lengths, listMaxLen, docs, tfs, table] = out;

@@ -1,5 +1,7 @@
 // The LMDB search index: BM25 postings and their statistics, vectors and the embedding queue,
 // kept in the write transaction of the change they follow (see layout.ts for the keys).
+
+import { exactReads } from "../four-bit";
 import { keywordSearch, topIndexes } from "../keyword-space";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
@@ -121,11 +123,20 @@ function topAccepted(
 }
 
 /**
- * Cosine top-k over a scope, on the namespace's in-memory codes (../vector-space.ts, vector-cache.ts): the candidates
- * it offers carry exact scores, read from LMDB; exact for a scope of at most `ann.rescore`
- * vectors, approximate (the nearest codes) beyond. Candidates are checked against their memory
- * record, so a memory that is no longer current is never returned; when too few pass, more are
- * asked for, up to the whole scope.
+ * `exactOnly` true (bench/vectors.ts' same-run baseline only): the codes' candidates are all
+ * scored exactly, each read from LMDB, as before the 4-bit copy.
+ */
+export const lmdbVectors = { exactOnly: false };
+
+/**
+ * Cosine top-k over a scope, on the namespace's in-memory codes and 4-bit copy (../vector-space.ts,
+ * ../four-bit.ts, vector-cache.ts). A scope of at most `ann.rescore` vectors is scored whole,
+ * each vector read from LMDB: exact. Beyond, the nearest codes' candidates are ranked by their
+ * 4-bit vectors and only the best `exactReads(limit)` are read from LMDB and scored exactly, then
+ * more (×4 each time) while fewer than `limit` of them pass: every score answered is the exact
+ * cosine. Candidates are checked against their memory record, so a memory that is no longer
+ * current is never returned; when too few pass among the candidates, more are asked for, up to
+ * the whole scope.
  */
 export function semanticSearch(
   dbs: Dbs,
@@ -142,20 +153,47 @@ export function semanticSearch(
     const m = dbs.memories.get(id) as MemoryRecord | undefined;
     return isCurrent(m, now) && m.namespace === scope.namespace && matchesFilter(m, filter) ? m : null;
   };
-  for (let want = Math.max(limit * 4 + 16, ann.rescore); ; want *= 4) {
-    const { ids, sims, all } = space.nearest(scope.entity, q, want);
-    // Only the best few are worth sorting and checking: widen until `limit` pass or all are seen.
-    for (let check = limit * 4 + 16; ; check *= 4) {
-      const order = topIndexes(sims, check);
-      scores.clear();
-      for (const j of order) scores.set(ids[j], sims[j]);
-      const out = topAccepted(scores, accept, limit);
-      if (out.length >= limit) return out;
-      if (order.length >= sims.length) {
-        if (all) return out;
-        break;
+  const first = exactReads(limit);
+  const seen = new Set<string>(); // scored exactly (approximate path)
+  const out: Scored[] = [];
+  for (let want = Math.max(first, ann.rescore); ; want *= 4) {
+    const { ids, sims, all, byRead } = space.nearest(scope.entity, q, want, lmdbVectors.exactOnly);
+    if (byRead) {
+      // Exact scores already: only the best few are worth sorting and checking; widen until
+      // `limit` pass or all are seen.
+      for (let check = limit * 4 + 16; ; check *= 4) {
+        const order = topIndexes(sims, check);
+        scores.clear();
+        for (const j of order) scores.set(ids[j], sims[j]);
+        const found = topAccepted(scores, accept, limit);
+        if (found.length >= limit) return found;
+        if (order.length >= sims.length) {
+          if (all) return found;
+          break;
+        }
       }
+      continue;
     }
+    // Ranked by the 4-bit copy: the best `first` read exactly, then 4× more, until `limit` pass.
+    const order = Array.from(ids.keys()).sort((a, b) => sims[b] - sims[a]);
+    for (let from = 0, to = first; from < order.length; from = to, to *= 4) {
+      const batch: string[] = [];
+      const records: MemoryRecord[] = [];
+      for (const i of order.slice(from, to)) {
+        const id = ids[i];
+        if (seen.has(id)) continue;
+        seen.add(id);
+        const m = accept(id);
+        if (!m) continue;
+        batch.push(id);
+        records.push(m);
+      }
+      const exact = space.score(batch, q);
+      for (let i = 0; i < batch.length; i++)
+        if (!Number.isNaN(exact[i])) out.push({ memory: records[i], score: exact[i] });
+      if (out.length >= limit) return out.sort(byScoreThenNewer).slice(0, limit);
+    }
+    if (all) return out.sort(byScoreThenNewer).slice(0, limit);
   }
 }
 

@@ -2,7 +2,9 @@
 // from the `vectors` sub-database on the namespace's first semantic search (in slices:
 // touched.ts) and kept in step by the storage after each committed write that touched vectors
 // (it re-reads those vectors from LMDB, so it follows the committed state whatever order commits
-// land in). The rescoring reads each candidate's exact vector from LMDB.
+// land in). Beside the codes, a 4-bit copy of each vector (../four-bit.ts) ranks a search's
+// candidates, and only the best few are read from LMDB and scored exactly (search.ts).
+import { FourBit } from "../four-bit";
 import { VectorSpace } from "../vector-space";
 import type { Dbs } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
@@ -27,7 +29,7 @@ export function vectorCache(dbs: Dbs): VectorCache {
     return b && toFloats(b);
   };
   return new NamespaceCache<VectorSpace, Float32Array>({
-    empty: (ns) => new VectorSpace((id, entity) => bytes(ns, entity, id)),
+    empty: (ns) => new VectorSpace((id, entity) => bytes(ns, entity, id), new FourBit()),
     load: (s, ns, after, limit) =>
       loadSlice(dbs.vectors, ns, after, limit, (key, value) =>
         s.set(key[2] as string, key[1] as string, toFloats(value as Uint8Array)),

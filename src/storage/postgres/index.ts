@@ -11,6 +11,7 @@ import { pgBrowse } from "./browse";
 import { pgEmbeddings } from "./embeddings";
 import { pgErasure } from "./erasure";
 import { pgEvents } from "./events";
+import { type PgFollowers, pgFollowers } from "./follow";
 import { pgIdempotency } from "./idempotency";
 import { pgKeys } from "./keys";
 import { type PgKeywordLists, pgKeywordLists } from "./keyword-cache";
@@ -52,6 +53,8 @@ export interface PostgresStorage extends Storage {
   readonly vectors: PgVectorCache;
   /** This replica's keyword lists (undefined when turned off). */
   readonly keywordLists: PgKeywordLists | undefined;
+  /** What keeps both in step with the database (tests and benches count its statements). */
+  readonly followers: PgFollowers;
 }
 
 /** Connects, migrates the schema, and returns the storage. Fails with a clear message if the database cannot be reached. */
@@ -92,11 +95,13 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   // it answers storage_unavailable. Writes have theirs in writes.ts, checked before COMMIT.
   const writes: WriteSettings = { statementTimeoutMs: o.statementTimeoutMs, commitTimeoutMs: o.statementTimeoutMs };
   const db = reads(o.statementTimeoutMs);
-  const keywordLists = o.keywordLists === false ? undefined : pgKeywordLists(sql);
+  // One follower per namespace keeps its keyword lists and its vectors in step (follow.ts).
+  const followers = pgFollowers(sql, db);
+  const keywordLists = o.keywordLists === false ? undefined : pgKeywordLists(sql, followers);
   const s: PgState = {
     sql,
     lockSql,
-    vectors: new PgVectorCache(sql, db),
+    vectors: new PgVectorCache(sql, db, followers),
     keywordLists,
     entityLocks: keyedMutex(),
     db,
@@ -115,6 +120,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     sql,
     vectors: s.vectors,
     keywordLists,
+    followers,
     ...pgMemories(s),
     ...pgEvents(s),
     ...pgAsOf(s),

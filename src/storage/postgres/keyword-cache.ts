@@ -3,34 +3,31 @@
 // typed arrays instead of joining memory_terms rows in SQL.
 //
 // Built on the namespace's first search, in slices, in the background: until they are, searches
-// take the SQL path (search.ts), so answers are exact from the first request. Kept in step by
-// following the namespace's events: per namespace, event times (at_ms) are handed out under the
-// namespace_clock row lock, held to the end of the write transaction (schema.ts), so a replica
-// that has seen every event up to some time can never see one at or before it later. Before each
-// search one statement reads the events after the last one followed and, in the same snapshot,
-// the memories they name (memory_id and merged_from_id): each is added (current) or removed.
-// What changes memories without events in time order (an import: transfer.ts) bumps the
-// namespace's row in search_epochs in its transaction; a replica that sees another epoch drops
-// the lists and builds them again. Every candidate is still checked against its memory row by
-// the search (search.ts), so a memory that is not current or fails the filter is never returned.
+// take the SQL path (search.ts), so answers are exact from the first request. Kept in step by the
+// namespace's follower (follow.ts), which reads its changes before each search, once for the lists
+// and the vectors alike: each memory named is added (current) or removed. An import bumps the
+// namespace's search_epochs row; lists that see another epoch are dropped and built again. Every
+// candidate is still checked against its memory row by the search (search.ts), so a memory that
+// is not current or fails the filter is never returned.
 import type { SQL } from "bun";
 import { KeywordSpace, packTerms } from "../keyword-space";
+import { type Change, type Copy, type PgFollowers, startingPoint } from "./follow";
 
-/** Sizes (tests make them small): memories read per slice of a build, events per statement when following. */
-export const keywordLists = { slice: 2000, followPage: 5000, followPages: 20 };
+/** Sizes (tests make them small): memories read per slice of a build. */
+export const keywordLists = { slice: 2000 };
 
-/** The lists were built under another epoch, or are too far behind: built again. */
-class Stale extends Error {}
-
-interface Entry {
-  space: KeywordSpace;
-  /** The newest event time followed; the search_epochs epoch they were built under. */
-  atMs: number;
-  epoch: number;
-  ready: boolean;
-  /** The follow running, and the one that starts after it (shared by the searches that wait for it). */
-  running?: Promise<void>;
-  next?: Promise<void>;
+/** One namespace's lists, as its follower sees them. */
+class Lists implements Copy {
+  readonly wants = "memories";
+  space = new KeywordSpace();
+  upto = 0;
+  epoch = 0;
+  ready = false;
+  dropped?: Copy["dropped"];
+  apply(c: Change) {
+    if (c.state === "current") this.space.add(c.id, packTerms(c.content!, c.createdAt!, c.entity!));
+    else this.space.remove(c.id);
+  }
 }
 
 export interface PgKeywordLists {
@@ -47,68 +44,17 @@ export interface PgKeywordLists {
   close(): void;
 }
 
-export function pgKeywordLists(sql: SQL): PgKeywordLists {
-  const entries = new Map<string, Entry>();
+export function pgKeywordLists(sql: SQL, followers: PgFollowers): PgKeywordLists {
+  const entries = new Map<string, Lists>();
   let closed = false;
 
-  /** Follows the namespace's events after e.atMs: one statement per page, memories read in its snapshot. */
-  const follow = async (ns: string, e: Entry, pages = keywordLists.followPages) => {
-    for (let page = 0; ; page++) {
-      // Too far behind for one search to wait for: built again (answered by SQL meanwhile).
-      if (page >= pages) throw new Stale();
-      const [r] = await sql`
-        WITH ev AS (SELECT at_ms, memory_id, merged_from_id FROM events
-                    WHERE namespace = ${ns} AND at_ms > ${e.atMs} ORDER BY at_ms LIMIT ${keywordLists.followPage}),
-             ids AS (SELECT memory_id AS id FROM ev UNION SELECT merged_from_id FROM ev WHERE merged_from_id IS NOT NULL)
-        SELECT COALESCE((SELECT epoch FROM search_epochs WHERE namespace = ${ns}), 0) AS epoch,
-               (SELECT count(*) FROM ev) AS n, (SELECT max(at_ms) FROM ev) AS last,
-               (SELECT json_agg(json_build_array(ids.id, m.state, m.entity, m.content, m.created_at))
-                FROM ids LEFT JOIN memories m ON m.id = ids.id AND m.namespace = ${ns}) AS docs`;
-      if (Number(r.epoch) !== e.epoch) throw new Stale();
-      const n = Number(r.n);
-      if (n === 0) return;
-      // (json_agg comes back parsed, or as text on some paths.)
-      const docs = (typeof r.docs === "string" ? JSON.parse(r.docs) : r.docs) as [
-        string,
-        string | null,
-        string | null,
-        string | null,
-        number | null,
-      ][];
-      for (const [id, state, entity, content, createdAt] of docs) {
-        if (state === "current") e.space.add(id, packTerms(content!, Number(createdAt), entity!));
-        else e.space.remove(id);
-      }
-      e.atMs = Number(r.last);
-      if (n < keywordLists.followPage) return;
-    }
-  };
-
-  /** A follow that starts after this call: the running one's successor, shared by all who wait. */
-  const caughtUp = (ns: string, e: Entry): Promise<void> => {
-    if (!e.running) {
-      e.running = follow(ns, e).finally(() => {
-        e.running = undefined;
-      });
-      return e.running;
-    }
-    e.next ??= e.running
-      .catch(() => {})
-      .then(() => {
-        e.next = undefined;
-        return caughtUp(ns, e);
-      });
-    return e.next;
-  };
-
   /** Reads the namespace's current memories in slices, then follows what changed meanwhile. */
-  const build = async (ns: string, e: Entry) => {
-    // The epoch and the newest event time first: a memory changed after this is named by a later
-    // event, which the follow below re-reads.
-    const [h] = await sql`SELECT COALESCE((SELECT epoch FROM search_epochs WHERE namespace = ${ns}), 0) AS epoch,
-        COALESCE((SELECT max(at_ms) FROM events WHERE namespace = ${ns}), 0) AS at`;
-    e.epoch = Number(h.epoch);
-    e.atMs = Number(h.at);
+  const build = async (ns: string, e: Lists) => {
+    // The epoch and the clock first: a memory changed after this is named by a later change,
+    // which the catching up below re-reads.
+    const from = await startingPoint(sql, ns);
+    e.epoch = from.keywordEpoch;
+    e.upto = from.upto;
     let after = "00000000-0000-0000-0000-000000000000";
     for (;;) {
       if (closed || entries.get(ns) !== e) return;
@@ -120,12 +66,16 @@ export function pgKeywordLists(sql: SQL): PgKeywordLists {
       after = rows[rows.length - 1].id as string;
     }
     e.space.trim();
-    await follow(ns, e, Number.POSITIVE_INFINITY);
+    if (!(await followers.catchUp(ns, e))) throw new Error("another epoch");
+    if (closed || entries.get(ns) !== e) return;
     e.ready = true;
+    followers.attach(ns, e);
   };
 
   const start = (ns: string) => {
-    const e: Entry = { space: new KeywordSpace(), atMs: 0, epoch: 0, ready: false };
+    const e = new Lists();
+    const old = entries.get(ns);
+    if (old) followers.detach(ns, old);
     entries.set(ns, e);
     build(ns, e).catch(() => {
       // Tried again on the namespace's next search (answered by SQL meanwhile).
@@ -142,14 +92,14 @@ export function pgKeywordLists(sql: SQL): PgKeywordLists {
         return undefined;
       }
       if (!e.ready) return undefined;
-      try {
-        await caughtUp(ns, e);
-      } catch (err) {
-        if (!(err instanceof Stale)) throw err;
-        if (entries.get(ns) === e) start(ns);
+      await followers.caughtUp(ns);
+      if (entries.get(ns) !== e) return undefined;
+      if (e.dropped) {
+        // Another epoch, or too far behind for one search to wait for: built again.
+        start(ns);
         return undefined;
       }
-      return entries.get(ns) === e ? e.space : undefined;
+      return e.space;
     },
     isReady: (ns) => entries.get(ns)?.ready === true,
     stats() {
@@ -164,6 +114,7 @@ export function pgKeywordLists(sql: SQL): PgKeywordLists {
     },
     close() {
       closed = true;
+      for (const [ns, e] of entries) followers.detach(ns, e);
       entries.clear();
     },
   };

@@ -3,6 +3,7 @@
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import { bm25Sql, type QueryTerm } from "../../text/scoring";
 import { termCounts } from "../../text/tokens";
+import { exactReads } from "../four-bit";
 import { type KeywordSpace, keywordSearch as spaceSearch } from "../keyword-space";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
@@ -337,9 +338,7 @@ export async function approximateSearch(
   const q = normalized(query);
   const read = new Set<string>();
   const out: Scored[] = [];
-  // How many are read exactly at first: the 4-bit ranking puts the exact best 10 among its best 32
-  // (recall@10 at 1,000,000 vectors: 0.967 reading 24, 0.971 reading 32 or 800; bench/notes.md).
-  const first = limit * 2 + 12;
+  const first = exactReads(limit);
   for (let want = Math.max(first, ann.rescore); ; want *= 4) {
     const { ids, sims, all } = space.nearest(scope.entity, q, want);
     const order = Array.from(ids.keys()).sort((a, b) => sims[b] - sims[a]);

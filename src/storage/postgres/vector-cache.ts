@@ -6,18 +6,15 @@
 // the exact cosine of a current memory (search.ts).
 //
 // Built on a namespace's first semantic search, in the background and in slices; until then the
-// exact path (every vector of the scope read) answers. Kept in step before each search by one
-// small statement: the namespace's changes since the clock time it last followed. apply's vector
-// changes come with events, and a namespace's events commit in the order of their times (writers
-// hold the namespace_clock row until they commit, schema.ts); the embedding worker's come without
-// an event, so it takes a stamp from the same clock and writes it on the vector row
-// (embeddings.ts). Everything committed up to the clock's value, read in the same snapshot, is
-// seen; nothing after it is skipped. A rebuild of the vectors bumps search_state.vector_epoch,
-// and a replica that sees a new epoch drops every copy.
+// exact path (every vector of the scope read) answers. Kept in step by the namespace's follower
+// (follow.ts), which reads its changes before each search, once for the vectors and the keyword
+// lists alike: apply's vector changes come with events, the embedding worker's with a stamp from
+// the namespace's clock. A rebuild of the vectors bumps search_state.vector_epoch, and a replica
+// that sees a new epoch drops every copy.
 import type { SQL } from "bun";
-import { type RowKeeper, VectorSpace } from "../vector-space";
-
-type Row = Record<string, unknown>;
+import { FourBit } from "../four-bit";
+import { VectorSpace } from "../vector-space";
+import { type Change, type Copy, type PgFollowers, startingPoint } from "./follow";
 
 /** Sizes (tests make them small). */
 export const pgVectors = {
@@ -34,117 +31,22 @@ export const pgVectors = {
   readParallel: 1,
   /** Vectors read per slice of a first load. */
   slice: 2000,
-  /** Changed memories read per statement when following (with their vectors). */
-  followPage: 5000,
-  /** Most pages a search waits for; a copy further behind is dropped and built again. */
-  followPages: 10,
   /** What runs between slices (tests make it wait). */
   between: (): Promise<unknown> => new Promise((resolve) => setImmediate(resolve)),
 };
 
-/** Rows per block of the 4-bit copy (a block is allocated whole, so growing never copies). */
-const BLOCK = 1 << 14;
-
-/**
- * A 4-bit copy of each row's vector: each dimension rounded to one of 15 levels of ±(its largest
- * absolute value), two a byte, and that scale (float32). Zero stays exactly zero.
- */
-export class FourBit implements RowKeeper {
-  private dims = 0;
-  private bytes = 0;
-  private blocks: Uint8Array[] = [];
-  private scales: Float32Array[] = [];
-  private out = new Float32Array(0);
-
-  put(row: number, v: Float32Array) {
-    if (this.dims === 0) {
-      this.dims = v.length;
-      this.bytes = Math.ceil(v.length / 2);
-      this.out = new Float32Array(v.length);
-    }
-    const b = row >>> 14;
-    while (this.blocks.length <= b) {
-      this.blocks.push(new Uint8Array(BLOCK * this.bytes));
-      this.scales.push(new Float32Array(BLOCK));
-    }
-    let max = 0;
-    for (let j = 0; j < v.length; j++) max = Math.max(max, Math.abs(v[j]));
-    const k = max > 0 ? 7 / max : 0;
-    const codes = this.blocks[b];
-    const at = (row & (BLOCK - 1)) * this.bytes;
-    for (let j = 0; j < this.bytes; j++) {
-      const lo = Math.round(v[2 * j] * k) + 8;
-      const hi = 2 * j + 1 < v.length ? Math.round(v[2 * j + 1] * k) + 8 : 8;
-      codes[at + j] = lo | (hi << 4);
-    }
-    this.scales[b][row & (BLOCK - 1)] = max / 7;
+/** One namespace's copy: its codes and 4-bit vectors, as its follower sees them. */
+class Vectors implements Copy {
+  readonly wants = "vectors";
+  dropped?: Copy["dropped"];
+  constructor(
+    readonly space: VectorSpace,
+    public upto: number,
+    readonly epoch: number,
+  ) {}
+  apply(c: Change) {
+    this.space.set(c.id, c.vectorEntity ?? "", c.vector === null ? undefined : asFloats(c.vector));
   }
-
-  move(from: number, to: number) {
-    const fb = this.blocks[from >>> 14];
-    const f = (from & (BLOCK - 1)) * this.bytes;
-    this.blocks[to >>> 14].set(fb.subarray(f, f + this.bytes), (to & (BLOCK - 1)) * this.bytes);
-    this.scales[to >>> 14][to & (BLOCK - 1)] = this.scales[from >>> 14][from & (BLOCK - 1)];
-  }
-
-  /** The query split in even and odd dimensions, for dot (remade when the query changes). */
-  private q: Float32Array | undefined;
-  private qEven = new Float32Array(0);
-  private qOdd = new Float32Array(0);
-  private qSum = 0;
-
-  /** Row's vector (as decoded) · q, from the 4-bit codes, without decoding them. */
-  dot(row: number, q: Float32Array): number {
-    if (q !== this.q) {
-      this.q = q;
-      this.qEven = new Float32Array(this.bytes);
-      this.qOdd = new Float32Array(this.bytes);
-      this.qSum = 0;
-      for (let j = 0; j < this.bytes; j++) {
-        this.qEven[j] = q[2 * j] ?? 0;
-        this.qOdd[j] = q[2 * j + 1] ?? 0;
-        this.qSum += this.qEven[j] + this.qOdd[j];
-      }
-    }
-    const b = row >>> 14;
-    const codes = this.blocks[b];
-    const at = (row & (BLOCK - 1)) * this.bytes;
-    const even = this.qEven;
-    const odd = this.qOdd;
-    let acc = 0;
-    for (let j = 0; j < this.bytes; j++) {
-      const c = codes[at + j];
-      acc += even[j] * (c & 15) + odd[j] * (c >>> 4);
-    }
-    return (acc - 8 * this.qSum) * this.scales[b][row & (BLOCK - 1)];
-  }
-
-  /** Row's vector as float32 bytes, decoded into a buffer reused by the next call. */
-  read(row: number): Uint8Array | undefined {
-    const b = row >>> 14;
-    if (this.dims === 0 || b >= this.blocks.length) return undefined;
-    const codes = this.blocks[b];
-    const s = this.scales[b][row & (BLOCK - 1)];
-    const at = (row & (BLOCK - 1)) * this.bytes;
-    const out = this.out;
-    for (let j = 0; j < this.bytes; j++) {
-      const c = codes[at + j];
-      out[2 * j] = ((c & 15) - 8) * s;
-      if (2 * j + 1 < this.dims) out[2 * j + 1] = ((c >>> 4) - 8) * s;
-    }
-    return new Uint8Array(out.buffer);
-  }
-}
-
-/** One namespace's copy: its codes and 4-bit vectors, and the clock time they follow. */
-interface Copy {
-  space: VectorSpace;
-  /** The namespace clock's value this copy holds every change up to. */
-  upto: number;
-  epoch: number;
-  /** The follow under way, and the one queued behind it (its statement not sent yet). */
-  running?: Promise<void>;
-  queued?: Promise<void>;
 }
 
 const asFloats = (b: Uint8Array) => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
@@ -155,7 +57,7 @@ const asFloats = (b: Uint8Array) => new Float32Array(b.buffer.slice(b.byteOffset
  * call starts building it).
  */
 export class PgVectorCache {
-  private readonly copies = new Map<string, Copy>();
+  private readonly copies = new Map<string, Vectors>();
   private readonly loads = new Map<string, Promise<void>>();
   private epoch = -1;
   private closed = false;
@@ -163,6 +65,7 @@ export class PgVectorCache {
   constructor(
     private readonly sql: SQL,
     private readonly db: <T>(fn: () => Promise<T>) => Promise<T>,
+    private readonly followers: PgFollowers,
   ) {}
 
   /** The namespace's copy, up to date; undefined when there is none yet (one is then built in the background). */
@@ -177,9 +80,10 @@ export class PgVectorCache {
       }
       return undefined;
     }
-    await this.follow(c, namespace);
+    await this.followers.caughtUp(namespace);
+    if (c.dropped) this.dropped(namespace, c);
     if (this.copies.get(namespace) === c) return c.space;
-    // Dropped by the follow (another epoch, or too far behind): built again.
+    // Dropped (another epoch, or too far behind): built again.
     return this.ready(namespace);
   }
 
@@ -193,11 +97,12 @@ export class PgVectorCache {
   /** Stops the builds under way (the store closes). */
   close() {
     this.closed = true;
-    this.copies.clear();
+    this.clear();
   }
 
   /** Forgets every copy (after a rebuild of the vectors by this process). */
   clear() {
+    for (const [ns, c] of this.copies) this.followers.detach(ns, c);
     this.copies.clear();
   }
 
@@ -206,16 +111,23 @@ export class PgVectorCache {
     return this.loads.get(namespace);
   }
 
+  /** A copy its follower dropped: the vectors were rebuilt (every copy goes), or it is too far behind. */
+  private dropped(namespace: string, c: Vectors) {
+    if (c.dropped?.why === "epoch" && c.dropped.epoch > this.epoch) {
+      this.epoch = c.dropped.epoch;
+      this.clear();
+    } else if (this.copies.get(namespace) === c) {
+      this.followers.detach(namespace, c);
+      this.copies.delete(namespace);
+    }
+  }
+
   /**
    * Reads every vector of the namespace in slices (each its own statement), from a clock time
    * read first: whatever commits meanwhile is followed afterwards from that time.
    */
   private async load(namespace: string) {
-    const [start] = await this.db(
-      () => this.sql`SELECT (SELECT last_ms FROM namespace_clock WHERE namespace = ${namespace}) AS upto,
-                       (SELECT vector_epoch FROM search_state WHERE id = 1) AS epoch`,
-    );
-    const epoch = Number(start.epoch);
+    const start = await this.db(() => startingPoint(this.sql, namespace));
     const keeper = new FourBit();
     const space = new VectorSpace((_id, _entity, row) => keeper.read(row), keeper);
     let after = "00000000-0000-0000-0000-000000000000";
@@ -230,115 +142,20 @@ export class PgVectorCache {
       await pgVectors.between();
       if (this.closed) return;
     }
-    const copy: Copy = { space, upto: start.upto === null ? 0 : Number(start.upto), epoch };
+    const copy = new Vectors(space, start.upto, start.vectorEpoch);
     // What committed meanwhile, page by page, before searches use it (they take the old path
     // until then, however long the catching up).
-    for (;;) {
-      const r = await this.page(copy, namespace);
-      if (r === "stale") return;
-      if (r === "done") break;
-      await pgVectors.between();
+    if (!(await this.followers.catchUp(namespace, copy, pgVectors.between))) {
+      this.epoch = Math.max(this.epoch, copy.dropped!.epoch);
+      return;
     }
     if (this.closed) return;
-    if (epoch !== this.epoch) {
-      if (epoch < this.epoch) return;
-      this.copies.clear();
-      this.epoch = epoch;
+    if (copy.epoch !== this.epoch) {
+      if (copy.epoch < this.epoch) return;
+      this.clear();
+      this.epoch = copy.epoch;
     }
     this.copies.set(namespace, copy);
-  }
-
-  /**
-   * Brings the copy up to date with every change committed before the call: a follow already
-   * under way may have read before that, so the caller waits for the next one (shared by every
-   * caller that arrives before it is sent). A copy more than `followPages` pages behind, or of
-   * another epoch, is dropped.
-   */
-  private follow(c: Copy, namespace: string): Promise<void> {
-    if (c.queued) return c.queued;
-    const start = () => {
-      c.queued = undefined;
-      const p = this.catchUp(c, namespace).finally(() => {
-        if (c.running === p) c.running = undefined;
-      });
-      c.running = p;
-      return p;
-    };
-    if (!c.running) return start();
-    c.queued = c.running.catch(() => undefined).then(start);
-    return c.queued;
-  }
-
-  private async catchUp(c: Copy, namespace: string) {
-    for (let pages = 0; this.copies.get(namespace) === c; pages++) {
-      if (pages >= pgVectors.followPages) {
-        // Too far behind for a search to wait for: built again (the old path answers meanwhile).
-        this.copies.delete(namespace);
-        return;
-      }
-      const r = await this.page(c, namespace);
-      if (r === "done") return;
-      if (r === "stale") {
-        // The vectors were rebuilt: every copy is dropped, and built again on its next search.
-        this.copies.clear();
-        return;
-      }
-    }
-  }
-
-  /**
-   * One statement, one snapshot: the namespace's clock, the epoch, and, oldest first, up to
-   * `followPage` memories named by an event after `c.upto` or whose vector carries a stamp after
-   * it, each with its vector now (none: gone). Each source is read in time order by its index and
-   * cut at the page's size, and each vector by its key, so a page costs its own size however far
-   * behind the copy is. When the page is full, the changes at its last
-   * time are left for the next page (a stamp is shared by a batch's vectors, so a page may end
-   * inside one), and `c.upto` moves to just before it; otherwise to the clock's value.
-   */
-  private async page(c: Copy, namespace: string, size = pgVectors.followPage): Promise<"done" | "more" | "stale"> {
-    const rows = await this.db(
-      () => this.sql`
-        WITH changed AS (
-          SELECT t, id FROM (
-            SELECT t, unnest(ARRAY[a, b]) AS id FROM (
-              (SELECT at_ms AS t, memory_id AS a, merged_from_id AS b FROM events
-               WHERE namespace = ${namespace} AND at_ms > ${c.upto} ORDER BY at_ms LIMIT ${size})
-              UNION ALL
-              (SELECT stamp, memory_id, NULL FROM memory_vectors
-               WHERE namespace = ${namespace} AND stamp > ${c.upto} ORDER BY stamp LIMIT ${size})) AS e) AS u
-          WHERE id IS NOT NULL ORDER BY t LIMIT ${size})
-        SELECT now.upto, now.epoch, changed.t, changed.id, v.entity, v.vector
-        FROM (SELECT (SELECT last_ms FROM namespace_clock WHERE namespace = ${namespace}) AS upto,
-                     (SELECT vector_epoch FROM search_state WHERE id = 1) AS epoch) AS now
-        LEFT JOIN (changed LEFT JOIN LATERAL (
-            SELECT entity, vector FROM memory_vectors WHERE memory_id = changed.id AND namespace = ${namespace} LIMIT 1) AS v
-          ON true) ON changed.id IS NOT NULL
-        ORDER BY changed.t`,
-    );
-    if (Number(rows[0].epoch) !== c.epoch) {
-      this.epoch = Math.max(this.epoch, Number(rows[0].epoch));
-      return "stale";
-    }
-    const changes = rows.filter((r: Row) => r.id !== null);
-    let until = Number.POSITIVE_INFINITY;
-    if (changes.length >= size) {
-      until = Number(changes.at(-1).t);
-      // One time fills the page (a batch's stamp): read it whole with a larger page.
-      if (Number(changes[0].t) === until) return this.page(c, namespace, size * 4);
-    }
-    for (const r of changes) {
-      if (Number(r.t) >= until) break;
-      c.space.set(
-        r.id as string,
-        (r.entity as string) ?? "",
-        r.vector === null ? undefined : asFloats(r.vector as Uint8Array),
-      );
-    }
-    if (until !== Number.POSITIVE_INFINITY) {
-      c.upto = until - 1;
-      return "more";
-    }
-    if (rows[0].upto !== null) c.upto = Math.max(c.upto, Number(rows[0].upto));
-    return "done";
+    this.followers.attach(namespace, copy);
   }
 }

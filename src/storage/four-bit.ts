@@ -1,0 +1,109 @@
+// A 4-bit copy of each vector of a VectorSpace (./vector-space.ts), kept beside its binary codes
+// as its RowKeeper: 384 + 4 bytes at 768 dimensions, where the float32 vector is 3,072. It ranks
+// the codes' candidates again (each dimension one of 15 levels instead of one bit), so a search
+// reads exactly only the best few of them (`exactReads`): both backends keep one, and score
+// every answer from the exact vector afterwards (LMDB: lmdb/search.ts; PostgreSQL:
+// postgres/search.ts).
+import type { RowKeeper } from "./vector-space";
+
+/**
+ * How many of the 4-bit ranking's best a search reads exactly at first: it puts the exact best 10
+ * among its best 32 (recall@10 at 1,000,000 vectors: 0.967 reading 24, 0.971 reading 32 or 800;
+ * bench/notes.md).
+ */
+export const exactReads = (limit: number) => limit * 2 + 12;
+
+/** Rows per block of the 4-bit copy (a block is allocated whole, so growing never copies). */
+const BLOCK = 1 << 14;
+
+/**
+ * A 4-bit copy of each row's vector: each dimension rounded to one of 15 levels of ±(its largest
+ * absolute value), two a byte, and that scale (float32). Zero stays exactly zero.
+ */
+export class FourBit implements RowKeeper {
+  private dims = 0;
+  private bytes = 0;
+  private blocks: Uint8Array[] = [];
+  private scales: Float32Array[] = [];
+  private out = new Float32Array(0);
+
+  put(row: number, v: Float32Array) {
+    if (this.dims === 0) {
+      this.dims = v.length;
+      this.bytes = Math.ceil(v.length / 2);
+      this.out = new Float32Array(v.length);
+    }
+    const b = row >>> 14;
+    while (this.blocks.length <= b) {
+      this.blocks.push(new Uint8Array(BLOCK * this.bytes));
+      this.scales.push(new Float32Array(BLOCK));
+    }
+    const n = v.length;
+    let max = 0;
+    // (A branch per value instead of Math.max/abs measured 3× slower: signs are random.)
+    for (let j = 0; j < n; j++) max = Math.max(max, Math.abs(v[j]));
+    const k = max > 0 ? 7 / max : 0;
+    const codes = this.blocks[b];
+    const at = (row & (BLOCK - 1)) * this.bytes;
+    // Each value to the nearest of -7..7 (halves up, as Math.round), plus 8: (x * k + 8.5) | 0.
+    const half = n >> 1;
+    for (let j = 0; j < half; j++) codes[at + j] = (v[2 * j] * k + 8.5) | 0 | (((v[2 * j + 1] * k + 8.5) | 0) << 4);
+    if (n & 1) codes[at + half] = (v[n - 1] * k + 8.5) | 0 | (8 << 4);
+    this.scales[b][row & (BLOCK - 1)] = max / 7;
+  }
+
+  move(from: number, to: number) {
+    const fb = this.blocks[from >>> 14];
+    const f = (from & (BLOCK - 1)) * this.bytes;
+    this.blocks[to >>> 14].set(fb.subarray(f, f + this.bytes), (to & (BLOCK - 1)) * this.bytes);
+    this.scales[to >>> 14][to & (BLOCK - 1)] = this.scales[from >>> 14][from & (BLOCK - 1)];
+  }
+
+  /** The query split in even and odd dimensions, for dot (remade when the query changes). */
+  private q: Float32Array | undefined;
+  private qEven = new Float32Array(0);
+  private qOdd = new Float32Array(0);
+  private qSum = 0;
+
+  /** Row's vector (as decoded) · q, from the 4-bit codes, without decoding them. */
+  dot(row: number, q: Float32Array): number {
+    if (q !== this.q) {
+      this.q = q;
+      this.qEven = new Float32Array(this.bytes);
+      this.qOdd = new Float32Array(this.bytes);
+      this.qSum = 0;
+      for (let j = 0; j < this.bytes; j++) {
+        this.qEven[j] = q[2 * j] ?? 0;
+        this.qOdd[j] = q[2 * j + 1] ?? 0;
+        this.qSum += this.qEven[j] + this.qOdd[j];
+      }
+    }
+    const b = row >>> 14;
+    const codes = this.blocks[b];
+    const at = (row & (BLOCK - 1)) * this.bytes;
+    const even = this.qEven;
+    const odd = this.qOdd;
+    let acc = 0;
+    for (let j = 0; j < this.bytes; j++) {
+      const c = codes[at + j];
+      acc += even[j] * (c & 15) + odd[j] * (c >>> 4);
+    }
+    return (acc - 8 * this.qSum) * this.scales[b][row & (BLOCK - 1)];
+  }
+
+  /** Row's vector as float32 bytes, decoded into a buffer reused by the next call. */
+  read(row: number): Uint8Array | undefined {
+    const b = row >>> 14;
+    if (this.dims === 0 || b >= this.blocks.length) return undefined;
+    const codes = this.blocks[b];
+    const s = this.scales[b][row & (BLOCK - 1)];
+    const at = (row & (BLOCK - 1)) * this.bytes;
+    const out = this.out;
+    for (let j = 0; j < this.bytes; j++) {
+      const c = codes[at + j];
+      out[2 * j] = ((c & 15) - 8) * s;
+      if (2 * j + 1 < this.dims) out[2 * j + 1] = ((c >>> 4) - 8) * s;
+    }
+    return new Uint8Array(out.buffer);
+  }
+}
