@@ -111,6 +111,7 @@ test("namespace keyword search by MaxScore answers exactly as scoring every docu
   const pruned = maxScoreStats.nonEssential;
   let compared = 0;
   let rejectedSome = 0;
+  let compacted = 0;
   for (let round = 0; round < 12; round++) {
     high = round % 2 === 0;
     spread = round % 3 === 2;
@@ -125,8 +126,8 @@ test("namespace keyword search by MaxScore answers exactly as scoring every docu
       const tf = new Map<string, number>();
       for (let k = 1 + int(6); k > 0; k--) tf.set(word(), tfOf());
       // Few lengths and times (many equal scores, and equal scores of equal times), or lengths
-      // spread wide (a short document added late moves its lists' bounds).
-      const len = spread ? tf.size + int(60) : tf.size + int(4) * 5;
+      // spread wide (a short document added late moves its lists' bounds), some past 255.
+      const len = spread ? tf.size + int(round % 2 ? 60 : 400) : tf.size + int(4) * 5;
       const doc: Doc = { id, len, created: 1000 + int(6), tf };
       const v: (string | number)[] = [doc.len, doc.created, `e${int(3)}`];
       for (const [term, n] of tf) v.push(term, n);
@@ -157,6 +158,17 @@ test("namespace keyword search by MaxScore answers exactly as scoring every docu
     for (let i = 0; i < 40; i++) {
       // (Postings added after a list's skyline was made must move it.)
       if (i % 4 === 3) churn(1 + int(20));
+      if (i === 20 && round % 3 === 0) {
+        // Most documents go: the space compacts (renumbers what is left) between searches.
+        const before = space.count;
+        for (const id of [...live.keys()]) {
+          if (rand() < 0.3) continue;
+          space.remove(id);
+          live.delete(id);
+        }
+        expect(space.count).toBeLessThan(before);
+        compacted++;
+      }
       const terms: QueryTerm[] = Array.from({ length: 1 + int(5) }, () => ({
         term: rand() < 0.05 ? "absent" : word(),
         weight: rand() < 0.3 ? 0.35 : 1,
@@ -175,6 +187,7 @@ test("namespace keyword search by MaxScore answers exactly as scoring every docu
   }
   expect(compared).toBe(480);
   expect(rejectedSome).toBeGreaterThan(50);
+  expect(compacted).toBe(4);
   // Lists were left unwalked (not essential) in some searches, so the pruning is what was checked.
   expect(maxScoreStats.nonEssential - pruned).toBeGreaterThan(100);
 });

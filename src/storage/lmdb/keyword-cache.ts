@@ -49,11 +49,13 @@ export const snapshotting = {
   turnMs: 4,
   between: (): Promise<unknown> => new Promise((resolve) => setImmediate(resolve)),
   /**
-   * Lists of at least this many documents replaced by the snapshot just written of them are
-   * collected at once (a full collection: 65-116 ms measured at 1,000,000, once per save; tests
-   * set 0). Built from the records, they are ~300 MB of the heap's arrays at 1,000,000, and left
-   * to the collector's own pace they stayed in the process for 0-3 s or more after the swap, so
-   * a figure read then was 120 or 372 MiB (bench/notes.md, issue 26).
+   * Lists built from the records, of at least this many documents, are collected at once when
+   * the snapshot just written of them takes their place (a full collection: 0.1-0.2 s at
+   * 1,000,000, once per namespace and process; tests set 0). They are ~250 MB of the heap's
+   * arrays at 1,000,000, and left to the collector's own pace they stayed in the process for 0-3
+   * s or more after the swap, so a figure read then was 95 or 372 MiB (bench/notes.md, issue
+   * 26). Lists read from a snapshot and replaced by a newer one hold little of the heap (their
+   * tails and what outgrew the file's spare room): left to the collector.
    */
   collectAbove: 100_000,
 };
@@ -132,6 +134,8 @@ export function keywordCache(
     from?: { atMs: number; atSeq: number };
   };
   const state = new Map<KeywordSpace, State>();
+  /** Spaces built from the records (not read from a snapshot): on the heap whole. */
+  const built = new WeakSet<KeywordSpace>();
   /** Saves run one at a time, in the order queued. */
   let saving: Promise<void> = Promise.resolve();
   const save = async (s: KeywordSpace) => {
@@ -191,6 +195,7 @@ export function keywordCache(
       if (found && reload) snapshotStats.reloaded++;
       else if (found) snapshotStats.restored++;
       const s = found ? KeywordSpace.fromParts(found.parts) : new KeywordSpace();
+      if (!found) built.add(s);
       state.set(s, { ns, changes: 0, queued: false, from: found?.at });
       return s;
     },
@@ -239,7 +244,7 @@ export function keywordCache(
       // The old lists are garbage once the save that read the new ones back has returned (it
       // holds them until then): collected on the next turn, and the process gives their memory
       // back instead of holding it until its heap grows again.
-      if (old.count >= snapshotting.collectAbove)
+      if (built.has(old) && old.count >= snapshotting.collectAbove)
         setImmediate(() => {
           snapshotStats.collections++;
           Bun.gc(true);
