@@ -25,18 +25,16 @@ export type KeywordCache = NamespaceCache<KeywordSpace, DocTerms>;
 
 /**
  * How many namespaces' lists were read from a snapshot in this process on a first search
- * (restored), and how many times lists were replaced by the snapshot just written of them
- * (reloaded), collections run after a reload, and replaced lists freed since; for tests.
+ * (restored), how many times lists were replaced by the snapshot just written of them
+ * (reloaded), collections run after a reload, and the lists replaced last (held weakly: they
+ * must not stay reachable); for tests.
  */
-export const snapshotStats = { restored: 0, reloaded: 0, collections: 0, freed: 0 };
-
-/**
- * Counts replaced lists once the collector has freed them (snapshotStats.freed, for tests: lists
- * replaced by their snapshot must not stay reachable).
- */
-const freedSpaces = new FinalizationRegistry<undefined>(() => {
-  snapshotStats.freed++;
-});
+export const snapshotStats = {
+  restored: 0,
+  reloaded: 0,
+  collections: 0,
+  replaced: undefined as WeakRef<KeywordSpace> | undefined,
+};
 
 /**
  * When a namespace's lists are saved again: after this many changes (and a tenth of its size)
@@ -240,7 +238,7 @@ export function keywordCache(
       const st = state.get(old);
       if (st) cancel(st);
       state.delete(old);
-      freedSpaces.register(old, undefined);
+      snapshotStats.replaced = new WeakRef(old);
       // The old lists are garbage once the save that read the new ones back has returned (it
       // holds them until then): collected on the next turn, and the process gives their memory
       // back instead of holding it until its heap grows again.
