@@ -324,11 +324,13 @@ test("a first load of a namespace past the cells' size samples it first for the 
   const draw = labelled(51, dims);
   const ns = "vec-topics";
   const vectors = new Map<string, Float32Array>();
+  const topics = new Map<string, number>();
   const ops: MemoryOp[] = [];
   for (let i = 0; i < 2400; i++) {
     const id = Bun.randomUUIDv7();
     const { v, cluster } = draw();
     vectors.set(id, v);
+    topics.set(id, cluster);
     // One entity per cluster: LMDB loads the namespace entity by entity, so unsampled, the
     // codes' mean and the cells would come from its first vectors, one or two topics'.
     ops.push({
@@ -362,8 +364,10 @@ test("a first load of a namespace past the cells' size samples it first for the 
   const queries = Array.from({ length: 30 }, () => draw().v);
   const prime = VectorSpace.prototype.prime;
   let primed = 0;
+  let primedWith: Parameters<typeof prime> | undefined;
   VectorSpace.prototype.prime = function (...args: Parameters<typeof prime>) {
     primed++;
+    primedWith = args;
     return prime.apply(this, args);
   };
   const recall = async () => {
@@ -390,6 +394,29 @@ test("a first load of a namespace past the cells' size samples it first for the 
     // measures it at 300,000 and 1,000,000.)
     expect(await recall()).toBeGreaterThanOrEqual(0.75);
     expect(primed).toBe(1);
+    // From a sample of the whole namespace: the centres are of most of its entities' topics (in
+    // key order, the first ones would all be c0's), and the mean is near the namespace's, far
+    // from its first entity's.
+    const [mean, centres, expected] = primedWith!;
+    expect(expected).toBe(2400);
+    expect(centres.length).toBe(ann.cells);
+    const topicOf = (c: Float32Array) => {
+      let best = { sim: -2, topic: -1 };
+      for (const [id, v] of vectors) if (dot(v, c) > best.sim) best = { sim: dot(v, c), topic: topics.get(id)! };
+      return best.topic;
+    };
+    const covered = new Set(centres.map(topicOf)).size;
+    const meanOf = (vs: Float32Array[]) => {
+      const m = new Float64Array(dims);
+      for (const v of vs) for (let j = 0; j < dims; j++) m[j] += v[j] / vs.length;
+      return m;
+    };
+    const whole = meanOf([...vectors.values()]);
+    const firstTopic = meanOf([...vectors].filter(([id]) => topics.get(id) === 0).map(([, v]) => v));
+    const from = (m: Float64Array) => Math.hypot(...m.map((x, j) => x - whole[j]));
+    // (7 topics of 12, and 0.05 against 0.61, as written.)
+    expect(covered).toBeGreaterThanOrEqual(5);
+    expect(from(mean)).toBeLessThan(from(firstTopic) / 4);
     expect((await vectorCache(storage.dbs).get("vec-small")).size).toBe(50);
     expect(primed).toBe(1);
     vectorLoading.sample = false;
