@@ -68,9 +68,10 @@ const from = Int32Array.from({ length: dims * 4 }, () => Math.floor(rnd() * L));
 const sign = Float64Array.from({ length: dims * 4 }, () => (rnd() < 0.5 ? -1 : 1));
 const offset = Float64Array.from({ length: dims }, () => gauss() * 0.5);
 const z = new Float64Array(L);
-/** One draw into `out` (normalised). */
+/** One draw into `out` (normalised); returns its cluster. */
 const draw = (out: Float32Array) => {
-  const c = centres[Math.floor(rnd() * clusters)];
+  const k = Math.floor(rnd() * clusters);
+  const c = centres[k];
   for (let t = 0; t < L; t++) z[t] = c[t] + 0.7 * gauss();
   let norm = 0;
   for (let j = 0; j < dims; j++) {
@@ -81,6 +82,7 @@ const draw = (out: Float32Array) => {
   }
   norm = Math.sqrt(norm);
   for (let j = 0; j < dims; j++) out[j] /= norm;
+  return k;
 };
 
 const pct = (xs: number[], p: number) => {
@@ -96,7 +98,15 @@ const need = dataAt + N * rowBytes + N * 4;
 exact.memory.grow(Math.ceil((need - exact.memory.buffer.byteLength) / 65536));
 const t0 = performance.now();
 const row = (r: number) => new Float32Array(exact.memory.buffer, dataAt + r * rowBytes, dims);
-for (let r = 0; r < N; r++) draw(row(r));
+// Each row's entity: e0..e999 in turn (independent of its cluster), or with
+// BENCH_VECTORS_ENTITIES=cluster its cluster's (an entity's memories share topics, as real ones
+// do; LMDB loads a namespace in entity order, so its first vectors are then a few topics').
+const byCluster = process.env.BENCH_VECTORS_ENTITIES === "cluster";
+const entityOf = new Int32Array(N);
+for (let r = 0; r < N; r++) {
+  const k = draw(row(r));
+  entityOf[r] = byCluster ? k : r % 1000;
+}
 const genS = (performance.now() - t0) / 1000;
 console.error(`generated ${N} in ${genS.toFixed(0)} s`);
 const queries = Array.from({ length: Q }, () => {
@@ -151,7 +161,7 @@ if (databaseUrl) {
     for (let r = i; r < Math.min(N, i + 5000); r++) {
       const id = Bun.randomUUIDv7();
       idOf[r] = id;
-      const entity = `e${r % 1000}`;
+      const entity = `e${entityOf[r]}`;
       mem.push({
         id,
         namespace: "vec",
@@ -255,7 +265,7 @@ if (databaseUrl) {
     (id) => new Uint8Array(exact.memory.buffer, dataAt + Number(id) * rowBytes, rowBytes),
     new FourBit(),
   );
-  for (let r = 0; r < N; r++) space.set(String(r), `e${r % 1000}`, row(r));
+  for (let r = 0; r < N; r++) space.set(String(r), `e${entityOf[r]}`, row(r));
   loadS = (performance.now() - t1) / 1000;
   const s = space;
   const best = (ids: string[], sims: Float32Array, k: number) =>
@@ -295,7 +305,7 @@ if (databaseUrl) {
         create: {
           id,
           namespace: "vec",
-          entity: `e${r % 1000}`,
+          entity: `e${entityOf[r]}`,
           content: "v",
           category: "fact",
           importance: 0.5,

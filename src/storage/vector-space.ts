@@ -209,6 +209,33 @@ export class VectorSpace {
     if (this.cells === 0 && this.rows >= ann.cellsFrom) this.makeCells();
   }
 
+  /**
+   * Before any vector is set (a first load of a namespace of at least `ann.cellsFrom` vectors):
+   * the mean the codes are taken against and the cells' centres, taken from a sample of the whole
+   * namespace, and room for `expected` rows. A load in key order (LMDB: by entity) would take them
+   * from its first entities' vectors, which share topics in real data. No recentring after it.
+   */
+  prime(mean: Float64Array, centres: Float32Array[], expected: number) {
+    const usable = centres.filter((c) => c.length === mean.length);
+    if (this.size > 0 || this.dims !== 0 || mean.length === 0 || usable.length === 0) return;
+    this.init(mean.length);
+    for (let j = 0; j < this.dims; j++) this.f32[this.meanAt / 4 + j] = mean[j];
+    this.centred = RECENTER.length;
+    const k = Math.min(MAX_CELLS, ann.cells, usable.length);
+    this.centresAt = this.allocate(k);
+    this.centresRoom = k;
+    for (let c = 0; c < k; c++) this.encode(usable[c], this.centresAt + c * this.bytes);
+    const room = Math.max(16, Math.ceil((expected / k) * 1.25));
+    const cellAt = new Int32Array(k);
+    const cellRoom = new Int32Array(k).fill(room);
+    for (let c = 0; c < k; c++) cellAt[c] = this.allocate(room);
+    const cellRows = Array.from({ length: k }, () => new Int32Array(room));
+    Object.assign(this, { cells: k, cellRows, cellLen: new Int32Array(k), cellAt, cellRoom, rowRoom: 0 });
+    this.cellOf = new Int32Array(this.capacity);
+    this.placeOf = new Int32Array(this.capacity);
+    this.reserveRows(expected);
+  }
+
   private remove(id: string) {
     this.odd.delete(id);
     const r = this.rowOf.get(id);

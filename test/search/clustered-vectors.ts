@@ -4,17 +4,23 @@ import { seededRandom } from "../helpers";
 
 /** Clustered unit vectors (a mixture in a few latent dimensions, spread out, with an offset). */
 export function clustered(seed: number, dims: number) {
+  const draw = labelled(seed, dims);
+  return () => draw().v;
+}
+
+/** The same, each with its cluster (one of `clusters`). */
+export function labelled(seed: number, dims: number, clusters = 12) {
   const rand = seededRandom(seed);
   const gauss = () => Math.sqrt(-2 * Math.log(rand() + 1e-12)) * Math.cos(2 * Math.PI * rand());
-  const centres = Array.from({ length: 12 }, () => Array.from({ length: 6 }, gauss));
+  const centres = Array.from({ length: clusters }, () => Array.from({ length: 6 }, gauss));
   const offset = Array.from({ length: dims }, () => gauss() * 0.5);
   const map = Array.from({ length: dims }, () => [Math.floor(rand() * 6), rand() < 0.5 ? -1 : 1]);
   return () => {
-    const c = centres[Math.floor(rand() * centres.length)];
-    const z = c.map((x) => x + 0.6 * gauss());
+    const cluster = Math.floor(rand() * centres.length);
+    const z = centres[cluster].map((x) => x + 0.6 * gauss());
     const v = Float32Array.from({ length: dims }, (_, j) => offset[j] + map[j][1] * z[map[j][0]] + 0.3 * gauss());
     const n = Math.hypot(...v);
-    return v.map((x) => x / n);
+    return { v: v.map((x) => x / n), cluster };
   };
 }
 

@@ -10,11 +10,11 @@ import { exactReads, FourBit } from "../../src/storage/four-bit";
 import { hammingKernel } from "../../src/storage/hamming";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { lmdbVectors, semanticSearch } from "../../src/storage/lmdb/search";
-import { vectorCache } from "../../src/storage/lmdb/vector-cache";
+import { vectorCache, vectorLoading } from "../../src/storage/lmdb/vector-cache";
 import type { MemoryOp } from "../../src/storage/storage";
 import { ann, compaction, VectorSpace } from "../../src/storage/vector-space";
 import { seededRandom, tempDir } from "../helpers";
-import { clustered, dot } from "./clustered-vectors";
+import { clustered, dot, labelled } from "./clustered-vectors";
 
 const saved = { ...ann };
 beforeAll(() => {
@@ -87,77 +87,85 @@ test("the 4-bit copy decodes each value to within half a level of its vector's l
   }
 });
 
-test("the index's candidates are current vectors with exact scores, through random sets and removals; recall stays high", () => {
-  const dims = 136; // not a multiple of 32 or 64: the padding is exercised
-  const draw = clustered(11, dims);
-  const rand = seededRandom(12);
-  const stored = new Map<string, { entity: string; v: Float32Array }>();
-  const space = new VectorSpace((id) => {
-    const s = stored.get(id);
-    return s && new Uint8Array(s.v.buffer, s.v.byteOffset, s.v.byteLength);
+for (const primed of [false, true])
+  test(`the index's candidates are current vectors with exact scores, through random sets and removals; recall stays high${primed ? " (primed with a sample's mean and centres first)" : ""}`, () => {
+    const dims = 136; // not a multiple of 32 or 64: the padding is exercised
+    const draw = clustered(11, dims);
+    const rand = seededRandom(12);
+    const stored = new Map<string, { entity: string; v: Float32Array }>();
+    const space = new VectorSpace((id) => {
+      const s = stored.get(id);
+      return s && new Uint8Array(s.v.buffer, s.v.byteOffset, s.v.byteLength);
+    });
+    if (primed) {
+      // As a first load does (lmdb/vector-cache.ts): cells from the start, no recentring.
+      const sample = Array.from({ length: 64 }, draw);
+      const mean = new Float64Array(dims);
+      for (const v of sample) for (let j = 0; j < dims; j++) mean[j] += v[j] / sample.length;
+      space.prime(mean, sample, 1000);
+    }
+    let next = 0;
+    let recallHits = 0;
+    let recallWant = 0;
+    for (let step = 0; step < 1500; step++) {
+      const x = rand();
+      const ids = [...stored.keys()];
+      if (x < 0.7 || ids.length < 10) {
+        const id = `m${next++}`;
+        const entity = `e${Math.floor(rand() * 5)}`;
+        const v = draw();
+        stored.set(id, { entity, v });
+        space.set(id, entity, v);
+      } else if (x < 0.85) {
+        const id = ids[Math.floor(rand() * ids.length)];
+        stored.delete(id);
+        space.set(id, "ignored", undefined);
+      } else if (x < 0.97) {
+        // A new vector for a memory (and sometimes another entity: a memory moved).
+        const id = ids[Math.floor(rand() * ids.length)];
+        const entity = rand() < 0.3 ? `e${Math.floor(rand() * 5)}` : stored.get(id)!.entity;
+        const v = draw();
+        stored.set(id, { entity, v });
+        space.set(id, entity, v);
+      } else {
+        // A vector of another length: kept aside and scored exactly.
+        const id = `odd${next++}`;
+        const v = Float32Array.from({ length: 8 }, () => rand());
+        stored.set(id, { entity: "e0", v });
+        space.set(id, "e0", v);
+      }
+      if (step % 100 !== 99) continue;
+      expect(space.size).toBe(stored.size);
+      const q = draw();
+      for (const entity of [undefined, "e1"]) {
+        const inScope = [...stored].filter(
+          ([, s]) => s.v.length === dims && (entity === undefined || s.entity === entity),
+        );
+        // Asking for the whole scope: every vector, exact.
+        const whole = space.nearest(entity, q, stored.size + 1);
+        expect(whole.all).toBe(true);
+        expect(whole.ids.sort()).toEqual(inScope.map(([id]) => id).sort());
+        // Asking for a few: each a current vector of the scope, its score exact.
+        const some = space.nearest(entity, q, 24);
+        expect(some.ids.length).toBeGreaterThanOrEqual(Math.min(24, inScope.length));
+        some.ids.forEach((id, i) => {
+          const s = stored.get(id)!;
+          expect(entity === undefined || s.entity === entity).toBe(true);
+          expect(some.sims[i]).toBeCloseTo(dot(s.v, q), 5);
+        });
+        // Recall of the best 5 among the candidates.
+        const truth = inScope
+          .map(([id, s]) => ({ id, score: dot(s.v, q) }))
+          .sort((a, b) => b.score - a.score)
+          .slice(0, 5)
+          .map((h) => h.id);
+        const got = new Set(some.ids);
+        recallHits += truth.filter((id) => got.has(id)).length;
+        recallWant += truth.length;
+      }
+    }
+    expect(recallHits / recallWant).toBeGreaterThanOrEqual(0.9);
   });
-  let next = 0;
-  let recallHits = 0;
-  let recallWant = 0;
-  for (let step = 0; step < 1500; step++) {
-    const x = rand();
-    const ids = [...stored.keys()];
-    if (x < 0.7 || ids.length < 10) {
-      const id = `m${next++}`;
-      const entity = `e${Math.floor(rand() * 5)}`;
-      const v = draw();
-      stored.set(id, { entity, v });
-      space.set(id, entity, v);
-    } else if (x < 0.85) {
-      const id = ids[Math.floor(rand() * ids.length)];
-      stored.delete(id);
-      space.set(id, "ignored", undefined);
-    } else if (x < 0.97) {
-      // A new vector for a memory (and sometimes another entity: a memory moved).
-      const id = ids[Math.floor(rand() * ids.length)];
-      const entity = rand() < 0.3 ? `e${Math.floor(rand() * 5)}` : stored.get(id)!.entity;
-      const v = draw();
-      stored.set(id, { entity, v });
-      space.set(id, entity, v);
-    } else {
-      // A vector of another length: kept aside and scored exactly.
-      const id = `odd${next++}`;
-      const v = Float32Array.from({ length: 8 }, () => rand());
-      stored.set(id, { entity: "e0", v });
-      space.set(id, "e0", v);
-    }
-    if (step % 100 !== 99) continue;
-    expect(space.size).toBe(stored.size);
-    const q = draw();
-    for (const entity of [undefined, "e1"]) {
-      const inScope = [...stored].filter(
-        ([, s]) => s.v.length === dims && (entity === undefined || s.entity === entity),
-      );
-      // Asking for the whole scope: every vector, exact.
-      const whole = space.nearest(entity, q, stored.size + 1);
-      expect(whole.all).toBe(true);
-      expect(whole.ids.sort()).toEqual(inScope.map(([id]) => id).sort());
-      // Asking for a few: each a current vector of the scope, its score exact.
-      const some = space.nearest(entity, q, 24);
-      expect(some.ids.length).toBeGreaterThanOrEqual(Math.min(24, inScope.length));
-      some.ids.forEach((id, i) => {
-        const s = stored.get(id)!;
-        expect(entity === undefined || s.entity === entity).toBe(true);
-        expect(some.sims[i]).toBeCloseTo(dot(s.v, q), 5);
-      });
-      // Recall of the best 5 among the candidates.
-      const truth = inScope
-        .map(([id, s]) => ({ id, score: dot(s.v, q) }))
-        .sort((a, b) => b.score - a.score)
-        .slice(0, 5)
-        .map((h) => h.id);
-      const got = new Set(some.ids);
-      recallHits += truth.filter((id) => got.has(id)).length;
-      recallWant += truth.length;
-    }
-  }
-  expect(recallHits / recallWant).toBeGreaterThanOrEqual(0.9);
-});
 
 let storage: Awaited<ReturnType<typeof openLmdb>>;
 const tmp = tempDir();
@@ -308,4 +316,88 @@ test("through Storage past the exact size: the 4-bit copy ranks the codes' candi
   const few = await storage.semanticSearch({ namespace: ns }, draw(), { category: "preference" }, 5);
   expect(few.map((h) => h.memory.content)).toEqual(["m7"]);
   ann.rescore = 24;
+});
+
+test("a first load of a namespace past the cells' size samples it first for the codes' mean and the cells' centres; answers stay exact", async () => {
+  ann.rescore = 150;
+  const dims = 96;
+  const draw = labelled(51, dims);
+  const ns = "vec-topics";
+  const vectors = new Map<string, Float32Array>();
+  const ops: MemoryOp[] = [];
+  for (let i = 0; i < 2400; i++) {
+    const id = Bun.randomUUIDv7();
+    const { v, cluster } = draw();
+    vectors.set(id, v);
+    // One entity per cluster: LMDB loads the namespace entity by entity, so unsampled, the
+    // codes' mean and the cells would come from its first vectors, one or two topics'.
+    ops.push({
+      event: "ADD",
+      create: {
+        id,
+        namespace: ns,
+        entity: `c${cluster}`,
+        content: `m${i}`,
+        category: "fact",
+        importance: 0.5,
+        vector: v,
+      },
+    });
+  }
+  for (let i = 0; i < ops.length; i += 600) await storage.apply(ops.slice(i, i + 600), null);
+  // A namespace below ann.cellsFrom (300) is loaded as it comes.
+  const small: MemoryOp[] = Array.from({ length: 50 }, (_, i) => ({
+    event: "ADD",
+    create: {
+      id: Bun.randomUUIDv7(),
+      namespace: "vec-small",
+      entity: "e",
+      content: `s${i}`,
+      category: "fact",
+      importance: 0.5,
+      vector: draw().v,
+    },
+  }));
+  await storage.apply(small, null);
+  const queries = Array.from({ length: 30 }, () => draw().v);
+  const prime = VectorSpace.prototype.prime;
+  let primed = 0;
+  VectorSpace.prototype.prime = function (...args: Parameters<typeof prime>) {
+    primed++;
+    return prime.apply(this, args);
+  };
+  const recall = async () => {
+    const space = await vectorCache(storage.dbs).get(ns);
+    let hits = 0;
+    for (const q of queries) {
+      const got = semanticSearch(storage.dbs, space, { namespace: ns }, q, {}, 10, Date.now());
+      expect(got.length).toBe(10);
+      for (const h of got) expect(h.score).toBeCloseTo(dot(vectors.get(h.memory.id)!, q), 5);
+      const truth = new Set(
+        [...vectors]
+          .map(([id, v]) => ({ id, score: dot(v, q) }))
+          .sort((a, b) => b.score - a.score)
+          .slice(0, 10)
+          .map((h) => h.id),
+      );
+      hits += got.filter((h) => truth.has(h.memory.id)).length;
+    }
+    return hits / (queries.length * 10);
+  };
+  try {
+    // (0.833 as written; 0.847 unsampled: at this size the recentring up to 4,096 vectors
+    // covers most of the namespace anyway. bench/vectors.ts BENCH_VECTORS_ENTITIES=cluster
+    // measures it at 300,000 and 1,000,000.)
+    expect(await recall()).toBeGreaterThanOrEqual(0.75);
+    expect(primed).toBe(1);
+    expect((await vectorCache(storage.dbs).get("vec-small")).size).toBe(50);
+    expect(primed).toBe(1);
+    vectorLoading.sample = false;
+    expect(await recall()).toBeGreaterThanOrEqual(0.75);
+    expect(primed).toBe(1);
+  } finally {
+    VectorSpace.prototype.prime = prime;
+    vectorLoading.sample = true;
+    ann.rescore = 24;
+  }
 });

@@ -11,6 +11,7 @@ import {
   KeywordSpace,
   keywordSearch,
   maxScoreStats,
+  maxScoreTuning,
   type SpaceParts,
 } from "../../src/storage/keyword-space";
 import { bm25, idf, type QueryTerm } from "../../src/text/scoring";
@@ -109,8 +110,10 @@ test("namespace keyword search by MaxScore answers exactly as scoring every docu
     return r < 0.6 ? 1 : r < 0.85 ? 2 + int(3) : r < 0.97 ? 5 + int(10) : 100 + int(70000);
   };
   const pruned = maxScoreStats.nonEssential;
+  const seeded = maxScoreStats.seeded;
   let compared = 0;
   let rejectedSome = 0;
+  let compacted = 0;
   for (let round = 0; round < 12; round++) {
     high = round % 2 === 0;
     spread = round % 3 === 2;
@@ -125,8 +128,8 @@ test("namespace keyword search by MaxScore answers exactly as scoring every docu
       const tf = new Map<string, number>();
       for (let k = 1 + int(6); k > 0; k--) tf.set(word(), tfOf());
       // Few lengths and times (many equal scores, and equal scores of equal times), or lengths
-      // spread wide (a short document added late moves its lists' bounds).
-      const len = spread ? tf.size + int(60) : tf.size + int(4) * 5;
+      // spread wide (a short document added late moves its lists' bounds), some past 255.
+      const len = spread ? tf.size + int(round % 2 ? 60 : 400) : tf.size + int(4) * 5;
       const doc: Doc = { id, len, created: 1000 + int(6), tf };
       const v: (string | number)[] = [doc.len, doc.created, `e${int(3)}`];
       for (const [term, n] of tf) v.push(term, n);
@@ -157,6 +160,17 @@ test("namespace keyword search by MaxScore answers exactly as scoring every docu
     for (let i = 0; i < 40; i++) {
       // (Postings added after a list's skyline was made must move it.)
       if (i % 4 === 3) churn(1 + int(20));
+      if (i === 20 && round % 3 === 0) {
+        // Most documents go: the space compacts (renumbers what is left) between searches.
+        const before = space.count;
+        for (const id of [...live.keys()]) {
+          if (rand() < 0.3) continue;
+          space.remove(id);
+          live.delete(id);
+        }
+        expect(space.count).toBeLessThan(before);
+        compacted++;
+      }
       const terms: QueryTerm[] = Array.from({ length: 1 + int(5) }, () => ({
         term: rand() < 0.05 ? "absent" : word(),
         weight: rand() < 0.3 ? 0.35 : 1,
@@ -165,18 +179,25 @@ test("namespace keyword search by MaxScore answers exactly as scoring every docu
       const turnedDown = rand() < 0.3 ? new Set([...live.keys()].filter(() => rand() < 0.4)) : new Set<string>();
       const accept = (id: string) => !turnedDown.has(id);
       const want = bruteForce(live, terms, limit, accept);
-      const got = keywordSearch(space, { namespace: "n" }, terms, limit, (id) =>
-        accept(id) ? ({ id } as never) : null,
-      ).map((h) => [(h.memory as { id: string }).id, h.score]);
-      expect({ round, i, got }).toEqual({ round, i, got: want });
+      // The list of the highest bound scored first when short (the default), always, never.
+      for (const seedRatio of [4, 0, Number.POSITIVE_INFINITY]) {
+        maxScoreTuning.seedRatio = seedRatio;
+        const got = keywordSearch(space, { namespace: "n" }, terms, limit, (id) =>
+          accept(id) ? ({ id } as never) : null,
+        ).map((h) => [(h.memory as { id: string }).id, h.score]);
+        expect({ round, i, seedRatio, got }).toEqual({ round, i, seedRatio, got: want });
+      }
+      maxScoreTuning.seedRatio = 4;
       compared++;
       if (turnedDown.size > 0) rejectedSome++;
     }
   }
   expect(compared).toBe(480);
   expect(rejectedSome).toBeGreaterThan(50);
+  expect(compacted).toBe(4);
   // Lists were left unwalked (not essential) in some searches, so the pruning is what was checked.
   expect(maxScoreStats.nonEssential - pruned).toBeGreaterThan(100);
+  expect(maxScoreStats.seeded - seeded).toBeGreaterThan(480);
 });
 
 test("a list's bound follows the postings added after its first search", () => {
