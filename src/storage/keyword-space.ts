@@ -926,8 +926,18 @@ function entityCandidates(space: KeywordSpace, docsOf: Int32Array, ts: QueryTerm
   return count;
 }
 
-/** How many times a namespace search left a list not essential (for tests). */
-export const maxScoreStats = { nonEssential: 0 };
+/**
+ * How many times a namespace search left a list not essential, and scored the list of the
+ * highest bound first (for tests).
+ */
+export const maxScoreStats = { nonEssential: 0, seeded: 0 };
+
+/**
+ * A namespace search scores the list of the highest bound first when the other lists together
+ * hold at least this many times its postings (maxScore; tests set 0, always, and Infinity,
+ * never). 1 to 64 measured alike at 1,000,000 (bench/notes.md).
+ */
+export const maxScoreTuning = { seedRatio: 4 };
 
 /** A document number after every real one: a cursor past its list's end is at it. */
 const END = 0x7fffffff;
@@ -1006,6 +1016,7 @@ function boundOf(sky: Int32Array, skyTf: number, w: number, avg: number): number
  * are only looked up (galloping) for the documents of the other lists whose scores could. The
  * bounds are each list's skyline's (boundOf). A document's score is its terms' bm25 summed in
  * the order of `ts`, as a term-at-a-time walk sums them, so scores are the same to the bit.
+ * (The list of the highest bound may be scored first: maxScore.)
  * The first pass does not ask `accept`: when all its top documents are accepted they are the
  * answer (theta was at most the final one all along); otherwise a second pass admits only
  * accepted documents to the top (theta is then that of accepted documents).
@@ -1038,8 +1049,87 @@ function namespaceTop(space: KeywordSpace, ts: QueryTerm[], avg: number, limit: 
 }
 
 /**
+ * The best documents so far of a namespace search: a heap of `limit` whose root ranks last, in
+ * byScoreThenNewer's order (score, then createdAt, then id, high to low).
+ */
+class Top {
+  readonly docs: Int32Array;
+  readonly scores: Float64Array;
+  size = 0;
+  constructor(
+    private readonly space: KeywordSpace,
+    readonly limit: number,
+    private readonly accept: Accept | undefined,
+  ) {
+    this.docs = new Int32Array(limit);
+    this.scores = new Float64Array(limit);
+  }
+  /** Whether (document a, score x) ranks before (b, y). */
+  before(a: number, x: number, b: number, y: number): boolean {
+    if (x !== y) return x > y;
+    const created = this.space.docCreated;
+    if (created[a] !== created[b]) return created[a] > created[b];
+    return this.space.idAfter(a, b);
+  }
+  /**
+   * Puts document d in if it ranks there (and `accept` takes it, when given); returns the
+   * cutoff: scores below it cannot get in any more (the slack keeps rounding from dropping a
+   * tie), -Infinity while not full.
+   */
+  offer(d: number, score: number): number {
+    const { docs: hd, scores: hs, limit } = this;
+    if (this.size === limit && !this.before(d, score, hd[0], hs[0])) return hs[0] - 1e-9;
+    if (this.accept && !this.accept(this.space.idOf(d))) return this.cutoff();
+    if (this.size < limit) {
+      let c = this.size++;
+      while (c > 0) {
+        const p = (c - 1) >> 1;
+        if (!this.before(hd[p], hs[p], d, score)) break;
+        hd[c] = hd[p];
+        hs[c] = hs[p];
+        c = p;
+      }
+      hd[c] = d;
+      hs[c] = score;
+    } else {
+      let c = 0;
+      for (;;) {
+        const l = 2 * c + 1;
+        if (l >= limit) break;
+        const r = l + 1 < limit && this.before(hd[l], hs[l], hd[l + 1], hs[l + 1]) ? l + 1 : l;
+        if (!this.before(d, score, hd[r], hs[r])) break;
+        hd[c] = hd[r];
+        hs[c] = hs[r];
+        c = r;
+      }
+      hd[c] = d;
+      hs[c] = score;
+    }
+    return this.cutoff();
+  }
+  cutoff(): number {
+    return this.size === this.limit ? this.scores[0] - 1e-9 : Number.NEGATIVE_INFINITY;
+  }
+  /** Its documents and scores, best first. */
+  sorted(): { docs: Int32Array; scores: Float64Array } {
+    const { docs: hd, scores: hs } = this;
+    const at = Array.from({ length: this.size }, (_, i) => i).sort((i, j) =>
+      this.before(hd[i], hs[i], hd[j], hs[j]) ? -1 : 1,
+    );
+    return { docs: Int32Array.from(at, (i) => hd[i]), scores: Float64Array.from(at, (i) => hs[i]) };
+  }
+}
+
+/**
  * namespaceTop's pass: the best `limit` documents (of those `accept` takes, when given), best
- * first, in byScoreThenNewer's order (score, then createdAt, then id, high to low).
+ * first, in byScoreThenNewer's order.
+ *
+ * When the list of the highest bound (most often the query's rarest word) is short against the
+ * others (maxScoreTuning.seedRatio), its documents are scored first, one by one, each looked up
+ * in the other lists (seedPass): the documents that hold the rarest word are most often the
+ * best, so theta starts high. The walk of the other lists (walkPass) then leaves that list out,
+ * its bound too (a document it holds was scored already, and is passed over), so they are often
+ * not essential from the start.
  */
 function maxScore(
   space: KeywordSpace,
@@ -1054,23 +1144,98 @@ function maxScore(
   accept: Accept | undefined,
 ): { docs: Int32Array; scores: Float64Array } {
   const m = ts.length;
-  const { gone, docLen, docCreated } = space;
-  const byBound = Array.from(order, (q) => new Cursor(ts[q].list));
+  const top = new Top(space, limit, accept);
   const parts = new Float64Array(m);
-  // The best so far: a heap whose root ranks last.
-  const hd = new Int32Array(limit);
-  const hs = new Float64Array(limit);
-  let size = 0;
-  /** Whether (document a, score x) ranks before (b, y). */
-  const before = (a: number, x: number, b: number, y: number) => {
-    if (x !== y) return x > y;
-    if (docCreated[a] !== docCreated[b]) return docCreated[a] > docCreated[b];
-    return space.idAfter(a, b);
-  };
-  /** Documents scoring below this cannot reach the top (the slack keeps rounding from dropping a tie). */
-  let cutoff = Number.NEGATIVE_INFINITY;
+  const seed = order[m - 1];
+  let others = 0;
+  for (let q = 0; q < m; q++) if (q !== seed) others += ts[q].list.n;
+  if (m > 1 && ts[seed].list.n * maxScoreTuning.seedRatio <= others) {
+    maxScoreStats.seeded++;
+    seedPass(space, ts, w, ones, bounds, order, below, avg, top, parts);
+    // The walk of the others: without that list (its part is 0 in what it scores).
+    parts[seed] = 0;
+    walkPass(space, ts, w, ones, bounds, order.subarray(0, m - 1), below, avg, top, parts, new Cursor(ts[seed].list));
+  } else walkPass(space, ts, w, ones, bounds, order, below, avg, top, parts, undefined);
+  return top.sorted();
+}
+
+/** maxScore's scoring of every document of the list of the highest bound (order's last). */
+function seedPass(
+  space: KeywordSpace,
+  ts: QueryTerm[],
+  w: Float64Array,
+  ones: Float64Array[],
+  bounds: Float64Array,
+  order: Int32Array,
+  below: Float64Array,
+  avg: number,
+  top: Top,
+  parts: Float64Array,
+) {
+  const m = ts.length;
+  const { gone, docLen } = space;
+  const seed = order[m - 1];
+  const cursors = ts.map((t) => new Cursor(t.list));
+  const c = cursors[seed];
+  let cutoff = top.cutoff();
+  for (; c.d !== END; c.next()) {
+    const d = c.d;
+    if (gone[d]) continue;
+    const len = docLen[d];
+    const tf0 = c.tfNow();
+    parts[seed] = tf0 === 1 ? ones[seed][len] : bm25(w[seed], tf0, len, avg);
+    let upper = parts[seed] + below[m - 1];
+    if (upper < cutoff) continue;
+    // The other lists, highest bound first, while the document can still reach the top.
+    let e = m - 2;
+    for (; e >= 0; e--) {
+      const q = order[e];
+      const cq = cursors[q];
+      upper -= bounds[q];
+      cq.seek(d);
+      if (cq.d === d) {
+        const tf = cq.tfNow();
+        const p = tf === 1 ? ones[q][len] : bm25(w[q], tf, len, avg);
+        parts[q] = p;
+        upper += p;
+      } else parts[q] = 0;
+      if (upper < cutoff) break;
+    }
+    if (e >= 0) continue;
+    let score = 0;
+    for (let q = 0; q < m; q++) score += parts[q];
+    cutoff = top.offer(d, score);
+  }
+}
+
+/**
+ * maxScore's walk of the lists of `order` (by bound, lowest first; `below` the sums of their
+ * bounds) side by side, passing over the documents of `done`'s list (scored by seedPass).
+ */
+function walkPass(
+  space: KeywordSpace,
+  ts: QueryTerm[],
+  w: Float64Array,
+  ones: Float64Array[],
+  bounds: Float64Array,
+  order: Int32Array,
+  below: Float64Array,
+  avg: number,
+  top: Top,
+  parts: Float64Array,
+  done: Cursor | undefined,
+) {
+  const m = order.length;
+  const all = ts.length;
+  const { gone, docLen } = space;
+  const byBound = Array.from(order, (q) => new Cursor(ts[q].list));
+  let cutoff = top.cutoff();
   /** Lists byBound[0, first) are not essential. */
   let first = 0;
+  while (first < m && below[first + 1] < cutoff) {
+    first++;
+    maxScoreStats.nonEssential++;
+  }
   for (;;) {
     let d = END;
     for (let e = first; e < m; e++) if (byBound[e].d < d) d = byBound[e].d;
@@ -1106,44 +1271,19 @@ function maxScore(
     }
     if (e >= 0) continue;
     let score = 0;
-    for (let q = 0; q < m; q++) score += parts[q];
-    if (size === limit && !before(d, score, hd[0], hs[0])) continue;
-    if (accept && !accept(space.idOf(d))) continue;
-    if (size < limit) {
-      let c = size++;
-      while (c > 0) {
-        const p = (c - 1) >> 1;
-        if (!before(hd[p], hs[p], d, score)) break;
-        hd[c] = hd[p];
-        hs[c] = hs[p];
-        c = p;
-      }
-      hd[c] = d;
-      hs[c] = score;
-    } else {
-      let c = 0;
-      for (;;) {
-        const l = 2 * c + 1;
-        if (l >= size) break;
-        const r = l + 1 < size && before(hd[l], hs[l], hd[l + 1], hs[l + 1]) ? l + 1 : l;
-        if (!before(d, score, hd[r], hs[r])) break;
-        hd[c] = hd[r];
-        hs[c] = hs[r];
-        c = r;
-      }
-      hd[c] = d;
-      hs[c] = score;
+    for (let q = 0; q < all; q++) score += parts[q];
+    if (done) {
+      done.seek(d);
+      if (done.d === d) continue;
     }
-    if (size === limit) {
-      cutoff = hs[0] - 1e-9;
+    const was = cutoff;
+    cutoff = top.offer(d, score);
+    if (cutoff !== was)
       while (first < m && below[first + 1] < cutoff) {
         first++;
         maxScoreStats.nonEssential++;
       }
-    }
   }
-  const at = Array.from({ length: size }, (_, i) => i).sort((i, j) => (before(hd[i], hs[i], hd[j], hs[j]) ? -1 : 1));
-  return { docs: Int32Array.from(at, (i) => hd[i]), scores: Float64Array.from(at, (i) => hs[i]) };
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   KeywordSpace,
   keywordSearch,
   maxScoreStats,
+  maxScoreTuning,
   type SpaceParts,
 } from "../../src/storage/keyword-space";
 import { bm25, idf, type QueryTerm } from "../../src/text/scoring";
@@ -109,6 +110,7 @@ test("namespace keyword search by MaxScore answers exactly as scoring every docu
     return r < 0.6 ? 1 : r < 0.85 ? 2 + int(3) : r < 0.97 ? 5 + int(10) : 100 + int(70000);
   };
   const pruned = maxScoreStats.nonEssential;
+  const seeded = maxScoreStats.seeded;
   let compared = 0;
   let rejectedSome = 0;
   let compacted = 0;
@@ -177,10 +179,15 @@ test("namespace keyword search by MaxScore answers exactly as scoring every docu
       const turnedDown = rand() < 0.3 ? new Set([...live.keys()].filter(() => rand() < 0.4)) : new Set<string>();
       const accept = (id: string) => !turnedDown.has(id);
       const want = bruteForce(live, terms, limit, accept);
-      const got = keywordSearch(space, { namespace: "n" }, terms, limit, (id) =>
-        accept(id) ? ({ id } as never) : null,
-      ).map((h) => [(h.memory as { id: string }).id, h.score]);
-      expect({ round, i, got }).toEqual({ round, i, got: want });
+      // The list of the highest bound scored first when short (the default), always, never.
+      for (const seedRatio of [4, 0, Number.POSITIVE_INFINITY]) {
+        maxScoreTuning.seedRatio = seedRatio;
+        const got = keywordSearch(space, { namespace: "n" }, terms, limit, (id) =>
+          accept(id) ? ({ id } as never) : null,
+        ).map((h) => [(h.memory as { id: string }).id, h.score]);
+        expect({ round, i, seedRatio, got }).toEqual({ round, i, seedRatio, got: want });
+      }
+      maxScoreTuning.seedRatio = 4;
       compared++;
       if (turnedDown.size > 0) rejectedSome++;
     }
@@ -190,6 +197,7 @@ test("namespace keyword search by MaxScore answers exactly as scoring every docu
   expect(compacted).toBe(4);
   // Lists were left unwalked (not essential) in some searches, so the pruning is what was checked.
   expect(maxScoreStats.nonEssential - pruned).toBeGreaterThan(100);
+  expect(maxScoreStats.seeded - seeded).toBeGreaterThan(480);
 });
 
 test("a list's bound follows the postings added after its first search", () => {
