@@ -175,6 +175,13 @@ test("a replica follows in pages (a batch of stamped vectors larger than a page 
   await add(200);
   await built(b, ns, draw());
   Object.assign(pgFollow, { page: 7, pages: 3 });
+  // A build ends by catching up alone (follow.ts catchUp): counted, to tell a rebuild.
+  const catchUp = b.followers.catchUp;
+  let builds = 0;
+  b.followers.catchUp = (...args) => {
+    builds++;
+    return catchUp(...args);
+  };
   try {
     const check = async () => {
       const q = draw();
@@ -194,6 +201,7 @@ test("a replica follows in pages (a batch of stamped vectors larger than a page 
     await add(12);
     await check();
     expect(await b.vectors.ready(ns)).toBeDefined();
+    expect(builds).toBe(0);
     // 10 vectors embedded late in one batch: one stamp, more memories than a page holds.
     const late = await add(10, "pending");
     const pending = (await a.pendingEmbeddings(10_000)).filter((p) => late.includes(p.id));
@@ -202,6 +210,7 @@ test("a replica follows in pages (a batch of stamped vectors larger than a page 
     for (const g of given) vectors.set(g.id, g.vector);
     await check();
     expect(await b.vectors.ready(ns)).toBeDefined();
+    expect(builds).toBe(0);
     // 40 more and a deletion: more than three pages behind; the copy is built again, and the
     // answers stay exact meanwhile.
     await add(40);
@@ -211,10 +220,12 @@ test("a replica follows in pages (a batch of stamped vectors larger than a page 
     const { got } = await check();
     expect(got.map((h) => h.memory.id)).not.toContain(gone);
     await b.vectors.loading(ns);
+    expect(builds).toBe(1);
     const space = await b.vectors.ready(ns);
     expect(space?.size).toBe(vectors.size);
     await check();
   } finally {
     Object.assign(pgFollow, saved.follow);
+    b.followers.catchUp = catchUp;
   }
 });
