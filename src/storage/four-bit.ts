@@ -13,8 +13,13 @@ import type { RowKeeper } from "./vector-space";
  */
 export const exactReads = (limit: number) => limit * 2 + 12;
 
-/** Rows per block of the 4-bit copy (a block is allocated whole, so growing never copies). */
+/**
+ * Rows per block of the 4-bit copy (a full block is allocated whole, so growing past the first
+ * never copies). The first grows by doubling from FIRST rows: a small namespace (a shared server
+ * holds many) takes a few KB, not a block's 6 MB at 768 dimensions.
+ */
 const BLOCK = 1 << 14;
+const FIRST = 64;
 
 /**
  * A 4-bit copy of each row's vector: each dimension rounded to one of 15 levels of ±(its largest
@@ -34,10 +39,7 @@ export class FourBit implements RowKeeper {
       this.out = new Float32Array(v.length);
     }
     const b = row >>> 14;
-    while (this.blocks.length <= b) {
-      this.blocks.push(new Uint8Array(BLOCK * this.bytes));
-      this.scales.push(new Float32Array(BLOCK));
-    }
+    this.room(b, row & (BLOCK - 1));
     const n = v.length;
     let max = 0;
     // (A branch per value instead of Math.max/abs measured 3× slower: signs are random.)
@@ -52,7 +54,30 @@ export class FourBit implements RowKeeper {
     this.scales[b][row & (BLOCK - 1)] = max / 7;
   }
 
+  /** Makes block b hold row r of its own (blocks before it full). */
+  private room(b: number, r: number) {
+    const first = this.blocks[0];
+    if (b === 0 && first !== undefined && r < this.scales[0].length) return;
+    if (first !== undefined && this.scales[0].length < BLOCK) {
+      let rows = this.scales[0].length;
+      while (rows <= (b === 0 ? r : BLOCK - 1)) rows *= 2;
+      const codes = new Uint8Array(rows * this.bytes);
+      codes.set(first);
+      const scales = new Float32Array(rows);
+      scales.set(this.scales[0]);
+      this.blocks[0] = codes;
+      this.scales[0] = scales;
+    }
+    while (this.blocks.length <= b) {
+      let rows = BLOCK;
+      if (this.blocks.length === 0 && b === 0) for (rows = FIRST; rows <= r; ) rows *= 2;
+      this.blocks.push(new Uint8Array(rows * this.bytes));
+      this.scales.push(new Float32Array(rows));
+    }
+  }
+
   move(from: number, to: number) {
+    this.room(to >>> 14, to & (BLOCK - 1));
     const fb = this.blocks[from >>> 14];
     const f = (from & (BLOCK - 1)) * this.bytes;
     this.blocks[to >>> 14].set(fb.subarray(f, f + this.bytes), (to & (BLOCK - 1)) * this.bytes);
@@ -94,7 +119,7 @@ export class FourBit implements RowKeeper {
   /** Row's vector as float32 bytes, decoded into a buffer reused by the next call. */
   read(row: number): Uint8Array | undefined {
     const b = row >>> 14;
-    if (this.dims === 0 || b >= this.blocks.length) return undefined;
+    if (this.dims === 0 || b >= this.blocks.length || (row & (BLOCK - 1)) >= this.scales[b].length) return undefined;
     const codes = this.blocks[b];
     const s = this.scales[b][row & (BLOCK - 1)];
     const at = (row & (BLOCK - 1)) * this.bytes;

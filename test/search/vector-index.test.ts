@@ -87,6 +87,28 @@ test("the 4-bit copy decodes each value to within half a level of its vector's l
   }
 });
 
+test("a small 4-bit copy takes room for its rows only, and keeps every row's value as it grows, in any order", () => {
+  const rand = seededRandom(6);
+  const held = (k: FourBit) => (k as unknown as { blocks: Uint8Array[] }).blocks.reduce((n, b) => n + b.byteLength, 0);
+  const draw = () => Float32Array.from({ length: 768 }, () => rand() - 0.5);
+  const small = new FourBit();
+  for (let r = 0; r < 10; r++) small.put(r, draw());
+  expect(held(small)).toBe(64 * 384); // not a block of 16,384 rows (6 MB)
+  const k = new FourBit();
+  const vs = new Map<number, Float32Array>();
+  for (const r of [5000, 0, 70, 20000, 16383, 1]) {
+    vs.set(r, draw());
+    k.put(r, vs.get(r)!);
+  }
+  k.move(20000, 2);
+  vs.set(2, vs.get(20000)!);
+  for (const [r, v] of vs) {
+    const got = new Float32Array(k.read(r)!.slice().buffer);
+    const max = Math.max(...v.map(Math.abs));
+    for (let j = 0; j < 768; j++) expect(Math.abs(got[j] - v[j])).toBeLessThanOrEqual(max / 14 + 1e-7);
+  }
+});
+
 for (const primed of [false, true])
   test(`the index's candidates are current vectors with exact scores, through random sets and removals; recall stays high${primed ? " (primed with a sample's mean and centres first)" : ""}`, () => {
     const dims = 136; // not a multiple of 32 or 64: the padding is exercised
