@@ -113,6 +113,39 @@ test("a namespace never searched gets its snapshot in the background (and again 
   expect(expected.some((a) => a.length > 0)).toBe(true);
 });
 
+test("a store that stays busy still gets its background snapshot, after prebuilding.patience looks", async () => {
+  const tmp = tempDir();
+  dirs.push(tmp);
+  const rand = seededRandom(13);
+  const busy = prebuilding.busy;
+  const patience = prebuilding.patience;
+  // Busy at every look: more than 1 new event since the last, with a writer that never pauses.
+  prebuilding.busy = 1;
+  prebuilding.patience = 3;
+  const s = await openLmdb(tmp.dir, { keywordPrebuild: threshold });
+  try {
+    const written = prebuildStats.written;
+    // The look at start (which runs whatever the load) done first, on an empty store.
+    const started = prebuildStats.checks;
+    await waitFor(() => prebuildStats.checks > started);
+    const checks = prebuildStats.checks;
+    let stop = false;
+    const writer = (async () => {
+      while (!stop) await s.apply(adds(rand, "busy", 5, []), null);
+    })();
+    await waitFor(() => prebuildStats.written > written);
+    stop = true;
+    await writer;
+    // Written while the writes went on, after the looks it waited (3 busy ones, at least).
+    expect(prebuildStats.checks - checks).toBeGreaterThanOrEqual(prebuilding.patience);
+    expect(snapshots(tmp.dir).length).toBe(1);
+  } finally {
+    prebuilding.busy = busy;
+    prebuilding.patience = patience;
+    await s.close();
+  }
+});
+
 test("an import that makes a namespace big triggers a background snapshot", async () => {
   const from = tempDir();
   const to = tempDir();

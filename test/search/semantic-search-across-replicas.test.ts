@@ -145,3 +145,34 @@ test("a hybrid search on B sees A's last change in both halves, with one follow 
   expect(gone.ids).not.toContain(x);
   expect(gone.statements).toBe(1);
 }, 60_000);
+
+test("a keyword search on B follows its lists alone; B's next semantic search catches its vectors up to every change on A since", async () => {
+  const storage = b.server.core.storage as PostgresStorage;
+  expect(await storage.vectors.ready(ns)).toBeDefined();
+  const copies = (storage.vectors as unknown as { copies: Map<string, { upto: number }> }).copies;
+  const keyword = async (query: string) => {
+    const before = storage.followers.statements;
+    const r = await b.json("POST", "/v1/memory/search", { namespace: ns, query, mode: "keyword", limit: 5 });
+    expect(r.status).toBe(200);
+    expect(r.body.mode).toBe("keyword");
+    expect(storage.followers.statements - before).toBe(1);
+    return (r.body.results as { id: string }[]).map((h) => h.id);
+  };
+  await semantic(b, "apple");
+  const upto = copies.get(ns)!.upto;
+  // Changes on A, each in B's next keyword search; the vectors are not followed meanwhile.
+  const kept = await store(a, "wombat tuba nebula");
+  expect(await keyword("wombat tuba nebula")).toContain(kept);
+  const dropped = await store(a, "lynx oboe comet");
+  expect(await keyword("lynx oboe comet")).toContain(dropped);
+  expect((await a.json("DELETE", `/v1/memory/${dropped}`)).status).toBe(200);
+  expect(await keyword("lynx oboe comet")).not.toContain(dropped);
+  expect(copies.get(ns)!.upto).toBe(upto);
+  // The embedding worker on A has written both vectors (one of a memory since deleted).
+  for (let i = 0; i < 200 && !(await semantic(b, "wombat tuba nebula")).some((h) => h.id === kept); i++)
+    await Bun.sleep(25);
+  const hits = await semantic(b, "wombat tuba nebula");
+  expect(hits[0].id).toBe(kept);
+  expect((await semantic(b, "lynx oboe comet")).map((h) => h.id)).not.toContain(dropped);
+  expect(copies.get(ns)!.upto).toBeGreaterThan(upto);
+}, 60_000);

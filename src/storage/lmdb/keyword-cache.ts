@@ -69,9 +69,14 @@ export const prebuilding = {
   /**
    * More new events than this since the last look means the store is busy: the look (and any
    * build) waits for a look that finds it quieter, so a burst of stores does not pay for it
-   * (the looks at start and after an import run whatever the load).
+   * (the looks at start and after an import run whatever the load)...
    */
   busy: 10_000,
+  /**
+   * ...for at most this many looks in a row (a minute): a store that stays busy still gets its
+   * snapshots, built in slices at low priority, so a kill -9 does not cost a full rebuild.
+   */
+  patience: 6,
 };
 
 /**
@@ -281,7 +286,7 @@ export function keywordCache(
    * epochs changed since the last look is checked: without a usable snapshot, are there at least
    * `threshold` current memories (counted up to that many); with one, have its events since the
    * snapshot reached a tenth of it (at least min(snapshotting.after, threshold))? (Not while the
-   * store is busy: see prebuilding.busy.) If so its lists
+   * store is busy, up to a minute: see prebuilding.busy.) If so its lists
    * are loaded in the background (NamespaceCache.prefetch: slices at low priority, joined by a
    * search), saved as usual, and dropped again unless a search asked for them meanwhile. One
    * namespace at a time. Nothing of this runs on the store path.
@@ -295,6 +300,8 @@ export function keywordCache(
     let again = false;
     let lastEvents = -1;
     let pending = false;
+    /** Busy looks in a row (prebuilding.patience). */
+    let waited = 0;
     const looked = new Map<string, string>();
     const firstKey = (db: typeof dbs.namespaceMemories, start: Key[] | undefined) => {
       for (const key of db.getKeys({ start, limit: 1 })) if (Array.isArray(key)) return key as Key[];
@@ -356,13 +363,15 @@ export function keywordCache(
         prebuildStats.checks++;
         return;
       }
-      if (!force && lastEvents >= 0 && events - lastEvents > prebuilding.busy) {
+      if (!force && lastEvents >= 0 && events - lastEvents > prebuilding.busy && waited < prebuilding.patience) {
         lastEvents = events;
         pending = true;
+        waited++;
         prebuildStats.checks++;
         return;
       }
       pending = false;
+      waited = 0;
       running = true;
       try {
         lastEvents = events;

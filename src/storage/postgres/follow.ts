@@ -1,6 +1,7 @@
 // Following a namespace's changes on this replica (issue 26): the in-memory copies of a namespace
 // (its keyword lists, keyword-cache.ts; its vectors, vector-cache.ts) are kept in step by one
-// follower per namespace, which reads the changes once per search for every copy it holds. A
+// follower per namespace, which reads the changes once per search for the copies the search
+// uses (a keyword search leaves the vectors where they are: they catch up when next searched). A
 // hybrid search waits for one statement, not one per copy.
 //
 // Why following is exact: per namespace, event times (at_ms) are handed out under the
@@ -77,8 +78,10 @@ export async function startingPoint(
 interface Follower {
   copies: Set<Copy>;
   running?: Promise<void>;
-  /** The next follow, its statement not sent yet: callers arriving now share it. */
+  /** The next follow, its statement not sent yet: callers arriving now share it... */
   queued?: Promise<void>;
+  /** ...and the kinds of copy they want in step (a keyword search does not wait for the vectors). */
+  wanted: Set<Copy["wants"]>;
 }
 
 export interface PgFollowers {
@@ -86,11 +89,13 @@ export interface PgFollowers {
   attach(namespace: string, copy: Copy): void;
   detach(namespace: string, copy: Copy): void;
   /**
-   * Every change committed before this call applied to every copy of the namespace (one
-   * statement per page for all of them). A copy of another epoch, or more than `pgFollow.pages`
-   * behind, is detached with `dropped` set.
+   * Every change committed before this call applied to every copy of the namespace that wants
+   * `wants` (one statement per page for them and for those of the callers sharing it: both
+   * halves of a hybrid search). A copy of another epoch, or more than `pgFollow.pages` behind, is
+   * detached with `dropped` set. Copies not asked for stay where they are, and catch up from
+   * there when asked.
    */
-  caughtUp(namespace: string): Promise<void>;
+  caughtUp(namespace: string, wants: Copy["wants"]): Promise<void>;
   /**
    * Pages `copy` alone (not attached) up to the changes committed before this call, however
    * many pages, `between` run between pages; false if it was dropped (another epoch).
@@ -206,10 +211,10 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
     return until === Number.POSITIVE_INFINITY ? "done" : "more";
   };
 
-  /** Pages until done for every copy of the follower, at most `pgFollow.pages`. */
-  const run = async (ns: string, f: Follower) => {
+  /** Pages until done for every copy of the follower that wants `kinds`, at most `pgFollow.pages`. */
+  const run = async (ns: string, f: Follower, kinds: Set<Copy["wants"]>) => {
     for (let n = 0; ; n++) {
-      const copies = [...f.copies];
+      const copies = [...f.copies].filter((c) => kinds.has(c.wants));
       if (copies.length === 0) return;
       if (n >= pgFollow.pages) {
         // Too far behind for a search to wait for: built again (answered without them meanwhile).
@@ -224,7 +229,7 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
     attach(ns, copy) {
       let f = followers.get(ns);
       if (!f) {
-        f = { copies: new Set() };
+        f = { copies: new Set(), wanted: new Set() };
         followers.set(ns, f);
       }
       f.copies.add(copy);
@@ -234,13 +239,16 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
       followers.get(ns)?.copies.delete(copy);
     },
 
-    caughtUp(ns) {
+    caughtUp(ns, wants) {
       const f = followers.get(ns);
       if (!f || f.copies.size === 0) return Promise.resolve();
+      f.wanted.add(wants);
       if (f.queued) return f.queued;
       const start = () => {
         f.queued = undefined;
-        const p = run(ns, f).finally(() => {
+        const kinds = f.wanted;
+        f.wanted = new Set();
+        const p = run(ns, f, kinds).finally(() => {
           if (f.running === p) f.running = undefined;
         });
         f.running = p;

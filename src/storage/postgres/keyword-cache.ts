@@ -92,7 +92,7 @@ export function pgKeywordLists(sql: SQL, followers: PgFollowers): PgKeywordLists
         return undefined;
       }
       if (!e.ready) return undefined;
-      await followers.caughtUp(ns);
+      await followers.caughtUp(ns, "memories");
       if (entries.get(ns) !== e) return undefined;
       if (e.dropped) {
         // Another epoch, or too far behind for one search to wait for: built again.

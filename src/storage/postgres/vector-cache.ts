@@ -80,7 +80,7 @@ export class PgVectorCache {
       }
       return undefined;
     }
-    await this.followers.caughtUp(namespace);
+    await this.followers.caughtUp(namespace, "vectors");
     if (c.dropped) this.dropped(namespace, c);
     if (this.copies.get(namespace) === c) return c.space;
     // Dropped (another epoch, or too far behind): built again.
