@@ -64,8 +64,8 @@ export interface RowKeeper {
   dot?(row: number, q: Float32Array): number;
 }
 
-/** Small deterministic generator (xorshift32), for picking cell centres. */
-const xorshift = (seed: number) => () => {
+/** Small deterministic generator (xorshift32), for picking cell centres (and a first load's sample). */
+export const xorshift = (seed: number) => () => {
   seed ^= seed << 13;
   seed ^= seed >>> 17;
   seed ^= seed << 5;

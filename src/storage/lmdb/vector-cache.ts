@@ -10,7 +10,7 @@
 // sample of them kept, those vectors read) and the space primed with them (VectorSpace.prime).
 import type { Key } from "lmdb";
 import { FourBit } from "../four-bit";
-import { ann, VectorSpace } from "../vector-space";
+import { ann, VectorSpace, xorshift } from "../vector-space";
 import { type Dbs, END } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 
@@ -19,14 +19,6 @@ export const vectorLoading = { sample: true };
 
 /** A vector's key: [namespace, entity, memory id]. */
 type VectorKey = [string, string, string];
-
-/** Small deterministic generator (xorshift32) for the sample. */
-const xorshift = (seed: number) => () => {
-  seed ^= seed << 13;
-  seed ^= seed >>> 17;
-  seed ^= seed << 5;
-  return (seed >>> 0) / 4294967296;
-};
 
 /**
  * A first load's progress: walking the keys (a reservoir sample of them), reading the sample's
