@@ -3,21 +3,12 @@
 // either. Type-only imports are erased at build time and do not count; dynamic imports do. There
 // is no list of exceptions.
 import { expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-
-const src = resolve(import.meta.dir, "../../src");
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((f) => {
-    const p = join(dir, f);
-    if (statSync(p).isDirectory()) return sourceFiles(p);
-    return p.endsWith(".ts") && !p.endsWith(".d.ts") ? [p] : [];
-  });
-}
+import { sourceFiles, src } from "./source-files";
 
 /** Each file of src/ and the files of src/ it imports at run time. */
-export function importGraph(): Map<string, Set<string>> {
+function importGraph(): Map<string, Set<string>> {
   const transpiler = new Bun.Transpiler({ loader: "ts" });
   const graph = new Map<string, Set<string>>();
   for (const file of sourceFiles(src)) {

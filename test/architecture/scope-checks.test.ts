@@ -3,18 +3,9 @@
 // themselves (covers, coversPattern, coversKey, requireNamespace) or imports them, so a handler
 // cannot grow a check of its own by hand again: a route declares where its namespace comes from.
 import { expect, test } from "bun:test";
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
-
-const src = resolve(import.meta.dir, "../../src");
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((f) => {
-    const p = join(dir, f);
-    if (statSync(p).isDirectory()) return sourceFiles(p);
-    return p.endsWith(".ts") && !p.endsWith(".d.ts") ? [p] : [];
-  });
-}
+import { readFileSync } from "node:fs";
+import { relative } from "node:path";
+import { sourceFiles, src } from "./source-files";
 
 const rules = ["covers", "coversPattern", "coversKey", "requireNamespace"];
 const call = new RegExp(`\\b(${rules.join("|")})\\s*\\(`);
