@@ -9,12 +9,12 @@ import { afterAll, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { prebuilding, prebuildStats, snapshotStats } from "../../src/storage/lmdb/keyword-cache";
-import { dropSnapshots, snapshotDir } from "../../src/storage/lmdb/keyword-snapshot";
+import { snapshotDir } from "../../src/storage/lmdb/keyword-snapshot";
 import { loading } from "../../src/storage/lmdb/touched";
 import type { ExportRecord } from "../../src/storage/records";
 import type { MemoryOp } from "../../src/storage/storage";
-import { queryTerms } from "../../src/text/tokens";
 import { seededRandom, tempDir } from "../helpers";
+import { keywordAnswers as answers, rebuiltAnswers as rebuilt, vocab } from "./keyword-answers";
 
 const dirs: { cleanup: () => void }[] = [];
 const knobs = { ...prebuilding };
@@ -24,32 +24,7 @@ afterAll(() => {
   Object.assign(prebuilding, knobs);
   for (const d of dirs) d.cleanup();
 });
-const vocab = "tea coffee cafe dog cat lisbon paris nurse piano runs daily vegan meat sails boat red blue green".split(
-  " ",
-);
-const queries = ["tea", "dog cat", "paris piano", "red blue green", "vegan meat daily", "boat"];
 const threshold = 100;
-
-async function answers(s: Awaited<ReturnType<typeof openLmdb>>, ns: string) {
-  const out: string[] = [];
-  for (const q of queries)
-    for (const entity of [undefined, "e1"]) {
-      const hits = await s.keywordSearch({ namespace: ns, entity }, queryTerms(q), {}, 20);
-      out.push(hits.map((h) => `${h.memory.id}:${h.score.toFixed(9)}`).join(" "));
-    }
-  return out;
-}
-
-/** The answers of lists rebuilt from the records (no snapshot, no background builds). */
-async function rebuilt(dir: string, ns: string) {
-  dropSnapshots(dir);
-  const s = await openLmdb(dir);
-  try {
-    return await answers(s, ns);
-  } finally {
-    await s.close();
-  }
-}
 
 const waitFor = async (ok: () => boolean) => {
   for (let i = 0; i < 1000 && !ok(); i++) await Bun.sleep(10);

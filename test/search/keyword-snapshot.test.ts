@@ -13,48 +13,19 @@ import { join } from "node:path";
 import { KeywordSpace } from "../../src/storage/keyword-space";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { snapshotStats, snapshotting } from "../../src/storage/lmdb/keyword-cache";
-import {
-  dropSnapshots,
-  readSnapshot,
-  snapshotDir,
-  snapshotJob,
-  writeSnapshot,
-} from "../../src/storage/lmdb/keyword-snapshot";
+import { readSnapshot, snapshotDir, snapshotJob, writeSnapshot } from "../../src/storage/lmdb/keyword-snapshot";
 import type { MemoryOp } from "../../src/storage/storage";
 import { queryTerms } from "../../src/text/tokens";
 import { seededRandom, tempDir } from "../helpers";
+import { keywordAnswers, queries, rebuiltAnswers, vocab } from "./keyword-answers";
 
 const dirs: { cleanup: () => void }[] = [];
 afterAll(() => {
   for (const d of dirs) d.cleanup();
 });
-const vocab = "tea coffee cafe dog cat lisbon paris nurse piano runs daily vegan meat sails boat red blue green".split(
-  " ",
-);
-const queries = ["tea", "dog cat", "paris piano", "red blue green", "vegan meat daily", "boat"];
 const ns = "snap";
-
-/** Every query's answer (ids and scores, rounded) over the namespace and one entity. */
-async function answers(s: Awaited<ReturnType<typeof openLmdb>>) {
-  const out: string[] = [];
-  for (const q of queries)
-    for (const entity of [undefined, "e1"]) {
-      const hits = await s.keywordSearch({ namespace: ns, entity }, queryTerms(q), {}, 20);
-      out.push(hits.map((h) => `${h.memory.id}:${h.score.toFixed(9)}`).join(" "));
-    }
-  return out;
-}
-
-/** The answers of lists rebuilt from the records (no snapshot). */
-async function rebuilt(dir: string) {
-  dropSnapshots(dir);
-  const s = await openLmdb(dir);
-  try {
-    return await answers(s);
-  } finally {
-    await s.close();
-  }
-}
+const answers = (s: Awaited<ReturnType<typeof openLmdb>>) => keywordAnswers(s, ns);
+const rebuilt = (dir: string) => rebuiltAnswers(dir, ns);
 
 const waitFor = async (ok: () => boolean) => {
   for (let i = 0; i < 500 && !ok(); i++) await Bun.sleep(10);
