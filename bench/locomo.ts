@@ -4,13 +4,14 @@
 //   where the turn has one, its dialog id in metadata;
 // - observations: each of the data set's observations one raw memory, its dialog id as evidence.
 // Each question is the query of an entity-scoped POST /v1/memory/search (limit 10) in the modes
-// keyword, semantic and hybrid, with each reference embedder behind the real OpenAI embeddings
-// wire protocol: USE-lite (bench/use-embedder.ts) and the test suite's fake embedder
-// (test/fake-embedder.ts: hashed bag of words with character trigrams, 256 dimensions).
+// keyword, semantic and hybrid, with memd's built-in embedder (builtin: the default, no endpoint
+// set) and each reference embedder behind the real OpenAI embeddings wire protocol: USE-lite
+// (bench/use-embedder.ts) and the test suite's fake embedder (test/fake-embedder.ts: hashed bag
+// of words with character trigrams, 256 dimensions); none: --embedder none, keyword only.
 // Figures per category and overall: hit@1/5/10 (any evidence turn in the top k), recall@5/10
 // (share of the evidence found), all@10 (all of it in the top 10), MRR (first evidence within
 // 10); search latency p50/p99 as the client sees it over HTTP on 127.0.0.1.
-//   bun run bench/locomo.ts [--data PATH] [--embedders use,fake,none] [--sets turns,observations]
+//   bun run bench/locomo.ts [--data PATH] [--embedders builtin,use,fake,none] [--sets turns,observations]
 //                           [--json FILE] [--cache FILE] [--scope entity|namespace]
 // --scope namespace stores each conversation in a namespace of its own and searches it
 // namespace-wide (no entity): the same memories and the same BM25 statistics as the entity
@@ -216,6 +217,8 @@ export async function locomoBench(o: {
         log(`USE-lite embedded ${e.computed} texts not in its cache`);
         await e.stop();
       };
+    } else if (embedder === "none") {
+      env = { MEMD_EMBEDDER: "none" };
     } else if (embedder === "fake") {
       const e = startFakeEmbedder({ dimensions: 256, trigrams: true });
       env = { MEMD_EMBED_BASE_URL: e.url, MEMD_EMBED_MODEL: "fake", MEMD_EMBED_TIMEOUT_MS: "120000" };
@@ -279,6 +282,15 @@ export function locomoTargets(runs: Run[]): string[] {
     out.push(`| keyword hit@5 ≥ 0.62, turns | ${f3(kw.overall.hit5)} | ${ok(kw.overall.hit5 >= 0.62)} |`);
     out.push(`| keyword hit@10 ≥ 0.70, turns | ${f3(kw.overall.hit10)} | ${ok(kw.overall.hit10 >= 0.7)} |`);
     out.push(`| keyword search p50 < 5 ms, turns | ${kw.p50.toFixed(2)} ms | ${ok(kw.p50 < 5)} |`);
+    for (const set of ["turns", "observations"]) {
+      const k = get(set, "keyword", "-");
+      const b = get(set, "hybrid", "builtin");
+      if (!k || !b) continue;
+      out.push(
+        `| hybrid (built-in) hit@10 ≥ keyword + 0.02, ${set} | ${f3(b.overall.hit10)} against ${f3(k.overall.hit10 + 0.02)} | ${ok(b.overall.hit10 >= k.overall.hit10 + 0.02 - 1e-9)} |`,
+        `| hybrid (built-in) hit@5 ≥ keyword, ${set} | ${f3(b.overall.hit5)} against ${f3(k.overall.hit5)} | ${ok(b.overall.hit5 >= k.overall.hit5)} |`,
+      );
+    }
     const use = get("turns", "hybrid", "use");
     if (use) {
       out.push(
@@ -356,7 +368,7 @@ if (import.meta.main) {
   }
   const runs = await locomoBench({
     data,
-    embedders: (values.embedders ?? "use,fake").split(","),
+    embedders: (values.embedders ?? "builtin,use,fake").split(","),
     sets: (values.sets ?? "turns,observations").split(","),
     modes: values.modes?.split(",") as Mode[] | undefined,
     cacheFile: values.cache,

@@ -24,14 +24,24 @@ export class CommitNotifier implements Notifier {
     };
   }
 
-  /** Whether any stream listens (pings without one do nothing). */
+  /** Listeners to every namespace (the built-in embedder's worker). */
+  private readonly all = new Set<() => void>();
+
+  /** Calls `wake` after every ping, of any namespace; returns the unsubscribe. */
+  subscribeAll(wake: () => void): () => void {
+    this.all.add(wake);
+    return () => this.all.delete(wake);
+  }
+
+  /** Whether anyone listens (pings without one do nothing). */
   get listening() {
-    return this.byNamespace.size > 0;
+    return this.byNamespace.size > 0 || this.all.size > 0;
   }
 
   /** Events of `namespace` were committed; without a namespace (e.g. a sweep over many), wakes every stream. */
   ping(namespace?: string) {
     if (!this.listening) return;
+    for (const wake of this.all) wake();
     if (namespace === undefined) {
       for (const set of this.byNamespace.values()) for (const wake of set) wake();
       return;

@@ -40,6 +40,8 @@ export interface Config {
   embedApiKey: string | undefined;
   embedDimensions: number | undefined;
   embedTimeoutMs: number;
+  /** The built-in embedder, used when no embedding endpoint is set (src/embedding/builtin.ts). */
+  embedder: "builtin" | "none";
   rateLimit: RateLimit | undefined;
   maxModelCallsPerKey: number;
   metricsPublic: boolean;
@@ -238,7 +240,7 @@ export const settings: Setting[] = [
     env: "MEMD_EMBED_BASE_URL",
     default: undefined,
     parse: text,
-    help: "OpenAI-compatible embeddings endpoint, e.g. http://127.0.0.1:11434/v1; unset: keyword search only",
+    help: "OpenAI-compatible embeddings endpoint, e.g. http://127.0.0.1:11434/v1; unset: the built-in embedder (--embedder)",
   },
   {
     key: "embedModel",
@@ -271,6 +273,14 @@ export const settings: Setting[] = [
     default: 10000,
     parse: int(1, 600000),
     help: "embedding call timeout in milliseconds",
+  },
+  {
+    key: "embedder",
+    flag: "--embedder",
+    env: "MEMD_EMBEDDER",
+    default: "builtin",
+    parse: oneOf("builtin", "none"),
+    help: "without --embed-base-url: builtin (a small embedder inside memd; hybrid search by default) or none (keyword search only)",
   },
   {
     key: "rateLimit",

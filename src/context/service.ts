@@ -170,6 +170,8 @@ export async function buildContext(core: Core, req: ContextRequest, cost: EmbedC
         limit: CONTEXT_SEARCH_HITS,
         filter,
         cost,
+        // A memory that only happens to be in the entity is no context for the question.
+        relevantOnly: true,
       });
       candidates = found.hits.filter((h) => isCurrent(h.memory, now));
       mode = found.mode;

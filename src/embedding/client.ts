@@ -7,14 +7,29 @@ import type { Config } from "../config/config";
 import type { Core } from "../core";
 import type { MemoryOp } from "../storage/storage";
 import { ApiError } from "../wire/errors";
+import { builtinEmbedder, builtinModel } from "./builtin";
 
-export interface EmbedSettings {
+/** An OpenAI-compatible embeddings endpoint. */
+export interface RemoteEmbedSettings {
+  builtin?: undefined;
   baseUrl: string;
   model: string;
   apiKey?: string;
   dimensions?: number;
   timeoutMs: number;
 }
+
+/** The built-in embedder (builtin.ts): used when no endpoint is set, unless --embedder none. */
+export interface BuiltinEmbedSettings {
+  builtin: true;
+  baseUrl?: undefined;
+  model: string;
+  dimensions?: undefined;
+}
+
+export type EmbedSettings = RemoteEmbedSettings | BuiltinEmbedSettings;
+
+const builtinSettings: BuiltinEmbedSettings = { builtin: true, model: builtinModel };
 
 /** What embedding calls cost one request, for the x-memd-embed-* headers. */
 export interface EmbedCost {
@@ -56,9 +71,12 @@ export function embedStats() {
   return { calls: s.calls, errors: s.errors, tokens: s.tokens, latencySeconds: s.latencyMs / 1000 };
 }
 
-/** The embedding settings from the config, or undefined when no embedding model is configured. */
+/**
+ * The embedding settings from the config: the endpoint when one is set, else the built-in
+ * embedder, or undefined with --embedder none (keyword search only).
+ */
 export function embedSettings(config: Config): EmbedSettings | undefined {
-  if (!config.embedBaseUrl) return undefined;
+  if (!config.embedBaseUrl) return config.embedder === "builtin" ? builtinSettings : undefined;
   return {
     baseUrl: config.embedBaseUrl,
     model: config.embedModel ?? "default",
@@ -76,7 +94,10 @@ export class EmbedError extends Error {
   }
 }
 
-const models = new WeakMap<EmbedSettings, ReturnType<ReturnType<typeof createOpenAICompatible>["embeddingModel"]>>();
+const models = new WeakMap<
+  RemoteEmbedSettings,
+  ReturnType<ReturnType<typeof createOpenAICompatible>["embeddingModel"]>
+>();
 
 /**
  * Embeds `texts` in one call (the SDK would split only past 2048 inputs), adding to `cost` and
@@ -90,6 +111,11 @@ export async function embedTexts(
   stop?: AbortSignal,
 ): Promise<Float32Array[]> {
   if (texts.length === 0) return [];
+  // A table look-up per token, in this process: no call, no cost, nothing to time out.
+  if (s.builtin) {
+    const e = await builtinEmbedder();
+    return texts.map((t) => e.embed(t));
+  }
   let model = models.get(s);
   if (!model) {
     model = createOpenAICompatible({ name: "memd", baseURL: s.baseUrl, apiKey: s.apiKey }).embeddingModel(s.model);
@@ -125,14 +151,29 @@ export async function embedTexts(
  * Gives every op that writes new content (ADD, REPLACE, a patch of content) its vector, from one
  * batched call before the write transaction. Without a model the ops are returned as they are;
  * when the call fails they carry "pending", so the store succeeds and the worker catches up.
+ * The built-in embedder embeds off the request path: its ops carry "pending" at once, and the
+ * worker (worker.ts) embeds them after the commit.
  */
 export function withVectors(core: Core, ops: MemoryOp[], cost: EmbedCost): MemoryOp[] | Promise<MemoryOp[]> {
   const s = embedSettings(core.config);
-  // Without a model, no promise: this runs on every store.
-  return s ? embedOps(core, s, ops, cost) : ops;
+  // Without a model or with the built-in one, no promise: this runs on every store.
+  if (!s) return ops;
+  return s.builtin ? withVector(ops, () => "pending") : embedOps(core, s, ops, cost);
 }
 
-async function embedOps(core: Core, s: EmbedSettings, ops: MemoryOp[], cost: EmbedCost): Promise<MemoryOp[]> {
+/** `ops` with the vector `at(j)` on the j-th op that writes new content. */
+function withVector(ops: MemoryOp[], at: (j: number) => Float32Array | "pending"): MemoryOp[] {
+  let j = 0;
+  return ops.map((op) =>
+    "create" in op
+      ? { ...op, create: { ...op.create, vector: at(j++) } }
+      : "patch" in op && op.patch.content !== undefined
+        ? { ...op, patch: { ...op.patch, vector: at(j++) } }
+        : op,
+  );
+}
+
+async function embedOps(core: Core, s: RemoteEmbedSettings, ops: MemoryOp[], cost: EmbedCost): Promise<MemoryOp[]> {
   const texts: string[] = [];
   const at: number[] = [];
   ops.forEach((op, i) => {
@@ -151,11 +192,5 @@ async function embedOps(core: Core, s: EmbedSettings, ops: MemoryOp[], cost: Emb
     core.logger.warn("embedding failed; stored without vectors, the worker retries", { error: (e as Error).message });
     vectors = texts.map(() => "pending");
   }
-  const out = [...ops];
-  at.forEach((i, j) => {
-    const op = out[i];
-    if ("create" in op) out[i] = { ...op, create: { ...op.create, vector: vectors[j] } };
-    else if ("patch" in op) out[i] = { ...op, patch: { ...op.patch, vector: vectors[j] } };
-  });
-  return out;
+  return withVector(ops, (j) => vectors[j]);
 }

@@ -5,8 +5,9 @@ import { EmbedError, embedSettings, embedTexts, newCost } from "./client";
 const batchSize = 64;
 
 /**
- * Embeds up to one batch of pending memories (stored while the endpoint was down, or queued by
- * `memd reindex`). Returns how many got a vector; throws EmbedError when the call fails.
+ * Embeds up to one batch of pending memories (stored while the endpoint was down, queued by
+ * `memd reindex`, or stored with the built-in embedder, which embeds after the commit). Returns
+ * how many got a vector; throws EmbedError when the call fails.
  */
 export async function embedPendingBatch(core: Core<Embeddings>): Promise<number> {
   const s = embedSettings(core.config);
@@ -23,6 +24,51 @@ export async function embedPendingBatch(core: Core<Embeddings>): Promise<number>
   return pending.length;
 }
 
+/**
+ * The built-in embedder's backlog, per server: memories committed "pending" and not yet embedded.
+ * `dirty` is set after each commit of this process (through the commit notifier) and cleared
+ * before a pass reads the queue, so a commit is never missed; one pass runs at a time.
+ */
+interface Backlog {
+  dirty: boolean;
+  running?: Promise<void>;
+}
+
+const backlogs = new WeakMap<object, Backlog>();
+
+/** Memories a search embeds, at most, before it answers; more are found by their words meanwhile. */
+export const searchCatchUp = 4 * batchSize;
+
+/** Embeds pending memories until the queue is empty or `max` were embedded. */
+function drain(core: Core<Embeddings>, b: Backlog, max: number): Promise<void> {
+  b.running ??= (async () => {
+    try {
+      for (let done = 0; done < max; ) {
+        b.dirty = false;
+        const n = await embedPendingBatch(core);
+        done += n;
+        if (n < batchSize) return;
+      }
+      b.dirty = true;
+    } finally {
+      b.running = undefined;
+    }
+  })();
+  return b.running;
+}
+
+/**
+ * Before a search with the built-in embedder: embeds what this server committed and has not
+ * embedded yet (at most searchCatchUp memories), so a memory stored a moment ago is found by its
+ * meaning. Without a backlog it costs nothing.
+ */
+export async function catchUp(core: Core<Embeddings>): Promise<void> {
+  const b = backlogs.get(core.notifier);
+  if (!b) return;
+  if (b.running) await b.running;
+  if (b.dirty) await drain(core, b, searchCatchUp);
+}
+
 export interface WorkerOptions {
   /** How often to look for pending memories when idle. */
   intervalMs?: number;
@@ -33,10 +79,12 @@ export interface WorkerOptions {
 /**
  * Runs embedPendingBatch until stopped: at once again while batches are full, every
  * `intervalMs` when idle, and after a failure with a backoff doubling up to `maxBackoffMs`.
- * Does nothing without an embedding model. Returns the stop function.
+ * With the built-in embedder it also runs soon after each commit of this server. Does nothing
+ * without an embedding model. Returns the stop function.
  */
 export function startEmbedWorker(core: Core<Embeddings>, o: WorkerOptions = {}): () => Promise<void> {
-  if (!embedSettings(core.config)) return async () => {};
+  const s = embedSettings(core.config);
+  if (!s) return async () => {};
   const interval = o.intervalMs ?? 500;
   const maxBackoff = o.maxBackoffMs ?? 30_000;
   let backoff = interval;
@@ -58,10 +106,29 @@ export function startEmbedWorker(core: Core<Embeddings>, o: WorkerOptions = {}):
         schedule(backoff);
       });
   };
+  let unsubscribe = () => {};
+  if (s.builtin) {
+    const b: Backlog = { dirty: true };
+    backlogs.set(core.notifier, b);
+    // A few milliseconds after a commit, so that a burst of stores is embedded in batches.
+    let soon: ReturnType<typeof setTimeout> | undefined;
+    unsubscribe = core.notifier.subscribeAll(() => {
+      b.dirty = true;
+      soon ??= setTimeout(() => {
+        soon = undefined;
+        if (!stopped)
+          drain(core, b, Number.POSITIVE_INFINITY).catch((e) =>
+            core.logger.error("embedding worker failed", { error: String(e) }),
+          );
+      }, 5);
+    });
+  }
   schedule(interval);
   return async () => {
     stopped = true;
+    unsubscribe();
     clearTimeout(timer);
     await running;
+    await backlogs.get(core.notifier)?.running;
   };
 }

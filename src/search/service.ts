@@ -2,9 +2,10 @@
 // cosine over stored vectors) and hybrid (the two fused by how far their hits stand out: fusion.ts).
 import type { Core } from "../core";
 import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedding/client";
+import { catchUp } from "../embedding/worker";
 import { requireEntityForAsOf, toMemory } from "../memory/service";
 import { isCurrent, type MemoryRecord } from "../storage/records";
-import type { AsOfReads, MemoryScope, Scored, Search, SearchFilter } from "../storage/storage";
+import type { AsOfReads, Embeddings, MemoryScope, Scored, Search, SearchFilter } from "../storage/storage";
 import { indexTerms, queryTerms } from "../text/tokens";
 import { ApiError, invalidField } from "../wire/errors";
 import { asOfField, instantField } from "../wire/time";
@@ -13,17 +14,23 @@ import { FUSION, fuse } from "./fusion";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
 import { embedQueryWithShare } from "./probe";
 
-/** What search reads: the ranked reads, and the as-of reads for `asOf`. */
-type SearchCore = Core<Search & AsOfReads>;
+/**
+ * What search reads: the ranked reads, the as-of reads for `asOf`, and the embedding queue (the
+ * built-in embedder's backlog is embedded before a search: embedding/worker.ts's catchUp).
+ */
+type SearchCore = Core<Search & AsOfReads & Embeddings>;
 
-/** The mode a request gets: its own, or hybrid when a model is configured, else keyword. */
+/**
+ * The mode a request gets: its own, or hybrid when there is an embedder (the built-in one unless
+ * switched off, or a configured endpoint), else keyword.
+ */
 export function resolveMode(core: Omit<Core, "storage">, mode: SearchMode | undefined): SearchMode {
   const configured = embedSettings(core.config) !== undefined;
   if (mode === undefined) return configured ? "hybrid" : "keyword";
   if (mode !== "keyword" && !configured)
     throw invalidField(
       "mode",
-      `${mode} search needs an embedding model: set MEMD_EMBED_BASE_URL (--embed-base-url) and MEMD_EMBED_MODEL`,
+      `${mode} search needs an embedder: the built-in one is off (--embedder none); drop MEMD_EMBEDDER=none, or set MEMD_EMBED_BASE_URL (--embed-base-url) and MEMD_EMBED_MODEL`,
     );
   return mode;
 }
@@ -35,7 +42,26 @@ export interface RankOptions {
   limit: number;
   filter?: SearchFilter;
   cost: EmbedCost;
+  /**
+   * Only hits that are evidence (for the context block): in hybrid mode, keyword hits sharing a
+   * word of the query other than its stop words, and semantic hits standing at least
+   * RELEVANT_SEMANTIC_Z standard deviations above their list's mean. Only with the built-in
+   * embedder (a configured endpoint's answers stay as they were); keyword mode is unchanged.
+   */
+  relevantOnly?: boolean;
 }
+
+/** How far above its list's mean a semantic hit must stand to be evidence (RankOptions.relevantOnly). */
+export const RELEVANT_SEMANTIC_Z = 1;
+
+/**
+ * The probe share (probe.ts) the built-in embedder's semantic list is weighed by in hybrid
+ * search. It is not probed: the probes tell a model that knows meaning from a lexical one, and a
+ * static table, however distilled, fails them by construction (a paraphrase shares no token with
+ * its anchor, the distractor shares several), though its neighbours are the teacher's. Measured
+ * instead on LoCoMo's dev half (bench/default-embedder.ts, bench/notes.md).
+ */
+export const BUILTIN_SHARE = { value: 0.5 };
 
 /**
  * The best current memories for a query, best first, and the mode used. Hybrid falls back to
@@ -48,12 +74,15 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
   const keyword = (limit: number) => core.storage.keywordSearch(o.scope, terms, filter, limit, now);
   if (o.mode === "keyword") return { hits: await keyword(o.limit), mode: "keyword" };
   const settings = embedSettings(core.config)!;
+  if (settings.builtin) await catchUp(core);
   let vector: Float32Array;
   let share = 0;
   try {
     // Hybrid needs the model's probe share too (probe.ts): measured in the same call the first time.
-    if (o.mode === "hybrid") ({ vector, share } = await embedQueryWithShare(core, settings, o.query, o.cost));
+    if (o.mode === "hybrid" && !settings.builtin)
+      ({ vector, share } = await embedQueryWithShare(core, settings, o.query, o.cost));
     else [vector] = await embedTexts(settings, [o.query], o.cost, core.shutdown);
+    if (settings.builtin) share = BUILTIN_SHARE.value;
   } catch (e) {
     if (!(e instanceof EmbedError)) throw e;
     if (o.mode === "semantic")
@@ -72,7 +101,14 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
   // Only a keyword hit that shares a word of the query other than its stop words may be gated.
   const words = new Set(terms.filter((t) => t.weight === 1).map((t) => t.term));
   const sharesContentWord = (m: MemoryRecord) => indexTerms(m.content).some((t) => words.has(t));
-  return { hits: fuse(k, s, o.limit, { share, sharesContentWord }), mode: "hybrid" };
+  const hits = fuse(k, s, o.limit, { share, sharesContentWord });
+  if (!o.relevantOnly || !settings.builtin) return { hits, mode: "hybrid" };
+  const evidence = new Set(k.filter((h) => sharesContentWord(h.memory)).map((h) => h.memory.id));
+  const stats = s.slice(0, FUSION.semanticStatsDepth);
+  const mean = stats.reduce((a, h) => a + h.score, 0) / (stats.length || 1);
+  const sd = Math.sqrt(stats.reduce((a, h) => a + (h.score - mean) ** 2, 0) / (stats.length || 1));
+  for (const h of s) if (sd > 0 && (h.score - mean) / sd >= RELEVANT_SEMANTIC_Z) evidence.add(h.memory.id);
+  return { hits: hits.filter((h) => evidence.has(h.memory.id)), mode: "hybrid" };
 }
 
 /** The longest query, in characters (code points). */
@@ -132,7 +168,7 @@ async function searchAsOf(
 
 /**
  * The current memories of an entity most related to `content`, for the smart store to offer the
- * model: hybrid search when an embedding model is configured, else keyword. At most `max`.
+ * model: hybrid search when there is an embedder, else keyword. At most `max`.
  */
 export async function relatedMemories(
   core: SearchCore,

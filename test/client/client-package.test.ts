@@ -110,8 +110,9 @@ describe("built client against a server started by the built test kit", () => {
     const invalid = await c.diff({ namespace: "ns", since: "yesterday" }).catch((e) => e);
     expect(invalid.details).toEqual([{ field: "since", message: expect.any(String) }]);
     const found = await c.search({ namespace: "ns", query: "green tea" });
-    expect(found.mode).toBe("keyword");
-    expect(found.results.map((m) => m.content)).toEqual(["User likes green tea"]);
+    // Hybrid with the built-in embedder (the default): the memory sharing the words first.
+    expect(found.mode).toBe("hybrid");
+    expect(found.results[0].content).toBe("User likes green tea");
     expect(found.results[0].score).toBeGreaterThan(0);
     const blank = await c.search({ namespace: "ns", query: "  " }).catch((e) => e);
     expect([blank.status, blank.code]).toEqual([400, "invalid_request"]);

@@ -11,7 +11,9 @@ const tokens = (s: string) => (s === "" ? 0 : enc.encode(s).length);
 
 let t: TestServer;
 beforeAll(async () => {
-  t = await startTestServer();
+  // Keyword only (--embedder none), so that the candidates are exactly the memories sharing a word
+  // with the query; with the built-in embedder: test/context/default-embedder.test.ts.
+  t = await startTestServer({ env: { MEMD_EMBEDDER: "none" } });
 });
 afterAll(async () => {
   await t.stop();

@@ -154,10 +154,14 @@ describe("over HTTP: POST /mcp", () => {
     const recall = await call(c, "recall", { ...at, query: "what does the user drink, tea?" });
     expect(recall.isError).toBe(false);
     expect(recall.data.results[0]).toMatchObject({ id: teaId, content: "Prefers tea over coffee" });
-    // Keyword search (no embedding model here): only memories sharing a word with the query.
-    expect(recall.data.mode).toBe("keyword");
-    expect(recall.data.results).toHaveLength(1);
-    expect(recall.data.results[0].score).toBeGreaterThan(0);
+    // Hybrid with the built-in embedder (the default): the tea first, the other facts after it.
+    expect(recall.data.mode).toBe("hybrid");
+    expect(
+      recall.data.results
+        .map((m: any) => m.content)
+        .slice(1)
+        .sort(),
+    ).toEqual(["I moved to Lisbon.", "I work as a nurse."]);
     // The prompt-ready block: the best hit first, under its category, with its date.
     const context = await call(c, "get_context", { ...at, query: "tea", maxTokens: 100 });
     expect(context.isError).toBe(false);

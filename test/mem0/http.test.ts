@@ -31,7 +31,9 @@ const add = (user: string, content: string, extra: Record<string, unknown> = {})
   mem0("POST", "/v1/memories/", { messages: content, user_id: user, infer: false, ...extra });
 
 beforeAll(async () => {
-  s = await startTestServer();
+  // Keyword only (--embedder none): the filters' tests expect exactly the memories sharing a word
+  // with the query. docs/mem0.md's example with the built-in embedder: test/mem0/default-embedder.test.ts.
+  s = await startTestServer({ env: { MEMD_EMBEDDER: "none" } });
   const r = await s.json("POST", "/v1/keys", { name: "acme", permission: "read_write", namespaces: ["acme"] });
   acme = r.body;
   for (const [user, text] of [

@@ -12,7 +12,8 @@ const embedEnv = { MEMD_EMBED_BASE_URL: embedder.url, MEMD_EMBED_MODEL: "fake-em
 let plain: TestServer;
 let withModel: TestServer;
 beforeAll(async () => {
-  plain = await startTestServer();
+  // Keyword only (--embedder none): the built-in embedder's searches are test/search/default-embedder.test.ts's.
+  plain = await startTestServer({ env: { MEMD_EMBEDDER: "none" } });
   withModel = await startTestServer({
     env: { ...embedEnv, MEMD_LLM_BASE_URL: model.url, MEMD_LLM_MODEL: "tiny" },
   });

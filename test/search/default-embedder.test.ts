@@ -1,0 +1,116 @@
+// @targets lmdb postgres binary
+// With no embedding endpoint configured, memd embeds with its built-in embedder (a distilled
+// static table, src/embedding/static-embedder.ts): a plain question finds a memory that shares no
+// word with it, in search, in the context block and through mem0's routes; --embedder none is
+// keyword search as before.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { runMemd, startTestServer, type TestServer } from "../helpers";
+
+let t: TestServer;
+let none: TestServer;
+beforeAll(async () => {
+  t = await startTestServer();
+  none = await startTestServer({ args: ["--embedder", "none"] });
+});
+afterAll(async () => {
+  await t.stop();
+  await none.stop();
+});
+
+const facts = [
+  "I prefer green tea",
+  "I moved to Lisbon.",
+  "I work as a nurse.",
+  "My dog is called Max",
+  "Meeting with the dentist on Friday at 10",
+];
+
+async function seed(s: TestServer, namespace: string) {
+  for (const content of facts) {
+    const r = await s.json("POST", "/v1/memory", { namespace, entity: "alice", content, infer: false });
+    expect(r.status).toBe(200);
+  }
+}
+
+const search = (s: TestServer, namespace: string, query: string, extra: object = {}) =>
+  s.json("POST", "/v1/memory/search", { namespace, entity: "alice", query, limit: 3, ...extra });
+
+describe("the built-in embedder (the default)", () => {
+  beforeAll(() => seed(t, "plain"));
+
+  test.each([
+    ["what does alice drink?", "I prefer green tea"],
+    ["where does the user live", "I moved to Lisbon."],
+    ["what is her job?", "I work as a nurse."],
+    ["does she have pets?", "My dog is called Max"],
+  ])("%p finds %p first, in hybrid mode, with no word in common", async (query, memory) => {
+    const r = await search(t, "plain", query);
+    expect(r.status).toBe(200);
+    expect(r.body.mode).toBe("hybrid");
+    expect(r.body.results[0].content).toBe(memory);
+    // Embedded in this process: no embedding call.
+    expect(r.headers.get("x-memd-embed-calls")).toBe("0");
+  });
+
+  test("a memory is found by its meaning in the very next request after its store", async () => {
+    for (let i = 0; i < 5; i++) {
+      const ns = `next-${i}`;
+      const stored = await t.json("POST", "/v1/memory", {
+        namespace: ns,
+        entity: "alice",
+        content: "I prefer green tea",
+        infer: false,
+      });
+      expect(stored.status).toBe(200);
+      const r = await search(t, ns, "what does alice drink?", { mode: "semantic" });
+      expect(r.body.results.map((m: { content: string }) => m.content)).toEqual(["I prefer green tea"]);
+    }
+  });
+
+  test("the context block for a question holds the memories that answer it, not the ones sharing a stop word", async () => {
+    const ns = "ctx";
+    for (const content of ["Prefers tea over coffee", "I moved to Lisbon.", "I work as a nurse."])
+      expect((await t.json("POST", "/v1/memory", { namespace: ns, entity: "u", content, infer: false })).status).toBe(
+        200,
+      );
+    const r = await t.json("POST", "/v1/memory/context", { namespace: ns, entity: "u", query: "what to drink" });
+    expect(r.status).toBe(200);
+    expect(r.body.mode).toBe("hybrid");
+    expect(r.body.context).toContain("Prefers tea over coffee");
+    expect(r.body.context).not.toContain("Lisbon");
+  });
+
+  test("docs/mem0.md's example: mem0's add, then search for what alice drinks", async () => {
+    const mem0 = async (path: string, body: unknown) => {
+      const res = await t.api("POST", path, body, {
+        headers: { "content-type": "application/json", "x-memd-namespace": "mem0-docs" },
+      });
+      expect(res.status).toBe(200);
+      return (await res.json()) as { results: { memory: string }[] };
+    };
+    for (const content of ["I prefer green tea", "I moved to Lisbon"])
+      await mem0("/v3/memories/add/", { messages: [{ role: "user", content }], user_id: "alice", infer: false });
+    const r = await mem0("/v3/memories/search/", { query: "what does alice drink?", filters: { user_id: "alice" } });
+    expect(r.results[0].memory).toBe("I prefer green tea");
+  });
+});
+
+describe("--embedder none", () => {
+  beforeAll(() => seed(none, "plain"));
+
+  test("keyword search as before: a question sharing no word finds nothing; semantic is refused", async () => {
+    const r = await search(none, "plain", "what does alice drink?");
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ results: [], mode: "keyword" });
+    const words = await search(none, "plain", "green tea");
+    expect(words.body.results.map((m: { content: string }) => m.content)).toEqual(["I prefer green tea"]);
+    const semantic = await search(none, "plain", "what does alice drink?", { mode: "semantic" });
+    expect(semantic.status).toBe(400);
+    expect(semantic.body.error.message).toContain("--embedder none");
+  });
+
+  test("memd serve --help names the setting", async () => {
+    const help = await runMemd(["serve", "--help"], { PATH: process.env.PATH });
+    expect(help.out).toMatch(/--embedder\s.*MEMD_EMBEDDER/);
+  });
+});
