@@ -4,7 +4,7 @@ LOCAL_BUN   := $(CURDIR)/.tools/node_modules/.bin/bun
 BUN         ?= $(or $(shell command -v bun 2>/dev/null),$(LOCAL_BUN))
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: soak deps pg-deps browser-deps python-deps screenshots run test build release bench bench-postgres bench-deps fmt lint check clean
+.PHONY: embedder soak deps pg-deps browser-deps python-deps screenshots run test build release bench bench-postgres bench-deps fmt lint check clean
 
 deps: node_modules/.installed
 
@@ -53,6 +53,11 @@ build: deps ## one self-contained binary: dist/memd; the client package: client/
 
 release: deps ## dist/memd-<version>-linux-x64 and -linux-arm64, dist/memd-client-<version>.tgz and dist/SHA256SUMS
 	$(BUN) run scripts/release.ts
+
+embedder: deps ## the built-in embedder's table, src/embedding/default-embedder.bin, distilled from USE-lite (scripts/distill-embedder.ts; WordNet from Debian's wordnet-base; the teacher takes ~30 min of one core, cached in .cache/distill)
+	@test -f /usr/share/wordnet/data.noun || { apt-get update -qq && apt-get install -y -qq wordnet-base; }
+	nice -n 10 $(BUN) run scripts/distill-embedder.ts teacher
+	$(BUN) run scripts/distill-embedder.ts fit
 
 bench: build bench-deps pg-deps ## benchmarks (about 25 min); writes bench/results.md (PostgreSQL: a throwaway one)
 	scripts/with-postgres $(BUN) run bench/run.ts

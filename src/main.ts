@@ -21,7 +21,7 @@ Usage:
   memd compact             rewrite a stopped server's LMDB store without free pages
   memd keys create|list|revoke ...
                            manage API keys on the data dir; memd keys --help
-  memd reindex [flags]     rebuild the search index (and embeddings, with an embedding model)
+  memd reindex [flags]     rebuild the search index and the embeddings
                            from the memories; for upgrades and repairs, with the server stopped
   memd mcp [--url <url> [--key <key>] | --data-dir <dir>] [--namespace <ns>] [--entity <e>]
                            an MCP server on stdio for agents; memd mcp --help
@@ -90,8 +90,9 @@ tools (pg_dump, or base backups with WAL archiving).
 
 const reindexUsage = `Usage: memd reindex [serve flags]
 
-Rebuilds the keyword index from the current memories and, with an embedding model set
-(--embed-base-url, --embed-model), embeds every current memory again. For upgrades and repairs;
+Rebuilds the keyword index from the current memories and embeds every current memory again
+(with the built-in embedder, or the endpoint of --embed-base-url; not with --embedder none).
+Run it after switching embedders. For upgrades and repairs;
 on LMDB the server must be stopped (the data dir is locked). Takes the settings of memd serve
 (memd serve --help), e.g. --data-dir or --database-url.
 `;

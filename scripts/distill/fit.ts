@@ -17,9 +17,11 @@ export interface FitOptions {
   vocabWeight: number;
   /** Conjugate gradient iterations. */
   iterations: number;
+  /** Texts of the corpus used, at most (0: all the teacher embedded). */
+  maxTexts: number;
 }
 
-const defaults: FitOptions = { dims: 256, sifA: 1e-3, vocabWeight: 0.5, iterations: 40 };
+const defaults: FitOptions = { dims: 512, sifA: 1e-4, vocabWeight: 0.5, iterations: 15, maxTexts: 0 };
 
 interface Row {
   ids: Int32Array;
@@ -41,7 +43,7 @@ export async function fit(root: string, cacheDir: string, o: FitOptions = { ...d
   }[];
   const raw = readFileSync(join(cacheDir, "teacher.f32"));
   const teacher = new Float32Array(raw.buffer, raw.byteOffset, Math.floor(raw.byteLength / 4));
-  const N = Math.min(items.length, Math.floor(teacher.length / T));
+  const N = Math.min(items.length, Math.floor(teacher.length / T), o.maxTexts || Number.POSITIVE_INFINITY);
   console.log(`fit: ${N} of ${items.length} texts embedded by the teacher; options ${JSON.stringify(o)}`);
 
   // The runtime tokenizer must cut text as the teacher did.
@@ -148,8 +150,21 @@ export async function fit(root: string, cacheDir: string, o: FitOptions = { ...d
       p[j] = res[j] + (rr[d] > 0 ? rrNew[d] / rr[d] : 0) * p[j];
     }
     rr = rrNew;
-    if (it % 10 === 0 || it === o.iterations) report(`iteration ${it}`);
+    if (it % 10 === 0) report(`iteration ${it}`);
   }
+
+  // Each token's direction as fitted, its length 1 (the teacher's vectors are unit length): least
+  // squares lengthens the rows of tokens seen in few sentences (they take those sentences'
+  // residuals), and a long row would outweigh the rest of any text it is in. Measured on LoCoMo's
+  // dev turns, semantic hit@10: 0.197 with the fitted lengths, 0.336 with unit rows.
+  report(`fitted (lengths as fitted)`);
+  for (let t = 0; t < V; t++) {
+    let n = 0;
+    for (let d = 0; d < T; d++) n += E[t * T + d] ** 2;
+    n = Math.sqrt(n);
+    if (n > 0) for (let d = 0; d < T; d++) E[t * T + d] /= n;
+  }
+  report(`fitted, unit rows`);
 
   // PCA over the student's vectors of the training sentences (what will be compared), kept to dims.
   const sentences = rows.filter((row) => row.r === 1);
@@ -216,7 +231,7 @@ export async function fit(root: string, cacheDir: string, o: FitOptions = { ...d
     },
   };
   const bytes = encodeTable(header, meanReduced, rowScale, table);
-  const out = join(root, "src/embedding/default-embedder.bin");
+  const out = process.env.DISTILL_OUT ?? join(root, "src/embedding/default-embedder.bin");
   writeFileSync(out, bytes);
   console.log(`wrote ${out} (${(bytes.length / 1e6).toFixed(2)} MB)`);
 
@@ -261,8 +276,8 @@ export async function fit(root: string, cacheDir: string, o: FitOptions = { ...d
 
 function envOptions(): Partial<FitOptions> {
   const o: Partial<FitOptions> = {};
-  for (const k of ["dims", "sifA", "vocabWeight", "iterations"] as const) {
-    const v = process.env[`DISTILL_${k.toUpperCase()}`];
+  for (const k of ["dims", "sifA", "vocabWeight", "iterations", "maxTexts"] as const) {
+    const v = process.env[`DISTILL_${k.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`];
     if (v) o[k] = Number(v);
   }
   return o;

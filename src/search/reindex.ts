@@ -33,7 +33,7 @@ export async function reindex(config: Config, out: (line: string) => void): Prom
     const n = await storage.rebuildSearchIndex({ embeddings: embed });
     out(`memd: keyword index rebuilt from ${n} current memories`);
     if (!embed) {
-      out("memd: no embedding model configured (MEMD_EMBED_BASE_URL); vectors left as they are");
+      out("memd: no embedder (--embedder none and no MEMD_EMBED_BASE_URL); vectors left as they are");
       return 0;
     }
     let embedded = 0;
