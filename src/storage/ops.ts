@@ -1,6 +1,6 @@
 // What an op does to memory records and which event it records: one pure function shared by
 // every backend, so that both write exactly the same records for the same ops.
-import { type EventRecord, isCurrent, type MemoryRecord, observedOf } from "./records";
+import { type EventRecord, eventState, isCurrent, type MemoryRecord, memoryExtras, observedOf } from "./records";
 import type { MemoryOp, NewMemory } from "./storage";
 
 /**
@@ -29,9 +29,11 @@ function recordOf(m: NewMemory, atMs: number): MemoryRecord {
     category: m.category,
     importance: m.importance,
   } as MemoryRecord;
-  if (m.tags !== undefined) r.tags = m.tags;
-  if (m.metadata !== undefined) r.metadata = m.metadata;
-  if (m.source !== undefined) r.source = m.source;
+  // Tags, metadata, source and any field added to the record since (records.ts: memoryExtras).
+  for (const f of memoryExtras) {
+    const v = (m as Partial<MemoryRecord>)[f];
+    if (v !== undefined) (r as Record<string, unknown>)[f] = v;
+  }
   r.createdAt = atMs;
   r.updatedAt = atMs;
   if (m.ttlSeconds !== undefined) r.expiresAt = atMs + Math.ceil(m.ttlSeconds * 1000);
@@ -46,10 +48,10 @@ function recordOf(m: NewMemory, atMs: number): MemoryRecord {
  * alone replays every field. Returns the event.
  */
 function withState<E extends Planned["event"]>(e: E, m: MemoryRecord): E {
-  e.importance = m.importance;
-  if (m.tags !== undefined) e.tags = m.tags;
-  if (m.metadata !== undefined) e.metadata = m.metadata;
-  if (m.expiresAt !== undefined) e.expiresAt = m.expiresAt;
+  for (const f of eventState) {
+    const v = m[f];
+    if (v !== undefined) (e as Record<string, unknown>)[f] = v;
+  }
   e.observedAt = observedOf(m);
   return e;
 }
