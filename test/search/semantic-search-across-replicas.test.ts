@@ -1,4 +1,4 @@
-// @targets postgres
+// @targets postgres pgbouncer
 // Two memd servers (replicas) on one PostgreSQL database, with the fake embedder: semantic search
 // on B answers from its in-memory vectors (postgres/vector-cache.ts, sizes made small so the
 // approximate path runs on a few dozen memories) and sees in its next request what A committed:

@@ -1,4 +1,4 @@
-// @targets postgres
+// @targets postgres pgbouncer
 // PostgreSQL's in-memory vectors (src/storage/postgres/vector-cache.ts) with their sizes made
 // small, through Storage: two storages on one database are two replicas. What one commits (apply
 // with its events, the embedding worker's setVectors without any, a delete, a rebuild of the
