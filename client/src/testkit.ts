@@ -15,7 +15,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
-import { createClient, type MemdClient } from "./index.js";
+import { createClient, type MemdClient } from "./client.js";
 import type { ModelAnswer } from "./types.gen.js";
 
 /** A scripted answer of the fake model: the operations memd should apply, or raw text (to test bad output). */
