@@ -24,6 +24,8 @@ import type { Database } from "lmdb";
  *   erasures           [namespace, entity, atMs]           -> ErasureRecord (format 4; no content)
  *   idempotency        [keyId, idempotencyKey]             -> IdempotencyEntry (format 4; pending or the answer)
  *   idempotency_expiries [expiresAtMs, keyId, idempotencyKey] -> null (format 4; what the sweeper drops next)
+ *   webhooks           [webhookId]                         -> WebhookRecord (issue 34; its cursor is an event seq)
+ *   webhook_deliveries [webhookId, atMs, seq, attempt]     -> DeliveryRecord (the newest 100 per webhook kept)
  *
  * Every msgpack sub-database also holds its shared structures (format 6) under the symbol key
  * Symbol.for("structures"), outside every range.
@@ -78,6 +80,8 @@ export const dbNames = {
   erasures: "erasures",
   idempotency: "idempotency",
   idempotencyExpiries: "idempotency_expiries",
+  webhooks: "webhooks",
+  webhookDeliveries: "webhook_deliveries",
 } as const;
 
 /** The open sub-databases, by their name in dbNames. */
@@ -106,6 +110,7 @@ export const keys = {
   erasure: (ns: string, entity: string, atMs: number) => [ns, entity, atMs],
   idempotency: (keyId: string, key: string) => [keyId, key],
   idempotencyExpiry: (expiresAt: number, keyId: string, key: string) => [expiresAt, keyId, key],
+  webhookDelivery: (id: string, atMs: number, seq: number, attempt: number) => [id, atMs, seq, attempt],
   /** Which event index serves a scope, and the prefix of its keys. */
   eventIndex(scope: Scope): { db: "eventsByMemory" | "eventsByEntity" | "eventsByNs"; prefix: (string | number)[] } {
     if (scope.memoryId) return { db: "eventsByMemory", prefix: [scope.namespace, scope.memoryId] };
