@@ -9,7 +9,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { createClient, type MemdClient } from "./index.js";
+import { createClient, type MemdClient } from "./client.js";
 import type { ModelAnswer } from "./types.gen.js";
 
 /** A scripted answer of the fake model: the operations memd should apply, or raw text (to test bad output). */
