@@ -43,7 +43,12 @@ test("three replicas, the delivering one killed: another takes over within secon
   receiver.answer = { status: 200, delayMs: 10 };
   // Stores through every replica, into several namespaces.
   const store = (i: number) =>
-    call(replicas[i % 3].url, "POST", "/v1/memory", { namespace: `r${i % 4}`, entity: "e", content: `fact ${i}`, infer: false });
+    call(replicas[i % 3].url, "POST", "/v1/memory", {
+      namespace: `r${i % 4}`,
+      entity: "e",
+      content: `fact ${i}`,
+      infer: false,
+    });
   for (let i = 0; i < 30; i++) expect((await store(i)).status).toBe(200);
   const deadline = Date.now() + 20_000;
   while (receiver.accepted.length < 5 && Date.now() < deadline) await Bun.sleep(10);
