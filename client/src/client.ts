@@ -155,7 +155,10 @@ export function createClient(options: ClientOptions) {
   const id = (value: string) => encodeURIComponent(value);
 
   return {
-    /** Stores a memory: `infer: false` verbatim, otherwise (the default) extracted by the server's model. */
+    /**
+     * Stores a memory: `infer: false` verbatim, otherwise (the default) extracted by the server's
+     * model. With `key`: a keyed fact, which updates the memory holding the key in place.
+     */
     store: (req: StoreRequest, write?: WriteOptions) => call<StoreResponse>("POST", "/v1/memory", req, write),
     /** What changed since a time, folded per memory. */
     diff: (req: DiffRequest) => call<DiffResponse>("POST", "/v1/memory/diff", req),
@@ -168,6 +171,9 @@ export function createClient(options: ClientOptions) {
      * unknown, gone (then) or outside the key's namespaces.
      */
     get: (memoryId: string, q: { asOf?: string } = {}) => call<Memory>("GET", `/v1/memory/${id(memoryId)}${query(q)}`),
+    /** The current memory holding a keyed fact's key (with `asOf`: then), or undefined (docs/keyed-facts.md). */
+    getByKey: async (q: { namespace: string; entity: string; key: string; asOf?: string }) =>
+      (await call<ListResponse>("GET", `/v1/memory${query(q)}`)).memories[0] as Memory | undefined,
     /** Deletes one memory (event DELETE). */
     delete: (memoryId: string, write?: WriteOptions) =>
       call<{ deleted: true }>("DELETE", `/v1/memory/${id(memoryId)}`, undefined, write),

@@ -65,7 +65,8 @@ export function versionAt(
     updatedAt: e.atMs,
     state: "current",
   };
-  // Tags, metadata, source and any field added since: the event's when it carries it, else the record's.
+  // Tags, metadata, source, key and any field added since: the event's when it carries it, else
+  // the record's (source and key never change).
   for (const f of memoryExtras) {
     const x = full && carried.has(f) ? e[f as (typeof eventState)[number]] : record[f];
     if (x !== undefined) (v as Record<string, unknown>)[f] = x;

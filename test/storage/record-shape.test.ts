@@ -1,6 +1,6 @@
 // @targets lmdb
 // The record shape is written once (src/storage/records.ts): a field added to MemoryRecord is one
-// change. Shown on a copy of src/ with one line added to the schema (an optional `key`): the copy
+// change. Shown on a copy of src/ with one line added to the schema (an optional `mood`): the copy
 // stores it on LMDB and reads it back, answers it (the public Memory schema and toMemory), exports
 // it (the line's checker and field order), maps it to a PostgreSQL column and replays it as of an
 // earlier instant. (PostgreSQL also needs the migration that adds its column, and an erasure names
@@ -15,7 +15,7 @@ const root = resolve(import.meta.dir, "../..");
 const tmp = tempDir("memd-record-shape-");
 afterAll(() => tmp.cleanup());
 
-/** What the copy's own code does with a record that has `key` (printed as JSON by a child process). */
+/** What the copy's own code does with a record that has `mood` (printed as JSON by a child process). */
 const check = `
 import { Memory } from "./src/memory/model";
 import { toMemory } from "./src/memory/service";
@@ -26,7 +26,7 @@ import { canonical } from "./src/transfer/service";
 import { fieldOrder, lineCheckers } from "./src/transfer/model";
 const s = await openLmdb(process.argv[2]);
 const id = "00000000-0000-4000-8000-000000000001";
-const create = { id, namespace: "n", entity: "e", content: "lives in Paris", category: "fact", importance: 0.5, key: "city" };
+const create = { id, namespace: "n", entity: "e", content: "lives in Paris", category: "fact", importance: 0.5, mood: "calm" };
 await s.apply([{ event: "ADD", create }], null);
 const stored = (await s.getMemory(id))!;
 const events = [];
@@ -34,20 +34,20 @@ for await (const r of s.exportAll({ keys: false })) if (r.type === "event") even
 await s.close();
 const line = JSON.parse(canonical({ type: "memory", ...stored }));
 console.log(JSON.stringify({
-  stored: stored.key,
-  answered: toMemory(stored).key,
-  inPublicSchema: "key" in Memory.properties,
-  exported: line.key,
+  stored: stored.mood,
+  answered: toMemory(stored).mood,
+  inPublicSchema: "mood" in Memory.properties,
+  exported: line.mood,
   lineValid: lineCheckers.memory.Check(line),
-  inFieldOrder: fieldOrder.memory.includes("key"),
-  column: columns.memories.find((c) => c.field === "key")?.column,
-  replayed: versionAt(id, events[0], stored, stored.createdAt)?.key,
+  inFieldOrder: fieldOrder.memory.includes("mood"),
+  column: columns.memories.find((c) => c.field === "mood")?.column,
+  replayed: versionAt(id, events[0], stored, stored.createdAt)?.mood,
 }));
 `;
 
 test("a field added to MemoryRecord (one line in records.ts) is stored, answered, exported, mapped to a column and replayed", () => {
-  expect("key" in MemoryRecord.properties).toBe(false); // (the copy adds it)
-  expect(memoryExtras).toEqual(["tags", "metadata", "source"]);
+  expect("mood" in MemoryRecord.properties).toBe(false); // (the copy adds it)
+  expect(memoryExtras).toEqual(["tags", "metadata", "source", "key"]);
   expect(eventState.every((f) => f in MemoryRecord.properties)).toBe(true);
   cpSync(join(root, "src"), join(tmp.dir, "src"), { recursive: true });
   for (const f of ["node_modules", "package.json"]) symlinkSync(join(root, f), join(tmp.dir, f));
@@ -55,7 +55,7 @@ test("a field added to MemoryRecord (one line in records.ts) is stored, answered
   const text = readFileSync(records, "utf8");
   const anchor = "  source: Type.Optional(Type.String({ maxLength: limits.sourceChars })),\n";
   expect(text).toContain(anchor);
-  writeFileSync(records, text.replace(anchor, `${anchor}  key: Type.Optional(Type.String()),\n`));
+  writeFileSync(records, text.replace(anchor, `${anchor}  mood: Type.Optional(Type.String()),\n`));
   writeFileSync(join(tmp.dir, "check.ts"), check);
   const run = Bun.spawnSync([process.execPath, join(tmp.dir, "check.ts"), join(tmp.dir, "data")], {
     cwd: tmp.dir,
@@ -63,13 +63,13 @@ test("a field added to MemoryRecord (one line in records.ts) is stored, answered
   });
   expect(run.stderr.toString()).toBe("");
   expect(JSON.parse(run.stdout.toString().trim().split("\n").pop()!)).toEqual({
-    stored: "city",
-    answered: "city",
+    stored: "calm",
+    answered: "calm",
     inPublicSchema: true,
-    exported: "city",
+    exported: "calm",
     lineValid: true,
     inFieldOrder: true,
-    column: "key",
-    replayed: "city",
+    column: "mood",
+    replayed: "calm",
   });
 });
