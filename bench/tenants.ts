@@ -183,7 +183,9 @@ const manyAt = args.indexOf("many");
 const bulkAt = args.indexOf("bulk");
 const doMany = manyAt >= 0 || bulkAt < 0;
 const doBulk = bulkAt >= 0 || manyAt < 0;
-out(`## Many tenants, bulk load then search (bench/tenants.ts, ${databaseUrl ? "PostgreSQL" : "LMDB"}, ${new Date().toISOString()})`);
+out(
+  `## Many tenants, bulk load then search (bench/tenants.ts, ${databaseUrl ? "PostgreSQL" : "LMDB"}, ${new Date().toISOString()})`,
+);
 out("");
 if (doMany) {
   const n = Number(args[manyAt + 1] ?? 2000);
@@ -193,7 +195,9 @@ if (doMany) {
     await tenantsRun(`1 namespace of ${n * m}`, ["one"], n * m, {}),
     await tenantsRun(`${n} namespaces of ${m}`, names, n * m, {}),
   ];
-  out("| case | stores/s | RssAnon loaded / first searches / after restart | first p50 / p99 | warm p50 / p99 | after restart p50 / p99 |");
+  out(
+    "| case | stores/s | RssAnon loaded / first searches / after restart | first p50 / p99 | warm p50 / p99 | after restart p50 / p99 |",
+  );
   out("| --- | --- | --- | --- | --- | --- |");
   for (const r of rows)
     out(
@@ -218,7 +222,10 @@ if (doBulk) {
     const t0 = performance.now();
     await search(s, "bulk", `${zipf()} ${zipf()} ${zipf()}`);
     const firstMs = performance.now() - t0;
-    const warm = await searchEach(s, Array.from({ length: 200 }, () => "bulk"));
+    const warm = await searchEach(
+      s,
+      Array.from({ length: 200 }, () => "bulk"),
+    );
     const anon = await anonMb(s);
     await stop(s);
     out("");

@@ -91,7 +91,10 @@ export class SearchMemory {
           "Bytes the in-memory keyword lists and vectors hold now (an estimate of their arrays and objects).",
           this.held,
         ],
-        memd_search_memory_namespaces: ["Namespaces whose keyword lists or vectors are held in memory.", this.namespaces],
+        memd_search_memory_namespaces: [
+          "Namespaces whose keyword lists or vectors are held in memory.",
+          this.namespaces,
+        ],
       },
       counters: {
         memd_search_memory_evictions_total: [

@@ -39,7 +39,10 @@ function expected(ns: string, query: string): Map<string, number> {
   const w = terms.map((q) => q.weight * idf(ds.length, ds.filter((d) => d.tf.has(q.term)).length));
   const out = new Map<string, number>();
   for (const d of ds) {
-    const score = terms.reduce((a, q, i) => a + (d.tf.has(q.term) ? bm25(w[i], d.tf.get(q.term)!, d.length, avg) : 0), 0);
+    const score = terms.reduce(
+      (a, q, i) => a + (d.tf.has(q.term) ? bm25(w[i], d.tf.get(q.term)!, d.length, avg) : 0),
+      0,
+    );
     if (score > 0) out.set(d.id, score);
   }
   return out;
@@ -78,7 +81,10 @@ async function metrics() {
 
 test("over a 1 MiB budget, namespaces are released least recently searched first and every search stays exact", async () => {
   // 12 small namespaces and 4 of 300 memories (each of those holds a few hundred KB of lists).
-  const names = [...Array.from({ length: 12 }, (_, i) => `small-${i}`), ...Array.from({ length: 4 }, (_, i) => `big-${i}`)];
+  const names = [
+    ...Array.from({ length: 12 }, (_, i) => `small-${i}`),
+    ...Array.from({ length: 4 }, (_, i) => `big-${i}`),
+  ];
   for (const ns of names) docs.set(ns, []);
   const jobs = names.flatMap((ns) => Array.from({ length: ns.startsWith("big") ? 300 : 30 }, () => ns));
   for (let i = 0; i < jobs.length; i += 24) await Promise.all(jobs.slice(i, i + 24).map((ns) => store(ns, sentence())));

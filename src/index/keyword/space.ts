@@ -16,13 +16,97 @@ import { type FrozenSpace, freezeTable, type SpaceParts, thaw } from "./snapshot
  * when it goes, and for entity searches; a namespace search walks the lists only).
  */
 export class KeywordSpace extends DocumentTable {
-  /** Compacts once more than this many documents (and more than half) are gone. */
-  constructor(private readonly compactAfter = 10000) {
+  /** While packed (see packing): each live document's DocTerms as JSON, by id; and no lists. */
+  private small: Map<string, string> | undefined;
+  /** Estimated bytes of `small`, and of the lists (objects and arrays), for bytes(). */
+  private smallBytes = 0;
+  private listBytes = 0;
+
+  /**
+   * Compacts once more than this many documents (and more than half) are gone. `packed`: its
+   * documents are kept packed while they are few (see packing).
+   */
+  constructor(
+    private readonly compactAfter = 10000,
+    packed = false,
+  ) {
     super();
+    if (packed) this.small = new Map();
+  }
+
+  /** Whether its documents are packed (see packing). */
+  get packed(): boolean {
+    return this.small !== undefined;
+  }
+
+  /**
+   * The space a search reads: itself, or, packed, lists made of its documents as they are now
+   * (not kept: about 2 µs a document).
+   */
+  expanded(): KeywordSpace {
+    if (!this.small) return this;
+    const s = new KeywordSpace(this.compactAfter);
+    for (const [id, json] of this.small) s.add(id, JSON.parse(json), true);
+    return s;
+  }
+
+  /** Lists its packed documents, for good (past packing.upTo). */
+  private unpack() {
+    const docs = this.small!;
+    this.small = undefined;
+    this.smallBytes = 0;
+    this.live = 0;
+    this.totalLength = 0;
+    for (const [id, json] of docs) this.add(id, JSON.parse(json), true);
+  }
+
+  /**
+   * What it holds in memory, in bytes, for the search-memory budget (an estimate: its arrays'
+   * lengths, and a typical size for each object, string and map entry; a mapped snapshot's
+   * arrays count as held).
+   */
+  heldBytes(): number {
+    if (this.small) return SPACE_BYTES + this.smallBytes;
+    return (
+      SPACE_BYTES +
+      this.idWords.byteLength +
+      this.table.byteLength +
+      this.gone.byteLength +
+      this.docLen.byteLength +
+      this.docCreated.byteLength +
+      this.docEntity.byteLength +
+      this.docStart.byteLength +
+      this.pool.byteLength +
+      this.touched.byteLength +
+      this.values.byteLength +
+      this.termIds.byteLength * 2 +
+      this.listBytes +
+      // (The entities' arrays of documents: about 4 bytes a document, with room.)
+      this.count * 6 +
+      this.entityNames.length * ENTITY_BYTES +
+      this.otherIds.size * OTHER_ID_BYTES
+    );
+  }
+
+  /** The lists' bytes counted again (after a snapshot was read, a trim or a compaction). */
+  private countLists() {
+    let n = 0;
+    for (const [term, l] of this.lists) n += LIST_BYTES + term.length + (l.doc.length + l.tailDoc.length) * 6;
+    this.listBytes = n;
   }
 
   /** Adds a memory from its terms (DocTerms: [length, createdAt, entity, term, tf, ...]). */
   add(id: string, v: DocTerms, isNew = false) {
+    if (this.small) {
+      if (!isNew) this.remove(id);
+      const json = JSON.stringify(v);
+      this.small.set(id, json);
+      this.live++;
+      this.totalLength += v[0] as number;
+      this.smallBytes += json.length + id.length + PACKED_DOC_BYTES;
+      if (this.small.size > packing.upTo) this.unpack();
+      return;
+    }
     if (!isNew) this.remove(id);
     const entity = v[2] as string;
     const d = this.count++;
@@ -58,9 +142,12 @@ export class KeywordSpace extends DocumentTable {
         l = new List(this.listById.length);
         this.listById.push(l);
         this.lists.set(term, l);
+        this.listBytes += LIST_BYTES + term.length;
       }
       let tf = Math.min(MAX_TF, v[i + 1] as number);
+      const room = l.doc.length + l.tailDoc.length;
       l.push(d, tf, length);
+      this.listBytes += (l.doc.length + l.tailDoc.length - room) * 6;
       let id = l.id;
       for (; id >= 0x80; id >>>= 7) pool[k++] = (id & 0x7f) | 0x80;
       pool[k++] = id;
@@ -84,6 +171,16 @@ export class KeywordSpace extends DocumentTable {
   }
 
   remove(id: string) {
+    if (this.small) {
+      const json = this.small.get(id);
+      if (json === undefined) return;
+      this.small.delete(id);
+      this.live--;
+      // (The JSON starts with the document's length: "[length,".)
+      this.totalLength -= Number.parseInt(json.slice(1), 10);
+      this.smallBytes -= json.length + id.length + PACKED_DOC_BYTES;
+      return;
+    }
     const w = words(id);
     const s = this.slot(id, w);
     if (this.table[s] === 0) return;
@@ -119,18 +216,20 @@ export class KeywordSpace extends DocumentTable {
 
   /** Its live documents and lists as they are now, for a snapshot (snapshot.ts: freezeTable). */
   freeze(): FrozenSpace {
-    return freezeTable(this);
+    return freezeTable(this.expanded());
   }
 
   /** A space of the documents and lists of `p` (its arrays are used, not copied: they may be a mapped file's). */
   static fromParts(p: SpaceParts, compactAfter?: number): KeywordSpace {
     const s = new KeywordSpace(compactAfter);
     thaw(s, p);
+    s.countLists();
     return s;
   }
 
   /** Drops spare room in every array (after a first load). */
   trim() {
+    if (this.small) return;
     for (const l of this.listById) l.trim();
     const n = this.count;
     this.pool = trimmed(this.pool, this.docStart[n]);
@@ -223,8 +322,25 @@ export class KeywordSpace extends DocumentTable {
     }
     this.rehash(this.live);
     this.dead = 0;
+    this.countLists();
   }
 }
+
+/**
+ * Up to how many documents a space made `packed` keeps them so: each document's terms as one
+ * string (JSON) by id, and no lists. A list per term costs ~500 bytes of objects however few its
+ * postings, so a namespace of 50 memories held ~280 KB of lists against ~13 KB for 50 memories'
+ * share of a namespace of 100,000 (issue 32); packed, a small namespace costs memory in
+ * proportion to what it holds, and a search makes the lists of that moment (KeywordSpace.expanded:
+ * ~0.5 ms at 256 documents). Past it the space unpacks, for good (tests make it small).
+ */
+export const packing = { upTo: 256 };
+/** bytes(): what an object, a list, an entity, an id kept aside and a packed document take besides their arrays and text. */
+const SPACE_BYTES = 1024;
+const LIST_BYTES = 400;
+const ENTITY_BYTES = 150;
+const OTHER_ID_BYTES = 100;
+const PACKED_DOC_BYTES = 120;
 
 /** A memory's indexed terms: [length, createdAt, entity, term, tf, term, tf, ...]. */
 export type DocTerms = (string | number)[];

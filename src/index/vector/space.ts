@@ -62,6 +62,8 @@ export interface RowKeeper {
   move(from: number, to: number): void;
   /** When given, scores the codes' candidates against q itself (instead of `read` and dot.ts). */
   dot?(row: number, q: Float32Array): number;
+  /** What it holds, in bytes (for the search-memory budget). */
+  heldBytes?(): number;
 }
 
 /** Small deterministic generator (xorshift32), for picking cell centres (and a first load's sample). */
@@ -169,6 +171,20 @@ export class VectorSpace {
   /** How many vectors it holds. */
   get size() {
     return this.rows + this.odd.size;
+  }
+
+  /**
+   * What it holds in memory, in bytes, for the search-memory budget (an estimate): the kernel's
+   * memory (codes, cells), the per-row arrays, each row's id and map entries, vectors of another
+   * length, and its keeper's.
+   */
+  heldBytes(): number {
+    let n = 2048 + (this.kernel?.memory.buffer.byteLength ?? 0) + this.sum.byteLength + this.probeIndex.byteLength;
+    n += this.rowEntity.byteLength + this.cellOf.byteLength + this.placeOf.byteLength;
+    for (const rows of this.cellRows) n += rows.byteLength;
+    n += this.rows * 200 + this.entityNames.length * 150;
+    for (const o of this.odd.values()) n += o.v.byteLength + 200;
+    return n + (this.keeper?.heldBytes?.() ?? 0);
   }
 
   /** Sets (v given) or removes a memory's vector. */
@@ -294,7 +310,7 @@ export class VectorSpace {
 
   /** Whether `more` bytes above the top (and scratch for every row) fit; grows the memory to hold them. */
   private fits(more: number): boolean {
-    const need = this.top + more + (this.rows + 1) * 8 + MAX_CELLS * 8 + 64;
+    const need = this.top + more + (this.rows + 1) * 8 + this.cells * 8 + 64;
     if (need > MAX_BYTES) return false;
     const have = this.kernel!.memory.buffer.byteLength;
     if (need > have) {
@@ -314,7 +330,7 @@ export class VectorSpace {
 
   private reserveRows(n: number) {
     if (n <= this.capacity) return;
-    const capacity = Math.max(n, Math.min(this.capacity * 2 || 1024, this.capacity + 262144));
+    const capacity = Math.max(n, Math.min(this.capacity * 2 || 64, this.capacity + 262144));
     const grow = (a: Int32Array) => {
       const b = new Int32Array(capacity);
       b.set(a);
@@ -329,7 +345,7 @@ export class VectorSpace {
   }
 
   private growRowBlock() {
-    const room = Math.max(1024, this.rowRoom * 2);
+    const room = Math.max(64, this.rowRoom * 2);
     const at = this.allocate(room);
     this.u8.copyWithin(at, this.rowAt, this.rowAt + this.rows * this.bytes);
     this.wasted += this.rowRoom * this.bytes;

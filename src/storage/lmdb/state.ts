@@ -3,8 +3,8 @@
 import type { RootDatabase } from "lmdb";
 import type { keyedMutex } from "../mutex";
 import type { MemoryRecord } from "../records";
-import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
 import type { SearchMemory } from "../search-memory";
+import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
 import type { EventClock } from "./clock";
 import type { KeywordCache } from "./keyword-cache";
 import type { Dbs } from "./layout";
