@@ -16,10 +16,13 @@ import { type FrozenSpace, freezeTable, type SpaceParts, thaw } from "./snapshot
  * when it goes, and for entity searches; a namespace search walks the lists only).
  */
 export class KeywordSpace extends DocumentTable {
-  /** While packed (see packing): each live document's DocTerms as JSON, by id; and no lists. */
-  private small: Map<string, string> | undefined;
-  /** Estimated bytes of `small`, and of the lists (objects and arrays), for bytes(). */
-  private smallBytes = 0;
+  /**
+   * While packed (see packing): every live document as a line, "\n" + its id (JSON) + "\t" + its
+   * DocTerms (JSON), all in one string (a string per document measured ~450 bytes of heap each
+   * however short); and no lists.
+   */
+  private small: string | undefined;
+  /** Estimated bytes of the lists (objects and arrays), for heldBytes. */
   private listBytes = 0;
 
   /**
@@ -31,7 +34,24 @@ export class KeywordSpace extends DocumentTable {
     packed = false,
   ) {
     super();
-    if (packed) this.small = new Map();
+    if (packed) {
+      this.small = "";
+      // (Nothing of the document table is used while packed: unpack makes it.)
+      Object.assign(this, { idWords: NO_I32, table: NO_I32, docLen: NO_I32, docEntity: NO_I32, docStart: NO_I32 });
+      Object.assign(this, { gone: NO_U8, pool: NO_U8, docCreated: NO_F64, termIds: NO_I32, termTfs: NO_I32 });
+    }
+  }
+
+  /** Each packed document's id and terms (see small). */
+  private *packedDocs(): Generator<[string, DocTerms]> {
+    const small = this.small!;
+    for (let at = 0; at < small.length; ) {
+      const tab = small.indexOf("\t", at);
+      let end = small.indexOf("\n", tab);
+      if (end < 0) end = small.length;
+      yield [JSON.parse(small.slice(at + 1, tab)), JSON.parse(small.slice(tab + 1, end))];
+      at = end;
+    }
   }
 
   /** Whether its documents are packed (see packing). */
@@ -44,20 +64,21 @@ export class KeywordSpace extends DocumentTable {
    * (not kept: about 2 µs a document).
    */
   expanded(): KeywordSpace {
-    if (!this.small) return this;
+    if (this.small === undefined) return this;
     const s = new KeywordSpace(this.compactAfter);
-    for (const [id, json] of this.small) s.add(id, JSON.parse(json), true);
+    for (const [id, v] of this.packedDocs()) s.add(id, v, true);
     return s;
   }
 
   /** Lists its packed documents, for good (past packing.upTo). */
   private unpack() {
-    const docs = this.small!;
+    const docs = [...this.packedDocs()];
     this.small = undefined;
-    this.smallBytes = 0;
+    this.table = new Int32Array(8);
+    this.docStart = new Int32Array(5);
     this.live = 0;
     this.totalLength = 0;
-    for (const [id, json] of docs) this.add(id, JSON.parse(json), true);
+    for (const [id, v] of docs) this.add(id, v, true);
   }
 
   /**
@@ -66,7 +87,7 @@ export class KeywordSpace extends DocumentTable {
    * arrays count as held).
    */
   heldBytes(): number {
-    if (this.small) return SPACE_BYTES + this.smallBytes;
+    if (this.small !== undefined) return SPACE_BYTES + this.small.length + 64;
     return (
       SPACE_BYTES +
       this.idWords.byteLength +
@@ -97,14 +118,12 @@ export class KeywordSpace extends DocumentTable {
 
   /** Adds a memory from its terms (DocTerms: [length, createdAt, entity, term, tf, ...]). */
   add(id: string, v: DocTerms, isNew = false) {
-    if (this.small) {
+    if (this.small !== undefined) {
       if (!isNew) this.remove(id);
-      const json = JSON.stringify(v);
-      this.small.set(id, json);
+      this.small += `\n${JSON.stringify(id)}\t${JSON.stringify(v)}`;
       this.live++;
       this.totalLength += v[0] as number;
-      this.smallBytes += json.length + id.length + PACKED_DOC_BYTES;
-      if (this.small.size > packing.upTo) this.unpack();
+      if (this.live > packing.upTo) this.unpack();
       return;
     }
     if (!isNew) this.remove(id);
@@ -171,14 +190,16 @@ export class KeywordSpace extends DocumentTable {
   }
 
   remove(id: string) {
-    if (this.small) {
-      const json = this.small.get(id);
-      if (json === undefined) return;
-      this.small.delete(id);
+    if (this.small !== undefined) {
+      const at = this.small.indexOf(`\n${JSON.stringify(id)}\t`);
+      if (at < 0) return;
+      const tab = this.small.indexOf("\t", at);
+      let end = this.small.indexOf("\n", tab);
+      if (end < 0) end = this.small.length;
       this.live--;
-      // (The JSON starts with the document's length: "[length,".)
-      this.totalLength -= Number.parseInt(json.slice(1), 10);
-      this.smallBytes -= json.length + id.length + PACKED_DOC_BYTES;
+      // (The terms start with the document's length: "[length,".)
+      this.totalLength -= Number.parseInt(this.small.slice(tab + 2, end), 10);
+      this.small = this.small.slice(0, at) + this.small.slice(end);
       return;
     }
     const w = words(id);
@@ -229,7 +250,11 @@ export class KeywordSpace extends DocumentTable {
 
   /** Drops spare room in every array (after a first load). */
   trim() {
-    if (this.small) return;
+    if (this.small !== undefined) {
+      // (Appends leave a rope of strings: made one, its size.)
+      this.small = this.small.slice(0);
+      return;
+    }
     for (const l of this.listById) l.trim();
     const n = this.count;
     this.pool = trimmed(this.pool, this.docStart[n]);
@@ -340,7 +365,9 @@ const SPACE_BYTES = 1024;
 const LIST_BYTES = 400;
 const ENTITY_BYTES = 150;
 const OTHER_ID_BYTES = 100;
-const PACKED_DOC_BYTES = 120;
+const NO_I32 = new Int32Array(0);
+const NO_U8 = new Uint8Array(0);
+const NO_F64 = new Float64Array(0);
 
 /** A memory's indexed terms: [length, createdAt, entity, term, tf, term, tf, ...]. */
 export type DocTerms = (string | number)[];
