@@ -19,6 +19,7 @@ const slices = { ...loading };
 const upTo = packing.upTo;
 // Followed within 20 ms; the background snapshots' looks (keyword-prebuild.test.ts) not at all.
 prebuilding.followMs = 20;
+prebuilding.followFrom = 0; // (the prebuild threshold, 100, then)
 prebuilding.startMs = 3_600_000;
 prebuilding.everyMs = 3_600_000;
 packing.upTo = 0;
