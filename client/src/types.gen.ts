@@ -16,12 +16,18 @@ export interface StoreRequest {
   importance?: number;
   /** ISO 8601: when the fact was stated or observed (default: the time it is stored); not in the future (5 minutes of clock skew allowed), not before 1970 */
   observedAt?: string;
+  /** smart store only: also compare with keyed facts, which it may then skip, update, merge or replace (default false: keyed facts are left alone) */
+  includeKeyed?: boolean;
+  /** a keyed fact (stored verbatim, as infer: false): at most one current memory per (namespace, entity, key); storing with the key of a current memory updates that memory in place (same id, event UPDATE), and storing what it already holds changes nothing (unchanged: 1) */
+  key?: string;
 }
 
 export interface StoreResponse {
   memories: Memory[];
   skipped: number;
   conflicts: number;
+  /** keyed stores only: 1 when the memory holding the key already held exactly this (nothing written, no event; the memory is listed without `event`), else 0 */
+  unchanged?: number;
 }
 
 export interface Memory {
@@ -34,6 +40,8 @@ export interface Memory {
   tags?: string[];
   metadata?: Record<string, unknown>;
   source?: string;
+  /** at most one current memory per (namespace, entity, key); a store with the key of a current memory updates it in place */
+  key?: string;
   /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
   createdAt: string;
   /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
@@ -42,7 +50,8 @@ export interface Memory {
   expiresAt?: string;
   /** ISO 8601 UTC: when the fact was stated or observed (valid time); see docs/time.md */
   observedAt: string;
-  event?: "ADD" | "MERGE" | "REPLACE";
+  /** the event that wrote it: UPDATE when a keyed store changed the memory holding its key */
+  event?: "ADD" | "MERGE" | "REPLACE" | "UPDATE";
 }
 
 export interface ListQuery {
@@ -61,6 +70,8 @@ export interface ListQuery {
   observedAfter?: string;
   /** ISO 8601: only memories observed strictly before it */
   observedBefore?: string;
+  /** the memory holding this key (needs entity): a page of 0 or 1 memories */
+  key?: string;
 }
 
 export interface ListResponse {
@@ -169,6 +180,8 @@ export interface SearchResponse {
     tags?: string[];
     metadata?: Record<string, unknown>;
     source?: string;
+    /** at most one current memory per (namespace, entity, key); a store with the key of a current memory updates it in place */
+    key?: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
     createdAt: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
@@ -214,6 +227,8 @@ export interface ContextResponse {
     tags?: string[];
     metadata?: Record<string, unknown>;
     source?: string;
+    /** at most one current memory per (namespace, entity, key); a store with the key of a current memory updates it in place */
+    key?: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
     createdAt: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */

@@ -9,6 +9,8 @@ export const limits = {
   tagChars: 64,
   tags: 32,
   sourceChars: 256,
+  /** a keyed fact's `key` (issue 33), in characters */
+  memoryKeyChars: 200,
   /** `metadata`, serialized as JSON */
   metadataBytes: 16 * 1024,
   /** any request body (413 above it) */

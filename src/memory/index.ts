@@ -87,7 +87,8 @@ export const directStore = (core: Core): DirectRoute<StoreRequest, KeyRecord> =>
   allows: (key) => permits(key, "read_write"),
   body: StoreRequest,
   freeForm: ["metadata"],
-  serves: (request, body) => body.infer === false && request.headers.get("idempotency-key") === null,
+  serves: (request, body) =>
+    (body.infer === false || body.key !== undefined) && request.headers.get("idempotency-key") === null,
   handle(body, key, headers) {
     checkScope(key, body.namespace);
     return storeRawAnswer(core, body, key.id, headers);
@@ -102,7 +103,8 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       "/v1/memory",
       async ({ body, apiKey, set, request }) => {
         return idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, async (slot) => {
-          if (body.infer !== false) return smartStore(body, apiKey.id, set, slot);
+          // A keyed fact is stored verbatim (docs/keyed-facts.md).
+          if (body.infer !== false && body.key === undefined) return smartStore(body, apiKey.id, set, slot);
           return storeRawAnswer(core, body, apiKey.id, set.headers, slot);
         });
       },
@@ -112,7 +114,8 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         body: StoreRequest,
         detail: {
           summary: "Store a memory",
-          description: "infer: false stores content verbatim; infer: true (default) extracts facts.",
+          description:
+            "infer: false stores content verbatim; infer: true (default) extracts facts. With key: a keyed fact, stored verbatim; the memory holding the key is updated in place (docs/keyed-facts.md).",
           responses: jsonAnswer(StoreResponse),
           ...idempotencyHeader,
         },
@@ -122,10 +125,11 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       "/v1/memory",
       async ({ query }) => {
         const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
-        const { namespace, entity, category, tag } = query;
+        const { namespace, entity, category, tag, key } = query;
         const q = {
           namespace,
           entity,
+          key,
           category,
           tags: tag,
           limit,
@@ -142,7 +146,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         detail: {
           summary: "List current memories, newest first, a page at a time",
           description:
-            "Follow nextCursor until it is null; paging never loses or repeats a memory. With asOf: the memories exactly as they were current at that instant, replayed from the audit trail (docs/time.md).",
+            "Follow nextCursor until it is null; paging never loses or repeats a memory. With asOf: the memories exactly as they were current at that instant, replayed from the audit trail (docs/time.md). With key (and entity): the memory holding that key, alone (docs/keyed-facts.md).",
           responses: jsonAnswer(ListResponse),
         },
       },

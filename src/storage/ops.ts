@@ -38,7 +38,53 @@ function recordOf(m: NewMemory, atMs: number): MemoryRecord {
   r.state = "current";
   // Valid time: the client's, else the store time (the event's).
   r.observedAt = m.observedAt ?? atMs;
+  if (m.key !== undefined) r.key = m.key;
   return r;
+}
+
+/** The (namespace, entity, key) a keyed store (an ADD whose memory has a key) claims, if any. */
+export function keyOfOp(op: MemoryOp): { namespace: string; entity: string; key: string } | undefined {
+  if (op.event !== "ADD" || op.create.key === undefined) return undefined;
+  return { namespace: op.create.namespace, entity: op.create.entity, key: op.create.key };
+}
+
+/**
+ * What a keyed store does, given the memory holding its key as read inside the transaction (a
+ * record whose state is current, expired or not; undefined when none does): "add" a new memory,
+ * "update" the holder in place (planOp then writes an UPDATE), or "unchanged" when the holder is
+ * current and the store would write exactly what it holds: nothing is written then. The store
+ * gives the memory's whole state, as a new store would set it (its category, importance, tags,
+ * metadata, source and expiry, with the same defaults); only the id, the creation time and the
+ * key stay, and the observed time when the content stays and none is given.
+ */
+export function keyedOutcome(
+  op: Extract<MemoryOp, { event: "ADD" }>,
+  holder: MemoryRecord | undefined,
+  now: number,
+): "add" | "update" | "unchanged" {
+  if (holder?.state !== "current") return "add";
+  const m = op.create;
+  const same = (a: unknown, b: unknown) => Bun.deepEquals(a ?? null, b ?? null, true);
+  const unchanged =
+    isCurrent(holder, now) &&
+    m.content === holder.content &&
+    m.category === holder.category &&
+    m.importance === holder.importance &&
+    same(m.tags, holder.tags) &&
+    same(m.metadata, holder.metadata) &&
+    m.source === holder.source &&
+    m.ttlSeconds === undefined &&
+    holder.expiresAt === undefined &&
+    (m.observedAt === undefined || m.observedAt === observedOf(holder));
+  return unchanged ? "unchanged" : "update";
+}
+
+/** The state a keyed store gives the memory holding its key (see keyedOutcome). */
+function keyedState(holder: MemoryRecord, m: NewMemory, atMs: number): MemoryRecord {
+  const next = recordOf({ ...m, id: holder.id, key: holder.key }, atMs);
+  next.createdAt = holder.createdAt;
+  if (m.observedAt === undefined && m.content === holder.content) next.observedAt = observedOf(holder);
+  return next;
 }
 
 /**
@@ -69,7 +115,8 @@ const stripUndefined = <T extends object>(o: T): Partial<T> =>
 
 /**
  * Plans one op at event time `atMs`. `target` is the op's target as read inside the transaction
- * and already checked to be current (undefined for ADD).
+ * and already checked to be current (for ADD: the memory holding a keyed store's key, when
+ * keyedOutcome says "update"; else undefined).
  */
 export function planOp(
   op: MemoryOp,
@@ -81,6 +128,20 @@ export function planOp(
   const on = (m: MemoryRecord) => ({ namespace: m.namespace, entity: m.entity, memoryId: m.id, category: m.category });
   switch (op.event) {
     case "ADD": {
+      if (target) {
+        // A keyed store over the current holder of its key: an edit in place, same id.
+        const next = keyedState(target, op.create, atMs);
+        const event: Planned["event"] = {
+          ...base,
+          ...on(next),
+          event: "UPDATE",
+          oldContent: target.content,
+          newContent: next.content,
+          reason: "keyed store",
+        };
+        if (observedOf(next) !== observedOf(target)) event.oldObservedAt = observedOf(target);
+        return { target: next, event: withState(event, next) };
+      }
       const created = recordOf(op.create, atMs);
       // The fields of base and on(created), assigned: the common case, on every store.
       const event: Planned["event"] = {
@@ -215,8 +276,16 @@ export const byScoreThenNewer = (
 /** Whether a memory meets a search filter (or a list query's filters). */
 export function matchesFilter(
   m: MemoryRecord,
-  f: { category?: string; categories?: string[]; tags?: string[]; observedAfter?: number; observedBefore?: number },
+  f: {
+    category?: string;
+    categories?: string[];
+    tags?: string[];
+    observedAfter?: number;
+    observedBefore?: number;
+    key?: string;
+  },
 ): boolean {
+  if (f.key !== undefined && m.key !== f.key) return false;
   if (f.category !== undefined && m.category !== f.category) return false;
   if (f.categories !== undefined && !f.categories.includes(m.category)) return false;
   if (f.observedAfter !== undefined && observedOf(m) < f.observedAfter) return false;

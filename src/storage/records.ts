@@ -6,7 +6,7 @@
 // each line against them. Storage knows nothing of HTTP or of the features.
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { limits } from "../config/limits";
-import { Category, Importance, lowerUuidPattern, Name, oneOf, Tags } from "../wire/schemas";
+import { Category, Importance, lowerUuidPattern, MemoryKey, Name, oneOf, Tags } from "../wire/schemas";
 
 /** Audit event kinds: the interface's six, plus UPDATE (an edit in place, memd's extension). Persisted as these strings. */
 export const eventKinds = ["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"] as const;
@@ -40,6 +40,10 @@ export const MemoryRecord = Type.Object({
   // When the fact was stated or observed (valid time); set by every write since format 7 /
   // schema 5. Absent on older records: it is then `createdAt` (observedOf).
   observedAt: Type.Optional(Ms),
+  // A keyed fact's key (issue 33; format 8 / schema 9): set when the memory is added and never
+  // changed, so an event needs not carry it. At most one current memory holds a (namespace,
+  // entity, key); deleting, replacing or erasing the memory frees it.
+  key: Type.Optional(MemoryKey),
 });
 export type MemoryRecord = Static<typeof MemoryRecord>;
 

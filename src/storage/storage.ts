@@ -108,6 +108,8 @@ export interface SearchFilter {
   observedAfter?: number;
   /** Observed strictly before this time (ms). */
   observedBefore?: number;
+  /** The memory holding this key (keyed facts). */
+  key?: string;
 }
 
 /** A current memory and its score, higher is better. */
@@ -134,6 +136,8 @@ export interface ListMemoriesQuery {
   observedAfter?: number;
   /** Observed strictly before this time (ms). */
   observedBefore?: number;
+  /** Only the memory holding this key (keyed facts; needs entity). */
+  key?: string;
   limit: number;
   /** Continue with memories older than this memory id (the last one of the previous page). */
   before?: string;
@@ -265,6 +269,8 @@ export interface MemoryReads {
    * `before` never loses or repeats a memory while others are added or removed.
    */
   listMemories(q: ListMemoriesQuery): Promise<MemoryPage>;
+  /** The current memory holding a keyed fact's key (issue 33), or undefined. */
+  memoryByKey(namespace: string, entity: string, key: string, now?: number): Promise<MemoryRecord | undefined>;
   /** Current memories whose expiry is at or before `now`, soonest first. */
   dueExpiries(now: number, limit: number): Promise<{ id: string; expiresAt: number }[]>;
 }

@@ -36,6 +36,11 @@ export const Category = NoControlText(1, limits.categoryChars);
 export const Tag = t.String({ minLength: 1, maxLength: limits.tagChars, pattern: tagPattern });
 export const Tags = t.Array(Tag, { maxItems: limits.tags });
 export const Importance = t.Number({ minimum: 0, maximum: 1 });
+/** A keyed fact's key (issue 33): at most one current memory per (namespace, entity, key). */
+export const MemoryKey = NoControlText(1, limits.memoryKeyChars, {
+  description:
+    "at most one current memory per (namespace, entity, key); a store with the key of a current memory updates it in place",
+});
 
 /**
  * A UUID's text, in one place. Memory ids are UUIDv7; requests may name them in any case (an id

@@ -355,6 +355,7 @@ const cases: Record<string, Case> = {
       source: "chat",
       ttlSeconds: 3600,
       observedAt: Date.now() - 1000,
+      key: "shape",
     });
     await s.apply([a], "k");
     await s.apply([{ event: "UPDATE", target: idOf(a), patch: { content: "every field, edited" } }], "k");

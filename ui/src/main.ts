@@ -475,7 +475,17 @@ async function entityView(ns: string, entity: string, token: number) {
     const picked = source.filter(
       (m) => (!category.value || m.category === category.value) && (!tag.value || (m.tags ?? []).includes(tag.value)),
     );
+    // Every item is made again (a change from the stream re-renders the list): the keyboard
+    // stays on the same control of the same memory, not lost to the page.
+    const focused = document.activeElement;
+    const item = focused instanceof HTMLElement && list.contains(focused) ? focused.closest("li") : null;
+    const controls = (li: Element) => [...li.querySelectorAll<HTMLElement>("button, a, input, select, textarea")];
+    const at = item ? { id: item.dataset.id, index: controls(item).indexOf(focused as HTMLElement) } : undefined;
     fill(list, picked.slice(0, shown).map(memoryItem));
+    if (at?.id !== undefined && at.index >= 0) {
+      const again = [...list.querySelectorAll<HTMLElement>("li.memory")].find((li) => li.dataset.id === at.id);
+      if (again) controls(again)[at.index]?.focus();
+    }
     more.hidden = picked.length <= shown;
     more.textContent = `Show more (${picked.length - shown} more)`;
     loadMore.hidden = results !== null || next === null;

@@ -176,7 +176,8 @@ class Memd:
         """Stores a memory: ``infer=False`` verbatim, otherwise (the default) extracted by the server's model.
 
         Fields: ``namespace``, ``entity``, ``content``, ``infer``, ``tags``, ``metadata``, ``source``,
-        ``ttl``, ``category``, ``importance``.
+        ``ttl``, ``category``, ``importance``, ``key`` (a keyed fact: updates the memory holding the
+        key in place; ``unchanged: 1`` when it already held exactly this).
         """
         return self._call(_api.store(request, fields, idempotency_key))
 
@@ -214,6 +215,11 @@ class Memd:
         replayed from the audit trail; ``MemdError`` 404 when unknown, gone (then) or outside the key's
         namespaces, 400 when ``as_of`` is in the future."""
         return self._call(_api.get(memory_id, as_of))
+
+    def get_by_key(self, namespace: str, entity: str, key: str, *, as_of: str | None = None) -> Memory | None:
+        """The current memory holding a keyed fact's ``key`` (with ``as_of``: as it was then), or ``None``."""
+        page = self._call(_api.list_(None, {"namespace": namespace, "entity": entity, "key": key, "asOf": as_of}))
+        return page["memories"][0] if page["memories"] else None
 
     def update(
         self,

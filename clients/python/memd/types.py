@@ -41,11 +41,14 @@ class Memory(_MemoryRequired, total=False):
     tags: list[str]
     metadata: dict[str, Any]
     source: str
+    #: at most one current memory per (namespace, entity, key); a store with the key of a current memory updates it in place
+    key: str
     #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
     updatedAt: str
     #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
     expiresAt: str
-    event: Literal["ADD", "MERGE", "REPLACE"]
+    #: the event that wrote it: UPDATE when a keyed store changed the memory holding its key
+    event: Literal["ADD", "MERGE", "REPLACE", "UPDATE"]
 
 
 class _StoreRequestRequired(TypedDict):
@@ -67,12 +70,21 @@ class StoreRequest(_StoreRequestRequired, total=False):
     importance: float
     #: ISO 8601: when the fact was stated or observed (default: the time it is stored); not in the future (5 minutes of clock skew allowed), not before 1970
     observedAt: str
+    #: smart store only: also compare with keyed facts, which it may then skip, update, merge or replace (default false: keyed facts are left alone)
+    includeKeyed: bool
+    #: a keyed fact (stored verbatim, as infer: false): at most one current memory per (namespace, entity, key); storing with the key of a current memory updates that memory in place (same id, event UPDATE), and storing what it already holds changes nothing (unchanged: 1)
+    key: str
 
 
-class StoreResponse(TypedDict):
+class _StoreResponseRequired(TypedDict):
     memories: list[Memory]
     skipped: int
     conflicts: int
+
+
+class StoreResponse(_StoreResponseRequired, total=False):
+    #: keyed stores only: 1 when the memory holding the key already held exactly this (nothing written, no event; the memory is listed without `event`), else 0
+    unchanged: int
 
 
 class _ListQueryRequired(TypedDict):
@@ -94,6 +106,8 @@ class ListQuery(_ListQueryRequired, total=False):
     observedAfter: str
     #: ISO 8601: only memories observed strictly before it
     observedBefore: str
+    #: the memory holding this key (needs entity): a page of 0 or 1 memories
+    key: str
 
 
 class ListResponse(TypedDict):
@@ -184,6 +198,8 @@ class SearchResult(_SearchResultRequired, total=False):
     tags: list[str]
     metadata: dict[str, Any]
     source: str
+    #: at most one current memory per (namespace, entity, key); a store with the key of a current memory updates it in place
+    key: str
     #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
     updatedAt: str
     #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z

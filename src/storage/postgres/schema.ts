@@ -186,6 +186,21 @@ export const migrations: string[] = [
     epoch      bigint NOT NULL
   );
   `,
+  // Keyed facts (issue 33): a memory's key, held by at most one current memory of its entity (the
+  // unique index is the guarantee). A keyed store first takes its key's row in key_locks (made on
+  // first use, like entity_locks), so that stores of one key wait for each other and each finds
+  // the holder the one before committed, instead of failing on the index.
+  `
+  ALTER TABLE memories ADD COLUMN key text;
+  CREATE UNIQUE INDEX memories_current_key ON memories (namespace, entity, key)
+    WHERE state = 'current' AND key IS NOT NULL;
+  CREATE TABLE key_locks (
+    namespace  text NOT NULL,
+    entity     text NOT NULL,
+    key        text NOT NULL,
+    PRIMARY KEY (namespace, entity, key)
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;
