@@ -80,13 +80,13 @@ async function metrics() {
 }
 
 test("over a 1 MiB budget, namespaces are released least recently searched first and every search stays exact", async () => {
-  // 12 small namespaces and 4 of 300 memories (each of those holds a few hundred KB of lists).
+  // 10 small namespaces (packed) and 3 of 270 memories (lists: each holds ~0.8 MB).
   const names = [
-    ...Array.from({ length: 12 }, (_, i) => `small-${i}`),
-    ...Array.from({ length: 4 }, (_, i) => `big-${i}`),
+    ...Array.from({ length: 10 }, (_, i) => `small-${i}`),
+    ...Array.from({ length: 3 }, (_, i) => `big-${i}`),
   ];
   for (const ns of names) docs.set(ns, []);
-  const jobs = names.flatMap((ns) => Array.from({ length: ns.startsWith("big") ? 300 : 30 }, () => ns));
+  const jobs = names.flatMap((ns) => Array.from({ length: ns.startsWith("big") ? 270 : 20 }, () => ns));
   for (let i = 0; i < jobs.length; i += 24) await Promise.all(jobs.slice(i, i + 24).map((ns) => store(ns, sentence())));
 
   const before = await metrics();
