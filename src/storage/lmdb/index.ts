@@ -25,6 +25,7 @@ import { type LmdbState, settledSeq } from "./state";
 import { lmdbTransfer } from "./transfer";
 import { lmdbUpkeep } from "./upkeep";
 import { vectorCache } from "./vector-cache";
+import { lmdbWebhooks } from "./webhooks";
 import { write } from "./writes";
 
 export { FORMAT_VERSION } from "./layout";
@@ -85,6 +86,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     ...lmdbErasure(s),
     ...lmdbTransfer(s),
     ...lmdbIdempotency(s),
+    ...lmdbWebhooks(s),
     ...lmdbUpkeep(s),
   };
 }
