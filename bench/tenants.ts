@@ -10,9 +10,11 @@
 //         namespaces searched twice over, RssAnon, evictions and the searches' p99.
 //   bulk: K memories into one namespace, then one keyword search: its time from the last store's
 //         answer (and the store path's rate).
-// `bun run bench/tenants.ts [many N M] [bulk K] [--source]` prints a Markdown section;
-// make bench (bench/run.ts) runs it at its default sizes and appends it to bench/results.md.
-import { mkdtempSync, rmSync } from "node:fs";
+// `bun run bench/tenants.ts [many N M] [bulk K...] [--source]` prints a Markdown section (both
+// cases at their defaults, 2,000 × 50 and 100,000, without arguments); make bench (bench/run.ts)
+// runs it on LMDB and on PostgreSQL with bulk 100,000 and 1,000,000 and appends it to
+// bench/results.md.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createDatabase, seededRandom } from "../test/helpers";
@@ -55,6 +57,13 @@ async function stop(s: Server) {
   s.proc.kill("SIGTERM");
   await s.proc.exited;
 }
+
+/** The server's CPU time so far (user + system), ms. */
+const cpuMs = (s: Server) => {
+  const stat = readFileSync(`/proc/${s.proc.pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+};
 
 const anonMb = async (s: Server) => {
   const status = await Bun.file(`/proc/${s.proc.pid}/status`).text();
@@ -214,26 +223,32 @@ if (doMany) {
   );
 }
 if (doBulk) {
-  const k = Number(args[bulkAt + 1] ?? 100_000);
-  const { dir, env } = await place();
-  try {
-    const s = await start(dir, env);
-    const rate = await load(s, k, () => "bulk");
-    const t0 = performance.now();
-    await search(s, "bulk", `${zipf()} ${zipf()} ${zipf()}`);
-    const firstMs = performance.now() - t0;
-    const warm = await searchEach(
-      s,
-      Array.from({ length: 200 }, () => "bulk"),
-    );
-    const anon = await anonMb(s);
-    await stop(s);
-    out("");
-    out(
-      `Bulk load of ${k} memories into one namespace at ${rate.toFixed(0)} stores/s, then one keyword search: **${firstMs.toFixed(0)} ms** from the last store's answer (warm p50 ${ms(pct(warm, 0.5))}, ${(firstMs / pct(warm, 0.5)).toFixed(0)}× it); RssAnon ${mb(anon)}.`,
-    );
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+  // Every number after "bulk" is a size (default 100,000).
+  const sizes: number[] = [];
+  for (let i = bulkAt + 1; i < args.length && /^\d+$/.test(args[i]); i++) sizes.push(Number(args[i]));
+  for (const k of sizes.length > 0 ? sizes : [100_000]) {
+    const { dir, env } = await place();
+    try {
+      const s = await start(dir, env);
+      const cpu0 = cpuMs(s);
+      const rate = await load(s, k, () => "bulk");
+      const cpuPerStore = ((cpuMs(s) - cpu0) * 1000) / k;
+      const t0 = performance.now();
+      await search(s, "bulk", `${zipf()} ${zipf()} ${zipf()}`);
+      const firstMs = performance.now() - t0;
+      const warm = await searchEach(
+        s,
+        Array.from({ length: 200 }, () => "bulk"),
+      );
+      const anon = await anonMb(s);
+      await stop(s);
+      out("");
+      out(
+        `Bulk load of ${k} memories into one namespace at ${rate.toFixed(0)} stores/s (server CPU ${cpuPerStore.toFixed(0)} µs a store), then one keyword search: **${firstMs.toFixed(0)} ms** from the last store's answer (warm p50 ${ms(pct(warm, 0.5))}, ${(firstMs / pct(warm, 0.5)).toFixed(0)}× it); RssAnon ${mb(anon)}.`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
 }
 export const tenantsLines = lines;
