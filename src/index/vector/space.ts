@@ -191,21 +191,25 @@ export class VectorSpace {
   set(id: string, entity: string, v: Float32Array | undefined) {
     this.remove(id);
     if (v === undefined) return;
-    if (this.rows === 0 && this.dims === 0 && v.length > 0) this.init(v.length);
-    if (v.length !== this.dims || !this.fits(this.bytes * 2)) {
+    // (The codes are made once there are more rows than a search scores whole: makeCodes.)
+    if (this.rows === 0 && this.dims === 0 && v.length > 0) this.dims = v.length;
+    const codes = this.kernel !== undefined;
+    if (v.length !== this.dims || (codes && !this.fits(this.bytes * 2))) {
       this.odd.set(id, { entity, v: Float32Array.from(v) });
       return;
     }
     const r = this.rows++;
     this.reserveRows(this.rows);
-    this.encode(v, 0);
-    if (this.cells > 0) this.assign(r);
-    else {
-      if (r === this.rowRoom) this.growRowBlock();
-      this.u8.copyWithin(this.rowAt + r * this.bytes, 0, this.bytes);
+    if (codes) {
+      this.encode(v, 0);
+      if (this.cells > 0) this.assign(r);
+      else {
+        if (r === this.rowRoom) this.growRowBlock();
+        this.u8.copyWithin(this.rowAt + r * this.bytes, 0, this.bytes);
+      }
+      for (let j = 0; j < v.length; j++) this.sum[j] += v[j];
+      this.added++;
     }
-    for (let j = 0; j < v.length; j++) this.sum[j] += v[j];
-    this.added++;
     this.ids[r] = id;
     this.keeper?.put(r, v);
     let e = this.entityIndex.get(entity);
@@ -221,7 +225,36 @@ export class VectorSpace {
       this.byEntity.set(e, rows);
     }
     rows.add(r);
+    if (!codes) {
+      if (this.rows > ann.rescore) this.makeCodes();
+      return;
+    }
     if (this.centred < RECENTER.length && this.rows >= RECENTER[this.centred]) this.recentre();
+    if (this.cells === 0 && this.rows >= ann.cellsFrom) this.makeCells();
+  }
+
+  /**
+   * The codes of every row, once there are more than a search scores whole (`ann.rescore`): until
+   * then a namespace holds no kernel, no memory of its own for codes (a WebAssembly page, 64 KiB,
+   * at least) and no mean, only its rows' ids (and its keeper's copy), so a small namespace costs
+   * memory in proportion to its vectors. The mean is that of the rows there now (`read`'s vectors).
+   */
+  private makeCodes() {
+    this.init(this.dims);
+    while (this.rowRoom < this.rows) this.growRowBlock();
+    for (let r = 0; r < this.rows; r++) {
+      const b = this.read(this.ids[r], this.entityNames[this.rowEntity[r]], r);
+      if (b?.length !== this.dims * 4) continue;
+      const v = new Float32Array(b.slice().buffer);
+      for (let j = 0; j < this.dims; j++) this.sum[j] += v[j];
+      this.added++;
+    }
+    // The recentring steps passed so far, the last taken now (every row's code against the mean;
+    // before the first step, a recentring that does not count as one).
+    let k = 0;
+    while (k < RECENTER.length && this.rows >= RECENTER[k]) k++;
+    this.centred = k - 1;
+    this.recentre();
     if (this.cells === 0 && this.rows >= ann.cellsFrom) this.makeCells();
   }
 
@@ -278,7 +311,7 @@ export class VectorSpace {
         this.cellOf[r] = c;
         this.placeOf[r] = this.placeOf[last];
         this.cellRows[c][this.placeOf[r]] = r;
-      } else
+      } else if (this.kernel)
         this.u8.copyWithin(
           this.rowAt + r * this.bytes,
           this.rowAt + last * this.bytes,
@@ -525,11 +558,13 @@ export class VectorSpace {
     const sims: number[] = [];
     let all = true;
     let viaRead = true;
-    if (this.kernel && q.length === this.dims && this.rows > 0) {
+    if (q.length === this.dims && this.rows > 0) {
       const e = entity === undefined ? undefined : this.entityIndex.get(entity);
       const scope = entity === undefined ? undefined : e === undefined ? undefined : this.byEntity.get(e);
       const n = entity === undefined ? this.rows : (scope?.size ?? 0);
-      if (n <= want) this.rescore(scope ?? Array.from({ length: this.rows }, (_, r) => r), q, ids, sims);
+      // (Without codes yet, every row is scored: there are at most ann.rescore.)
+      if (n <= want || !this.kernel)
+        this.rescore(scope ?? Array.from({ length: this.rows }, (_, r) => r), q, ids, sims);
       else {
         all = false;
         const rows = this.candidates(scope, q, want);
