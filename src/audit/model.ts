@@ -45,6 +45,12 @@ export const AuditEvent = t.Object({
       description: "the old side's observed time: the replaced memory's (REPLACE), or the one an edit changed",
     }),
   ),
+  revertOf: t.Nullable(
+    t.String({
+      description:
+        "set on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to); null otherwise",
+    }),
+  ),
 });
 export type AuditEvent = typeof AuditEvent.static;
 

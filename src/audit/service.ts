@@ -19,6 +19,7 @@ export function toAuditEvent(e: EventRecord): AuditEvent {
     actorKeyId: e.actorKeyId,
     observedAt: e.observedAt === undefined ? null : isoTime(e.observedAt),
     oldObservedAt: e.oldObservedAt === undefined ? null : isoTime(e.oldObservedAt),
+    revertOf: e.revertOf ?? null,
   };
 }
 
