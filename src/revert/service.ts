@@ -15,8 +15,13 @@ import { ApiError, invalidField } from "../wire/errors";
 import { isoTime } from "../wire/time";
 import type { RestoredMemory, RestoreRequest, RestoreResponse, RevertRequest, RevertResponse } from "./model";
 
-/** How often a revert or restore is planned again when what it read changed before its write. */
-const ATTEMPTS = 5;
+/**
+ * How often a revert or restore is planned again when what it read changed before its write,
+ * waiting a little longer each time (random, up to 25 ms times the attempt): writers of the entity
+ * that keep coming make it answer 409 conflict rather than wait without end.
+ */
+const ATTEMPTS = 12;
+const backOff = (attempt: number) => Bun.sleep(Math.random() * 25 * attempt);
 
 /** Every event of a memory, oldest first (its history is read whole: a memory's, not a store's). */
 async function memoryEvents(core: Core, m: MemoryRecord): Promise<EventRecord[]> {
@@ -154,6 +159,7 @@ export async function revertMemory(
     } catch (e) {
       if (!(e instanceof WriteConflict)) throw e;
       if (e.reason !== "changed" || attempt >= ATTEMPTS) throw refusal(e);
+      await backOff(attempt);
     }
   }
 }
@@ -254,6 +260,7 @@ export async function restoreEntity(
     } catch (e) {
       if (!(e instanceof WriteConflict)) throw e;
       if (e.reason !== "changed" || attempt >= ATTEMPTS) throw refusal(e);
+      await backOff(attempt);
     }
   }
 }
