@@ -21,6 +21,10 @@ import type {
   NamespacesQuery,
   NamespacesResponse,
   PatchRequest,
+  RestoreRequest,
+  RestoreResponse,
+  RevertRequest,
+  RevertResponse,
   SearchRequest,
   SearchResponse,
   StoreRequest,
@@ -174,6 +178,15 @@ export function createClient(options: ClientOptions) {
     /** The current memory holding a keyed fact's key (with `asOf`: then), or undefined (docs/keyed-facts.md). */
     getByKey: async (q: { namespace: string; entity: string; key: string; asOf?: string }) =>
       (await call<ListResponse>("GET", `/v1/memory${query(q)}`)).memories[0] as Memory | undefined,
+    /**
+     * Reverts a memory to its state right after one of its events (`toEvent`: an event id as
+     * `events` gives it); `dryRun: true` answers what would change and writes nothing.
+     */
+    revert: (memoryId: string, req: RevertRequest, write?: WriteOptions) =>
+      call<RevertResponse>("POST", `/v1/memory/${id(memoryId)}/revert`, req, write),
+    /** Restores every memory of an entity to what it was at `asOf`, in one write (`dryRun: true`: what would change). */
+    restore: (req: RestoreRequest, write?: WriteOptions) =>
+      call<RestoreResponse>("POST", "/v1/memory/restore", req, write),
     /** Deletes one memory (event DELETE). */
     delete: (memoryId: string, write?: WriteOptions) =>
       call<{ deleted: true }>("DELETE", `/v1/memory/${id(memoryId)}`, undefined, write),
