@@ -10,7 +10,7 @@ const result = await Bun.build({
   external: ["ai"], // an optional peer dependency: the application's own copy
   outdir: join(dir, "dist"),
   format: "esm",
-  target: "node", // the client needs only fetch; the test kit uses Bun's globals at run time, not at import
+  target: "node", // the client needs only fetch; the test kit only node: modules (Node ≥ 20 and Bun)
   splitting: true, // index.js and testkit.js share one copy of the client (one MemdError class)
   sourcemap: "linked",
 });

@@ -153,6 +153,8 @@ export interface MetricsOptions {
   embedStats?: () => EmbedStats | undefined;
   /** Request counters filled by the request pipeline (src/http/pipeline.ts). */
   requests: RequestMetrics;
+  /** More figures in Prometheus text, from features (webhooks), read at scrape time. */
+  extra?: (() => Promise<string>)[];
 }
 
 /**
@@ -166,6 +168,7 @@ export function metricsRoutes({
   modelStats,
   embedStats,
   requests,
+  extra = [],
 }: MetricsOptions) {
   const started = Date.now();
   const render = async () =>
@@ -174,6 +177,7 @@ export function metricsRoutes({
       modelMetrics(modelStats?.()),
       embedMetrics(embedStats?.()),
       await storeMetrics(core),
+      ...(await Promise.all(extra.map((f) => f()))),
       gauge("memd_uptime_seconds", "Seconds since the server started.", (Date.now() - started) / 1000),
       "",
     ].join("\n");

@@ -194,6 +194,44 @@ describe("mem0 paths the TypeScript client does not use", () => {
   });
 });
 
+describe("add with inference and no model (the built-in extractor)", () => {
+  const memories = async (user: string) =>
+    ((await mem0("GET", `/v1/memories/?user_id=${user}`)).body as any[]).map((m) => m.memory);
+
+  test("a {role, content} list: the user's statements are kept, the assistant's small talk is not", async () => {
+    const r = await mem0("POST", "/v1/memories/", {
+      messages: [
+        { role: "user", content: "Hi! I like hiking." },
+        { role: "assistant", content: "Nice! Hiking is great exercise." },
+        { role: "user", content: "Thanks" },
+      ],
+      user_id: "hiker",
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.results.map((m: any) => [m.memory, m.event])).toEqual([["I like hiking.", "ADD"]]);
+    expect(await memories("hiker")).toEqual(["I like hiking."]);
+  });
+
+  test('"user: …" / "assistant: …" text: role prefixes dropped, acknowledgements not stored', async () => {
+    const r = await mem0("POST", "/v1/memories/", {
+      messages: "user: I prefer green tea.\nassistant: Got it! Green tea it is.\nuser: ok",
+      user_id: "sipper",
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.results.map((m: any) => m.memory)).toEqual(["I prefer green tea."]);
+    for (const greeting of ["Hi there", "Thanks", "ok", "Nice!"]) {
+      const g = await mem0("POST", "/v3/memories/add/", {
+        messages: [{ role: "user", content: greeting }],
+        user_id: "sipper",
+      });
+      expect([greeting, g.status, g.body.results]).toEqual([greeting, 200, []]);
+    }
+    const again = await mem0("POST", "/v1/memories/", { messages: "user: i prefer green tea", user_id: "sipper" });
+    expect(again.body.results.map((m: any) => [m.memory, m.event])).toEqual([["I prefer green tea.", "NONE"]]);
+    expect(await memories("sipper")).toEqual(["I prefer green tea."]);
+  });
+});
+
 describe("an ordinary memd change", () => {
   test("a mem0 add is in memd's event stream and diff, and mem0's routes stay out of memd's OpenAPI document", async () => {
     const since = new Date().toISOString();

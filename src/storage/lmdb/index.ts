@@ -24,6 +24,7 @@ import { type LmdbState, settledSeq } from "./state";
 import { lmdbTransfer } from "./transfer";
 import { lmdbUpkeep } from "./upkeep";
 import { vectorCache } from "./vector-cache";
+import { lmdbWebhooks } from "./webhooks";
 import { write } from "./writes";
 
 export { FORMAT_VERSION } from "./layout";
@@ -81,6 +82,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     ...lmdbErasure(s),
     ...lmdbTransfer(s),
     ...lmdbIdempotency(s),
+    ...lmdbWebhooks(s),
     ...lmdbUpkeep(s),
   };
 }

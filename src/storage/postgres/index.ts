@@ -23,6 +23,7 @@ import type { PgState } from "./state";
 import { pgTransfer } from "./transfer";
 import { pgUpkeep } from "./upkeep";
 import { PgVectorCache } from "./vector-cache";
+import { pgWebhooks } from "./webhooks";
 import { applyBatch, GroupCommit, storageError, unavailableMessage, type WriteSettings, writeAlone } from "./writes";
 
 export { storageError };
@@ -131,6 +132,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     ...pgErasure(s),
     ...pgTransfer(s),
     ...pgIdempotency(s),
+    ...pgWebhooks(s),
     ...pgUpkeep(s),
   };
 }
