@@ -266,7 +266,8 @@ export interface AuditEvent {
   actorKeyId: string | null;
   observedAt: string | null;
   oldObservedAt: string | null;
-  revertOf: string | null;
+  /** only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to) */
+  revertOf?: string;
 }
 
 export interface EventsQuery {

@@ -45,10 +45,11 @@ export const AuditEvent = t.Object({
       description: "the old side's observed time: the replaced memory's (REPLACE), or the one an edit changed",
     }),
   ),
-  revertOf: t.Nullable(
+  // Fields of newer events, present only where they apply, so that older events keep their shape.
+  revertOf: t.Optional(
     t.String({
       description:
-        "set on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to); null otherwise",
+        "only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to)",
     }),
   ),
 });

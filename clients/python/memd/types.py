@@ -310,7 +310,7 @@ class EventsQuery(TypedDict, total=False):
     limit: int
 
 
-class AuditEvent(TypedDict):
+class _AuditEventRequired(TypedDict):
     id: str
     memoryId: str
     namespace: str
@@ -325,7 +325,11 @@ class AuditEvent(TypedDict):
     actorKeyId: str | None
     observedAt: str | None
     oldObservedAt: str | None
-    revertOf: str | None
+
+
+class AuditEvent(_AuditEventRequired, total=False):
+    #: only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to)
+    revertOf: str
 
 
 class _StreamQueryRequired(TypedDict):
