@@ -229,6 +229,8 @@ export interface StorageStats {
   pendingEmbeddings: number;
   /** Backend-specific gauges: name -> [help, value]. */
   gauges: Record<string, [string, number]>;
+  /** Backend-specific counters (only grow while the process runs): name -> [help, value]. */
+  counters?: Record<string, [string, number]>;
 }
 
 // The roles: one small interface per concern, each implemented once per backend in a file of its
