@@ -100,8 +100,8 @@ class Memd:
       ``Idempotency-Key``.
     - ``idempotency_keys``: every store, update, delete and delete_entity carries an
       ``Idempotency-Key`` (the caller's ``idempotency_key=``, else a fresh one per call), so a
-      retry writes once (default True). False sends one only when given: raw stores then take the
-      server's fastest path, and are retried after a 429 only.
+      retry writes once (default True; a raw store with a key stays on the server's fastest path).
+      False sends one only when given: such writes are then retried after a 429 only.
     - ``headers``: extra headers on every request; ``http_client``: an ``httpx.Client`` of your own
       (proxies, transports); it is not closed by ``close()``.
     """
