@@ -21,6 +21,7 @@ import {
   StoreResponse,
 } from "../src/memory/model";
 import { SearchRequest, SearchResponse } from "../src/search/model";
+import { CreatedWebhook, CreateWebhook, Delivery, PatchWebhook, ReplayRequest, Webhook } from "../src/webhooks/model";
 
 const exported: Record<string, TSchema> = {
   StoreRequest,
@@ -51,6 +52,12 @@ const exported: Record<string, TSchema> = {
   CreateKeyRequest,
   CreatedKey,
   ModelAnswer,
+  CreateWebhook,
+  PatchWebhook,
+  Webhook,
+  CreatedWebhook,
+  Delivery,
+  ReplayRequest,
 };
 
 const key = (k: string) => (/^[A-Za-z_$][\w$]*$/.test(k) ? k : JSON.stringify(k));

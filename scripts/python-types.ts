@@ -53,6 +53,11 @@ const NAMED: [string, string, string, string][] = [
   ["CreateKeyRequest", "post", "/v1/keys", "body"],
   ["CreatedKey", "post", "/v1/keys", "201"],
   ["ExportQuery", "get", "/v1/export", "query"],
+  ["CreateWebhook", "post", "/v1/webhooks", "body"],
+  ["CreatedWebhook", "post", "/v1/webhooks", "201"],
+  ["Webhook", "get", "/v1/webhooks/{id}", "200"],
+  ["PatchWebhook", "patch", "/v1/webhooks/{id}", "body"],
+  ["Delivery", "get", "/v1/webhooks/{id}/deliveries", "200[]"],
 ];
 
 /** Names for nested objects nicer than their place's. */

@@ -8,7 +8,10 @@ import type {
   ContextRequest,
   ContextResponse,
   CreatedKey,
+  CreatedWebhook,
   CreateKeyRequest,
+  CreateWebhook,
+  Delivery,
   DiffRequest,
   DiffResponse,
   EntitiesQuery,
@@ -21,10 +24,12 @@ import type {
   NamespacesQuery,
   NamespacesResponse,
   PatchRequest,
+  PatchWebhook,
   SearchRequest,
   SearchResponse,
   StoreRequest,
   StoreResponse,
+  Webhook,
 } from "./types.gen.js";
 
 /** One field-level problem of a 400 answer. */
@@ -216,6 +221,25 @@ export function createClient(options: ClientOptions) {
       list: () => call<ApiKey[]>("GET", "/v1/keys"),
       get: (keyId: string) => call<ApiKey>("GET", `/v1/keys/${id(keyId)}`),
       revoke: (keyId: string) => call<{ id: string; revoked: true }>("DELETE", `/v1/keys/${id(keyId)}`),
+    },
+    /** Webhook subscriptions (docs/webhooks.md); check deliveries with verifyWebhook. */
+    webhooks: {
+      /** Subscribes a URL; the signing secret is in this answer only. */
+      create: (req: CreateWebhook) => call<CreatedWebhook>("POST", "/v1/webhooks", req),
+      list: () => call<Webhook[]>("GET", "/v1/webhooks"),
+      get: (webhookId: string) => call<Webhook>("GET", `/v1/webhooks/${id(webhookId)}`),
+      /** Changes the URL, filter or description; `state: "paused"` / `"active"` pauses and resumes. */
+      update: (webhookId: string, patch: PatchWebhook) =>
+        call<Webhook>("PATCH", `/v1/webhooks/${id(webhookId)}`, patch),
+      delete: (webhookId: string) => call<{ id: string; deleted: true }>("DELETE", `/v1/webhooks/${id(webhookId)}`),
+      /** A new secret, in this answer only; the old one keeps signing for 24 hours. */
+      rotateSecret: (webhookId: string) => call<CreatedWebhook>("POST", `/v1/webhooks/${id(webhookId)}/rotate-secret`),
+      /** Recent delivery attempts, newest first. */
+      deliveries: (webhookId: string, q: { limit?: number } = {}) =>
+        call<Delivery[]>("GET", `/v1/webhooks/${id(webhookId)}/deliveries${query(q)}`),
+      /** Sends every matching event from `fromSeq` on again, with the same webhook-ids. */
+      replay: (webhookId: string, fromSeq: number) =>
+        call<Webhook>("POST", `/v1/webhooks/${id(webhookId)}/replay`, { fromSeq }),
     },
     /**
      * The live change stream as an async iterator, oldest first: a replay from `after`/`since`, then
