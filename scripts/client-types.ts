@@ -20,6 +20,7 @@ import {
   StoreRequest,
   StoreResponse,
 } from "../src/memory/model";
+import { RestoredMemory, RestoreRequest, RestoreResponse, RevertRequest, RevertResponse } from "../src/revert/model";
 import { SearchRequest, SearchResponse } from "../src/search/model";
 import { CreatedWebhook, CreateWebhook, Delivery, PatchWebhook, ReplayRequest, Webhook } from "../src/webhooks/model";
 
@@ -52,6 +53,11 @@ const exported: Record<string, TSchema> = {
   CreateKeyRequest,
   CreatedKey,
   ModelAnswer,
+  RevertRequest,
+  RevertResponse,
+  RestoreRequest,
+  RestoreResponse,
+  RestoredMemory,
   CreateWebhook,
   PatchWebhook,
   Webhook,

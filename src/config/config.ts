@@ -29,6 +29,7 @@ export interface Config {
   dbStatementTimeoutMs: number;
   pgKeywordLists: boolean;
   keywordPrebuild: number;
+  searchMemoryMb: number;
   logLevel: LogLevel;
   llmBaseUrl: string | undefined;
   llmModel: string | undefined;
@@ -191,6 +192,14 @@ export const settings: Setting[] = [
     default: 20000,
     parse: int(0, 1000000000),
     help: "on LMDB, write the keyword snapshot of every namespace of at least this many memories in the background, searched or not, so its first search after a restart is fast (0: only searched namespaces)",
+  },
+  {
+    key: "searchMemoryMb",
+    flag: "--search-memory-mb",
+    env: "MEMD_SEARCH_MEMORY_MB",
+    default: 256,
+    parse: int(1, 1048576),
+    help: "what the in-memory keyword lists and vectors of every namespace may hold together, in MiB; over it, the least recently searched namespaces are released and brought back at their next search",
   },
   {
     key: "logLevel",

@@ -113,6 +113,7 @@ export async function storeMetrics(core: Core<Upkeep>): Promise<string> {
   const s = await core.storage.stats();
   return [
     ...Object.entries(s.gauges).map(([name, [help, value]]) => gauge(name, help, value)),
+    ...Object.entries(s.counters ?? {}).map(([name, [help, value]]) => gauge(name, help, value, "counter")),
     gauge("memd_memories", "Current memories (not deleted, replaced or swept after expiry).", s.currentMemories),
     gauge("memd_memory_records", "Memory records kept, current or not.", s.memoryRecords),
     gauge("memd_events", "Audit events stored.", s.events),
