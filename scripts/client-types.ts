@@ -20,6 +20,7 @@ import {
   StoreRequest,
   StoreResponse,
 } from "../src/memory/model";
+import { RestoredMemory, RestoreRequest, RestoreResponse, RevertRequest, RevertResponse } from "../src/revert/model";
 import { SearchRequest, SearchResponse } from "../src/search/model";
 
 const exported: Record<string, TSchema> = {
@@ -51,6 +52,11 @@ const exported: Record<string, TSchema> = {
   CreateKeyRequest,
   CreatedKey,
   ModelAnswer,
+  RevertRequest,
+  RevertResponse,
+  RestoreRequest,
+  RestoreResponse,
+  RestoredMemory,
 };
 
 const key = (k: string) => (/^[A-Za-z_$][\w$]*$/.test(k) ? k : JSON.stringify(k));

@@ -266,6 +266,8 @@ export interface AuditEvent {
   actorKeyId: string | null;
   observedAt: string | null;
   oldObservedAt: string | null;
+  /** only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to) */
+  revertOf?: string;
 }
 
 export interface EventsQuery {
@@ -378,4 +380,57 @@ export interface ModelAnswer {
     /** why, e.g. contradiction */
     reason?: string;
   }>;
+}
+
+export interface RevertRequest {
+  /** the id of one of the memory's events, as GET /v1/memory/events shows it */
+  toEvent: string;
+  /** answer what would change and write nothing */
+  dryRun?: boolean;
+}
+
+export interface RevertResponse {
+  memoryId: string;
+  toEvent: string;
+  dryRun: boolean;
+  /** add: brought back (event ADD, same id); update: changed (UPDATE); delete: removed (DELETE); unchanged: already so, nothing written */
+  action: "add" | "update" | "delete" | "unchanged";
+  /** the fields that change (content, state, tags, ...) */
+  fields: string[];
+  /** the memory as it is current now; null when it is not */
+  before: Memory | null;
+  /** the memory after the revert; null when it is deleted by it */
+  after: Memory | null;
+  /** the event written; null on a dry run or when nothing changed */
+  event: AuditEvent | null;
+}
+
+export interface RestoreRequest {
+  namespace: string;
+  entity: string;
+  /** ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md */
+  asOf: string;
+  /** answer what would change and write nothing */
+  dryRun?: boolean;
+}
+
+export interface RestoreResponse {
+  namespace: string;
+  entity: string;
+  asOf: string;
+  dryRun: boolean;
+  changed: number;
+  /** every memory current now or at asOf, newest first, and what was done to it */
+  memories: RestoredMemory[];
+  /** the events written, in order; empty on a dry run */
+  events: AuditEvent[];
+}
+
+export interface RestoredMemory {
+  id: string;
+  /** as a revert's, or erased: current at asOf but erased since, so it cannot come back */
+  action: "add" | "update" | "delete" | "unchanged" | "erased";
+  fields: string[];
+  before: Memory | null;
+  after: Memory | null;
 }

@@ -18,6 +18,7 @@ import {
   Erasure,
   ErasuresQuery,
   GetQuery,
+  idempotencyHeader,
   ListQuery,
   ListResponse,
   Memory,
@@ -39,18 +40,6 @@ import {
   toErasure,
   toMemory,
 } from "./service";
-
-const idempotencyHeader = {
-  parameters: [
-    {
-      name: "Idempotency-Key",
-      in: "header" as const,
-      required: false,
-      schema: { type: "string" as const, minLength: 1, maxLength: 255 },
-      description: "a repeat within 24 h with the same body gets the first answer (header idempotent-replayed: true)",
-    },
-  ],
-};
 
 export type SmartStore = (
   req: StoreRequest,

@@ -173,3 +173,16 @@ export type { MemoryRecord } from "../storage/records";
  */
 export type AppliedChange = { kind: Exclude<EventKind, "UPDATE">; memory: MemoryRecord };
 export type ObserveChanges = (applied: AppliedChange[]) => void;
+
+/** The Idempotency-Key header as the OpenAPI document describes it, on every route that takes it. */
+export const idempotencyHeader = {
+  parameters: [
+    {
+      name: "Idempotency-Key",
+      in: "header" as const,
+      required: false,
+      schema: { type: "string" as const, minLength: 1, maxLength: 255 },
+      description: "a repeat within 24 h with the same body gets the first answer (header idempotent-replayed: true)",
+    },
+  ],
+};

@@ -46,6 +46,15 @@ def update(memory_id: str, patch: Fields | None, kw: Fields, idempotency_key: st
     return write("PATCH", f"/v1/memory/{seg(memory_id)}", body, has_body=True, idempotency_key=idempotency_key)
 
 
+def revert(memory_id: str, request: Fields | None, kw: Fields, idempotency_key: str | None) -> Request:
+    path = f"/v1/memory/{seg(memory_id)}/revert"
+    return write("POST", path, fields(request, kw), has_body=True, idempotency_key=idempotency_key)
+
+
+def restore(request: Fields | None, kw: Fields, idempotency_key: str | None) -> Request:
+    return write("POST", "/v1/memory/restore", fields(request, kw), has_body=True, idempotency_key=idempotency_key)
+
+
 def delete(memory_id: str, idempotency_key: str | None) -> Request:
     return write("DELETE", f"/v1/memory/{seg(memory_id)}", has_body=False, idempotency_key=idempotency_key)
 

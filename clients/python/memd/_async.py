@@ -45,6 +45,10 @@ from .types import (
     Memory,
     NamespacesResponse,
     PatchRequest,
+    RestoreRequest,
+    RestoreResponse,
+    RevertRequest,
+    RevertResponse,
     SearchRequest,
     SearchResponse,
     StoreRequest,
@@ -72,8 +76,8 @@ class AsyncMemd:
       ``Idempotency-Key``.
     - ``idempotency_keys``: every store, update, delete and delete_entity carries an
       ``Idempotency-Key`` (the caller's ``idempotency_key=``, else a fresh one per call), so a
-      retry writes once (default True). False sends one only when given: raw stores then take the
-      server's fastest path, and are retried after a 429 only.
+      retry writes once (default True; a raw store with a key stays on the server's fastest path).
+      False sends one only when given: such writes are then retried after a 429 only.
     - ``headers``: extra headers on every request; ``http_client``: an ``httpx.AsyncClient`` of your own
       (proxies, transports); it is not closed by ``close()``.
     """
@@ -209,6 +213,29 @@ class AsyncMemd:
         """Corrects a memory in place (event UPDATE): ``content``, ``category``, ``importance``,
         ``tags``, ``metadata``; ``None`` (JSON null) removes the tags or the metadata."""
         return await self._call(_api.update(memory_id, patch, fields, idempotency_key))
+
+    async def revert(
+        self,
+        memory_id: str,
+        request: RevertRequest | None = None,
+        /,
+        *,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> RevertResponse:
+        """Reverts a memory to its state right after one of its events: ``to_event`` (``toEvent``, an
+        event id as ``events`` gives it), ``dry_run`` (``dryRun``: what would change, nothing written).
+        ``MemdError`` 410 ``erased`` when an erasure took the content, 409 ``conflict`` when another
+        memory holds its key."""
+        return await self._call(_api.revert(memory_id, request, fields, idempotency_key))
+
+    async def restore(
+        self, request: RestoreRequest | None = None, /, *, idempotency_key: str | None = None, **fields: Any
+    ) -> RestoreResponse:
+        """Restores every memory of an entity to what it was at ``as_of`` (``asOf``), in one write:
+        ``namespace``, ``entity``, ``as_of``, ``dry_run``. The answer lists each memory and what was
+        done to it."""
+        return await self._call(_api.restore(request, fields, idempotency_key))
 
     async def delete(self, memory_id: str, *, idempotency_key: str | None = None) -> dict[str, Any]:
         """Deletes one memory (event DELETE): ``{"deleted": True}``."""

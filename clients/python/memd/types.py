@@ -310,7 +310,7 @@ class EventsQuery(TypedDict, total=False):
     limit: int
 
 
-class AuditEvent(TypedDict):
+class _AuditEventRequired(TypedDict):
     id: str
     memoryId: str
     namespace: str
@@ -325,6 +325,11 @@ class AuditEvent(TypedDict):
     actorKeyId: str | None
     observedAt: str | None
     oldObservedAt: str | None
+
+
+class AuditEvent(_AuditEventRequired, total=False):
+    #: only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to)
+    revertOf: str
 
 
 class _StreamQueryRequired(TypedDict):
@@ -418,3 +423,62 @@ class CreatedKey(TypedDict):
 class ExportQuery(TypedDict, total=False):
     #: repeat for several
     namespace: list[str]
+
+
+class _RevertRequestRequired(TypedDict):
+    #: the id of one of the memory's events, as GET /v1/memory/events shows it
+    toEvent: str
+
+
+class RevertRequest(_RevertRequestRequired, total=False):
+    #: answer what would change and write nothing
+    dryRun: bool
+
+
+class RevertResponse(TypedDict):
+    memoryId: str
+    toEvent: str
+    dryRun: bool
+    #: add: brought back (event ADD, same id); update: changed (UPDATE); delete: removed (DELETE); unchanged: already so, nothing written
+    action: Literal["add", "update", "delete", "unchanged"]
+    #: the fields that change (content, state, tags, ...)
+    fields: list[str]
+    #: the memory as it is current now; null when it is not
+    before: Memory | None
+    #: the memory after the revert; null when it is deleted by it
+    after: Memory | None
+    #: the event written; null on a dry run or when nothing changed
+    event: AuditEvent | None
+
+
+class _RestoreRequestRequired(TypedDict):
+    namespace: str
+    entity: str
+    #: ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md
+    asOf: str
+
+
+class RestoreRequest(_RestoreRequestRequired, total=False):
+    #: answer what would change and write nothing
+    dryRun: bool
+
+
+class RestoredMemory(TypedDict):
+    id: str
+    #: as a revert's, or erased: current at asOf but erased since, so it cannot come back
+    action: Literal["add", "update", "delete", "unchanged", "erased"]
+    fields: list[str]
+    before: Memory | None
+    after: Memory | None
+
+
+class RestoreResponse(TypedDict):
+    namespace: str
+    entity: str
+    asOf: str
+    dryRun: bool
+    changed: int
+    #: every memory current now or at asOf, newest first, and what was done to it
+    memories: list[RestoredMemory]
+    #: the events written, in order; empty on a dry run
+    events: list[AuditEvent]
