@@ -104,6 +104,8 @@ export interface WriteOptions {
 export interface ListOptions {
   namespace: string;
   entity?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
   category?: string;
   /** Only memories carrying every one of these tags. */
   tags?: string[];

@@ -57,6 +57,8 @@ export interface Memory {
 export interface ListQuery {
   namespace: string;
   entity?: string;
+  /** only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2` */
+  entityPrefix?: string;
   category?: string;
   /** repeat: all must match */
   tag?: string[];
@@ -134,6 +136,8 @@ export interface NamespacesResponse {
 
 export interface EntitiesQuery {
   namespace: string;
+  /** only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2` */
+  prefix?: string;
   /** 1 to 1000; default 100 */
   limit?: string;
   /** nextCursor of the previous page */
@@ -154,6 +158,8 @@ export interface EntitiesResponse {
 export interface SearchRequest {
   namespace: string;
   entity?: string;
+  /** only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2` */
+  entityPrefix?: string;
   /** 1 to 1000 characters, not blank */
   query: string;
   limit?: number;

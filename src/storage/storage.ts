@@ -162,6 +162,8 @@ export interface SearchFilter {
   observedBefore?: number;
   /** The memory holding this key (keyed facts). */
   key?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
 }
 
 /** A current memory and its score, higher is better. */
@@ -190,6 +192,8 @@ export interface ListMemoriesQuery {
   observedBefore?: number;
   /** Only the memory holding this key (keyed facts; needs entity). */
   key?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
   limit: number;
   /** Continue with memories older than this memory id (the last one of the previous page). */
   before?: string;
@@ -369,7 +373,7 @@ export interface Browse {
    */
   namespaces(page: NamePage): Promise<NamespaceSummary[]>;
   /** Entities of a namespace that have events, in name order; bounded like `namespaces`. */
-  entities(namespace: string, page: Omit<NamePage, "prefix">): Promise<EntitySummary[]>;
+  entities(namespace: string, page: NamePage): Promise<EntitySummary[]>;
 }
 
 /** Ranked reads over current memories, by words and by meaning. */

@@ -93,6 +93,8 @@ class _ListQueryRequired(TypedDict):
 
 class ListQuery(_ListQueryRequired, total=False):
     entity: str
+    #: only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`
+    entityPrefix: str
     category: str
     #: repeat: all must match
     tag: list[str]
@@ -166,6 +168,8 @@ class _SearchRequestRequired(TypedDict):
 
 class SearchRequest(_SearchRequestRequired, total=False):
     entity: str
+    #: only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`
+    entityPrefix: str
     limit: int
     #: default: hybrid when an embedding model is configured, else keyword
     mode: Literal["keyword", "semantic", "hybrid"]
@@ -369,6 +373,8 @@ class _EntitiesQueryRequired(TypedDict):
 
 
 class EntitiesQuery(_EntitiesQueryRequired, total=False):
+    #: only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`
+    prefix: str
     #: 1 to 1000; default 100
     limit: int
     #: nextCursor of the previous page
