@@ -513,14 +513,14 @@ export interface Webhooks {
   /**
    * Changes a subscription in one transaction: `change` gets the stored record and answers the
    * new one (or undefined: no change). With `owner`, only while that owner holds its delivery
-   * lease (else answers undefined and changes nothing); with `delivery`, that attempt is logged in
-   * the same transaction (the newest 100 per subscription are kept). Answers the stored record
+   * lease (else answers undefined and changes nothing); with `deliveries`, those attempts are
+   * logged in the same transaction (the newest 100 per subscription are kept). Answers the stored record
    * after the call, undefined when there is none (or the lease is lost).
    */
   updateWebhook(
     id: string,
     change: (w: WebhookRecord) => WebhookRecord | undefined,
-    options?: { owner?: string; delivery?: DeliveryRecord },
+    options?: { owner?: string; deliveries?: readonly DeliveryRecord[] },
   ): Promise<WebhookRecord | undefined>;
   /** Removes a subscription, its log and its lease; false when there was none. */
   deleteWebhook(id: string): Promise<boolean>;
