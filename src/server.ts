@@ -15,6 +15,7 @@ import { startTtlSweeper } from "./memory/ttl";
 import { openStorage, storageSite } from "./storage/index";
 import { settledStorage } from "./storage/settle";
 import type { Storage } from "./storage/storage";
+import { type Deliverer, defaultDeliveryOptions, startDeliverer } from "./webhooks/deliverer";
 
 /** Where the data lives, for logs: the data dir, or the database host (never the password). */
 export function storageName(config: Config): { dataDir: string } | { database: string } {
@@ -86,6 +87,7 @@ export async function startServer(
   let storage: Storage | undefined;
   let stopSweeper: (() => Promise<void>) | undefined;
   let stopEmbedder: (() => Promise<void>) | undefined;
+  let webhooks: Deliverer | undefined;
   try {
     try {
       release = await site.claim((msg) => logger.warn(msg, { dataDir: config.dataDir }));
@@ -109,7 +111,17 @@ export async function startServer(
     };
     const root: KeyRecord | undefined = config.apiKey ? rootKeyFromSecret(config.apiKey) : undefined;
     const streams = new StreamHub();
+    webhooks = startDeliverer(core, root, {
+      ...defaultDeliveryOptions,
+      allowPrivate: config.webhookAllowPrivate,
+      retryBaseMs: config.webhookRetryBaseMs,
+      retryMaxMs: config.webhookRetryMaxMs,
+      disableAfterMs: config.webhookDisableAfterMs,
+      connectTimeoutMs: config.webhookConnectTimeoutMs,
+      answerTimeoutMs: config.webhookTimeoutMs,
+    });
     const app = buildApp(core, {
+      webhooks,
       root,
       smartStore: createSmartStore(core, shutdown.signal),
       modelStats,
@@ -152,22 +164,29 @@ export async function startServer(
     const held = release;
     const sweeper = stopSweeper;
     const embedder = stopEmbedder;
+    const deliverer = webhooks;
     let stopping: Promise<void> | undefined;
     const stop = (graceMs = config.shutdownGraceMs) =>
       (stopping ??= (async () => {
         const started = performance.now();
         // Stop accepting at once; resolves when every connection is done. Live streams never
-        // finish by themselves: end them.
+        // finish by themselves: end them. Only requests in flight get the grace: Bun's stop(false)
+        // also waits for a kept-alive connection whose last body was never read (a 413 answered
+        // from its Content-Length) until it times out, so once no request is in flight the
+        // connections left, all idle, are closed at once.
         const drained = server.stop(false).then(() => true);
         streams.closeAll();
-        if (!(await within(drained, graceMs))) {
+        const idle = noneInFlight(server);
+        if (!(await within(Promise.race([drained, idle.done]), graceMs))) {
           shutdown.abort();
           // The aborted smart stores answer 503 shutting_down; give them a moment to be sent.
-          await within(drained, Math.min(500, Math.max(50, graceMs / 10)));
-          await server.stop(true);
+          await within(Promise.race([drained, idle.done]), Math.min(500, Math.max(50, graceMs / 10)));
         }
+        idle.cancel();
+        await server.stop(true);
         await sweeper();
         await embedder();
+        await deliverer.stop();
         await openStorageNow.close();
         held?.();
         logger.info("memd stopped", {
@@ -183,10 +202,26 @@ export async function startServer(
   } catch (e) {
     await stopSweeper?.();
     await stopEmbedder?.();
+    await webhooks?.stop();
     await storage?.close().catch(() => {});
     release?.();
     throw e;
   }
+}
+
+/** Resolves once `server` has no request in flight (polled: Bun has no event for it). */
+function noneInFlight(server: { readonly pendingRequests: number }) {
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const done = new Promise<void>((resolve) => {
+    const check = () => {
+      if (server.pendingRequests > 0) return;
+      clearInterval(timer);
+      resolve();
+    };
+    timer = setInterval(check, 20);
+    check();
+  });
+  return { done, cancel: () => clearInterval(timer) };
 }
 
 /** Whether `p` settles within `ms`. */

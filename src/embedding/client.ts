@@ -161,28 +161,35 @@ export function withVectors(core: Core, ops: MemoryOp[], cost: EmbedCost): Memor
   return s.builtin ? withVector(ops, () => "pending") : embedOps(core, s, ops, cost);
 }
 
+/** The new content an op writes (ADD, REPLACE, a patch of content, a REVERT to a version), if any. */
+function contentOf(op: MemoryOp): string | undefined {
+  return "create" in op
+    ? op.create.content
+    : "patch" in op
+      ? op.patch.content
+      : op.event === "REVERT"
+        ? op.to?.content
+        : undefined;
+}
+
 /** `ops` with the vector `at(j)` on the j-th op that writes new content. */
 function withVector(ops: MemoryOp[], at: (j: number) => Float32Array | "pending"): MemoryOp[] {
   let j = 0;
-  return ops.map((op) =>
-    "create" in op
-      ? { ...op, create: { ...op.create, vector: at(j++) } }
-      : "patch" in op && op.patch.content !== undefined
-        ? { ...op, patch: { ...op.patch, vector: at(j++) } }
-        : op,
-  );
+  return ops.map((op) => {
+    if (contentOf(op) === undefined) return op;
+    const vector = at(j++);
+    if ("create" in op) return { ...op, create: { ...op.create, vector } };
+    if ("patch" in op) return { ...op, patch: { ...op.patch, vector } };
+    return { ...op, vector };
+  });
 }
 
 async function embedOps(core: Core, s: RemoteEmbedSettings, ops: MemoryOp[], cost: EmbedCost): Promise<MemoryOp[]> {
   const texts: string[] = [];
-  const at: number[] = [];
-  ops.forEach((op, i) => {
-    const text = "create" in op ? op.create.content : "patch" in op ? op.patch.content : undefined;
-    if (text !== undefined) {
-      texts.push(text);
-      at.push(i);
-    }
-  });
+  for (const op of ops) {
+    const text = contentOf(op);
+    if (text !== undefined) texts.push(text);
+  }
   if (texts.length === 0) return ops;
   let vectors: (Float32Array | "pending")[];
   try {

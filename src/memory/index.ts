@@ -1,4 +1,5 @@
 import { Elysia, t } from "elysia";
+import { readAsOf } from "../audit/service";
 import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { embedHeaders, newCost } from "../embedding/client";
@@ -10,13 +11,14 @@ import type { KeyRecord } from "../keys/model";
 import { permits } from "../keys/service";
 import { ApiError } from "../wire/errors";
 import { jsonAnswer } from "../wire/schemas";
-import { asOfField, instantField } from "../wire/time";
+import { instantField } from "../wire/time";
 import {
   EntityQuery,
   EraseRequest,
   Erasure,
   ErasuresQuery,
   GetQuery,
+  idempotencyHeader,
   ListQuery,
   ListResponse,
   Memory,
@@ -38,18 +40,6 @@ import {
   toErasure,
   toMemory,
 } from "./service";
-
-const idempotencyHeader = {
-  parameters: [
-    {
-      name: "Idempotency-Key",
-      in: "header" as const,
-      required: false,
-      schema: { type: "string" as const, minLength: 1, maxLength: 255 },
-      description: "a repeat within 24 h with the same body gets the first answer (header idempotent-replayed: true)",
-    },
-  ],
-};
 
 export type SmartStore = (
   req: StoreRequest,
@@ -86,10 +76,14 @@ export const directStore = (core: Core): DirectRoute<StoreRequest, KeyRecord> =>
   allows: (key) => permits(key, "read_write"),
   body: StoreRequest,
   freeForm: ["metadata"],
-  serves: (request, body) => body.infer === false && request.headers.get("idempotency-key") === null,
-  handle(body, key, headers) {
+  // With an Idempotency-Key too: the key's answer is kept by the store's own transaction, so
+  // clients can send one on every write without leaving this path.
+  serves: (_request, body) => body.infer === false || body.key !== undefined,
+  handle(body, key, headers, request) {
     checkScope(key, body.namespace);
-    return storeRawAnswer(core, body, key.id, headers);
+    return idempotent({ storage: core.storage, request, keyId: key.id, body, set: { headers } }, (slot) =>
+      storeRawAnswer(core, body, key.id, headers, slot),
+    );
   },
 });
 
@@ -101,7 +95,8 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       "/v1/memory",
       async ({ body, apiKey, set, request }) => {
         return idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, async (slot) => {
-          if (body.infer !== false) return smartStore(body, apiKey.id, set, slot);
+          // A keyed fact is stored verbatim (docs/keyed-facts.md).
+          if (body.infer !== false && body.key === undefined) return smartStore(body, apiKey.id, set, slot);
           return storeRawAnswer(core, body, apiKey.id, set.headers, slot);
         });
       },
@@ -111,7 +106,8 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         body: StoreRequest,
         detail: {
           summary: "Store a memory",
-          description: "infer: false stores content verbatim; infer: true (default) extracts facts.",
+          description:
+            "infer: false stores content verbatim; infer: true (default) extracts facts. With key: a keyed fact, stored verbatim; the memory holding the key is updated in place (docs/keyed-facts.md).",
           responses: jsonAnswer(StoreResponse),
           ...idempotencyHeader,
         },
@@ -121,14 +117,16 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       "/v1/memory",
       async ({ query }) => {
         const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
-        const { namespace, entity, category, tag } = query;
+        const { namespace, entity, entityPrefix, category, tag, key } = query;
         const q = {
           namespace,
           entity,
+          entityPrefix,
+          key,
           category,
           tags: tag,
           limit,
-          asOf: asOfField(query.asOf),
+          asOf: await readAsOf(core.storage, namespace, query.asOf),
           observedAfter: instantField("observedAfter", query.observedAfter),
           observedBefore: instantField("observedBefore", query.observedBefore),
         };
@@ -141,7 +139,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         detail: {
           summary: "List current memories, newest first, a page at a time",
           description:
-            "Follow nextCursor until it is null; paging never loses or repeats a memory. With asOf: the memories exactly as they were current at that instant, replayed from the audit trail (docs/time.md).",
+            "Follow nextCursor until it is null; paging never loses or repeats a memory. With asOf: the memories exactly as they were current at that instant, replayed from the audit trail (docs/time.md). With key (and entity): the memory holding that key, alone (docs/keyed-facts.md).",
           responses: jsonAnswer(ListResponse),
         },
       },
@@ -213,7 +211,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .get(
       "/v1/memory/:id",
       async ({ params, query, memory }) => {
-        const asOf = asOfField(query.asOf);
+        const asOf = await readAsOf(core.storage, memory?.namespace, query.asOf);
         // `memory` is undefined for an unknown id and for one outside the key's namespaces: one answer.
         const r = asOf === undefined ? currentOf(memory) : memory && (await findMemoryAsOf(core, params.id, asOf));
         if (!r) throw new ApiError("not_found", "no memory with that id");

@@ -2,8 +2,8 @@ import { t } from "elysia";
 import { storedKinds } from "../audit/model";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { ErasureRecord, type EventKind, MemoryRecord } from "../storage/records";
-import { Category, Importance, Name, Tag, Tags, Timestamp } from "../wire/schemas";
+import { ErasureRecord, type EventKind, MemoryRecord, memoryTimes } from "../storage/records";
+import { Category, EntityPrefix, Importance, MemoryKey, Name, Tag, Tags, Timestamp } from "../wire/schemas";
 import { isoShapePattern } from "../wire/time";
 
 const Metadata = t.Record(t.String(), t.Unknown(), { description: "a JSON object, at most 16 KiB serialized" });
@@ -37,30 +37,38 @@ export const StoreRequest = t.Object(
     category: t.Optional(Category),
     importance: t.Optional(Importance),
     observedAt: t.Optional(ObservedAt),
+    includeKeyed: t.Optional(
+      t.Boolean({
+        description:
+          "smart store only: also compare with keyed facts, which it may then skip, update, merge or replace (default false: keyed facts are left alone)",
+      }),
+    ),
+    key: t.Optional(
+      t.String({
+        ...MemoryKey,
+        description:
+          "a keyed fact (stored verbatim, as infer: false): at most one current memory per (namespace, entity, key); storing with the key of a current memory updates that memory in place (same id, event UPDATE), and storing what it already holds changes nothing (unchanged: 1)",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 export type StoreRequest = typeof StoreRequest.static;
 
-export const StoredEvent = t.Union(storedKinds.map((k) => t.Literal(k)));
+export const StoredEvent = t.Union(
+  [...storedKinds, "UPDATE" as const].map((k) => t.Literal(k)),
+  {
+    description: "the event that wrote it: UPDATE when a keyed store changed the memory holding its key",
+  },
+);
 
 /**
- * A memory as answers give it: the record's fields (storage/records.ts) without its state (an
+ * A memory as answers give it: every field of the record (storage/records.ts) but its state (an
  * answer shows only what is current, or what was at asOf), its times in ISO 8601, and the event
- * that wrote it when a store answers.
+ * that wrote it when a store answers. A field added to the record is answered as it is.
  */
 export const Memory = t.Object({
-  ...t.Pick(MemoryRecord, [
-    "id",
-    "namespace",
-    "entity",
-    "content",
-    "category",
-    "importance",
-    "tags",
-    "metadata",
-    "source",
-  ]).properties,
+  ...t.Omit(MemoryRecord, ["state", ...memoryTimes]).properties,
   createdAt: Timestamp,
   updatedAt: t.Optional(Timestamp),
   expiresAt: t.Optional(Timestamp),
@@ -75,6 +83,13 @@ export const StoreResponse = t.Object({
   memories: t.Array(Memory),
   skipped: t.Integer({ minimum: 0 }),
   conflicts: t.Integer({ minimum: 0 }),
+  unchanged: t.Optional(
+    t.Integer({
+      minimum: 0,
+      description:
+        "keyed stores only: 1 when the memory holding the key already held exactly this (nothing written, no event; the memory is listed without `event`), else 0",
+    }),
+  ),
 });
 export type StoreResponse = typeof StoreResponse.static;
 
@@ -82,6 +97,7 @@ export const ListQuery = t.Object(
   {
     namespace: Name,
     entity: t.Optional(Name),
+    entityPrefix: t.Optional(EntityPrefix),
     category: t.Optional(Category),
     tag: t.Optional(t.Array(Tag, { maxItems: limits.tags, description: "repeat: all must match" })),
     limit: t.Optional(LimitParam(limits.pageMax, limits.listDefault)),
@@ -89,6 +105,9 @@ export const ListQuery = t.Object(
     asOf: t.Optional(AsOf),
     observedAfter: t.Optional(ObservedAfter),
     observedBefore: t.Optional(ObservedBefore),
+    key: t.Optional(
+      t.String({ ...MemoryKey, description: "the memory holding this key (needs entity): a page of 0 or 1 memories" }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -144,3 +163,16 @@ export type { MemoryRecord } from "../storage/records";
  */
 export type AppliedChange = { kind: Exclude<EventKind, "UPDATE">; memory: MemoryRecord };
 export type ObserveChanges = (applied: AppliedChange[]) => void;
+
+/** The Idempotency-Key header as the OpenAPI document describes it, on every route that takes it. */
+export const idempotencyHeader = {
+  parameters: [
+    {
+      name: "Idempotency-Key",
+      in: "header" as const,
+      required: false,
+      schema: { type: "string" as const, minLength: 1, maxLength: 255 },
+      description: "a repeat within 24 h with the same body gets the first answer (header idempotent-replayed: true)",
+    },
+  ],
+};

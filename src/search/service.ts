@@ -1,24 +1,35 @@
 // Search over current memories: keyword (BM25, from the storage's index), semantic (exact
 // cosine over stored vectors) and hybrid (the two fused by how far their hits stand out: fusion.ts).
+
+import { readAsOf } from "../audit/service";
 import type { Core } from "../core";
 import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedding/client";
 import { catchUp } from "../embedding/worker";
 import { requireEntityForAsOf, toMemory } from "../memory/service";
 import { isCurrent, type MemoryRecord } from "../storage/records";
-import type { AsOfReads, Embeddings, MemoryScope, Scored, Search, SearchFilter } from "../storage/storage";
+import type {
+  AsOfReads,
+  Embeddings,
+  EventReads,
+  MemoryScope,
+  Scored,
+  Search,
+  SearchFilter,
+} from "../storage/storage";
 import { indexTerms, queryTerms } from "../text/tokens";
 import { ApiError, invalidField } from "../wire/errors";
-import { asOfField, instantField } from "../wire/time";
+import { instantField } from "../wire/time";
 import { keywordAsOf, keywordAsOfTexts } from "./asof";
 import { FUSION, fuse } from "./fusion";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
 import { embedQueryWithShare } from "./probe";
 
 /**
- * What search reads: the ranked reads, the as-of reads for `asOf`, and the embedding queue (the
- * built-in embedder's backlog is embedded before a search: embedding/worker.ts's catchUp).
+ * What search reads: the ranked reads, the as-of reads for `asOf` (and its newest event,
+ * readAsOf), and the embedding queue (the built-in embedder's backlog is embedded before a
+ * search: embedding/worker.ts's catchUp).
  */
-type SearchCore = Core<Search & AsOfReads & Embeddings>;
+type SearchCore = Core<Search & AsOfReads & Pick<EventReads, "newestEvents"> & Embeddings>;
 
 /**
  * The mode a request gets: its own, or hybrid when there is an embedder (the built-in one unless
@@ -123,8 +134,9 @@ export async function search(core: SearchCore, req: SearchRequest, cost: EmbedCo
     tags: req.tags,
     observedAfter: instantField("observedAfter", req.observedAfter),
     observedBefore: instantField("observedBefore", req.observedBefore),
+    entityPrefix: req.entityPrefix,
   };
-  const asOf = asOfField(req.asOf);
+  const asOf = await readAsOf(core.storage, req.namespace, req.asOf);
   if (asOf !== undefined) return searchAsOf(core, req, filter, asOf);
   const mode = resolveMode(core, req.mode);
   const { hits, mode: used } = await rank(core, {

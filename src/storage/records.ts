@@ -1,12 +1,16 @@
 // The records every storage backend keeps, each defined once as a TypeBox schema: its TypeScript
 // type is the schema's Static, the export format's lines are these schemas with a `type`
 // (transfer/model.ts), PostgreSQL's rows map the same field lists (postgres/rows.ts), LMDB shares
-// their field names (lmdb/env.ts), and the public answers pick their fields from them. The
-// schemas also say what a valid record is (names, tags, ids in lower case): an import checks
-// each line against them. Storage knows nothing of HTTP or of the features.
-import { type Static, type TSchema, Type } from "@sinclair/typebox";
+// their field names (lmdb/env.ts), the public answers take their fields from them
+// (memory/model.ts `Memory`: every field but `state`, times in ISO 8601), and the code that
+// copies a memory's fields (storage/ops.ts, storage/asof.ts, memory/service.ts `toMemory`) goes
+// through the field lists below. So a field added to MemoryRecord is one change here (plus, on
+// PostgreSQL, the migration that adds its column). The schemas also say what a valid record is
+// (names, tags, ids in lower case): an import checks each line against them. Storage knows
+// nothing of HTTP or of the features.
+import { OptionalKind, type Static, type TSchema, Type } from "@sinclair/typebox";
 import { limits } from "../config/limits";
-import { Category, Importance, lowerUuidPattern, Name, oneOf, Tags } from "../wire/schemas";
+import { Category, Importance, lowerUuidPattern, MemoryKey, Name, oneOf, Tags } from "../wire/schemas";
 
 /** Audit event kinds: the interface's six, plus UPDATE (an edit in place, memd's extension). Persisted as these strings. */
 export const eventKinds = ["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"] as const;
@@ -40,8 +44,30 @@ export const MemoryRecord = Type.Object({
   // When the fact was stated or observed (valid time); set by every write since format 7 /
   // schema 5. Absent on older records: it is then `createdAt` (observedOf).
   observedAt: Type.Optional(Ms),
+  // A keyed fact's key (issue 33; format 8 / schema 9): set when the memory is added and never
+  // changed, so an event needs not carry it. At most one current memory holds a (namespace,
+  // entity, key); deleting, replacing or erasing the memory frees it.
+  key: Type.Optional(MemoryKey),
 });
 export type MemoryRecord = Static<typeof MemoryRecord>;
+
+/** A memory's times (ms since the epoch), each with its own rule: set by the event clock, or derived. */
+export const memoryTimes = ["createdAt", "updatedAt", "expiresAt", "observedAt"] as const;
+
+/**
+ * A memory's optional fields that are kept and answered as given (no time, no state): tags,
+ * metadata, source, and any field added later. Copied by name wherever a record is made.
+ */
+export const memoryExtras = Object.entries(MemoryRecord.properties)
+  .filter(([k, s]) => s[OptionalKind] === "Optional" && !(memoryTimes as readonly string[]).includes(k))
+  .map(([k]) => k) as (keyof MemoryRecord)[];
+
+/**
+ * The memory fields every event carries as the memory's state after it (EventRecord), so that the
+ * trail alone replays them (as-of reads): the ones an edit may change. The others come from the
+ * record (fixed at creation, as `source`) or are the event's own (content, category).
+ */
+export const eventState = ["importance", "tags", "metadata", "expiresAt", "observedAt"] as const;
 
 /** A memory's observed time: its own, or its creation time for records written before observedAt existed. */
 export const observedOf = (r: MemoryRecord): number => r.observedAt ?? r.createdAt;
@@ -60,18 +86,17 @@ export const EventRecord = Type.Object({
   category: Type.String(),
   atMs: Ms,
   actorKeyId: Nullable(Type.String()),
-  // The memory's state after the event (the new side: `memoryId`'s), so that the trail alone
-  // replays every field (as-of reads, storage/asof.ts). Written by every event since format 7 /
-  // schema 5: `importance` is set on every ADD, UPDATE, MERGE and REPLACE, and its absence
-  // marks an older event, which carries only content and category. `observedAt` is on every
-  // new event (for DELETE, SKIP_DUPLICATE and KEEP_EXISTING: the target's).
-  importance: Type.Optional(Importance),
-  tags: Type.Optional(Tags),
-  metadata: Type.Optional(Metadata),
-  expiresAt: Type.Optional(Ms),
-  observedAt: Type.Optional(Ms),
+  // The memory's state after the event (the new side: `memoryId`'s): its `eventState` fields, so
+  // that the trail alone replays every field (as-of reads, storage/asof.ts). Written by every
+  // event since format 7 / schema 5: `importance` is set on every ADD, UPDATE, MERGE and
+  // REPLACE, and its absence marks an older event, which carries only content and category.
+  // `observedAt` is on every new event (for DELETE, SKIP_DUPLICATE and KEEP_EXISTING: the target's).
+  ...Type.Partial(Type.Pick(MemoryRecord, eventState)).properties,
   // The old side's observed time: the replaced memory's (REPLACE), or the one an edit changed (UPDATE, MERGE).
   oldObservedAt: Type.Optional(Ms),
+  // Set on the events of a revert or a restore (issue 33; schema 11): the id (seq, as text) of the
+  // event whose state a revert brought back, or the ISO 8601 instant a restore went back to.
+  revertOf: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
 });
 export type EventRecord = Static<typeof EventRecord>;
 
@@ -141,3 +166,60 @@ export const recordSchemas = {
   key: KeyRecord,
   erasure: ErasureRecord,
 };
+
+// ---- Webhooks (issue 34) ----------------------------------------------------------------------
+
+export const webhookStates = ["active", "paused", "disabled"] as const;
+export type WebhookState = (typeof webhookStates)[number];
+
+/**
+ * A webhook subscription. `cursor` is the seq of the last event of the trail it is past
+ * (delivered with a 2xx, or not matching): delivery goes on from the next one. The signing
+ * secret is kept as it is (HMAC needs it); it is shown once, when made or rotated.
+ */
+export const WebhookRecord = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 64 }),
+  url: Type.String({ minLength: 1, maxLength: 2048 }),
+  /** Namespace patterns, as keys have them (`*`, a name, `prefix/*`). */
+  namespaces: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+  /** Event kinds delivered (every kind when made without a list). */
+  events: Type.Array(oneOf(eventKinds)),
+  description: Nullable(Type.String()),
+  secret: Type.String(),
+  /** The secret before the last rotation, still signing until `previousSecretUntil`. */
+  previousSecret: Nullable(Type.String()),
+  previousSecretUntil: Nullable(Ms),
+  /** The key that made it: what it may deliver is what that key may read. */
+  createdBy: Type.String(),
+  createdAt: Ms,
+  updatedAt: Ms,
+  state: oneOf(webhookStates),
+  stateReason: Nullable(Type.String()),
+  cursor: Type.Integer({ minimum: 0 }),
+  /** Bumped by every change made through the API (not by delivery): a deliverer sees its plan is stale. */
+  rev: Type.Integer({ minimum: 0 }),
+  /** When the event now being retried first failed; null when the last attempt succeeded. */
+  failingSince: Nullable(Ms),
+  lastDeliveredAt: Nullable(Ms),
+  lastError: Nullable(Type.String()),
+});
+export type WebhookRecord = Static<typeof WebhookRecord>;
+
+/** One delivery attempt, as GET /v1/webhooks/{id}/deliveries lists it (no payload: it could hold erased content). */
+export const DeliveryRecord = Type.Object({
+  webhookId: Type.String(),
+  /** The event's seq, and the webhook-id header sent with it. */
+  seq: Type.Integer({ minimum: 1 }),
+  messageId: Type.String(),
+  eventKind: Type.String(),
+  namespace: Type.String(),
+  atMs: Ms,
+  /** 1 for the first attempt of this event, counting up while it fails. */
+  attempt: Type.Integer({ minimum: 1 }),
+  /** The receiver's HTTP status, or null when none came (refused, timed out, unreachable). */
+  status: Nullable(Type.Integer()),
+  ok: Type.Boolean(),
+  error: Nullable(Type.String()),
+  durationMs: Type.Number({ minimum: 0 }),
+});
+export type DeliveryRecord = Static<typeof DeliveryRecord>;

@@ -1,16 +1,16 @@
-// LMDB's in-memory vectors: one VectorSpace (../vector-space.ts) per namespace searched, built
+// LMDB's in-memory vectors: one VectorSpace (src/index/vector/space.ts) per namespace searched, built
 // from the `vectors` sub-database on the namespace's first semantic search (in slices:
 // touched.ts) and kept in step by the storage after each committed write that touched vectors
 // (it re-reads those vectors from LMDB, so it follows the committed state whatever order commits
-// land in). Beside the codes, a 4-bit copy of each vector (../four-bit.ts) ranks a search's
+// land in). Beside the codes, a 4-bit copy of each vector (src/index/vector/four-bit.ts) ranks a search's
 // candidates, and only the best few are read from LMDB and scored exactly (search.ts).
 // A first load reads the namespace in key order, which is by entity; so that the codes' mean and
 // the cells' centres are not its first entities' alone (an entity's memories share topics), a
 // namespace of at least `ann.cellsFrom` vectors is sampled first (its keys walked, a uniform
 // sample of them kept, those vectors read) and the space primed with them (VectorSpace.prime).
 import type { Key } from "lmdb";
-import { FourBit } from "../four-bit";
-import { ann, VectorSpace, xorshift } from "../vector-space";
+import { ann, FourBit, VectorSpace, xorshift } from "../../index/vector";
+import type { SearchMemory } from "../search-memory";
 import { type Dbs, END } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 
@@ -41,7 +41,8 @@ const toFloats = (b: Uint8Array) => new Float32Array(b.buffer.slice(b.byteOffset
 /** The in-memory vectors of every namespace searched so far. */
 export type VectorCache = NamespaceCache<VectorSpace, Float32Array>;
 
-export function vectorCache(dbs: Dbs): VectorCache {
+/** `memory`: the search-memory budget every namespace's vectors are counted in. */
+export function vectorCache(dbs: Dbs, memory?: SearchMemory): VectorCache {
   /**
    * The stored bytes, without a copy: a plain view of lmdb-js's reused buffer (Uint8Array.set
    * refuses the Buffer getBinaryFast returns as it is).
@@ -140,12 +141,17 @@ export function vectorCache(dbs: Dbs): VectorCache {
     if (l.cursor === undefined) loads.delete(s);
     return l.cursor;
   };
-  return new NamespaceCache<VectorSpace, Float32Array>({
-    empty: (ns) => new VectorSpace((id, entity) => bytes(ns, entity, id), new FourBit()),
-    load: (s, ns, _after, limit) => load(s, ns, limit),
-    keep: (s) => s.size > 0,
-    read: ([ns, entity, id]) => read(ns, entity, id),
-    drop: (s, [, entity, id]) => s.set(id, entity, undefined),
-    put: (s, [, entity, id], v) => s.set(id, entity, v),
-  });
+  return new NamespaceCache<VectorSpace, Float32Array>(
+    {
+      empty: (ns) => new VectorSpace((id, entity) => bytes(ns, entity, id), new FourBit()),
+      load: (s, ns, _after, limit) => load(s, ns, limit),
+      keep: (s) => s.size > 0,
+      bytes: (s) => s.heldBytes(),
+      read: ([ns, entity, id]) => read(ns, entity, id),
+      drop: (s, [, entity, id]) => s.set(id, entity, undefined),
+      put: (s, [, entity, id], v) => s.set(id, entity, v),
+    },
+    memory,
+    "vector",
+  );
 }

@@ -1,10 +1,10 @@
-// A 4-bit copy of each vector of a VectorSpace (./vector-space.ts), kept beside its binary codes
+// A 4-bit copy of each vector of a VectorSpace (./space.ts), kept beside its binary codes
 // as its RowKeeper: 384 + 4 bytes at 768 dimensions, where the float32 vector is 3,072. It ranks
 // the codes' candidates again (each dimension one of 15 levels instead of one bit), so a search
 // reads exactly only the best few of them (`exactReads`): both backends keep one, and score
 // every answer from the exact vector afterwards (LMDB: lmdb/search.ts; PostgreSQL:
 // postgres/search.ts).
-import type { RowKeeper } from "./vector-space";
+import type { RowKeeper } from "./space";
 
 /**
  * How many of the 4-bit ranking's best a search reads exactly at first: it puts the exact best 10
@@ -19,7 +19,7 @@ export const exactReads = (limit: number) => limit * 2 + 12;
  * holds many) takes a few KB, not a block's 6 MB at 768 dimensions.
  */
 const BLOCK = 1 << 14;
-const FIRST = 64;
+const FIRST = 8;
 
 /**
  * A 4-bit copy of each row's vector: each dimension rounded to one of 15 levels of ±(its largest
@@ -74,6 +74,13 @@ export class FourBit implements RowKeeper {
       this.blocks.push(new Uint8Array(rows * this.bytes));
       this.scales.push(new Float32Array(rows));
     }
+  }
+
+  /** What it holds, in bytes (its blocks). */
+  heldBytes(): number {
+    let n = this.out.byteLength + this.qEven.byteLength * 2;
+    for (let b = 0; b < this.blocks.length; b++) n += this.blocks[b].byteLength + this.scales[b].byteLength;
+    return n;
   }
 
   move(from: number, to: number) {
