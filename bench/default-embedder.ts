@@ -11,7 +11,7 @@
 //    the server per store (its own, the background embedding included), anonymous memory
 //    (RssAnon) after, search p50 on an entity of 1,000 memories; and the table's embedding time
 //    per text in this process.
-//   bun run bench/default-embedder.ts [--no-use] [--no-costs]
+//   bun run bench/default-embedder.ts [--no-use] [--no-costs] [--runs N (pairs of cost runs, default 2)]
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -114,8 +114,8 @@ async function procFigures(pid: number) {
 async function costRun(embedder: "builtin" | "none", texts: string[], queries: string[]): Promise<CostRun> {
   const tmp = tempDir("memd-bench-embedder-");
   const port = 14000 + Math.floor(Math.random() * 5000);
-  const bin = join(root, "dist/memd");
-  const cmd = (await Bun.file(bin).exists()) ? [bin] : [process.execPath, "run", join(root, "src/main.ts")];
+  // From the source (the same code the binary holds; the table is read the same way).
+  const cmd = [process.execPath, "run", join(root, "src/main.ts")];
   const proc = Bun.spawn([...cmd, "serve", "--port", String(port), "--data-dir", tmp.dir], {
     env: { PATH: process.env.PATH!, MEMD_API_KEY: key, MEMD_LOG_LEVEL: "warn", MEMD_EMBEDDER: embedder },
     stdout: "ignore",
@@ -181,13 +181,13 @@ async function costRun(embedder: "builtin" | "none", texts: string[], queries: s
 }
 
 /** Costs of the built-in embedder against --embedder none, and its embedding time per text. */
-export async function costBench(log: (s: string) => void) {
+export async function costBench(log: (s: string) => void, pairsOfRuns = 2) {
   const texts = templateTexts(10_000);
   const queries = [...pairs.map((p) => p[1]), ...templateTexts(12_000).filter((t) => t.endsWith("?"))];
   const qs = Array.from({ length: 10_000 }, (_, i) => queries[i % queries.length]);
   const runs: CostRun[] = [];
   // Alternated, so that a change of load on the machine touches both.
-  for (const e of ["none", "builtin", "none", "builtin"] as const) {
+  for (const e of Array.from({ length: pairsOfRuns }, () => ["none", "builtin"] as const).flat()) {
     const r = await costRun(e, texts, qs);
     log(
       `costs ${e}: ${r.cpuMsPerStore.toFixed(3)} ms CPU a store, store p50 ${r.storeP50.toFixed(2)} ms, RssAnon ${r.anonMiB.toFixed(0)} MiB, search p50 ${r.searchP50.toFixed(2)} ms, p99 ${r.searchP99.toFixed(2)} ms`,
@@ -235,7 +235,7 @@ export function defaultEmbedderLines(para: ParaphraseRun[], costs?: Awaited<Retu
     const none = (f: (r: CostRun) => number) => avg("none", f);
     const bi = (f: (r: CostRun) => number) => avg("builtin", f);
     out.push(
-      `Costs: a server process (dist/memd when built) with the built-in embedder against one with --embedder none, two runs each, alternated: 10,000 stores (template sentences, 10 entities of 1,000, 8 at a time), then 10,000 searches (default mode: hybrid with the built-in embedder, keyword without). The built-in embedder: ${(costs.embedMs * 1000).toFixed(1)} µs a text in this process.`,
+      `Costs: a server process (bun run src/main.ts) with the built-in embedder against one with --embedder none, ${costs.runs.length / 2} run(s) each, alternated: 10,000 stores (template sentences, 10 entities of 1,000, 8 at a time), then 10,000 searches (default mode: hybrid with the built-in embedder, keyword without). The built-in embedder: ${(costs.embedMs * 1000).toFixed(1)} µs a text in this process.`,
       "",
       "| figure | --embedder none | built-in | ratio |",
       "| --- | --- | --- | --- |",
@@ -251,9 +251,11 @@ export function defaultEmbedderLines(para: ParaphraseRun[], costs?: Awaited<Retu
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({ options: { "no-use": { type: "boolean" }, "no-costs": { type: "boolean" } } });
+  const { values } = parseArgs({
+    options: { "no-use": { type: "boolean" }, "no-costs": { type: "boolean" }, runs: { type: "string" } },
+  });
   const log = (s: string) => console.error(s);
   const para = await paraphraseBench({ use: !values["no-use"], log });
-  const costs = values["no-costs"] ? undefined : await costBench(log);
+  const costs = values["no-costs"] ? undefined : await costBench(log, Number(values.runs ?? 2));
   console.log(defaultEmbedderLines(para, costs).join("\n"));
 }

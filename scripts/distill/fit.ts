@@ -196,13 +196,14 @@ export async function fit(root: string, cacheDir: string, o: FitOptions = { ...d
   order.forEach((e, k) => {
     for (let d = 0; d < T; d++) P[d * D + k] = vectors[d * T + e];
   });
-  const reduced = new Float32Array(V * D);
-  for (let t = 0; t < V; t++)
-    for (let d = 0; d < T; d++) {
-      const x = E[t * T + d];
-      if (x === 0) continue;
-      for (let k = 0; k < D; k++) reduced[t * D + k] += x * P[d * D + k];
-    }
+  const reduced = D >= T ? Float32Array.from(E) : new Float32Array(V * D);
+  if (D < T)
+    for (let t = 0; t < V; t++)
+      for (let d = 0; d < T; d++) {
+        const x = E[t * T + d];
+        if (x === 0) continue;
+        for (let k = 0; k < D; k++) reduced[t * D + k] += x * P[d * D + k];
+      }
   const meanReduced = new Float32Array(D);
   for (let k = 0; k < D; k++) for (let d = 0; d < T; d++) meanReduced[k] += mean[d] * P[d * D + k];
 
