@@ -9,6 +9,7 @@ import { crashRound } from "../test/crash-run";
 import { startFakeModel } from "../test/fake-model";
 import { createDatabase } from "../test/helpers";
 import { contextBench } from "./context";
+import { costBench, defaultEmbedderLines, paraphraseBench } from "./default-embedder";
 import { lifecycleBench } from "./lifecycle";
 import { defaultData, locomoBench, locomoTables, locomoTargets } from "./locomo";
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
@@ -434,9 +435,14 @@ lines.push(
   const data = process.env.BENCH_LOCOMO_DATA ?? defaultData;
   lines.push("## Recall on LoCoMo (issue 21)", "");
   if (await Bun.file(data).exists()) {
-    const runs = await locomoBench({ data, embedders: ["use", "fake"], sets: ["turns", "observations"], log });
+    const runs = await locomoBench({
+      data,
+      embedders: ["builtin", "use", "fake"],
+      sets: ["turns", "observations"],
+      log,
+    });
     lines.push(
-      `Data: ${data.replace(`${root}/`, "")}. bench/locomo.ts (also runnable alone): each turn (or observation) one raw memory of its conversation's entity; each question an entity-scoped search, limit 10. USE-lite: bench/use-embedder.ts; fake: test/fake-embedder.ts (256 dimensions, trigrams). Keyword rows do not depend on the embedder. Latency as the client sees it, in the bench's own process.`,
+      `Data: ${data.replace(`${root}/`, "")}. bench/locomo.ts (also runnable alone): each turn (or observation) one raw memory of its conversation's entity; each question an entity-scoped search, limit 10. builtin: the built-in embedder (no endpoint set; the default); USE-lite: bench/use-embedder.ts; fake: test/fake-embedder.ts (256 dimensions, trigrams). Keyword rows do not depend on the embedder. Latency as the client sees it, in the bench's own process.`,
       "",
       ...locomoTargets(runs),
       ...locomoTables(runs),
@@ -447,6 +453,9 @@ lines.push(
       "",
     );
 }
+// Issue 38: the built-in embedder on a paraphrase set of its own (USE-lite beside it), and its
+// costs against --embedder none: bench/default-embedder.ts, also runnable alone.
+lines.push(...defaultEmbedderLines(await paraphraseBench({ use: true, log }), await costBench(log)));
 // Lifecycle figures (export, import, erase, list paging): bench/lifecycle.ts, also runnable alone.
 lines.push(await lifecycleBench(1_000_000, log));
 // Search at a million memories (issue 26): keyword search from outside (bench/scale.ts: first
