@@ -57,6 +57,8 @@ const NAMED: [string, string, string, string][] = [
   ["RevertResponse", "post", "/v1/memory/{id}/revert", "200"],
   ["RestoreRequest", "post", "/v1/memory/restore", "body"],
   ["RestoreResponse", "post", "/v1/memory/restore", "200"],
+  ["ConsolidateRequest", "post", "/v1/memory/consolidate", "body"],
+  ["ConsolidateResponse", "post", "/v1/memory/consolidate", "200"],
 ];
 
 /** Names for nested objects nicer than their place's. */
@@ -70,6 +72,7 @@ const RENAME: Record<string, string> = {
   NamespacesResponseNamespacesItem: "NamespaceSummary",
   EntitiesResponseEntitiesItem: "EntitySummary",
   RestoreResponseMemoriesItem: "RestoredMemory",
+  ConsolidateResponseGroupsItem: "ConsolidatedGroup",
 };
 
 /** Parts that an older or newer server may not have (the context endpoint): left out when absent. */

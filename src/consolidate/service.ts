@@ -199,3 +199,57 @@ export async function consolidateEntity(
     }
   }
 }
+
+/**
+ * One background pass (MEMD_CONSOLIDATE_EVERY): consolidates every entity with an event after
+ * `since` (ms), namespace by namespace, and answers the time to start the next pass from. Events
+ * the pass itself writes come after that time, so each entity it merged is looked at once more.
+ */
+export async function consolidateChanged(core: Core, since: number): Promise<number> {
+  const started = Date.now();
+  for (let after: string | undefined; ; ) {
+    const page = await core.storage.namespaces({ after, limit: 100 });
+    for (const { namespace, lastEventAtMs } of page) {
+      if (lastEventAtMs <= since) continue;
+      const entities = new Set<string>();
+      for (let from = since; ; ) {
+        const events = await core.storage.eventsAfter({ namespace }, from, 1000);
+        for (const e of events) if (e.atMs <= started) entities.add(e.entity);
+        if (events.length < 1000 || events.at(-1)!.atMs > started) break;
+        from = events.at(-1)!.atMs;
+      }
+      for (const entity of entities) {
+        try {
+          await consolidateEntity(core, { namespace, entity }, null);
+        } catch (e) {
+          core.logger.warn("background consolidation skipped an entity", { namespace, entity, error: String(e) });
+        }
+      }
+    }
+    if (page.length < 100) return started;
+    after = page.at(-1)!.namespace;
+  }
+}
+
+/** Runs consolidateChanged every `seconds` until stopped (off when 0). */
+export function startConsolidation(core: Core, seconds: number): () => Promise<void> {
+  if (seconds <= 0) return async () => {};
+  let since = Date.now();
+  let running: Promise<unknown> = Promise.resolve();
+  let stopped = false;
+  const timer = setInterval(() => {
+    running = running.then(async () => {
+      if (stopped) return;
+      try {
+        since = await consolidateChanged(core, since);
+      } catch (e) {
+        core.logger.error("background consolidation failed", { error: String(e) });
+      }
+    });
+  }, seconds * 1000);
+  return async () => {
+    stopped = true;
+    clearInterval(timer);
+    await running;
+  };
+}

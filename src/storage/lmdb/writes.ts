@@ -2,7 +2,17 @@
 // path of memory changes, where applies arriving together share one write transaction (group
 // commit) and each op is planned by the shared planOp and staged with its event and indexes.
 import type { RootDatabase } from "lmdb";
-import { checkKeyFree, entityGuardOf, keyedOutcome, keyOfOp, type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
+import {
+  checkKeyFree,
+  entityGuardOf,
+  keyedOutcome,
+  keyOfOp,
+  type Planned,
+  planOp,
+  targetIsLive,
+  targetOf,
+  vectorOf,
+} from "../ops";
 import type { EventRecord, IdempotencyEntry, MemoryRecord } from "../records";
 import {
   type Applied,

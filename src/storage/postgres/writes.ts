@@ -6,7 +6,17 @@
 // transaction, nothing is kept in a session (no session advisory lock, LISTEN or temp table),
 // and named prepared statements are left out when the pooler cannot keep them (openPostgres).
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
-import { checkKeyFree, entityGuardOf, keyedOutcome, keyOfOp, planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
+import {
+  checkKeyFree,
+  entityGuardOf,
+  keyedOutcome,
+  keyOfOp,
+  planOp,
+  stampFloor,
+  targetIsLive,
+  targetOf,
+  vectorOf,
+} from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
 import {
   type Applied,
