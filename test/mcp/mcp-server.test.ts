@@ -420,7 +420,7 @@ test(
     const p = await overStdio(bin, ["mcp", "--url", "http://127.0.0.1:1", "--key", "memd_x"]);
     const r = await call(p.client, "list_memories", { namespace: "acme" });
     expect(r).toMatchObject({ isError: true, text: expect.stringMatching(/^unreachable: could not reach memd at /) });
-    expect((await p.client.listTools()).tools).toHaveLength(7);
+    expect((await p.client.listTools()).tools).toHaveLength(names.length);
   }),
 );
 
