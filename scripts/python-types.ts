@@ -59,6 +59,11 @@ const NAMED: [string, string, string, string][] = [
   ["RestoreResponse", "post", "/v1/memory/restore", "200"],
   ["ConsolidateRequest", "post", "/v1/memory/consolidate", "body"],
   ["ConsolidateResponse", "post", "/v1/memory/consolidate", "200"],
+  ["CreateWebhook", "post", "/v1/webhooks", "body"],
+  ["CreatedWebhook", "post", "/v1/webhooks", "201"],
+  ["Webhook", "get", "/v1/webhooks/{id}", "200"],
+  ["PatchWebhook", "patch", "/v1/webhooks/{id}", "body"],
+  ["Delivery", "get", "/v1/webhooks/{id}/deliveries", "200[]"],
 ];
 
 /** Names for nested objects nicer than their place's. */

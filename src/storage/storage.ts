@@ -10,6 +10,7 @@ import type {
   EventKind,
   EventRecord,
   ExportRecord,
+  eventState,
   IdempotencyEntry,
   KeyRecord,
   MemoryRecord,
@@ -79,15 +80,8 @@ export type MemoryOp =
  * A memory's state as a revert or a restore gives it back (the fields an event carries; the id,
  * key, source and creation time stay the record's).
  */
-export interface RevertState {
-  content: string;
-  category: string;
-  importance: number;
-  tags?: string[];
-  metadata?: Record<string, unknown>;
-  expiresAt?: number;
-  observedAt: number;
-}
+export type RevertState = Pick<MemoryRecord, "content" | "category" | "importance"> &
+  Partial<Pick<MemoryRecord, (typeof eventState)[number]>> & { observedAt: number };
 
 /**
  * Sets a memory to a state it had (`to`), or retires it (`to` null), with an ordinary event
@@ -179,6 +173,8 @@ export interface SearchFilter {
   observedBefore?: number;
   /** The memory holding this key (keyed facts). */
   key?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
 }
 
 /** A current memory and its score, higher is better. */
@@ -207,6 +203,8 @@ export interface ListMemoriesQuery {
   observedBefore?: number;
   /** Only the memory holding this key (keyed facts; needs entity). */
   key?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
   limit: number;
   /** Continue with memories older than this memory id (the last one of the previous page). */
   before?: string;
@@ -386,7 +384,7 @@ export interface Browse {
    */
   namespaces(page: NamePage): Promise<NamespaceSummary[]>;
   /** Entities of a namespace that have events, in name order; bounded like `namespaces`. */
-  entities(namespace: string, page: Omit<NamePage, "prefix">): Promise<EntitySummary[]>;
+  entities(namespace: string, page: NamePage): Promise<EntitySummary[]>;
 }
 
 /** Ranked reads over current memories, by words and by meaning. */
@@ -526,14 +524,14 @@ export interface Webhooks {
   /**
    * Changes a subscription in one transaction: `change` gets the stored record and answers the
    * new one (or undefined: no change). With `owner`, only while that owner holds its delivery
-   * lease (else answers undefined and changes nothing); with `delivery`, that attempt is logged in
-   * the same transaction (the newest 100 per subscription are kept). Answers the stored record
+   * lease (else answers undefined and changes nothing); with `deliveries`, those attempts are
+   * logged in the same transaction (the newest 100 per subscription are kept). Answers the stored record
    * after the call, undefined when there is none (or the lease is lost).
    */
   updateWebhook(
     id: string,
     change: (w: WebhookRecord) => WebhookRecord | undefined,
-    options?: { owner?: string; delivery?: DeliveryRecord },
+    options?: { owner?: string; deliveries?: readonly DeliveryRecord[] },
   ): Promise<WebhookRecord | undefined>;
   /** Removes a subscription, its log and its lease; false when there was none. */
   deleteWebhook(id: string): Promise<boolean>;
