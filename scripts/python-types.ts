@@ -57,6 +57,11 @@ const NAMED: [string, string, string, string][] = [
   ["RevertResponse", "post", "/v1/memory/{id}/revert", "200"],
   ["RestoreRequest", "post", "/v1/memory/restore", "body"],
   ["RestoreResponse", "post", "/v1/memory/restore", "200"],
+  ["CreateWebhook", "post", "/v1/webhooks", "body"],
+  ["CreatedWebhook", "post", "/v1/webhooks", "201"],
+  ["Webhook", "get", "/v1/webhooks/{id}", "200"],
+  ["PatchWebhook", "patch", "/v1/webhooks/{id}", "body"],
+  ["Delivery", "get", "/v1/webhooks/{id}/deliveries", "200[]"],
 ];
 
 /** Names for nested objects nicer than their place's. */

@@ -8,7 +8,10 @@ import type {
   ContextRequest,
   ContextResponse,
   CreatedKey,
+  CreatedWebhook,
   CreateKeyRequest,
+  CreateWebhook,
+  Delivery,
   DiffRequest,
   DiffResponse,
   EntitiesQuery,
@@ -21,6 +24,7 @@ import type {
   NamespacesQuery,
   NamespacesResponse,
   PatchRequest,
+  PatchWebhook,
   RestoreRequest,
   RestoreResponse,
   RevertRequest,
@@ -29,6 +33,7 @@ import type {
   SearchResponse,
   StoreRequest,
   StoreResponse,
+  Webhook,
 } from "./types.gen.js";
 
 /** One field-level problem of a 400 answer. */
@@ -99,6 +104,8 @@ export interface WriteOptions {
 export interface ListOptions {
   namespace: string;
   entity?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
   category?: string;
   /** Only memories carrying every one of these tags. */
   tags?: string[];
@@ -295,6 +302,26 @@ export function createClient(options: ClientOptions) {
       /** Revoking twice revokes once: repeated like a read. */
       revoke: (keyId: string) =>
         call<{ id: string; revoked: true }>("DELETE", `/v1/keys/${id(keyId)}`, undefined, undefined, true),
+    },
+    /** Webhook subscriptions (docs/webhooks.md); check deliveries with verifyWebhook. */
+    webhooks: {
+      /** Subscribes a URL; the signing secret is in this answer only. */
+      create: (req: CreateWebhook) => call<CreatedWebhook>("POST", "/v1/webhooks", req, "no-key"),
+      list: () => call<Webhook[]>("GET", "/v1/webhooks"),
+      get: (webhookId: string) => call<Webhook>("GET", `/v1/webhooks/${id(webhookId)}`),
+      /** Changes the URL, filter or description; `state: "paused"` / `"active"` pauses and resumes. */
+      update: (webhookId: string, patch: PatchWebhook) =>
+        call<Webhook>("PATCH", `/v1/webhooks/${id(webhookId)}`, patch),
+      delete: (webhookId: string) => call<{ id: string; deleted: true }>("DELETE", `/v1/webhooks/${id(webhookId)}`),
+      /** A new secret, in this answer only; the old one keeps signing for 24 hours. */
+      rotateSecret: (webhookId: string) =>
+        call<CreatedWebhook>("POST", `/v1/webhooks/${id(webhookId)}/rotate-secret`, undefined, "no-key"),
+      /** Recent delivery attempts, newest first. */
+      deliveries: (webhookId: string, q: { limit?: number } = {}) =>
+        call<Delivery[]>("GET", `/v1/webhooks/${id(webhookId)}/deliveries${query(q)}`),
+      /** Sends every matching event from `fromSeq` on again, with the same webhook-ids. */
+      replay: (webhookId: string, fromSeq: number) =>
+        call<Webhook>("POST", `/v1/webhooks/${id(webhookId)}/replay`, { fromSeq }),
     },
     /**
      * The live change stream as an async iterator, oldest first: a replay from `after`/`since`, then

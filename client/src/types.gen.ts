@@ -57,6 +57,8 @@ export interface Memory {
 export interface ListQuery {
   namespace: string;
   entity?: string;
+  /** only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2` */
+  entityPrefix?: string;
   category?: string;
   /** repeat: all must match */
   tag?: string[];
@@ -134,6 +136,8 @@ export interface NamespacesResponse {
 
 export interface EntitiesQuery {
   namespace: string;
+  /** only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2` */
+  prefix?: string;
   /** 1 to 1000; default 100 */
   limit?: string;
   /** nextCursor of the previous page */
@@ -154,6 +158,8 @@ export interface EntitiesResponse {
 export interface SearchRequest {
   namespace: string;
   entity?: string;
+  /** only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2` */
+  entityPrefix?: string;
   /** 1 to 1000 characters, not blank */
   query: string;
   limit?: number;
@@ -433,4 +439,94 @@ export interface RestoredMemory {
   fields: string[];
   before: Memory | null;
   after: Memory | null;
+}
+
+export interface CreateWebhook {
+  /** http:// or https:// (prefer https); must reach a public address unless the server allows private ones */
+  url: string;
+  /** a namespace pattern as keys have them (`*`, a name, `prefix/*`), or a list of them */
+  namespaces: string | string[];
+  /** event kinds to deliver; absent: all */
+  events?: Array<"ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE">;
+  description?: string;
+}
+
+export interface PatchWebhook {
+  /** http:// or https:// (prefer https); must reach a public address unless the server allows private ones */
+  url?: string;
+  /** a namespace pattern as keys have them (`*`, a name, `prefix/*`), or a list of them */
+  namespaces?: string | string[];
+  /** event kinds to deliver; absent: all */
+  events?: Array<"ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE">;
+  description?: string | null;
+  /** paused: delivery stops (events wait); active: resumes, also a disabled one */
+  state?: "active" | "paused";
+  /** the same as state: paused (true) or active (false) */
+  paused?: boolean;
+}
+
+export interface Webhook {
+  id: string;
+  url: string;
+  namespaces: string[];
+  events: Array<"ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE">;
+  description: string | null;
+  state: "active" | "paused" | "disabled";
+  stateReason: string | null;
+  /** the id of the key that made it: it delivers what that key may read */
+  createdBy: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  createdAt: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  updatedAt: string;
+  /** seq of the last event of the trail it is past: delivery goes on after it */
+  cursor: number;
+  failingSince: string | null;
+  lastDeliveredAt: string | null;
+  lastError: string | null;
+  previousSecretUntil: string | null;
+}
+
+export interface CreatedWebhook {
+  id: string;
+  url: string;
+  namespaces: string[];
+  events: Array<"ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE">;
+  description: string | null;
+  state: "active" | "paused" | "disabled";
+  stateReason: string | null;
+  /** the id of the key that made it: it delivers what that key may read */
+  createdBy: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  createdAt: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  updatedAt: string;
+  /** seq of the last event of the trail it is past: delivery goes on after it */
+  cursor: number;
+  failingSince: string | null;
+  lastDeliveredAt: string | null;
+  lastError: string | null;
+  previousSecretUntil: string | null;
+  /** whsec_…: the signing secret, shown in this answer only */
+  secret: string;
+}
+
+export interface Delivery {
+  seq: number;
+  /** the webhook-id header sent: the same for every attempt of one event */
+  messageId: string;
+  event: string;
+  namespace: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  at: string;
+  attempt: number;
+  status: number | null;
+  ok: boolean;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface ReplayRequest {
+  /** send again every matching event from this seq on */
+  fromSeq: number;
 }

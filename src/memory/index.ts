@@ -117,10 +117,11 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       "/v1/memory",
       async ({ query }) => {
         const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
-        const { namespace, entity, category, tag, key } = query;
+        const { namespace, entity, entityPrefix, category, tag, key } = query;
         const q = {
           namespace,
           entity,
+          entityPrefix,
           key,
           category,
           tags: tag,

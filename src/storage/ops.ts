@@ -355,9 +355,11 @@ export function matchesFilter(
     observedAfter?: number;
     observedBefore?: number;
     key?: string;
+    entityPrefix?: string;
   },
 ): boolean {
   if (f.key !== undefined && m.key !== f.key) return false;
+  if (f.entityPrefix !== undefined && !m.entity.startsWith(f.entityPrefix)) return false;
   if (f.category !== undefined && m.category !== f.category) return false;
   if (f.categories !== undefined && !f.categories.includes(m.category)) return false;
   if (f.observedAfter !== undefined && observedOf(m) < f.observedAfter) return false;

@@ -162,6 +162,8 @@ export interface SearchFilter {
   observedBefore?: number;
   /** The memory holding this key (keyed facts). */
   key?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
 }
 
 /** A current memory and its score, higher is better. */
@@ -190,6 +192,8 @@ export interface ListMemoriesQuery {
   observedBefore?: number;
   /** Only the memory holding this key (keyed facts; needs entity). */
   key?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
   limit: number;
   /** Continue with memories older than this memory id (the last one of the previous page). */
   before?: string;
@@ -369,7 +373,7 @@ export interface Browse {
    */
   namespaces(page: NamePage): Promise<NamespaceSummary[]>;
   /** Entities of a namespace that have events, in name order; bounded like `namespaces`. */
-  entities(namespace: string, page: Omit<NamePage, "prefix">): Promise<EntitySummary[]>;
+  entities(namespace: string, page: NamePage): Promise<EntitySummary[]>;
 }
 
 /** Ranked reads over current memories, by words and by meaning. */
@@ -509,14 +513,14 @@ export interface Webhooks {
   /**
    * Changes a subscription in one transaction: `change` gets the stored record and answers the
    * new one (or undefined: no change). With `owner`, only while that owner holds its delivery
-   * lease (else answers undefined and changes nothing); with `delivery`, that attempt is logged in
-   * the same transaction (the newest 100 per subscription are kept). Answers the stored record
+   * lease (else answers undefined and changes nothing); with `deliveries`, those attempts are
+   * logged in the same transaction (the newest 100 per subscription are kept). Answers the stored record
    * after the call, undefined when there is none (or the lease is lost).
    */
   updateWebhook(
     id: string,
     change: (w: WebhookRecord) => WebhookRecord | undefined,
-    options?: { owner?: string; delivery?: DeliveryRecord },
+    options?: { owner?: string; deliveries?: readonly DeliveryRecord[] },
   ): Promise<WebhookRecord | undefined>;
   /** Removes a subscription, its log and its lease; false when there was none. */
   deleteWebhook(id: string): Promise<boolean>;

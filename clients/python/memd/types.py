@@ -93,6 +93,8 @@ class _ListQueryRequired(TypedDict):
 
 class ListQuery(_ListQueryRequired, total=False):
     entity: str
+    #: only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`
+    entityPrefix: str
     category: str
     #: repeat: all must match
     tag: list[str]
@@ -166,6 +168,8 @@ class _SearchRequestRequired(TypedDict):
 
 class SearchRequest(_SearchRequestRequired, total=False):
     entity: str
+    #: only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`
+    entityPrefix: str
     limit: int
     #: default: hybrid when an embedding model is configured, else keyword
     mode: Literal["keyword", "semantic", "hybrid"]
@@ -369,6 +373,8 @@ class _EntitiesQueryRequired(TypedDict):
 
 
 class EntitiesQuery(_EntitiesQueryRequired, total=False):
+    #: only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`
+    prefix: str
     #: 1 to 1000; default 100
     limit: int
     #: nextCursor of the previous page
@@ -482,3 +488,99 @@ class RestoreResponse(TypedDict):
     memories: list[RestoredMemory]
     #: the events written, in order; empty on a dry run
     events: list[AuditEvent]
+
+
+class _CreateWebhookRequired(TypedDict):
+    #: http:// or https:// (prefer https); must reach a public address unless the server allows private ones
+    url: str
+    #: a namespace pattern as keys have them (`*`, a name, `prefix/*`), or a list of them
+    namespaces: str | list[str]
+
+
+class CreateWebhook(_CreateWebhookRequired, total=False):
+    #: event kinds to deliver; absent: all
+    events: list[Literal["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"]]
+    description: str
+
+
+class CreatedWebhook(TypedDict):
+    id: str
+    url: str
+    namespaces: list[str]
+    events: list[Literal["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"]]
+    description: str | None
+    state: Literal["active", "paused", "disabled"]
+    #: why it is paused or disabled
+    stateReason: str | None
+    #: the id of the key that made it: it delivers what that key may read
+    createdBy: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    createdAt: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    updatedAt: str
+    #: seq of the last event of the trail it is past: delivery goes on after it
+    cursor: int
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    failingSince: str | None
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    lastDeliveredAt: str | None
+    lastError: str | None
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    previousSecretUntil: str | None
+    #: whsec_…: the signing secret, shown in this answer only
+    secret: str
+
+
+class Webhook(TypedDict):
+    id: str
+    url: str
+    namespaces: list[str]
+    events: list[Literal["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"]]
+    description: str | None
+    state: Literal["active", "paused", "disabled"]
+    #: why it is paused or disabled
+    stateReason: str | None
+    #: the id of the key that made it: it delivers what that key may read
+    createdBy: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    createdAt: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    updatedAt: str
+    #: seq of the last event of the trail it is past: delivery goes on after it
+    cursor: int
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    failingSince: str | None
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    lastDeliveredAt: str | None
+    lastError: str | None
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    previousSecretUntil: str | None
+
+
+class PatchWebhook(TypedDict, total=False):
+    #: http:// or https:// (prefer https); must reach a public address unless the server allows private ones
+    url: str
+    #: a namespace pattern as keys have them (`*`, a name, `prefix/*`), or a list of them
+    namespaces: str | list[str]
+    #: event kinds to deliver; absent: all
+    events: list[Literal["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"]]
+    description: str | None
+    #: paused: delivery stops (events wait); active: resumes, also a disabled one
+    state: Literal["active", "paused"]
+    #: the same as state: paused (true) or active (false)
+    paused: bool
+
+
+class Delivery(TypedDict):
+    seq: int
+    #: the webhook-id header sent: the same for every attempt of one event
+    messageId: str
+    event: str
+    namespace: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    at: str
+    attempt: int
+    status: int | None
+    ok: bool
+    error: str | None
+    durationMs: float
