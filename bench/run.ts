@@ -463,6 +463,22 @@ if (pgUrl?.startsWith("postgres")) {
   });
   lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/scale.ts on PostgreSQL failed: exit ${p.exitCode})\n`);
 }
+// Many tenants against one namespace, under a budget, and the first search after a bulk load
+// (issue 32): bench/tenants.ts against dist/memd, on LMDB and on the throwaway PostgreSQL
+// (BENCH_TENANTS_BULK: the bulk sizes, default 100,000 and 1,000,000).
+for (const db of [undefined, ...(pgUrl?.startsWith("postgres") ? [pgUrl] : [])]) {
+  log(`many tenants, bulk load then search: tenants.ts${db ? " on PostgreSQL" : ""}`);
+  const bulk = (process.env.BENCH_TENANTS_BULK ?? "100000 1000000").split(" ");
+  const p = Bun.spawnSync(
+    [process.execPath, "run", join(import.meta.dir, "tenants.ts"), "many", "2000", "50", "bulk", ...bulk],
+    {
+      cwd: root,
+      stderr: "inherit",
+      env: { ...process.env, ...(db ? { BENCH_TENANTS_DATABASE_URL: db } : {}) },
+    },
+  );
+  lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/tenants.ts failed: exit ${p.exitCode})\n`);
+}
 // As-of reads (issue 23): bench/time.ts, also runnable alone.
 lines.push(await timeBench(log));
 // What bounds the figures (notes.md), and the search figures of bench/search.ts, which runs apart

@@ -22,6 +22,9 @@ import { openapiRoutes } from "./ops/openapi";
 import { searchRoutes } from "./search/index";
 import { transferRoutes } from "./transfer/index";
 import { uiRoutes } from "./ui/index";
+import type { Deliverer } from "./webhooks/deliverer";
+import { webhookRoutes } from "./webhooks/index";
+import { webhookMetrics } from "./webhooks/metrics";
 
 export interface AppOptions {
   root?: KeyRecord;
@@ -32,6 +35,8 @@ export interface AppOptions {
   streams?: StreamHub;
   /** Running totals of embedding calls for /metrics (from the embedding feature). */
   embedStats?: () => EmbedStats | undefined;
+  /** The webhook deliverer of this process (server.ts), woken by changes through the API. */
+  webhooks?: Deliverer;
 }
 
 /** Assembles the HTTP app from the feature plugins. No listening, no signals: see server.ts. */
@@ -63,7 +68,13 @@ export function buildApp(core: Core, options: AppOptions = {}) {
   const app = new Elysia({ normalize: false, aot: true, serve: { routes: direct } })
     .use(requestPipeline.hooks)
     .use(errorHandler(core.logger, [{ paths: isMem0Path, body: mem0ErrorBody }]))
-    .use(jsonBody({ maxBytes: maxBodyBytes, freeForm: ["metadata", "params.arguments.metadata"] }))
+    .use(
+      jsonBody({
+        maxBytes: maxBodyBytes,
+        freeForm: ["metadata", "params.arguments.metadata"],
+        bodylessPost: /^\/v1\/webhooks\/[^/]+\/rotate-secret$/,
+      }),
+    )
     .use(authPlugin)
     .use(healthRoutes(core))
     .use(
@@ -74,6 +85,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
         modelStats: options.modelStats,
         embedStats: options.embedStats,
         requests,
+        extra: [() => webhookMetrics(core, options.webhooks)],
       }),
     )
     .use(openapiRoutes())
@@ -88,6 +100,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(streamRoutes(core, authPlugin, options.streams ?? new StreamHub()))
     .use(keyRoutes(core, authPlugin))
     .use(transferRoutes(core, authPlugin))
+    .use(webhookRoutes(core, authPlugin, options.webhooks))
     .use(mcpRoutes(authPlugin, (request) => self!.handle(request)));
   self = app;
   routes = () => app.routes;

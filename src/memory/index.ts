@@ -87,11 +87,14 @@ export const directStore = (core: Core): DirectRoute<StoreRequest, KeyRecord> =>
   allows: (key) => permits(key, "read_write"),
   body: StoreRequest,
   freeForm: ["metadata"],
-  serves: (request, body) =>
-    (body.infer === false || body.key !== undefined) && request.headers.get("idempotency-key") === null,
-  handle(body, key, headers) {
+  // With an Idempotency-Key too: the key's answer is kept by the store's own transaction, so
+  // clients can send one on every write without leaving this path.
+  serves: (_request, body) => body.infer === false || body.key !== undefined,
+  handle(body, key, headers, request) {
     checkScope(key, body.namespace);
-    return storeRawAnswer(core, body, key.id, headers);
+    return idempotent({ storage: core.storage, request, keyId: key.id, body, set: { headers } }, (slot) =>
+      storeRawAnswer(core, body, key.id, headers, slot),
+    );
   },
 });
 

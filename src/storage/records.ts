@@ -145,3 +145,60 @@ export const recordSchemas = {
   key: KeyRecord,
   erasure: ErasureRecord,
 };
+
+// ---- Webhooks (issue 34) ----------------------------------------------------------------------
+
+export const webhookStates = ["active", "paused", "disabled"] as const;
+export type WebhookState = (typeof webhookStates)[number];
+
+/**
+ * A webhook subscription. `cursor` is the seq of the last event of the trail it is past
+ * (delivered with a 2xx, or not matching): delivery goes on from the next one. The signing
+ * secret is kept as it is (HMAC needs it); it is shown once, when made or rotated.
+ */
+export const WebhookRecord = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 64 }),
+  url: Type.String({ minLength: 1, maxLength: 2048 }),
+  /** Namespace patterns, as keys have them (`*`, a name, `prefix/*`). */
+  namespaces: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+  /** Event kinds delivered (every kind when made without a list). */
+  events: Type.Array(oneOf(eventKinds)),
+  description: Nullable(Type.String()),
+  secret: Type.String(),
+  /** The secret before the last rotation, still signing until `previousSecretUntil`. */
+  previousSecret: Nullable(Type.String()),
+  previousSecretUntil: Nullable(Ms),
+  /** The key that made it: what it may deliver is what that key may read. */
+  createdBy: Type.String(),
+  createdAt: Ms,
+  updatedAt: Ms,
+  state: oneOf(webhookStates),
+  stateReason: Nullable(Type.String()),
+  cursor: Type.Integer({ minimum: 0 }),
+  /** Bumped by every change made through the API (not by delivery): a deliverer sees its plan is stale. */
+  rev: Type.Integer({ minimum: 0 }),
+  /** When the event now being retried first failed; null when the last attempt succeeded. */
+  failingSince: Nullable(Ms),
+  lastDeliveredAt: Nullable(Ms),
+  lastError: Nullable(Type.String()),
+});
+export type WebhookRecord = Static<typeof WebhookRecord>;
+
+/** One delivery attempt, as GET /v1/webhooks/{id}/deliveries lists it (no payload: it could hold erased content). */
+export const DeliveryRecord = Type.Object({
+  webhookId: Type.String(),
+  /** The event's seq, and the webhook-id header sent with it. */
+  seq: Type.Integer({ minimum: 1 }),
+  messageId: Type.String(),
+  eventKind: Type.String(),
+  namespace: Type.String(),
+  atMs: Ms,
+  /** 1 for the first attempt of this event, counting up while it fails. */
+  attempt: Type.Integer({ minimum: 1 }),
+  /** The receiver's HTTP status, or null when none came (refused, timed out, unreachable). */
+  status: Nullable(Type.Integer()),
+  ok: Type.Boolean(),
+  error: Nullable(Type.String()),
+  durationMs: Type.Number({ minimum: 0 }),
+});
+export type DeliveryRecord = Static<typeof DeliveryRecord>;

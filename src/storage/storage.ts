@@ -5,6 +5,7 @@
 // Feature code imports this file and records.ts, never lmdb or SQL.
 import type { QueryTerm } from "../text/scoring";
 import type {
+  DeliveryRecord,
   ErasureRecord,
   EventKind,
   EventRecord,
@@ -12,6 +13,7 @@ import type {
   IdempotencyEntry,
   KeyRecord,
   MemoryRecord,
+  WebhookRecord,
 } from "./records";
 
 /** A new memory as a feature builds it; its times come from the event clock inside the transaction. */
@@ -227,6 +229,8 @@ export interface StorageStats {
   pendingEmbeddings: number;
   /** Backend-specific gauges: name -> [help, value]. */
   gauges: Record<string, [string, number]>;
+  /** Backend-specific counters (only grow while the process runs): name -> [help, value]. */
+  counters?: Record<string, [string, number]>;
 }
 
 // The roles: one small interface per concern, each implemented once per backend in a file of its
@@ -434,6 +438,65 @@ export interface Upkeep {
   close(): Promise<void>;
 }
 
+/** Which events of the trail a webhook wants: namespace patterns (as keys have them) and kinds. */
+export interface TrailFilter {
+  /** Namespace patterns: `*`, an exact name, or `prefix/*`. */
+  namespaces: readonly string[];
+  /** Event kinds; empty: every kind. */
+  kinds: readonly EventKind[];
+}
+
+/**
+ * Webhook subscriptions, their delivery log, and the audit trail in seq order for them.
+ * Changes are read-modify-write functions run inside one transaction, so that the deliverer's
+ * cursor moves and the API's edits never overwrite each other.
+ */
+export interface Webhooks {
+  insertWebhook(w: WebhookRecord): Promise<void>;
+  getWebhook(id: string): Promise<WebhookRecord | undefined>;
+  /** Every subscription (they are few: made by hand). */
+  listWebhooks(): Promise<WebhookRecord[]>;
+  /**
+   * Changes a subscription in one transaction: `change` gets the stored record and answers the
+   * new one (or undefined: no change). With `owner`, only while that owner holds its delivery
+   * lease (else answers undefined and changes nothing); with `delivery`, that attempt is logged in
+   * the same transaction (the newest 100 per subscription are kept). Answers the stored record
+   * after the call, undefined when there is none (or the lease is lost).
+   */
+  updateWebhook(
+    id: string,
+    change: (w: WebhookRecord) => WebhookRecord | undefined,
+    options?: { owner?: string; delivery?: DeliveryRecord },
+  ): Promise<WebhookRecord | undefined>;
+  /** Removes a subscription, its log and its lease; false when there was none. */
+  deleteWebhook(id: string): Promise<boolean>;
+  /** The newest attempts of a subscription, newest first. */
+  webhookDeliveries(id: string, limit: number): Promise<DeliveryRecord[]>;
+  /**
+   * Up to `limit` events matching `filter` with seq above `afterSeq`, in seq order, that no later
+   * commit can precede: on LMDB every committed event (seq is commit order); on PostgreSQL those
+   * up to the horizon below which every transaction that took a seq has ended (seqs are taken in
+   * the order of each namespace's clock, not across namespaces). `scannedTo` is the seq the scan
+   * is past (matching or not): a cursor may move there.
+   */
+  trailAfter(
+    afterSeq: number,
+    filter: TrailFilter,
+    limit: number,
+  ): Promise<{ events: EventRecord[]; scannedTo: number }>;
+  /** One event by seq, as it is now (an erasure scrubs events in place). */
+  eventBySeq(seq: number): Promise<EventRecord | undefined>;
+  /**
+   * Takes or renews the delivery lease of a subscription for `ttlMs` (database time on
+   * PostgreSQL, so replicas' clocks do not matter): true while `owner` holds it. A lease is a
+   * row, not a session lock, so it works through a pooler in transaction mode. LMDB has one
+   * process per data dir: always true.
+   */
+  leaseWebhook(id: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Gives a lease up (on a clean stop), so another replica takes over at once. */
+  releaseWebhook(id: string, owner: string): Promise<void>;
+}
+
 /** Every role, over one backend. */
 export interface Storage
   extends MemoryWrites,
@@ -447,6 +510,7 @@ export interface Storage
     Erasure,
     Transfer,
     Idempotency,
+    Webhooks,
     Upkeep {
   readonly backend: "lmdb" | "postgres";
 }

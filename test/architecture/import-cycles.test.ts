@@ -104,7 +104,7 @@ export const layers: string[][] = [
   ["audit", "browse"],
   ["memory"],
   ["search"],
-  ["context", "extraction", "transfer", "mem0", "ui"],
+  ["context", "extraction", "transfer", "mem0", "ui", "webhooks"],
   ["mcp"],
   ["app.ts"],
   ["server.ts"],

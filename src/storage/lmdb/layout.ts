@@ -27,6 +27,8 @@ import type { Database } from "lmdb";
  *   memory_keys        [namespace, entity, key]            -> memoryId (format 8; the current memory holding a
  *                                                             keyed fact's key, written in the transaction that
  *                                                             adds, revives or retires it: one holder per key)
+ *   webhooks           [webhookId]                         -> WebhookRecord (issue 34; its cursor is an event seq)
+ *   webhook_deliveries [webhookId, atMs, seq, attempt]     -> DeliveryRecord (the newest 100 per webhook kept)
  *
  * Every msgpack sub-database also holds its shared structures (format 6) under the symbol key
  * Symbol.for("structures"), outside every range.
@@ -82,6 +84,8 @@ export const dbNames = {
   idempotency: "idempotency",
   idempotencyExpiries: "idempotency_expiries",
   memoryKeys: "memory_keys",
+  webhooks: "webhooks",
+  webhookDeliveries: "webhook_deliveries",
 } as const;
 
 /** The open sub-databases, by their name in dbNames. */
@@ -111,6 +115,7 @@ export const keys = {
   idempotency: (keyId: string, key: string) => [keyId, key],
   idempotencyExpiry: (expiresAt: number, keyId: string, key: string) => [expiresAt, keyId, key],
   memoryKey: (ns: string, entity: string, key: string) => [ns, entity, key],
+  webhookDelivery: (id: string, atMs: number, seq: number, attempt: number) => [id, atMs, seq, attempt],
   /** Which event index serves a scope, and the prefix of its keys. */
   eventIndex(scope: Scope): { db: "eventsByMemory" | "eventsByEntity" | "eventsByNs"; prefix: (string | number)[] } {
     if (scope.memoryId) return { db: "eventsByMemory", prefix: [scope.namespace, scope.memoryId] };

@@ -201,6 +201,24 @@ export const migrations: string[] = [
     PRIMARY KEY (namespace, entity, key)
   );
   `,
+  // Webhooks (issue 34, postgres/webhooks.ts): a subscription is a document with its cursor (an
+  // event seq) inside, and a delivery lease: the replica named in lease_owner delivers it until
+  // lease_until (database time, ms). A row, not an advisory lock: it works through PgBouncer in
+  // transaction mode, and a replica that dies loses it when the time runs out.
+  `
+  CREATE TABLE webhooks (
+    id           text PRIMARY KEY,
+    doc          json NOT NULL,
+    lease_owner  text,
+    lease_until  bigint
+  );
+  CREATE TABLE webhook_deliveries (
+    webhook_id  text NOT NULL,
+    n           bigserial,
+    doc         json NOT NULL,
+    PRIMARY KEY (webhook_id, n)
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;
