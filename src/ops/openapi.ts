@@ -28,6 +28,7 @@ const groups: { name: string; description: string }[] = [
   { name: "erasure", description: "Erase an entity for good, and the record of erasures." },
   { name: "keys", description: "API keys, and the key that calls." },
   { name: "ops", description: "Health, readiness, metrics and export. /healthz and /readyz need no key." },
+  { name: "webhooks", description: "Subscriptions that push the audit trail to a URL, signed, with retries." },
   { name: "mcp", description: "The Model Context Protocol over HTTP: memd's memory tools for agents." },
   {
     name: "mem0",
@@ -47,12 +48,14 @@ const groupRules: [RegExp, string][] = [
   [/^\/v1\/(namespaces|entities)$/, "browse"],
   [/^\/v1\/(keys|me)(\/|$)/, "keys"],
   [/^\/(healthz|readyz|health|metrics|v1\/export)$/, "ops"],
+  [/^\/v1\/webhooks(\/|$)/, "webhooks"],
   [/^\/mcp$/, "mcp"],
 ];
 
 /**
  * Short labels for /docs' sidebar, by "METHOD path". The route's own summary, the longer
- * sentence, moves to the start of the description. An operation without a label keeps its summary.
+ * sentence, moves to the start of the description. An operation without a label gets its
+ * summary's first clause (shortLabel).
  */
 const labels: Record<string, string> = {
   "POST /v1/memory": "Store",
@@ -80,6 +83,14 @@ const labels: Record<string, string> = {
   "GET /health": "Liveness (alias of /healthz)",
   "GET /metrics": "Metrics (Prometheus)",
   "GET /v1/export": "Export (JSON Lines)",
+  "POST /v1/webhooks": "Subscribe",
+  "GET /v1/webhooks": "List subscriptions",
+  "GET /v1/webhooks/{id}": "Get a subscription",
+  "PATCH /v1/webhooks/{id}": "Change, pause or resume",
+  "DELETE /v1/webhooks/{id}": "Delete a subscription",
+  "POST /v1/webhooks/{id}/rotate-secret": "Rotate the secret",
+  "GET /v1/webhooks/{id}/deliveries": "Delivery attempts",
+  "POST /v1/webhooks/{id}/replay": "Replay",
   "POST /mcp": "MCP endpoint",
   "GET /v1/ping/": "Ping",
   "POST /v1/memories/": "Add (v1)",
@@ -100,6 +111,16 @@ const labels: Record<string, string> = {
   "DELETE /v1/entities/{type}/{name}/": "Delete an entity (v1)",
 };
 
+/** The most characters of a label; the sidebar shows one whole. */
+const labelMax = 40;
+
+/** A summary's first clause, within labelMax: "Recent attempts, newest first (…)" → "Recent attempts". */
+function shortLabel(summary: string): string {
+  const clause = summary.split(/[,;:(]| - | — /)[0]!.trim();
+  if (clause.length <= labelMax) return clause;
+  return `${clause.slice(0, labelMax - 1).replace(/\s+\S*$/, "")}…`;
+}
+
 /** Puts every operation in a group (`tags`) with a short label (`summary`); lists the groups in order. */
 function groupOperations(doc: Doc): Doc {
   const used = new Set<string>();
@@ -109,7 +130,7 @@ function groupOperations(doc: Doc): Doc {
         groupRules.find(([rule]) => rule.test(path))?.[1] ?? (/^\/(?:v\d+\/)?([^/{]+)/.exec(path)?.[1] || "other");
       op.tags = [group];
       used.add(group);
-      const label = labels[`${method.toUpperCase()} ${path}`];
+      const label = labels[`${method.toUpperCase()} ${path}`] ?? (op.summary ? shortLabel(op.summary) : undefined);
       if (label && op.summary !== label) {
         if (op.summary) op.description = op.description ? `${op.summary}. ${op.description}` : `${op.summary}.`;
         op.summary = label;

@@ -94,7 +94,7 @@ test("/docs groups every operation by tag, with short labels; the mem0-compatibl
     expect({ ...op, tags: op.tags?.length }).toEqual({ ...op, tags: 1 });
     expect(groups).toContain(op.tags[0]);
     // A label, not a sentence: the sidebar shows it whole.
-    expect({ ...op, long: op.summary.length > 32 }).toEqual({ ...op, long: false });
+    expect({ ...op, long: op.summary.length > 40 }).toEqual({ ...op, long: false });
   }
   const group = (method: string, path: string) => ops.find((o) => o.method === method && o.path === path)?.tags[0];
   expect(group("post", "/v1/memory")).toBe("memory");
