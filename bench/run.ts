@@ -14,6 +14,7 @@ import { defaultData, locomoBench, locomoTables, locomoTargets } from "./locomo"
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
 import { timeBench } from "./time";
+import { webhookBench, webhookTable } from "./webhooks";
 import { type WrkResult, wrk } from "./wrk";
 
 const root = join(import.meta.dir, "..");
@@ -274,6 +275,12 @@ const ss = await startMemd(streamDir);
 const streamRows = [await streamBench(ss.url, key, 1, { seconds }), await streamBench(ss.url, key, 10, { seconds })];
 await stop(ss);
 
+// Webhooks (issue 34): delivery from a backlog, lag under full-speed stores, the store path with ten (bench/webhooks.ts).
+log("webhooks: backlog, lag, store path with ten subscriptions");
+const ws = await startMemd(join(work, "webhooks"), { MEMD_WEBHOOK_ALLOW_PRIVATE: "1" });
+const webhookFigures = await webhookBench(ws.url, key, { seconds });
+await stop(ws);
+
 // 4. Crash soak: 20 rounds of SIGKILL under 32 writers on one data dir.
 log(`crash soak, ${soakRounds} rounds`);
 const soak = { passed: 0, acked: 0, found: 0, problems: [] as string[] };
@@ -387,6 +394,12 @@ lines.push(
   `Raw stores from 32 connections at full speed for ${seconds} s while 1, then 10 subscribers follow the namespace's stream (writers and subscribers in the bench process; bench/stream.ts). Delay: from a store's answer at the writer to its event at a subscriber.`,
   "",
   ...streamTable(streamRows),
+  "",
+  "## Webhooks",
+  "",
+  `One POST per event to receivers in the bench process (Bun.serve, answering 200 at once); raw stores from 32 connections for ${seconds} s; the store path's figures are the same run's, without subscriptions before and after (bench/webhooks.ts). The receivers share the bench process's CPU with the writers.`,
+  "",
+  ...webhookTable(webhookFigures),
   "",
   "## Process",
   "",

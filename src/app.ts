@@ -19,6 +19,7 @@ import { directStore, memoryRoutes, type SmartStore } from "./memory/index";
 import { healthRoutes } from "./ops/health";
 import { type EmbedStats, type ModelStats, metricsRoutes, RequestMetrics } from "./ops/metrics";
 import { openapiRoutes } from "./ops/openapi";
+import { revertRoutes } from "./revert/index";
 import { searchRoutes } from "./search/index";
 import { transferRoutes } from "./transfer/index";
 import { uiRoutes } from "./ui/index";
@@ -94,6 +95,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(searchRoutes(core, authPlugin))
     .use(contextRoutes(core, authPlugin))
     .use(auditRoutes(core, authPlugin))
+    .use(revertRoutes(core, authPlugin))
     // Before browse: mem0's GET /v1/entities/ answers memd's GET /v1/entities too (see mem0/index.ts).
     .use(mem0Routes(core, authPlugin, options.smartStore))
     .use(browseRoutes(core, authPlugin))

@@ -8,7 +8,10 @@ import type {
   ContextRequest,
   ContextResponse,
   CreatedKey,
+  CreatedWebhook,
   CreateKeyRequest,
+  CreateWebhook,
+  Delivery,
   DiffRequest,
   DiffResponse,
   EntitiesQuery,
@@ -21,10 +24,16 @@ import type {
   NamespacesQuery,
   NamespacesResponse,
   PatchRequest,
+  PatchWebhook,
+  RestoreRequest,
+  RestoreResponse,
+  RevertRequest,
+  RevertResponse,
   SearchRequest,
   SearchResponse,
   StoreRequest,
   StoreResponse,
+  Webhook,
 } from "./types.gen.js";
 
 /** One field-level problem of a 400 answer. */
@@ -42,6 +51,8 @@ export class MemdError extends Error {
     readonly code: string,
     message: string,
     readonly details: ErrorDetail[] = [],
+    /** No answer because the connection was refused: the request never reached the server. */
+    readonly refused = false,
   ) {
     super(message);
     this.name = "MemdError";
@@ -57,7 +68,28 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
+  /** Per request (each attempt), in ms; then `MemdError` status 0, code `timeout`. Default 60000 (a smart store waits for the model). */
+  timeoutMs?: number;
+  /**
+   * Retries after 429 `rate_limited` and 503 (default 2), waiting the server's `Retry-After`
+   * (at most `maxRetryWaitMs`, else the error is thrown at once), or 500 ms doubling. A 503 is
+   * retried only where repeating is safe: reads, and writes carrying an `Idempotency-Key`.
+   * A refused connection is retried the same way, a cut one where repeating is safe, a timeout
+   * never (the request may still be running).
+   */
+  maxRetries?: number;
+  /** The longest `Retry-After` waited for, in ms (default 30000). */
+  maxRetryWaitMs?: number;
+  /**
+   * Every `store`, `update`, `delete` and `deleteEntity` carries an `Idempotency-Key`: the
+   * caller's `{ idempotencyKey }`, else a fresh one per call, so a retry writes once (default
+   * true). false: one only when given; such writes are then retried after a 429 only.
+   */
+  idempotencyKeys?: boolean;
 }
+
+/** The defaults of ClientOptions, as the Python client's. */
+export const clientDefaults = { timeoutMs: 60_000, maxRetries: 2, maxRetryWaitMs: 30_000 } as const;
 
 /** Per-call options of the writes that the server makes safe to retry. */
 export interface WriteOptions {
@@ -72,6 +104,8 @@ export interface WriteOptions {
 export interface ListOptions {
   namespace: string;
   entity?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
   category?: string;
   /** Only memories carrying every one of these tags. */
   tags?: string[];
@@ -138,18 +172,59 @@ export function createClient(options: ClientOptions) {
   const doFetch = options.fetch ?? fetch;
   const auth = { ...options.headers, authorization: `Bearer ${options.key}` };
 
-  /** The answer to a request, or MemdError status 0 when none arrived. */
-  const send = (path: string, init: RequestInit) =>
-    doFetch(base + path, init).catch((e) => {
-      throw new MemdError(0, "network_error", `memd unreachable at ${base}: ${(e as Error).message}`);
-    });
+  const timeoutMs = options.timeoutMs ?? clientDefaults.timeoutMs;
+  const maxRetries = options.maxRetries ?? clientDefaults.maxRetries;
+  const maxRetryWaitMs = options.maxRetryWaitMs ?? clientDefaults.maxRetryWaitMs;
+  const autoKeys = options.idempotencyKeys ?? true;
 
-  async function call<T>(method: string, path: string, body?: unknown, write?: WriteOptions): Promise<T> {
+  /**
+   * The answer to a request, or MemdError status 0 when none arrived: within timeoutMs, its body
+   * read included (`timed`: an export, read as long as it lasts, is not).
+   */
+  const send = (path: string, init: RequestInit, timed = true) => {
+    const signal = timed ? AbortSignal.timeout(timeoutMs) : undefined;
+    return doFetch(base + path, { ...init, signal }).catch((e) => {
+      if (signal?.aborted) throw new MemdError(0, "timeout", `memd at ${base} did not answer within ${timeoutMs} ms`);
+      throw new MemdError(0, "network_error", `memd unreachable at ${base}: ${(e as Error).message}`, [], refused(e));
+    });
+  };
+
+  /**
+   * One call, retried as ClientOptions.maxRetries says. `safe`: may a 503 or a lost answer be
+   * repeated (reads; writes with an Idempotency-Key). `write`: a write that takes a key.
+   */
+  async function call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    write?: WriteOptions | "no-key",
+    safe = write === undefined,
+  ): Promise<T> {
     const headers: Record<string, string> = { ...auth };
     if (body !== undefined) headers["content-type"] = "application/json";
-    if (write?.idempotencyKey !== undefined) headers["idempotency-key"] = write.idempotencyKey;
-    const res = await send(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    return answer<T>(res);
+    if (write !== undefined && write !== "no-key") {
+      const key = write.idempotencyKey ?? (autoKeys ? crypto.randomUUID() : undefined);
+      if (key !== undefined) headers["idempotency-key"] = key;
+      safe = key !== undefined;
+    }
+    const init = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
+    for (let attempt = 0; ; attempt++) {
+      let wait: number | undefined;
+      try {
+        const res = await send(path, init);
+        if (res.ok || attempt >= maxRetries) return await answer<T>(res, base, timeoutMs);
+        wait = retryWait(res, attempt, safe, maxRetryWaitMs);
+        if (wait === undefined) return await answer<T>(res, base, timeoutMs);
+        await res.body?.cancel();
+      } catch (e) {
+        // No answer: a refused connection never reached the server; a cut one may have run it; a
+        // timeout is not repeated (the request may still be running: the caller decides).
+        if (!(e instanceof MemdError) || e.status !== 0 || e.code === "timeout" || attempt >= maxRetries) throw e;
+        if (!(safe || e.refused)) throw e;
+        wait = 500 * 2 ** attempt;
+      }
+      await sleep(wait);
+    }
   }
 
   const id = (value: string) => encodeURIComponent(value);
@@ -159,9 +234,9 @@ export function createClient(options: ClientOptions) {
      * Stores a memory: `infer: false` verbatim, otherwise (the default) extracted by the server's
      * model. With `key`: a keyed fact, which updates the memory holding the key in place.
      */
-    store: (req: StoreRequest, write?: WriteOptions) => call<StoreResponse>("POST", "/v1/memory", req, write),
+    store: (req: StoreRequest, write?: WriteOptions) => call<StoreResponse>("POST", "/v1/memory", req, write ?? {}),
     /** What changed since a time, folded per memory. */
-    diff: (req: DiffRequest) => call<DiffResponse>("POST", "/v1/memory/diff", req),
+    diff: (req: DiffRequest) => call<DiffResponse>("POST", "/v1/memory/diff", req, undefined, true),
     /** Audit events, newest first. */
     events: (q: EventsOptions) => call<AuditEvent[]>("GET", `/v1/memory/events${query(q)}`),
     /** Current memories of a namespace or entity, newest first; page on with `nextCursor`. */
@@ -174,25 +249,34 @@ export function createClient(options: ClientOptions) {
     /** The current memory holding a keyed fact's key (with `asOf`: then), or undefined (docs/keyed-facts.md). */
     getByKey: async (q: { namespace: string; entity: string; key: string; asOf?: string }) =>
       (await call<ListResponse>("GET", `/v1/memory${query(q)}`)).memories[0] as Memory | undefined,
+    /**
+     * Reverts a memory to its state right after one of its events (`toEvent`: an event id as
+     * `events` gives it); `dryRun: true` answers what would change and writes nothing.
+     */
+    revert: (memoryId: string, req: RevertRequest, write?: WriteOptions) =>
+      call<RevertResponse>("POST", `/v1/memory/${id(memoryId)}/revert`, req, write),
+    /** Restores every memory of an entity to what it was at `asOf`, in one write (`dryRun: true`: what would change). */
+    restore: (req: RestoreRequest, write?: WriteOptions) =>
+      call<RestoreResponse>("POST", "/v1/memory/restore", req, write),
     /** Deletes one memory (event DELETE). */
     delete: (memoryId: string, write?: WriteOptions) =>
-      call<{ deleted: true }>("DELETE", `/v1/memory/${id(memoryId)}`, undefined, write),
+      call<{ deleted: true }>("DELETE", `/v1/memory/${id(memoryId)}`, undefined, write ?? {}),
     /** Deletes every current memory of an entity (one DELETE event each). */
     deleteEntity: (q: { namespace: string; entity: string }, write?: WriteOptions) =>
-      call<{ deleted: number }>("DELETE", `/v1/memory${query(q)}`, undefined, write),
+      call<{ deleted: number }>("DELETE", `/v1/memory${query(q)}`, undefined, write ?? {}),
     /** Ranked search over current memories: by words, by meaning, or both. */
-    search: (req: SearchRequest) => call<SearchResponse>("POST", "/v1/memory/search", req),
+    search: (req: SearchRequest) => call<SearchResponse>("POST", "/v1/memory/search", req, undefined, true),
     /**
      * The memories to put in a prompt before answering, as one text block within maxTokens
      * (cl100k_base tokens, default 1000): the best hits for `query`, else the most important and
      * most recent memories, grouped by category.
      */
-    context: (req: ContextRequest) => call<ContextResponse>("POST", "/v1/memory/context", req),
+    context: (req: ContextRequest) => call<ContextResponse>("POST", "/v1/memory/context", req, undefined, true),
     /** Corrects a memory in place (event UPDATE); `null` removes tags or metadata. */
     update: (memoryId: string, patch: PatchRequest, write?: WriteOptions) =>
-      call<Memory>("PATCH", `/v1/memory/${id(memoryId)}`, patch, write),
-    /** Erases every memory of an entity and their content in the audit trail (admin). */
-    erase: (req: EraseRequest) => call<Erasure>("POST", "/v1/memory/erase", req),
+      call<Memory>("PATCH", `/v1/memory/${id(memoryId)}`, patch, write ?? {}),
+    /** Erases every memory of an entity and their content in the audit trail (admin). Not repeated after a 503. */
+    erase: (req: EraseRequest) => call<Erasure>("POST", "/v1/memory/erase", req, "no-key"),
     /** The erasures of a namespace or entity, oldest first (admin). */
     erasures: (q: ErasuresQuery) => call<Erasure[]>("GET", `/v1/memory/erasures${query(q)}`),
     /** The calling key (never its secret). */
@@ -208,14 +292,36 @@ export function createClient(options: ClientOptions) {
      * event and erasure of the namespaces given (all, for a key covering `*`).
      */
     export: (q: { namespaces?: string[] } = {}) =>
-      exportLines(() => send(`/v1/export${query({ namespace: q.namespaces })}`, { headers: auth })),
+      exportLines(() => send(`/v1/export${query({ namespace: q.namespaces })}`, { headers: auth }, false)),
     /** API keys (admin). */
     keys: {
-      /** The secret is in this answer only. */
-      create: (req: CreateKeyRequest) => call<CreatedKey>("POST", "/v1/keys", req),
+      /** The secret is in this answer only. Not repeated after a 503. */
+      create: (req: CreateKeyRequest) => call<CreatedKey>("POST", "/v1/keys", req, "no-key"),
       list: () => call<ApiKey[]>("GET", "/v1/keys"),
       get: (keyId: string) => call<ApiKey>("GET", `/v1/keys/${id(keyId)}`),
-      revoke: (keyId: string) => call<{ id: string; revoked: true }>("DELETE", `/v1/keys/${id(keyId)}`),
+      /** Revoking twice revokes once: repeated like a read. */
+      revoke: (keyId: string) =>
+        call<{ id: string; revoked: true }>("DELETE", `/v1/keys/${id(keyId)}`, undefined, undefined, true),
+    },
+    /** Webhook subscriptions (docs/webhooks.md); check deliveries with verifyWebhook. */
+    webhooks: {
+      /** Subscribes a URL; the signing secret is in this answer only. */
+      create: (req: CreateWebhook) => call<CreatedWebhook>("POST", "/v1/webhooks", req, "no-key"),
+      list: () => call<Webhook[]>("GET", "/v1/webhooks"),
+      get: (webhookId: string) => call<Webhook>("GET", `/v1/webhooks/${id(webhookId)}`),
+      /** Changes the URL, filter or description; `state: "paused"` / `"active"` pauses and resumes. */
+      update: (webhookId: string, patch: PatchWebhook) =>
+        call<Webhook>("PATCH", `/v1/webhooks/${id(webhookId)}`, patch),
+      delete: (webhookId: string) => call<{ id: string; deleted: true }>("DELETE", `/v1/webhooks/${id(webhookId)}`),
+      /** A new secret, in this answer only; the old one keeps signing for 24 hours. */
+      rotateSecret: (webhookId: string) =>
+        call<CreatedWebhook>("POST", `/v1/webhooks/${id(webhookId)}/rotate-secret`, undefined, "no-key"),
+      /** Recent delivery attempts, newest first. */
+      deliveries: (webhookId: string, q: { limit?: number } = {}) =>
+        call<Delivery[]>("GET", `/v1/webhooks/${id(webhookId)}/deliveries${query(q)}`),
+      /** Sends every matching event from `fromSeq` on again, with the same webhook-ids. */
+      replay: (webhookId: string, fromSeq: number) =>
+        call<Webhook>("POST", `/v1/webhooks/${id(webhookId)}/replay`, { fromSeq }),
     },
     /**
      * The live change stream as an async iterator, oldest first: a replay from `after`/`since`, then
@@ -247,8 +353,17 @@ async function* exportLines(request: () => Promise<Response>): AsyncGenerator<Ex
   if (rest.trim()) yield JSON.parse(rest) as ExportLine;
 }
 
-async function answer<T>(res: Response): Promise<T> {
-  const text = await res.text();
+async function answer<T>(res: Response, base?: string, timeoutMs?: number): Promise<T> {
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (e) {
+    // The body did not come within the timeout (or the connection was cut while it came).
+    const timedOut = (e as Error)?.name === "TimeoutError" || (e as Error)?.name === "AbortError";
+    throw timedOut
+      ? new MemdError(0, "timeout", `memd at ${base} did not answer within ${timeoutMs} ms`)
+      : new MemdError(0, "network_error", `memd at ${base}: the answer was cut: ${(e as Error).message}`);
+  }
   let body: unknown;
   try {
     body = text ? JSON.parse(text) : undefined;
@@ -264,6 +379,29 @@ function errorOf(status: number, body: unknown, text: string): MemdError {
   if (e && typeof e.code === "string")
     return new MemdError(status, e.code, e.message ?? e.code, Array.isArray(e.details) ? e.details : []);
   return new MemdError(status, `http_${status}`, text.slice(0, 200) || `HTTP ${status}`);
+}
+
+/** Whether a transport error is a refused connection (Bun: ConnectionRefused; Node: ECONNREFUSED). */
+function refused(e: unknown): boolean {
+  const err = e as { code?: unknown; cause?: { code?: unknown } };
+  return /ConnectionRefused|ECONNREFUSED/.test(`${err?.code ?? ""} ${err?.cause?.code ?? ""}`);
+}
+
+/** Ms to wait before repeating an answered request, or undefined: do not (as the Python client). */
+function retryWait(res: Response, attempt: number, safe: boolean, maxWaitMs: number): number | undefined {
+  if (res.status !== 429 && !(res.status === 503 && safe)) return undefined;
+  const asked = retryAfterMs(res.headers.get("retry-after"));
+  const wait = asked ?? 500 * 2 ** attempt;
+  return wait > maxWaitMs ? undefined : wait;
+}
+
+/** Retry-After in ms: a number of seconds or an HTTP date. */
+function retryAfterMs(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const when = Date.parse(value);
+  return Number.isNaN(when) ? undefined : Math.max(0, when - Date.now());
 }
 
 const permanent = (status: number) => status >= 400 && status < 500 && status !== 408 && status !== 429;

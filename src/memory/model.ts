@@ -3,7 +3,7 @@ import { storedKinds } from "../audit/model";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
 import { ErasureRecord, type EventKind, MemoryRecord } from "../storage/records";
-import { Category, Importance, MemoryKey, Name, Tag, Tags, Timestamp } from "../wire/schemas";
+import { Category, EntityPrefix, Importance, MemoryKey, Name, Tag, Tags, Timestamp } from "../wire/schemas";
 import { isoShapePattern } from "../wire/time";
 
 const Metadata = t.Record(t.String(), t.Unknown(), { description: "a JSON object, at most 16 KiB serialized" });
@@ -108,6 +108,7 @@ export const ListQuery = t.Object(
   {
     namespace: Name,
     entity: t.Optional(Name),
+    entityPrefix: t.Optional(EntityPrefix),
     category: t.Optional(Category),
     tag: t.Optional(t.Array(Tag, { maxItems: limits.tags, description: "repeat: all must match" })),
     limit: t.Optional(LimitParam(limits.pageMax, limits.listDefault)),
@@ -173,3 +174,16 @@ export type { MemoryRecord } from "../storage/records";
  */
 export type AppliedChange = { kind: Exclude<EventKind, "UPDATE">; memory: MemoryRecord };
 export type ObserveChanges = (applied: AppliedChange[]) => void;
+
+/** The Idempotency-Key header as the OpenAPI document describes it, on every route that takes it. */
+export const idempotencyHeader = {
+  parameters: [
+    {
+      name: "Idempotency-Key",
+      in: "header" as const,
+      required: false,
+      schema: { type: "string" as const, minLength: 1, maxLength: 255 },
+      description: "a repeat within 24 h with the same body gets the first answer (header idempotent-replayed: true)",
+    },
+  ],
+};

@@ -172,6 +172,7 @@ export async function deleteMemory(
 function queryHash(q: ListMemoriesQuery & { asOf?: number }): string {
   const parts: unknown[] = [q.namespace, q.entity ?? null, q.category ?? null, [...(q.tags ?? [])].sort()];
   if (q.key !== undefined) parts.push({ key: q.key });
+  if (q.entityPrefix !== undefined) parts.push({ entityPrefix: q.entityPrefix });
   // Only when given, so that cursors made before these filters existed stay valid.
   if (q.asOf !== undefined || q.observedAfter !== undefined || q.observedBefore !== undefined)
     parts.push(q.asOf ?? null, q.observedAfter ?? null, q.observedBefore ?? null);

@@ -1,7 +1,7 @@
 // What an op does to memory records and which event it records: one pure function shared by
 // every backend, so that both write exactly the same records for the same ops.
 import { type EventRecord, isCurrent, type MemoryRecord, observedOf } from "./records";
-import type { MemoryOp, NewMemory } from "./storage";
+import { type MemoryOp, type NewMemory, type RevertOp, WriteConflict } from "./storage";
 
 /**
  * The earliest time an event written at `now` may carry: the next millisecond. A client that read
@@ -44,6 +44,7 @@ function recordOf(m: NewMemory, atMs: number): MemoryRecord {
 
 /** The (namespace, entity, key) a keyed store (an ADD whose memory has a key) claims, if any. */
 export function keyOfOp(op: MemoryOp): { namespace: string; entity: string; key: string } | undefined {
+  if (op.event === "REVERT") return op.to !== null && op.expect.state !== "current" ? op.key : undefined;
   if (op.event !== "ADD" || op.create.key === undefined) return undefined;
   return { namespace: op.create.namespace, entity: op.create.entity, key: op.create.key };
 }
@@ -77,6 +78,18 @@ export function keyedOutcome(
     holder.expiresAt === undefined &&
     (m.observedAt === undefined || m.observedAt === observedOf(holder));
   return unchanged ? "unchanged" : "update";
+}
+
+/**
+ * Refuses (WriteConflict) a revert that brings back a keyed memory while another current memory
+ * holds its key; `holder` is the key's holder as the transaction sees it.
+ */
+export function checkKeyFree(op: RevertOp, holder: MemoryRecord | undefined) {
+  if (holder?.state === "current" && holder.id !== op.target)
+    throw new WriteConflict(
+      "key_taken",
+      `memory ${holder.id} holds the key ${JSON.stringify(holder.key)} now; delete it or revert it first`,
+    );
 }
 
 /** The state a keyed store gives the memory holding its key (see keyedOutcome). */
@@ -211,6 +224,40 @@ export function planOp(
         },
       };
     }
+    case "REVERT": {
+      const t = target!;
+      // Erased while the revert was planned: its content never comes back.
+      if (t.content === "")
+        throw new WriteConflict("erased", `memory ${t.id} was erased; its content cannot come back`);
+      const revertOf = op.revertOf;
+      if (op.to === null)
+        return {
+          target: { ...t, state: "deleted", updatedAt: atMs },
+          event: {
+            ...base,
+            ...on(t),
+            event: "DELETE",
+            oldContent: t.content,
+            newContent: null,
+            reason: op.reason,
+            observedAt: observedOf(t),
+            revertOf,
+          },
+        };
+      const next = revertedRecord(t, op.to, atMs);
+      const alive = t.state === "current";
+      const event: Planned["event"] = {
+        ...base,
+        ...on(next),
+        event: alive ? "UPDATE" : "ADD",
+        oldContent: alive ? t.content : null,
+        newContent: next.content,
+        reason: op.reason,
+      };
+      if (alive && observedOf(next) !== observedOf(t)) event.oldObservedAt = observedOf(t);
+      withState(event, next).revertOf = revertOf;
+      return { target: next, event };
+    }
     case "SKIP_DUPLICATE":
     case "KEEP_EXISTING": {
       const t = target!;
@@ -230,12 +277,36 @@ export function planOp(
   }
 }
 
+/** A memory set to a state it had (RevertOp): the record's id, key, source and creation time, the state's fields. */
+function revertedRecord(t: MemoryRecord, to: NonNullable<RevertOp["to"]>, atMs: number): MemoryRecord {
+  const { tags: _t, metadata: _m, expiresAt: _e, ...rest } = t;
+  const r: MemoryRecord = {
+    ...rest,
+    content: to.content,
+    category: to.category,
+    importance: to.importance,
+    updatedAt: atMs,
+    state: "current",
+    observedAt: to.observedAt,
+  };
+  if (to.tags !== undefined) r.tags = to.tags;
+  if (to.metadata !== undefined) r.metadata = to.metadata;
+  if (to.expiresAt !== undefined) r.expiresAt = to.expiresAt;
+  return r;
+}
+
 /**
  * Whether an op may act on `target` as read inside the transaction: it must be current, except
  * that an expiry (a DELETE with `expiresAt`) acts on a memory whose time is up, if it still
- * expires at that time.
+ * expires at that time, and a revert acts on the memory exactly as it was planned from, in any
+ * state (else the whole apply fails: WriteConflict).
  */
 export function targetIsLive(op: MemoryOp, target: MemoryRecord | undefined, now: number): target is MemoryRecord {
+  if (op.event === "REVERT") {
+    if (target?.updatedAt !== op.expect.updatedAt || target.state !== op.expect.state)
+      throw new WriteConflict("changed", `memory ${op.target} changed while the revert was planned; try again`);
+    return true;
+  }
   if (op.event === "DELETE" && op.expiresAt !== undefined)
     return target?.state === "current" && target.expiresAt === op.expiresAt;
   return isCurrent(target, now);
@@ -248,6 +319,7 @@ export const targetOf = (op: MemoryOp): string | undefined => ("target" in op ? 
 export function vectorOf(op: MemoryOp): NewMemory["vector"] {
   if ("create" in op) return op.create.vector;
   if ("patch" in op) return op.patch.vector;
+  if (op.event === "REVERT") return op.vector;
   return undefined;
 }
 
@@ -283,9 +355,11 @@ export function matchesFilter(
     observedAfter?: number;
     observedBefore?: number;
     key?: string;
+    entityPrefix?: string;
   },
 ): boolean {
   if (f.key !== undefined && m.key !== f.key) return false;
+  if (f.entityPrefix !== undefined && !m.entity.startsWith(f.entityPrefix)) return false;
   if (f.category !== undefined && m.category !== f.category) return false;
   if (f.categories !== undefined && !f.categories.includes(m.category)) return false;
   if (f.observedAfter !== undefined && observedOf(m) < f.observedAfter) return false;

@@ -76,6 +76,9 @@ export const EventRecord = Type.Object({
   observedAt: Type.Optional(Ms),
   // The old side's observed time: the replaced memory's (REPLACE), or the one an edit changed (UPDATE, MERGE).
   oldObservedAt: Type.Optional(Ms),
+  // Set on the events of a revert or a restore (issue 33; schema 11): the id (seq, as text) of the
+  // event whose state a revert brought back, or the ISO 8601 instant a restore went back to.
+  revertOf: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
 });
 export type EventRecord = Static<typeof EventRecord>;
 

@@ -50,7 +50,7 @@ test("a raw store with an Idempotency-Key is served, replayed and refused on the
   expect(await again.json()).toEqual(stored);
   const reused = await post({ ...body, content: "likes coffee" }, "k-1");
   expect(reused.status).toBe(422);
-  expect((await reused.json()).error.code).toBe("idempotency_key_reused");
+  expect(((await reused.json()) as { error: { code: string } }).error.code).toBe("idempotency_key_reused");
   // A keyed fact too (stored verbatim, so on this route).
   expect((await post({ ...body, key: "drink", content: "tea" }, "k-2")).status).toBe(200);
   expect(handedToApp).toEqual([]);

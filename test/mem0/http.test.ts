@@ -276,6 +276,25 @@ describe("fields beside the filters", () => {
     expect((await add("ida", "x", { expiration_date: "2001-01-01" })).body.detail).toContain("in the past");
   });
 
+  test("mem0's timestamp (Unix seconds) becomes memd's observedAt, on add and on update", async () => {
+    const said = Date.UTC(2025, 4, 17, 9, 30); // 2025-05-17T09:30:00Z
+    const r = await add("jo", "Jo moved to Porto", { timestamp: said / 1000 });
+    expect(r.status).toBe(200);
+    const id = r.body.results[0].id;
+    expect((await s.json("GET", `/v1/memory/${id}`)).body.observedAt).toBe("2025-05-17T09:30:00.000Z");
+    const later = Date.UTC(2025, 6, 1);
+    expect((await mem0("PUT", `/v1/memories/${id}/`, { timestamp: later / 1000 })).status).toBe(200);
+    expect((await s.json("GET", `/v1/memory/${id}`)).body.observedAt).toBe("2025-07-01T00:00:00.000Z");
+    // An ISO 8601 date is taken too; a date in the future or not a date is a 400 naming timestamp.
+    const iso = await add("jo", "Jo likes port wine", { timestamp: "2024-12-24T18:00:00Z" });
+    expect((await s.json("GET", `/v1/memory/${iso.body.results[0].id}`)).body.observedAt).toBe(
+      "2024-12-24T18:00:00.000Z",
+    );
+    const future = await add("jo", "x", { timestamp: Date.now() / 1000 + 86_400 });
+    expect([future.status, future.body.detail]).toEqual([400, expect.stringContaining("timestamp")]);
+    expect((await add("jo", "x", { timestamp: "soon" })).status).toBe(400);
+  });
+
   test("add takes the ids in filters (the Python client's AddMemoryOptions)", async () => {
     const r = await mem0("POST", "/v3/memories/add/", {
       messages: "Gil knits",

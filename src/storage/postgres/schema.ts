@@ -219,6 +219,10 @@ export const migrations: string[] = [
     PRIMARY KEY (webhook_id, n)
   );
   `,
+  // Revert and restore (issue 33): their events carry what they went back to (records.ts).
+  `
+  ALTER TABLE events ADD COLUMN revert_of text;
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;
