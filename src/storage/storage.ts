@@ -10,6 +10,7 @@ import type {
   EventKind,
   EventRecord,
   ExportRecord,
+  eventState,
   IdempotencyEntry,
   KeyRecord,
   MemoryRecord,
@@ -62,15 +63,8 @@ export type MemoryOp =
  * A memory's state as a revert or a restore gives it back (the fields an event carries; the id,
  * key, source and creation time stay the record's).
  */
-export interface RevertState {
-  content: string;
-  category: string;
-  importance: number;
-  tags?: string[];
-  metadata?: Record<string, unknown>;
-  expiresAt?: number;
-  observedAt: number;
-}
+export type RevertState = Pick<MemoryRecord, "content" | "category" | "importance"> &
+  Partial<Pick<MemoryRecord, (typeof eventState)[number]>> & { observedAt: number };
 
 /**
  * Sets a memory to a state it had (`to`), or retires it (`to` null), with an ordinary event

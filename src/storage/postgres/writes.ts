@@ -460,11 +460,7 @@ export async function applyBatch(
   w.add(
     `INSERT INTO memories (${memoryColumns}) SELECT ${memoryColumns}
      FROM json_populate_recordset(NULL::memories, $rows)
-     ON CONFLICT (id) DO UPDATE SET
-       content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
-       tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
-       updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state,
-       observed_at = EXCLUDED.observed_at, key = EXCLUDED.key`,
+     ON CONFLICT (id) DO UPDATE SET ${memoryUpdates}`,
     [...writes.values()].map(memoryJson),
   );
   addIndexWrites(w, change);
@@ -499,6 +495,11 @@ function parseSeqs(v: unknown): number[] {
 
 /** The columns written, named: a column added later takes its default. */
 const memoryColumns = columnList(columns.memories);
+/** A memory row written again: every column but those fixed at its creation takes the new value. */
+const memoryUpdates = columns.memories
+  .filter((c) => !["id", "namespace", "entity", "createdAt"].includes(c.field))
+  .map((c) => `${c.column} = EXCLUDED.${c.column}`)
+  .join(", ");
 const eventColumns = columnList(columns.events);
 
 /** Most calls one shared transaction takes. */
