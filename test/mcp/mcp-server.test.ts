@@ -101,17 +101,27 @@ async function call(client: Client, name: string, args: Record<string, unknown> 
   return { isError: r.isError === true, text, data, structured: r.structuredContent };
 }
 
-const names = ["remember", "recall", "get_context", "list_memories", "forget", "changes", "history"];
+const names = [
+  "remember",
+  "recall",
+  "get_context",
+  "list_memories",
+  "forget",
+  "changes",
+  "history",
+  "revert",
+  "consolidate",
+];
 
 describe("over HTTP: POST /mcp", () => {
-  test("lists the seven tools with JSON Schemas and read-only hints", async () => {
+  test("lists the nine tools with JSON Schemas and read-only hints", async () => {
     const c = await overHttp(readKey);
     const { tools } = await c.listTools();
     expect(tools.map((t) => t.name)).toEqual(names);
     for (const t of tools) {
       expect(t.inputSchema.type).toBe("object");
       expect(t.description!.length).toBeGreaterThan(80);
-      expect(t.annotations?.readOnlyHint).toBe(!["remember", "forget"].includes(t.name));
+      expect(t.annotations?.readOnlyHint).toBe(!["remember", "forget", "revert", "consolidate"].includes(t.name));
     }
     const remember = tools.find((t) => t.name === "remember")!;
     expect(remember.inputSchema.required).toEqual(["namespace", "entity", "content"]);
@@ -244,6 +254,30 @@ describe("over HTTP: POST /mcp", () => {
     expect(r.structured.error.code).toBe(r.text.split(":")[0]);
   });
 
+  test("revert and consolidate take a change back and merge duplicates, scoped like the other tools", async () => {
+    const c = await overHttp(acmeKey, "?namespace=acme&entity=undo-u");
+    const m = (await call(c, "remember", { content: "Drinks green tea", infer: false })).data.memories[0];
+    await call(c, "remember", { content: "drinks green tea.", infer: false });
+    const [added] = (await call(c, "history", { memoryId: m.id })).data.events;
+    expect((await call(c, "forget", { id: m.id })).isError).toBe(false);
+    const back = await call(c, "revert", { memoryId: m.id, toEvent: added.id });
+    expect(back.isError).toBe(false);
+    expect(back.data).toMatchObject({ action: "add", after: { id: m.id, content: "Drinks green tea" } });
+    const dry = await call(c, "consolidate", { dryRun: true });
+    expect(dry.data).toMatchObject({ dryRun: true, memoriesMerged: 1 });
+    const done = await call(c, "consolidate", {});
+    expect(done.data.events.map((e: any) => e.event)).toEqual(["MERGE", "DELETE"]);
+    // Another namespace's memory is not found through this key.
+    const other = await s.json("POST", "/v1/memory", { namespace: "other", entity: "x", content: "x", infer: false });
+    const foreign = await call(c, "revert", { memoryId: other.body.memories[0].id, toEvent: "1" });
+    expect(foreign).toMatchObject({ isError: true });
+    expect(foreign.text).toMatch(/^not_found: /);
+    // A read key may not revert.
+    const reader = await overHttp(readKey);
+    const denied = await call(reader, "revert", { memoryId: m.id, toEvent: added.id });
+    expect(denied.text).toMatch(/^forbidden: /);
+  });
+
   test("a read key calling remember gets the permission error; reading works", async () => {
     const c = await overHttp(readKey);
     const r = await call(c, "remember", { namespace: "acme", entity: "u1", content: "x", infer: false });
@@ -257,6 +291,7 @@ describe("over HTTP: POST /mcp", () => {
       ["remember", { namespace: "other", entity: "u1", content: "x", infer: false }],
       ["recall", { namespace: "other", query: "x" }],
       ["changes", { namespace: "other" }],
+      ["consolidate", { namespace: "other", entity: "u1" }],
     ] as const) {
       const r = await call(c, name, args);
       expect(r.isError).toBe(true);
@@ -434,7 +469,7 @@ test(
     const p = await overStdio(bin, ["mcp", "--url", "http://127.0.0.1:1", "--key", "memd_x"]);
     const r = await call(p.client, "list_memories", { namespace: "acme" });
     expect(r).toMatchObject({ isError: true, text: expect.stringMatching(/^unreachable: could not reach memd at /) });
-    expect((await p.client.listTools()).tools).toHaveLength(7);
+    expect((await p.client.listTools()).tools).toHaveLength(names.length);
   }),
 );
 
