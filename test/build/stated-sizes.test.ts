@@ -2,8 +2,8 @@
 // The sizes the manual states match the build: the binary's in README.md and docs/operations.md
 // ("about N MiB"), the page script's in docs/ui.md ("about N KB (M KB gzipped)"). A figure further
 // off than the tolerance fails with the measured one, so the sentence is updated with the change
-// that moved it: 4% for the binary (about 5 MiB; a commit moves it by a few hundred KB), 10% for
-// the script, 0.6 KB for its gzipped size.
+// that moved it: 4% for the binary (about 5 MiB; a commit moves it by a few hundred KB), 15% for
+// the script, 1 KB for its gzipped size.
 import { expect, test } from "bun:test";
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -41,13 +41,13 @@ test("docs/ui.md states the page script's size, and gzipped", async () => {
   const kb = Buffer.byteLength(script) / 1000;
   const gz = Bun.gzipSync(script).length / 1000;
   const [plain, zipped] = [Number(stated![1]), Number(stated![2])];
-  expect({ plain, built: Math.round(kb), near: near(plain, kb, 0.1) }).toEqual({
+  expect({ plain, built: Math.round(kb), near: near(plain, kb, 0.15) }).toEqual({
     plain,
     built: Math.round(kb),
     near: true,
   });
   // A few KB: a share would be less than the rounding of the figure itself.
-  expect({ zipped, built: Math.round(gz), near: Math.abs(gz - zipped) <= 0.6 }).toEqual({
+  expect({ zipped, built: Math.round(gz), near: Math.abs(gz - zipped) <= 1 }).toEqual({
     zipped,
     built: Math.round(gz),
     near: true,
