@@ -147,12 +147,18 @@ export class NamespaceCache<S, V> {
 
   /** Counts a loaded copy in the budget (again, when it may have grown), which may release others. */
   private held(namespace: string, s: S) {
-    this.memory?.hold(namespace, this.kind, this.source.bytes(s), () => {
-      if (this.ready.get(namespace) !== s) return;
-      this.ready.delete(namespace);
-      this.wanted.delete(namespace);
-      this.source.released?.(s, namespace);
-    });
+    this.memory?.hold(
+      namespace,
+      this.kind,
+      this.source.bytes(s),
+      () => {
+        if (this.ready.get(namespace) !== s) return;
+        this.ready.delete(namespace);
+        this.wanted.delete(namespace);
+        this.source.released?.(s, namespace);
+      },
+      this.wanted.has(namespace),
+    );
   }
 
   /**
