@@ -304,6 +304,10 @@ export function spawnServer(args: string[], env: Record<string, string> = {}) {
  * on LMDB every byte of every sub-database, on PostgreSQL every row of every table.
  */
 export async function dumpStorage(storage: Storage): Promise<string> {
+  // The built-in embedder embeds stored memories just after their commit (src/embedding/worker.ts):
+  // a dump waits for that queue to empty, so it is not taken halfway through it.
+  for (const deadline = Date.now() + 5000; Date.now() < deadline; await Bun.sleep(10))
+    if ((await storage.pendingEmbeddings(1)).length === 0) break;
   const out: string[] = [];
   if (storage.backend === "lmdb") {
     for (const [name, db] of Object.entries((storage as LmdbStorage).dbs))
