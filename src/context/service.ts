@@ -22,6 +22,8 @@ export const CONTEXT_SCAN = 2000;
 export const RECENCY_HALF_LIFE_DAYS = 30;
 /** Without a query a memory scores IMPORTANCE_WEIGHT × importance + (1 − it) × recency (0 to 1). */
 export const IMPORTANCE_WEIGHT = 0.5;
+/** The memories adjacent in time to this many of the best hits are placed right after them. */
+export const CONTEXT_ADJACENT_OF = Number(process.env.X_CA ?? 5);
 /** Once this many candidates in a row did not fit, the rest are not tried (each costs a count). */
 const MISSES_BEFORE_STOP = 50;
 
@@ -62,6 +64,40 @@ function importantAndRecent(records: readonly MemoryRecord[], now: number): Scor
     .sort(
       (a, b) => b.score - a.score || b.memory.createdAt - a.memory.createdAt || (a.memory.id < b.memory.id ? 1 : -1),
     );
+}
+
+/**
+ * The candidates with the memories adjacent in time to the best few (adjacent.ts) placed right
+ * after each: the turn before and after a strong hit often holds what it is about.
+ */
+async function withAdjacent(core: Core, candidates: Scored[], filter: SearchFilter, now: number): Promise<Scored[]> {
+  const strong = candidates.slice(0, CONTEXT_ADJACENT_OF);
+  if (strong.length === 0) return candidates;
+  const pairs = await core.storage.adjacentMemories(
+    strong.map((c) => c.memory),
+    now,
+  );
+  const near = new Map<string, MemoryRecord[]>();
+  for (const [of, m] of pairs)
+    if (matchesFilter(m, filter)) {
+      const l = near.get(of);
+      if (l) l.push(m);
+      else near.set(of, [m]);
+    }
+  const out: Scored[] = [];
+  const placed = new Set<string>();
+  const put = (c: Scored) => {
+    if (placed.has(c.memory.id)) return;
+    placed.add(c.memory.id);
+    out.push(c);
+  };
+  for (const c of candidates) {
+    put(c);
+    // Shown with the score of the hit they sit next to (or their own, when higher).
+    for (const m of near.get(c.memory.id) ?? [])
+      put({ memory: m, score: Math.max(c.score, candidates.find((x) => x.memory.id === m.id)?.score ?? 0) });
+  }
+  return out;
 }
 
 /** The text of the chosen memories: groups by category in the order of their best member. */
@@ -171,7 +207,12 @@ export async function buildContext(core: Core, req: ContextRequest, cost: EmbedC
         filter,
         cost,
       });
-      candidates = found.hits.filter((h) => isCurrent(h.memory, now));
+      candidates = await withAdjacent(
+        core,
+        found.hits.filter((h) => isCurrent(h.memory, now)),
+        filter,
+        now,
+      );
       mode = found.mode;
     }
     if (candidates.length === 0) {

@@ -4,17 +4,18 @@ import type { Core } from "../core";
 import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedding/client";
 import { requireEntityForAsOf, toMemory } from "../memory/service";
 import { isCurrent, type MemoryRecord } from "../storage/records";
-import type { AsOfReads, MemoryScope, Scored, Search, SearchFilter } from "../storage/storage";
+import type { AsOfReads, MemoryReads, MemoryScope, Scored, Search, SearchFilter } from "../storage/storage";
 import { indexTerms, queryTerms } from "../text/tokens";
 import { ApiError, invalidField } from "../wire/errors";
 import { asOfField, instantField } from "../wire/time";
+import { NEIGHBOUR_DEPTH, withNeighbours } from "./adjacent";
 import { keywordAsOf, keywordAsOfTexts } from "./asof";
 import { FUSION, fuse } from "./fusion";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
 import { embedQueryWithShare } from "./probe";
 
 /** What search reads: the ranked reads, and the as-of reads for `asOf`. */
-type SearchCore = Core<Search & AsOfReads>;
+type SearchCore = Core<Search & AsOfReads & Pick<MemoryReads, "adjacentMemories">>;
 
 /** The mode a request gets: its own, or hybrid when a model is configured, else keyword. */
 export function resolveMode(core: Omit<Core, "storage">, mode: SearchMode | undefined): SearchMode {
@@ -45,7 +46,15 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
   const filter = o.filter ?? {};
   const now = Date.now();
   const terms = queryTerms(o.query);
-  const keyword = (limit: number) => core.storage.keywordSearch(o.scope, terms, filter, limit, now);
+  // Read deeper than `limit`, then reordered by adjacent hits (adjacent.ts).
+  const keyword = async (limit: number) =>
+    (
+      await withNeighbours(
+        core.storage,
+        await core.storage.keywordSearch(o.scope, terms, filter, Math.max(limit, NEIGHBOUR_DEPTH), now),
+        now,
+      )
+    ).slice(0, limit);
   if (o.mode === "keyword") return { hits: await keyword(o.limit), mode: "keyword" };
   const settings = embedSettings(core.config)!;
   let vector: Float32Array;

@@ -263,6 +263,11 @@ export interface MemoryReads {
    * `before` never loses or repeats a memory while others are added or removed.
    */
   listMemories(q: ListMemoriesQuery): Promise<MemoryPage>;
+  /**
+   * For each of `memories`, the current memories just before and just after it in its entity's
+   * id order (creation order: the memories stored next to it in time), as [its id, neighbour] pairs.
+   */
+  adjacentMemories(memories: readonly MemoryRecord[], now: number): Promise<[string, MemoryRecord][]>;
   /** Current memories whose expiry is at or before `now`, soonest first. */
   dueExpiries(now: number, limit: number): Promise<{ id: string; expiresAt: number }[]>;
 }

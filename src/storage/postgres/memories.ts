@@ -1,6 +1,7 @@
 // The PostgreSQL memory roles: apply (writes.ts: one transaction per call, raw stores of one
 // namespace grouped), per-entity serialization across replicas (a row lock), and reads of
 // current memories.
+import type { MemoryRecord } from "../records";
 import type { MemoryOp, MemoryReads, MemoryWrites } from "../storage";
 import { StorageError } from "../storage";
 import { memoryOf, type Row } from "./rows";
@@ -94,6 +95,24 @@ export function pgMemories(s: PgState): MemoryWrites & MemoryReads {
       );
       const memories = rows.slice(0, q.limit).map(memoryOf);
       return { memories, next: rows.length > q.limit ? memories.at(-1)!.id : undefined };
+    },
+
+    async adjacentMemories(memories, now) {
+      if (memories.length === 0) return [];
+      const ids = sql.array(
+        memories.map((m) => m.id),
+        "text",
+      );
+      const rows = await db(
+        () => sql`SELECT h.id AS of_id, n.* FROM memories h, LATERAL (
+            (SELECT * FROM memories p WHERE p.state = 'current' AND p.namespace = h.namespace AND p.entity = h.entity
+              AND p.id < h.id AND (p.expires_at IS NULL OR p.expires_at > ${now}) ORDER BY p.id DESC LIMIT 1)
+            UNION ALL
+            (SELECT * FROM memories q WHERE q.state = 'current' AND q.namespace = h.namespace AND q.entity = h.entity
+              AND q.id > h.id AND (q.expires_at IS NULL OR q.expires_at > ${now}) ORDER BY q.id LIMIT 1)
+          ) n WHERE h.id = ANY(${ids}::uuid[])`,
+      );
+      return rows.map((r: Row) => [String(r.of_id), memoryOf(r)] as [string, MemoryRecord]);
     },
 
     async dueExpiries(now, limit) {
