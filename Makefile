@@ -35,7 +35,9 @@ pg-deps: ## PostgreSQL's server binaries, PgBouncer and runuser (Debian's postgr
 	@command -v runuser >/dev/null || { apt-get update -qq && apt-get install -y -qq util-linux; }
 
 python-deps: ## Debian's python3 with httpx and pytest (and pip, setuptools, wheel to install the package), for clients/python's tests
-	@/usr/bin/python3 -c 'import httpx, pytest, pip, setuptools, wheel' 2>/dev/null || \
+	@# Each module on its own: Debian 12's setuptools cannot be imported after pip in one process
+	@# (its distutils hack asserts), so a probe importing both fails with both installed.
+	@( for m in httpx pytest pip setuptools wheel; do /usr/bin/python3 -c "import $$m" >/dev/null 2>&1 || exit 1; done ) || \
 	  { apt-get update -qq && apt-get install -y -qq python3 python3-httpx python3-pytest python3-pip python3-setuptools python3-wheel; }
 
 browser-deps: ## Debian's Chromium, for the browser tests of the page at /ui (test/ui/page-in-chromium.test.ts)

@@ -1,4 +1,4 @@
-// Approximate semantic search (src/storage/vector-space.ts) on synthetic embeddings:
+// Approximate semantic search (src/index/vector/space.ts) on synthetic embeddings:
 // recall@10 against exact cosine, latency, and memory per vector. `bun run bench/vectors.ts`
 // prints a Markdown section. BENCH_VECTORS_N (default 1,000,000), BENCH_VECTORS_DIMS (768),
 // BENCH_VECTORS_QUERIES (50). BENCH_VECTORS_STORE=1 goes through Storage (LMDB) end to end:
@@ -29,8 +29,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SQL } from "bun";
-import { dotKernel } from "../src/storage/dot";
-import { exactReads, FourBit } from "../src/storage/four-bit";
+import { dotKernel } from "../src/index/vector/dot";
+import { exactReads, FourBit } from "../src/index/vector/four-bit";
+import { ann, VectorSpace } from "../src/index/vector/space";
 import { openLmdb } from "../src/storage/lmdb/index";
 import { lmdbVectors } from "../src/storage/lmdb/search";
 import { openPostgres } from "../src/storage/postgres/index";
@@ -38,7 +39,6 @@ import { memoryOf } from "../src/storage/postgres/rows";
 import { approximateSearch, semanticSearch as readEverything } from "../src/storage/postgres/search";
 import { pgVectors } from "../src/storage/postgres/vector-cache";
 import type { MemoryOp } from "../src/storage/storage";
-import { ann, VectorSpace } from "../src/storage/vector-space";
 
 const N = Number(process.env.BENCH_VECTORS_N ?? 1_000_000);
 const dims = Number(process.env.BENCH_VECTORS_DIMS ?? 768);

@@ -157,15 +157,20 @@ export async function startServer(
       (stopping ??= (async () => {
         const started = performance.now();
         // Stop accepting at once; resolves when every connection is done. Live streams never
-        // finish by themselves: end them.
+        // finish by themselves: end them. Only requests in flight get the grace: Bun's stop(false)
+        // also waits for a kept-alive connection whose last body was never read (a 413 answered
+        // from its Content-Length) until it times out, so once no request is in flight the
+        // connections left, all idle, are closed at once.
         const drained = server.stop(false).then(() => true);
         streams.closeAll();
-        if (!(await within(drained, graceMs))) {
+        const idle = noneInFlight(server);
+        if (!(await within(Promise.race([drained, idle.done]), graceMs))) {
           shutdown.abort();
           // The aborted smart stores answer 503 shutting_down; give them a moment to be sent.
-          await within(drained, Math.min(500, Math.max(50, graceMs / 10)));
-          await server.stop(true);
+          await within(Promise.race([drained, idle.done]), Math.min(500, Math.max(50, graceMs / 10)));
         }
+        idle.cancel();
+        await server.stop(true);
         await sweeper();
         await embedder();
         await openStorageNow.close();
@@ -187,6 +192,21 @@ export async function startServer(
     release?.();
     throw e;
   }
+}
+
+/** Resolves once `server` has no request in flight (polled: Bun has no event for it). */
+function noneInFlight(server: { readonly pendingRequests: number }) {
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const done = new Promise<void>((resolve) => {
+    const check = () => {
+      if (server.pendingRequests > 0) return;
+      clearInterval(timer);
+      resolve();
+    };
+    timer = setInterval(check, 20);
+    check();
+  });
+  return { done, cancel: () => clearInterval(timer) };
 }
 
 /** Whether `p` settles within `ms`. */

@@ -1,5 +1,6 @@
+import type { EventReads } from "../storage/storage";
 import { invalidField } from "../wire/errors";
-import { isoTime, parseIsoTime } from "../wire/time";
+import { asOfField, instantField, isoTime, parseIsoTime } from "../wire/time";
 import type { AuditEvent, EventRecord } from "./model";
 
 /** The public shape of an event (spec 2.6): every field present, null where empty. */
@@ -26,4 +27,21 @@ export function parseSince(since: string): number {
   const ms = parseIsoTime(since);
   if (ms === undefined) throw invalidField("since", "must be an ISO 8601 timestamp, e.g. 2026-01-31T12:00:00.000Z");
   return ms;
+}
+
+/**
+ * Reads a request's `asOf` for a read of `namespace` (asOfField): an instant after now is
+ * accepted up to the namespace's newest event, which the event clock may have stamped ahead of
+ * the wall clock during a bulk change. The newest event is read only for such an instant.
+ */
+export async function readAsOf(
+  storage: Pick<EventReads, "newestEvents">,
+  namespace: string | undefined,
+  text: string | undefined,
+): Promise<number | undefined> {
+  const now = Date.now();
+  const ms = instantField("asOf", text);
+  if (ms === undefined || ms <= now || namespace === undefined) return asOfField(text, now);
+  const [newest] = await storage.newestEvents({ namespace }, 1);
+  return asOfField(text, now, newest?.atMs ?? now);
 }

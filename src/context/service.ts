@@ -1,5 +1,7 @@
 // POST /v1/memory/context: the memories an agent puts in its prompt before it answers, as one
 // text block within a token budget.
+
+import { readAsOf } from "../audit/service";
 import type { Core } from "../core";
 import type { EmbedCost } from "../embedding/client";
 import { toMemory } from "../memory/service";
@@ -11,7 +13,7 @@ import type { Scored, SearchFilter } from "../storage/storage";
 import { countTokens, tokenizerName } from "../text/token-count";
 import { queryTerms } from "../text/tokens";
 import { invalidField } from "../wire/errors";
-import { asOfField, instantField } from "../wire/time";
+import { instantField } from "../wire/time";
 import { type ContextRequest, type ContextResponse, contextTokens } from "./model";
 
 /** With a query: the search's best this many hits are the candidates. */
@@ -174,7 +176,7 @@ export async function buildContext(core: Core, req: ContextRequest, cost: EmbedC
     observedAfter: instantField("observedAfter", req.observedAfter),
     observedBefore: instantField("observedBefore", req.observedBefore),
   };
-  const asOf = asOfField(req.asOf);
+  const asOf = await readAsOf(core.storage, req.namespace, req.asOf);
   let candidates: Scored[] = [];
   let mode: ContextResponse["mode"] = "importance";
   if (asOf !== undefined) {

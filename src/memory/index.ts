@@ -1,4 +1,5 @@
 import { Elysia, t } from "elysia";
+import { readAsOf } from "../audit/service";
 import { limits } from "../config/limits";
 import type { Core } from "../core";
 import { embedHeaders, newCost } from "../embedding/client";
@@ -10,7 +11,7 @@ import type { KeyRecord } from "../keys/model";
 import { permits } from "../keys/service";
 import { ApiError } from "../wire/errors";
 import { jsonAnswer } from "../wire/schemas";
-import { asOfField, instantField } from "../wire/time";
+import { instantField } from "../wire/time";
 import {
   EntityQuery,
   EraseRequest,
@@ -128,7 +129,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
           category,
           tags: tag,
           limit,
-          asOf: asOfField(query.asOf),
+          asOf: await readAsOf(core.storage, namespace, query.asOf),
           observedAfter: instantField("observedAfter", query.observedAfter),
           observedBefore: instantField("observedBefore", query.observedBefore),
         };
@@ -213,7 +214,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
     .get(
       "/v1/memory/:id",
       async ({ params, query, memory }) => {
-        const asOf = asOfField(query.asOf);
+        const asOf = await readAsOf(core.storage, memory?.namespace, query.asOf);
         // `memory` is undefined for an unknown id and for one outside the key's namespaces: one answer.
         const r = asOf === undefined ? currentOf(memory) : memory && (await findMemoryAsOf(core, params.id, asOf));
         if (!r) throw new ApiError("not_found", "no memory with that id");

@@ -1,21 +1,26 @@
 // Search over current memories: keyword (BM25, from the storage's index), semantic (exact
 // cosine over stored vectors) and hybrid (the two fused by how far their hits stand out: fusion.ts).
+
+import { readAsOf } from "../audit/service";
 import type { Core } from "../core";
 import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedding/client";
 import { requireEntityForAsOf, toMemory } from "../memory/service";
 import { isCurrent, type MemoryRecord } from "../storage/records";
-import type { AsOfReads, MemoryReads, MemoryScope, Scored, Search, SearchFilter } from "../storage/storage";
+import type { AsOfReads, EventReads, MemoryReads, MemoryScope, Scored, Search, SearchFilter } from "../storage/storage";
 import { indexTerms, queryTerms } from "../text/tokens";
 import { ApiError, invalidField } from "../wire/errors";
-import { asOfField, instantField } from "../wire/time";
+import { instantField } from "../wire/time";
 import { NEIGHBOUR_DEPTH, withNeighbours } from "./adjacent";
 import { keywordAsOf, keywordAsOfTexts } from "./asof";
 import { FUSION, fuse } from "./fusion";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
 import { embedQueryWithShare } from "./probe";
 
-/** What search reads: the ranked reads, and the as-of reads for `asOf`. */
-type SearchCore = Core<Search & AsOfReads & Pick<MemoryReads, "adjacentMemories">>;
+/**
+ * What search reads: the ranked reads, the memories adjacent to a hit (adjacent.ts), and the as-of
+ * reads for `asOf` (and its newest event, readAsOf).
+ */
+type SearchCore = Core<Search & AsOfReads & Pick<EventReads, "newestEvents"> & Pick<MemoryReads, "adjacentMemories">>;
 
 /** The mode a request gets: its own, or hybrid when a model is configured, else keyword. */
 export function resolveMode(core: Omit<Core, "storage">, mode: SearchMode | undefined): SearchMode {
@@ -97,7 +102,7 @@ export async function search(core: SearchCore, req: SearchRequest, cost: EmbedCo
     observedAfter: instantField("observedAfter", req.observedAfter),
     observedBefore: instantField("observedBefore", req.observedBefore),
   };
-  const asOf = asOfField(req.asOf);
+  const asOf = await readAsOf(core.storage, req.namespace, req.asOf);
   if (asOf !== undefined) return searchAsOf(core, req, filter, asOf);
   const mode = resolveMode(core, req.mode);
   const { hits, mode: used } = await rank(core, {

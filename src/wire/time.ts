@@ -65,10 +65,14 @@ export function instantField(field: string, text: string | undefined): number | 
   return ms;
 }
 
-/** Reads `asOf`: an instant not after `now` (what comes after is not known yet). */
-export function asOfField(text: string | undefined, now = Date.now()): number | undefined {
+/**
+ * Reads `asOf`: an instant not after `now`, nor after `newestMs` when that is later (what comes
+ * after both is not known yet). The event clock hands out a millisecond per event, so a bulk
+ * change stamps events ahead of the wall clock: an instant up to the newest of them is known.
+ */
+export function asOfField(text: string | undefined, now = Date.now(), newestMs = now): number | undefined {
   const ms = instantField("asOf", text);
-  if (ms !== undefined && ms > now)
+  if (ms !== undefined && ms > Math.max(now, newestMs))
     throw invalidField("asOf", "is in the future; memd answers only what it knew up to now");
   return ms;
 }

@@ -98,6 +98,7 @@ test("cycle finding: a file cycle and a folder cycle are found, a chain is not",
 export const layers: string[][] = [
   ["text", "config", "log.ts", "build-info.ts", "native-addon.ts", "core.ts"],
   ["wire"], // error catalogue, times and field shapes on the wire
+  ["index"], // the search engine: documents, terms, vectors and scores
   ["storage"],
   ["http", "keys", "embedding", "ops"], // the request pipeline takes the keys' authenticator
   ["audit", "browse"],
@@ -202,4 +203,34 @@ test("no file of src/ imports its own folder's index.ts (the routes import the s
       .map((d) => `${file} → ${d}`),
   );
   expect(own).toEqual([]);
+});
+
+test("the search engine knows documents, terms, vectors and scores: src/index/ names no memory, namespace or request (type-only imports included)", () => {
+  const all = typeAndRunTimeGraph();
+  const outside = [...all]
+    .filter(([file]) => file.startsWith("index/"))
+    .flatMap(([file, deps]) =>
+      [...deps].filter((d) => !/^(index|text)\//.test(d) && d !== "wire/schemas.ts").map((d) => `${file} → ${d}`),
+    );
+  expect(outside).toEqual([]);
+  expect([...all.keys()].filter((f) => f.startsWith("index/")).length).toBeGreaterThan(10);
+});
+
+test("each backend uses the search engine through its small interface: src/index/keyword/index.ts and src/index/vector/index.ts", () => {
+  const entries = new Set(["index/keyword/index.ts", "index/vector/index.ts"]);
+  const inside = [...typeAndRunTimeGraph()]
+    .filter(([file]) => !file.startsWith("index/"))
+    .flatMap(([file, deps]) =>
+      [...deps].filter((d) => d.startsWith("index/") && !entries.has(d)).map((d) => `${file} → ${d}`),
+    );
+  expect(inside).toEqual([]);
+  const users = [...graph].filter(([, deps]) => [...deps].some((d) => entries.has(d))).map(([file]) => file);
+  expect(users).toEqual(
+    expect.arrayContaining([
+      "storage/lmdb/keyword-cache.ts",
+      "storage/postgres/keyword-cache.ts",
+      "storage/lmdb/vector-cache.ts",
+      "storage/postgres/vector-cache.ts",
+    ]),
+  );
 });

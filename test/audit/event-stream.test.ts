@@ -1,4 +1,4 @@
-// @targets lmdb postgres binary
+// @targets lmdb postgres pgbouncer binary
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// @targets lmdb postgres binary
+// @targets lmdb postgres pgbouncer binary
 // Idempotency-Key on POST /v1/memory, PATCH and DELETE: replays, reuse, concurrent duplicates,
 // and no model call on a replay (the fake model counts its calls). Runs on both backends.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";

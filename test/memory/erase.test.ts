@@ -1,4 +1,4 @@
-// @targets lmdb postgres binary
+// @targets lmdb postgres pgbouncer binary
 // POST /v1/memory/erase: forgetting a person, and the proof that nothing of them remains after
 // `memd compact`. Runs on both backends.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

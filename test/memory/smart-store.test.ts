@@ -1,4 +1,4 @@
-// @targets lmdb postgres binary
+// @targets lmdb postgres pgbouncer binary
 // Contract tests of the smart store (infer: true) over real HTTP, with the fake model.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { extractionStats } from "../../src/extraction/service";

@@ -1,4 +1,4 @@
-// @targets lmdb postgres binary
+// @targets lmdb postgres pgbouncer binary
 // What a newcomer meets first. The server's root sends a browser to the page at /ui. The first
 // start prints the root key once, and what to do when it is lost: a command that makes another
 // admin key on the same store, which works while the server runs. The printed command is run as

@@ -1,4 +1,4 @@
-// @targets lmdb postgres binary
+// @targets lmdb postgres pgbouncer binary
 import { afterAll, expect, test } from "bun:test";
 import { spawnServer, startTestServer, tempDir } from "../helpers";
 

@@ -155,3 +155,45 @@ test("a second signal exits at once", async () => {
   await pending;
   dir.cleanup();
 }, 30_000);
+
+/** Sends `n` requests with bodies over the limit on one kept-alive connection; resolves with the answers' status lines. */
+function overLimitTwice(url: string, n: number): Promise<{ socket: Socket; statuses: string[] }> {
+  const { hostname, port } = new URL(url);
+  const body = `{"namespace":"s","entity":"e","content":"${"x".repeat(1024 * 1024 + 10)}"}`;
+  const request =
+    `POST /v1/memory HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${rootSecret}\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  return new Promise((resolve, reject) => {
+    let seen = "";
+    const socket = connect(Number(port), hostname, () => socket.write(request.repeat(n)));
+    socket.on("data", (d) => {
+      seen += d.toString("latin1");
+      const statuses = seen.match(/HTTP\/1\.1 \d+/g) ?? [];
+      if (statuses.length === n) resolve({ socket, statuses });
+    });
+    socket.on("error", reject);
+  });
+}
+
+test("SIGTERM after two 413 answers on a kept-alive connection: the idle connection is closed at once, no grace waited", async () => {
+  const dir = tempDir("memd-shutdown4-");
+  // A long grace: exiting well within it shows that nothing was waited for.
+  const s = await spawnServer(["--data-dir", dir.dir, "--shutdown-grace-ms", "30000"], { MEMD_API_KEY: rootSecret });
+  try {
+    const { socket, statuses } = await overLimitTwice(s.url, 2);
+    expect(statuses).toEqual(["HTTP/1.1 413", "HTTP/1.1 413"]);
+    const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+    const signalled = performance.now();
+    s.proc.kill("SIGTERM");
+    expect(await s.proc.exited).toBe(0);
+    const exitMs = performance.now() - signalled;
+    console.log(
+      `shutdown with an idle kept-alive connection: exit ${Math.round(exitMs)} ms after SIGTERM (grace 30000 ms)`,
+    );
+    expect(exitMs).toBeLessThan(15_000);
+    await closed;
+  } finally {
+    s.proc.kill("SIGKILL");
+    dir.cleanup();
+  }
+}, 60_000);

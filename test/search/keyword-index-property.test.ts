@@ -3,7 +3,7 @@
 // sequence of adds, merges, replaces, deletes and expiries, and after each step the index kept
 // incrementally ranks exactly as one rebuilt from scratch (and on LMDB holds the same bytes).
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { KeywordSpace } from "../../src/storage/keyword-space";
+import { KeywordSpace } from "../../src/index/keyword";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { isCurrent, type MemoryRecord } from "../../src/storage/records";
 import type { MemoryOp, Storage } from "../../src/storage/storage";

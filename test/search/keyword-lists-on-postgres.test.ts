@@ -1,4 +1,4 @@
-// @targets postgres
+// @targets postgres pgbouncer
 // Keyword search on PostgreSQL from each replica's lists in memory (issue 26,
 // storage/postgres/keyword-cache.ts): two memd servers on one database, A answering every
 // keyword search by SQL (MEMD_PG_KEYWORD_LISTS=false), B from its lists. Every change made on A

@@ -10,7 +10,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { KeywordSpace } from "../../src/storage/keyword-space";
+import { KeywordSpace } from "../../src/index/keyword";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { snapshotStats, snapshotting } from "../../src/storage/lmdb/keyword-cache";
 import { readSnapshot, snapshotDir, snapshotJob, writeSnapshot } from "../../src/storage/lmdb/keyword-snapshot";

@@ -1,13 +1,13 @@
-// @targets postgres
+// @targets postgres pgbouncer
 // Two memd servers (replicas) on one PostgreSQL database, with the fake embedder: semantic search
 // on B answers from its in-memory vectors (postgres/vector-cache.ts, sizes made small so the
 // approximate path runs on a few dozen memories) and sees in its next request what A committed:
 // a store, a correction, a delete, an erasure, and a vector the embedding worker wrote late. A
 // hybrid search on B follows A's changes once for its keyword lists and its vectors (follow.ts).
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { ann } from "../../src/index/vector/space";
 import type { PostgresStorage } from "../../src/storage/postgres/index";
 import { pgVectors } from "../../src/storage/postgres/vector-cache";
-import { ann } from "../../src/storage/vector-space";
 import { startFakeEmbedder } from "../fake-embedder";
 import { startTestServer, type TestServer } from "../helpers";
 

@@ -3,7 +3,7 @@
 // (ann.rescore, 800): the codes' Hamming ranking and the 4-bit copy (WebAssembly and all) run
 // inside the binary, and every score answered is the exact cosine of the memory's embedding.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { ann } from "../../src/storage/vector-space";
+import { ann } from "../../src/index/vector/space";
 import { fakeVector, startFakeEmbedder } from "../fake-embedder";
 import { rootSecret, type ServerProcess, seededRandom, spawnServer, tempDir } from "../helpers";
 

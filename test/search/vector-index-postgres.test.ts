@@ -1,15 +1,15 @@
-// @targets postgres
+// @targets postgres pgbouncer
 // PostgreSQL's in-memory vectors (src/storage/postgres/vector-cache.ts) with their sizes made
 // small, through Storage: two storages on one database are two replicas. What one commits (apply
 // with its events, the embedding worker's setVectors without any, a delete, a rebuild of the
 // vectors) is followed by the other's very next search; every score answered is the exact
 // cosine; recall of the approximate path on clustered vectors.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { ann } from "../../src/index/vector/space";
 import { pgFollow } from "../../src/storage/postgres/follow";
 import { openPostgres, type PostgresStorage } from "../../src/storage/postgres/index";
 import { pgVectors } from "../../src/storage/postgres/vector-cache";
 import type { MemoryOp } from "../../src/storage/storage";
-import { ann } from "../../src/storage/vector-space";
 import { freshDatabase, throughPooler } from "../helpers";
 import { clustered, dot } from "./clustered-vectors";
 

@@ -1,18 +1,18 @@
 // @targets lmdb
-// The approximate vector index (src/storage/vector-space.ts, as LMDB uses it: lmdb/vector-cache.ts), with its sizes made
+// The approximate vector index (src/index/vector/space.ts, as LMDB uses it: lmdb/vector-cache.ts), with its sizes made
 // small so that binary codes, cells, rescoring and recentring all run on a few hundred vectors:
 // the Hamming kernel against a JS reference, the 4-bit copy (four-bit.ts) against its decoding,
 // the index's candidates against brute force through random sets and removals, recall on
 // clustered vectors, and through Storage that a search answers exact cosines of current memories
 // only, right after each change, reading only the 4-bit ranking's best few vectors from LMDB.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { exactReads, FourBit } from "../../src/storage/four-bit";
-import { hammingKernel } from "../../src/storage/hamming";
+import { exactReads, FourBit } from "../../src/index/vector/four-bit";
+import { hammingKernel } from "../../src/index/vector/hamming";
+import { ann, compaction, VectorSpace } from "../../src/index/vector/space";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { lmdbVectors, semanticSearch } from "../../src/storage/lmdb/search";
 import { vectorCache, vectorLoading } from "../../src/storage/lmdb/vector-cache";
 import type { MemoryOp } from "../../src/storage/storage";
-import { ann, compaction, VectorSpace } from "../../src/storage/vector-space";
 import { seededRandom, tempDir } from "../helpers";
 import { clustered, dot, labelled } from "./clustered-vectors";
 

@@ -106,6 +106,70 @@ const cases: Record<string, Case> = {
     ]);
   },
 
+  "MemoryWrites: apply: an op on a memory created earlier in the same call acts on it; one on a memory created later is skipped":
+    async (s) => {
+      const n = ns("same-call");
+      const a = add(n, "likes green tea");
+      const b = add(n, "lives in Lisbon");
+      const c = add(n, "lives in Porto");
+      const late = add(n, "added after its update");
+      const kept = add(n, "already stored");
+      await s.apply([kept], "k");
+      const applied = await s.apply(
+        [
+          a,
+          b,
+          { event: "UPDATE", target: idOf(late), patch: { content: "never" } }, // created later: skipped
+          { event: "MERGE", target: idOf(a), patch: { content: "likes green tea and black coffee" }, reason: "merged" },
+          { event: "REPLACE", target: idOf(b), create: (c as { create: NewMemory }).create, reason: "moved" },
+          { event: "UPDATE", target: idOf(b), patch: { content: "never either" } }, // replaced just now: skipped
+          { event: "KEEP_EXISTING", target: idOf(a), newContent: "likes tea" },
+          { event: "UPDATE", target: idOf(kept), patch: { content: "stored, then updated" } },
+          { event: "DELETE", target: idOf(c), reason: "deleted" },
+          late,
+        ],
+        "k",
+      );
+      expect(applied.map((r) => r?.event.event ?? null)).toEqual([
+        "ADD",
+        "ADD",
+        null,
+        "MERGE",
+        "REPLACE",
+        null,
+        "KEEP_EXISTING",
+        "UPDATE",
+        "DELETE",
+        "ADD",
+      ]);
+      const current = await s.currentMemories({ namespace: n }, 10);
+      expect(current.map((m) => m.content).sort()).toEqual([
+        "added after its update",
+        "likes green tea and black coffee",
+        "stored, then updated",
+      ]);
+      expect((await s.getMemory(idOf(b)))?.state).toBe("replaced");
+      expect((await s.getMemory(idOf(c)))?.state).toBe("deleted");
+      const events = (await s.eventsAfter({ namespace: n }, 0, 100)).map((e) => [e.event, e.memoryId]);
+      expect(events).toEqual([
+        ["ADD", idOf(kept)],
+        ["ADD", idOf(a)],
+        ["ADD", idOf(b)],
+        ["MERGE", idOf(a)],
+        ["REPLACE", idOf(c)],
+        ["KEEP_EXISTING", idOf(a)],
+        ["UPDATE", idOf(kept)],
+        ["DELETE", idOf(c)],
+        ["ADD", idOf(late)],
+      ]);
+      // The search index follows the end state.
+      const hits = async (term: string) =>
+        (await s.keywordSearch({ namespace: n }, [{ term, weight: 1 }], {}, 10)).map((h) => h.memory.id);
+      expect(await hits("black")).toEqual([idOf(a)]);
+      expect(await hits("lisbon")).toEqual([]);
+      expect(await hits("porto")).toEqual([]);
+    },
+
   "EventReads: event times are unique and increasing per namespace: paging a burst by time loses and repeats nothing":
     async (s) => {
       const n = ns("clock");

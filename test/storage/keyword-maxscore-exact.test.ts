@@ -1,5 +1,5 @@
 // @targets lmdb
-// The namespace-wide keyword search over in-memory lists (src/storage/keyword-space.ts: MaxScore,
+// The namespace-wide keyword search over in-memory lists (src/index/keyword/walk.ts: MaxScore,
 // document at a time, bounds from each list's skyline) returns exactly what scoring every live
 // document would: the same documents, in the same order (score, then newer, then id), with the
 // same scores to the bit. Random lists with long and short ones, tfs past the skyline's single
@@ -13,7 +13,7 @@ import {
   maxScoreStats,
   maxScoreTuning,
   type SpaceParts,
-} from "../../src/storage/keyword-space";
+} from "../../src/index/keyword";
 import { bm25, idf, type QueryTerm } from "../../src/text/scoring";
 import { queryTerms } from "../../src/text/tokens";
 import { seededRandom } from "../helpers";

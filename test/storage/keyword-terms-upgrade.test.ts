@@ -1,4 +1,4 @@
-// @targets postgres
+// @targets postgres pgbouncer
 // A PostgreSQL database left by the release before stemming (its schema version, its stored
 // terms folded words only) is brought up by the schema steps at start: the stored terms are
 // rebuilt in the new form, and a search finds by stem what the old terms could not match.

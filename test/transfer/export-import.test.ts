@@ -1,4 +1,4 @@
-// @targets lmdb postgres binary
+// @targets lmdb postgres pgbouncer binary
 // memd export / memd import and GET /v1/export. The store under test (either backend) is the
 // source; the target is a fresh store of the other backend, so the LMDB run checks
 // LMDB -> export -> PostgreSQL and the PostgreSQL run the way back.

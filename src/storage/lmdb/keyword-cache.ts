@@ -1,4 +1,4 @@
-// LMDB's keyword lists: one KeywordSpace (../keyword-space.ts) per namespace searched. LMDB holds
+// LMDB's keyword lists: one KeywordSpace (src/index/keyword/) per namespace searched. LMDB holds
 // what it is built from: the namespace's current memories (namespace_memories, written in the
 // apply transaction) and their records, whose content is tokenized here (format 6; format 5
 // stored the terms, at 3-5 µs of a raw store's CPU, for namespaces never searched too). It is
@@ -7,7 +7,7 @@
 // what is current, so it follows the committed state whatever order commits land in).
 import { rmSync } from "node:fs";
 import type { Key } from "lmdb";
-import { type DocTerms, KeywordSpace, packTerms } from "../keyword-space";
+import { type DocTerms, KeywordSpace, packTerms } from "../../index/keyword";
 import type { EventRecord, MemoryRecord } from "../records";
 import {
   dropSnapshots,

@@ -29,8 +29,8 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { commit, version } from "../../build-info";
+import type { FrozenSpace, Piece, SpaceParts } from "../../index/keyword";
 import { termCounts } from "../../text/tokens";
-import type { FrozenSpace, Piece, SpaceParts } from "../keyword-space";
 
 const MAGIC = "memd-keywords-8";
 
@@ -47,7 +47,7 @@ const fileOf = (dataDir: string, namespace: string) =>
 let buildStamp: string | undefined;
 const build = () => (buildStamp ??= `${version}+${commit}:${Bun.hash(JSON.stringify(sampleTerms())).toString(16)}`);
 
-/** A sample text's terms as keyword-space.ts packs them (packTerms(sample, 0, "")). */
+/** A sample text's terms as src/index/keyword/space.ts packs them (packTerms(sample, 0, "")). */
 function sampleTerms(): (string | number)[] {
   const sample =
     "The runners were running to the cafés of Straße Lisbon, 北京烤鸭 and ümlauts; les enfants mangeaient des pommes 2024";

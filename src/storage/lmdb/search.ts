@@ -1,12 +1,11 @@
 // The LMDB search index: BM25 postings and their statistics, vectors and the embedding queue,
 // kept in the write transaction of the change they follow (see layout.ts for the keys).
 
-import { exactReads } from "../four-bit";
-import { keywordSearch, topIndexes } from "../keyword-space";
+import { keywordSearch } from "../../index/keyword";
+import { ann, exactReads, topIndexes, type VectorSpace } from "../../index/vector";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
-import { ann, type VectorSpace } from "../vector-space";
 import { type Dbs, keys } from "./layout";
 import type { Writes } from "./staging";
 import type { LmdbState } from "./state";
@@ -129,8 +128,8 @@ function topAccepted(
 export const lmdbVectors = { exactOnly: false };
 
 /**
- * Cosine top-k over a scope, on the namespace's in-memory codes and 4-bit copy (../vector-space.ts,
- * ../four-bit.ts, vector-cache.ts). A scope of at most `ann.rescore` vectors is scored whole,
+ * Cosine top-k over a scope, on the namespace's in-memory codes and 4-bit copy (src/index/vector/space.ts,
+ * four-bit.ts, vector-cache.ts). A scope of at most `ann.rescore` vectors is scored whole,
  * each vector read from LMDB: exact. Beyond, the nearest codes' candidates are ranked by their
  * 4-bit vectors and only the best `exactReads(limit)` are read from LMDB and scored exactly, then
  * more (×4 each time) while fewer than `limit` of them pass: every score answered is the exact

@@ -1,16 +1,15 @@
-// LMDB's in-memory vectors: one VectorSpace (../vector-space.ts) per namespace searched, built
+// LMDB's in-memory vectors: one VectorSpace (src/index/vector/space.ts) per namespace searched, built
 // from the `vectors` sub-database on the namespace's first semantic search (in slices:
 // touched.ts) and kept in step by the storage after each committed write that touched vectors
 // (it re-reads those vectors from LMDB, so it follows the committed state whatever order commits
-// land in). Beside the codes, a 4-bit copy of each vector (../four-bit.ts) ranks a search's
+// land in). Beside the codes, a 4-bit copy of each vector (src/index/vector/four-bit.ts) ranks a search's
 // candidates, and only the best few are read from LMDB and scored exactly (search.ts).
 // A first load reads the namespace in key order, which is by entity; so that the codes' mean and
 // the cells' centres are not its first entities' alone (an entity's memories share topics), a
 // namespace of at least `ann.cellsFrom` vectors is sampled first (its keys walked, a uniform
 // sample of them kept, those vectors read) and the space primed with them (VectorSpace.prime).
 import type { Key } from "lmdb";
-import { FourBit } from "../four-bit";
-import { ann, VectorSpace, xorshift } from "../vector-space";
+import { ann, FourBit, VectorSpace, xorshift } from "../../index/vector";
 import { type Dbs, END } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 

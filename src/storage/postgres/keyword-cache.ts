@@ -1,5 +1,5 @@
 // PostgreSQL's keyword lists in this replica's memory (issue 26): per namespace searched, the
-// same KeywordSpace as LMDB's (../keyword-space.ts), so a namespace-wide keyword search scores
+// same KeywordSpace as LMDB's (src/index/keyword/), so a namespace-wide keyword search scores
 // typed arrays instead of joining memory_terms rows in SQL.
 //
 // Built on the namespace's first search, in slices, in the background: until they are, searches
@@ -10,7 +10,7 @@
 // candidate is still checked against its memory row by the search (search.ts), so a memory that
 // is not current or fails the filter is never returned.
 import type { SQL } from "bun";
-import { KeywordSpace, packTerms } from "../keyword-space";
+import { KeywordSpace, packTerms } from "../../index/keyword";
 import { type Change, type Copy, type PgFollowers, startingPoint } from "./follow";
 
 /** Sizes (tests make them small): memories read per slice of a build. */

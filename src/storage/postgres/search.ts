@@ -1,14 +1,13 @@
 // The PostgreSQL search index: postings, stats, vectors and the embedding queue as plain rows,
 // written by apply inside its transaction; BM25 computed in one SQL statement.
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
+import { type KeywordSpace, keywordSearch as spaceSearch } from "../../index/keyword";
+import { ann, exactReads, type VectorSpace } from "../../index/vector";
 import { bm25Sql, type QueryTerm } from "../../text/scoring";
 import { termCounts } from "../../text/tokens";
-import { exactReads } from "../four-bit";
-import { type KeywordSpace, keywordSearch as spaceSearch } from "../keyword-space";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
-import { ann, type VectorSpace } from "../vector-space";
 import { memoryOf } from "./rows";
 import type { PgState } from "./state";
 import { pgVectors } from "./vector-cache";
@@ -419,7 +418,7 @@ const LIST_ROUNDS = 4;
 
 /**
  * BM25 top-k on this replica's lists (keyword-cache.ts), caught up by the caller. The search
- * (../keyword-space.ts) asks whether each candidate is current and passes the filter; a memory
+ * (src/index/keyword/) asks whether each candidate is current and passes the filter; a memory
  * whose row is not read yet is taken as passing, and the rows asked for are then read in one
  * statement: when every one passes, that answer is the answer (the same search with those rows
  * known makes the same choices); else the search runs again with them known. After

@@ -1,5 +1,5 @@
 // PostgreSQL's in-memory vectors: per replica and namespace, the design of LMDB's
-// (../vector-space.ts: one bit per dimension around the namespace's mean, cells, Hamming ranking
+// (src/index/vector/space.ts: one bit per dimension around the namespace's mean, cells, Hamming ranking
 // in WebAssembly), plus a 4-bit copy of each vector for the rescoring (PostgreSQL cannot be read
 // 800 times per search): 96 + 384 bytes at 768 dimensions instead of 3,072. The search reads the
 // exact vectors of its final candidates only, with their memory rows, so every score answered is
@@ -12,8 +12,7 @@
 // the namespace's clock. A rebuild of the vectors bumps search_state.vector_epoch, and a replica
 // that sees a new epoch drops every copy.
 import type { SQL } from "bun";
-import { FourBit } from "../four-bit";
-import { VectorSpace } from "../vector-space";
+import { FourBit, VectorSpace } from "../../index/vector";
 import { type Change, type Copy, type PgFollowers, startingPoint } from "./follow";
 
 /** Sizes (tests make them small). */

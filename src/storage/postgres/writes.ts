@@ -259,13 +259,17 @@ export async function applyBatch(
   }
 
   // Stamps to reserve per namespace: every op that may act (a target is re-checked when planned).
+  // A target may be a memory created by an earlier op of the batch (as on LMDB, where each op
+  // sees what the ones before it wrote): it is in no row yet, and may act in its namespace.
   const perNamespace = new Map<string, number>();
+  const born = new Map<string, string>();
   for (const c of calls)
     for (const op of c.ops) {
       const id = targetOf(op);
       const target = id === undefined ? undefined : targets.get(id);
-      if (id !== undefined && !targetIsLive(op, target, c.now)) continue;
-      const ns = "create" in op ? op.create.namespace : target!.namespace;
+      if (id !== undefined && !targetIsLive(op, target, c.now) && !born.has(id)) continue;
+      const ns = "create" in op ? op.create.namespace : (target?.namespace ?? born.get(id!)!);
+      if ("create" in op) born.set(op.create.id, ns);
       perNamespace.set(ns, (perNamespace.get(ns) ?? 0) + 1);
     }
   const namespaces = [...perNamespace.keys()].sort();
@@ -351,7 +355,8 @@ export async function applyBatch(
     const applied = call.ops.map((op): Applied | null => {
       const id = targetOf(op);
       const read = id === undefined ? undefined : targets.get(id);
-      const target = read && (writes.get(read.id) ?? read);
+      // As it is after the ops before this one: changed, or created by them.
+      const target = id === undefined ? undefined : (writes.get(id) ?? read);
       if (id !== undefined && !targetIsLive(op, target, call.now)) return null;
       const ns = "create" in op ? op.create.namespace : target!.namespace;
       const atMs = nextMs.get(ns)!;

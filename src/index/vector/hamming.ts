@@ -1,5 +1,5 @@
 // Hamming distances of one binary code against many, in WebAssembly, for the approximate vector
-// search of vector-space.ts. A module is generated per code length (`words` of 8 bytes), the loop
+// search of space.ts. A module is generated per code length (`words` of 8 bytes), the loop
 // over a code unrolled; i64.popcnt is one instruction on x86-64 and arm64, and measured faster
 // here than i8x16.popcnt (1,000,000 codes of 4 words: 2.3 ms against 9.6 ms; codes beyond the
 // CPU's cache are bound by memory bandwidth either way, about 3 GB/s on the bench machine).

@@ -1,10 +1,10 @@
-// A 4-bit copy of each vector of a VectorSpace (./vector-space.ts), kept beside its binary codes
+// A 4-bit copy of each vector of a VectorSpace (./space.ts), kept beside its binary codes
 // as its RowKeeper: 384 + 4 bytes at 768 dimensions, where the float32 vector is 3,072. It ranks
 // the codes' candidates again (each dimension one of 15 levels instead of one bit), so a search
 // reads exactly only the best few of them (`exactReads`): both backends keep one, and score
 // every answer from the exact vector afterwards (LMDB: lmdb/search.ts; PostgreSQL:
 // postgres/search.ts).
-import type { RowKeeper } from "./vector-space";
+import type { RowKeeper } from "./space";
 
 /**
  * How many of the 4-bit ranking's best a search reads exactly at first: it puts the exact best 10

@@ -1,0 +1,185 @@
+// A keyword space's document table: per document (numbered in the order added) its id, length,
+// creation time, entity and its (list id, tf) pairs; the open-addressing table that finds a live
+// document by its id; per entity its documents; per term its list (lists.ts). What changes it is
+// in space.ts (add, remove, compaction), freezing it to a snapshot and reading one back in
+// snapshot.ts; the searches (search.ts, walk.ts) read it.
+// Nothing here is an object per document or per posting (issue 26: 1,000,000 memories took
+// 991 MB of heap as JS objects): a document's id is 16 bytes (a UUID; any other id is kept
+// aside: ids.ts); an entity's documents are one growing array.
+import { hash, hex8, tableSize, type Words, words } from "./ids";
+import { grown, type List } from "./lists";
+
+/**
+ * The documents of a keyword space and its lists by term. Its fields are the space's state,
+ * written by space.ts and snapshot.ts only.
+ */
+export class DocumentTable {
+  /** Documents numbered so far (gone ones included). */
+  count = 0;
+  /** Document number -> its id: 4 words of a UUID, or (any other id) zeros and an entry in `otherIds`. */
+  idWords = new Int32Array(4096);
+  readonly otherIds = new Map<number, string>();
+  /** Open addressing (linear probing) over the live documents' ids: document + 1, 0 when empty. */
+  table = new Int32Array(2048);
+  /** Document number -> 1 once the document is gone. */
+  gone = new Uint8Array(1024);
+  /** Document number -> its length, creation time, entity, and where its list ids start in the pool. */
+  docLen = new Int32Array(1024);
+  docCreated = new Float64Array(1024);
+  docEntity = new Int32Array(1024);
+  docStart = new Int32Array(1025);
+  /** The (list id, tf) pairs of every document, in document order, each number a varint (7 bits a byte, low first). */
+  pool = new Uint8Array(8192);
+  /** listsOf's answer: a document's list ids and tfs. */
+  termIds = new Int32Array(64);
+  termTfs = new Int32Array(64);
+  /** Entities: names, and per entity its documents (gone ones included until compaction) and how many are live. */
+  readonly entityNames: string[] = [];
+  readonly entityIndex = new Map<string, number>();
+  entityDocs: Int32Array[] = [];
+  entityCount: number[] = [];
+  entityLive: number[] = [];
+  /** Live documents and the sum of their lengths. */
+  live = 0;
+  totalLength = 0;
+  readonly lists = new Map<string, List>();
+  listById: List[] = [];
+  /** Scratch for an entity's search: its candidates and their scores. */
+  touched = new Int32Array(0);
+  values = new Float64Array(0);
+  dead = 0;
+  /** Snapshots being written of it (freeze): no compaction meanwhile (it rewrites the lists in place). */
+  frozen = 0;
+
+  /** Live documents and their total length: BM25's N and average length over the namespace. */
+  get stats(): { docs: number; totalLength: number } {
+    return { docs: this.live, totalLength: this.totalLength };
+  }
+
+  /** A document's memory id ("" once gone). */
+  idOf(d: number): string {
+    if (this.gone[d]) return "";
+    const other = this.otherIds.get(d);
+    if (other !== undefined) return other;
+    const w = this.idWords;
+    const a = hex8(w[d * 4]);
+    const b = hex8(w[d * 4 + 1]);
+    const c = hex8(w[d * 4 + 2]);
+    const e = hex8(w[d * 4 + 3]);
+    return `${a}-${b.slice(0, 4)}-${b.slice(4)}-${c.slice(0, 4)}-${c.slice(4)}${e}`;
+  }
+
+  /** Whether document a's id sorts after document b's (as strings). */
+  idAfter(a: number, b: number): boolean {
+    if (this.otherIds.has(a) || this.otherIds.has(b)) return this.idOf(a) > this.idOf(b);
+    const w = this.idWords;
+    for (let i = 0; i < 4; i++) {
+      const x = w[a * 4 + i] >>> 0;
+      const y = w[b * 4 + i] >>> 0;
+      if (x !== y) return x > y;
+    }
+    return false;
+  }
+
+  same(d: number, id: string, w: Words | undefined): boolean {
+    if (!w) return this.otherIds.get(d) === id;
+    const x = this.idWords;
+    return (
+      x[d * 4] === w[0] &&
+      x[d * 4 + 1] === w[1] &&
+      x[d * 4 + 2] === w[2] &&
+      x[d * 4 + 3] === w[3] &&
+      !this.otherIds.has(d)
+    );
+  }
+
+  /** The table slot holding id, or the empty slot where it would go. */
+  slot(id: string, w: Words | undefined): number {
+    const mask = this.table.length - 1;
+    for (let s = hash(id, w) & mask; ; s = (s + 1) & mask) {
+      const v = this.table[s];
+      if (v === 0 || this.same(v - 1, id, w)) return s;
+    }
+  }
+
+  /** The live document of a memory id, if any. */
+  docOf(id: string): number | undefined {
+    const v = this.table[this.slot(id, words(id))];
+    return v === 0 ? undefined : v - 1;
+  }
+
+  /** The table hash of document d's id (as hash() of it). */
+  hashOf(d: number): number {
+    if (this.otherIds.size > 0) {
+      const other = this.otherIds.get(d);
+      if (other !== undefined) return hash(other, undefined);
+    }
+    const x = this.idWords;
+    return Math.imul(x[d * 4 + 3] ^ Math.imul(x[d * 4 + 2], 0x9e3779b1) ^ x[d * 4], 0x85ebca6b);
+  }
+
+  /** Rebuilds the table for the live documents, at most half full. */
+  rehash(size: number) {
+    const n = tableSize(size);
+    this.table = new Int32Array(n);
+    const mask = n - 1;
+    for (let d = 0; d < this.count; d++) {
+      if (this.gone[d]) continue;
+      let s = this.hashOf(d) & mask;
+      while (this.table[s] !== 0) s = (s + 1) & mask;
+      this.table[s] = d + 1;
+    }
+  }
+
+  /** Removes the entry of slot s, shifting later entries of its run back (no tombstones). */
+  unslot(s: number) {
+    const t = this.table;
+    const mask = t.length - 1;
+    t[s] = 0;
+    for (let j = (s + 1) & mask; t[j] !== 0; j = (j + 1) & mask) {
+      const home = this.hashOf(t[j] - 1) & mask;
+      // Move it back into s when s lies cyclically between its home and j.
+      if ((j > s && (home <= s || home > j)) || (j < s && home <= s && home > j)) {
+        t[s] = t[j];
+        t[j] = 0;
+        s = j;
+      }
+    }
+  }
+
+  /** The live documents of an entity (none: undefined). */
+  entityDocuments(entity: string): { docs: Int32Array; live: number } | undefined {
+    const e = this.entityIndex.get(entity);
+    if (e === undefined || this.entityLive[e] === 0) return undefined;
+    return { docs: this.entityDocs[e].subarray(0, this.entityCount[e]), live: this.entityLive[e] };
+  }
+
+  /** Decodes document d's (list id, tf) pairs into termIds and termTfs (valid until the next call); returns how many. */
+  listsOf(d: number): number {
+    const pool = this.pool;
+    const end = this.docStart[d + 1];
+    let n = 0;
+    for (let k = this.docStart[d]; k < end; n++) {
+      if (n === this.termIds.length) {
+        this.termIds = grown(this.termIds, n + 1);
+        this.termTfs = grown(this.termTfs, n + 1);
+      }
+      let id = 0;
+      let b: number;
+      for (let shift = 0; ; shift += 7) {
+        b = pool[k++];
+        id |= (b & 0x7f) << shift;
+        if (b < 0x80) break;
+      }
+      let tf = 0;
+      for (let shift = 0; ; shift += 7) {
+        b = pool[k++];
+        tf |= (b & 0x7f) << shift;
+        if (b < 0x80) break;
+      }
+      this.termIds[n] = id;
+      this.termTfs[n] = tf;
+    }
+    return n;
+  }
+}

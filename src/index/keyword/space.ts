@@ -1,0 +1,237 @@
+// A namespace's keyword lists in memory: backend-neutral (no engine here). LMDB keeps one per
+// namespace searched (lmdb/keyword-cache.ts builds and follows it from its sub-databases);
+// PostgreSQL keeps one per replica and namespace (postgres/keyword-cache.ts, following the events
+// table). Documents are added and removed here; the table they are kept in is documents.ts,
+// each term's postings lists.ts, the search search.ts and walk.ts, the snapshot snapshot.ts.
+import { termCounts } from "../../text/tokens";
+import { DocumentTable } from "./documents";
+import { words } from "./ids";
+import { EMPTY_DOCS, EMPTY_TFS, grown, List, MAX_TF, NONE, SKY, trimmed } from "./lists";
+import { type FrozenSpace, freezeTable, type SpaceParts, thaw } from "./snapshot";
+
+/**
+ * A namespace's postings. Document numbers are this process's own, in the order documents were
+ * added (so every list holds its documents in ascending order); a changed memory gets a new one.
+ * Per document: its (list id, tf) pairs, varint-encoded in one shared pool of bytes (to unlist it
+ * when it goes, and for entity searches; a namespace search walks the lists only).
+ */
+export class KeywordSpace extends DocumentTable {
+  /** Compacts once more than this many documents (and more than half) are gone. */
+  constructor(private readonly compactAfter = 10000) {
+    super();
+  }
+
+  /** Adds a memory from its terms (DocTerms: [length, createdAt, entity, term, tf, ...]). */
+  add(id: string, v: DocTerms, isNew = false) {
+    if (!isNew) this.remove(id);
+    const entity = v[2] as string;
+    const d = this.count++;
+    const length = v[0] as number;
+    // (Each array by its own length: they need not have grown in step, after a snapshot was read.)
+    this.gone = grown(this.gone, d + 1);
+    this.docLen = grown(this.docLen, d + 1);
+    this.docCreated = grown(this.docCreated, d + 1);
+    this.docEntity = grown(this.docEntity, d + 1);
+    this.docStart = grown(this.docStart, d + 2);
+    this.idWords = grown(this.idWords, (d + 1) * 4);
+    const w = words(id);
+    if (w) this.idWords.set(w, d * 4);
+    else {
+      this.idWords.fill(0, d * 4, d * 4 + 4);
+      this.otherIds.set(d, id);
+    }
+    this.gone[d] = 0;
+    if ((this.live + 1) * 2 > this.table.length) this.rehash(this.live + 1);
+    this.table[this.slot(id, w)] = d + 1;
+    this.live++;
+    const start = this.docStart[d];
+    this.pool = grown(this.pool, start + ((v.length - 3) / 2) * 8);
+    const pool = this.pool;
+    this.docLen[d] = length;
+    this.totalLength += length;
+    this.docCreated[d] = v[1] as number;
+    let k = start;
+    for (let i = 3; i < v.length; i += 2) {
+      const term = v[i] as string;
+      let l = this.lists.get(term);
+      if (!l) {
+        l = new List(this.listById.length);
+        this.listById.push(l);
+        this.lists.set(term, l);
+      }
+      let tf = Math.min(MAX_TF, v[i + 1] as number);
+      l.push(d, tf, length);
+      let id = l.id;
+      for (; id >= 0x80; id >>>= 7) pool[k++] = (id & 0x7f) | 0x80;
+      pool[k++] = id;
+      for (; tf >= 0x80; tf >>>= 7) pool[k++] = (tf & 0x7f) | 0x80;
+      pool[k++] = tf;
+    }
+    this.docStart[d + 1] = k;
+    let e = this.entityIndex.get(entity);
+    if (e === undefined) {
+      e = this.entityNames.push(entity) - 1;
+      this.entityIndex.set(entity, e);
+      this.entityDocs.push(new Int32Array(4));
+      this.entityCount.push(0);
+      this.entityLive.push(0);
+    }
+    const n = this.entityCount[e]++;
+    this.entityDocs[e] = grown(this.entityDocs[e], n + 1);
+    this.entityDocs[e][n] = d;
+    this.entityLive[e]++;
+    this.docEntity[d] = e;
+  }
+
+  remove(id: string) {
+    const w = words(id);
+    const s = this.slot(id, w);
+    if (this.table[s] === 0) return;
+    const d = this.table[s] - 1;
+    this.unslot(s);
+    this.otherIds.delete(d);
+    this.live--;
+    this.gone[d] = 1;
+    this.totalLength -= this.docLen[d];
+    const n = this.listsOf(d);
+    for (let i = 0; i < n; i++) this.listById[this.termIds[i]].live--;
+    this.entityLive[this.docEntity[d]]--;
+    if (++this.dead > this.compactAfter && this.dead > this.live && this.frozen === 0) this.compact();
+  }
+
+  /** A list's skyline (List.sky), made from its live postings the first time it is asked for. */
+  skylineOf(l: List): Int32Array {
+    if (l.sky) return l.sky;
+    l.sky = new Int32Array(SKY + 1).fill(NONE);
+    l.skyTf = 0;
+    const { gone, docLen } = this;
+    const head = l.n - l.tailN;
+    for (const [doc, tf, n] of [
+      [l.doc, l.tf, head],
+      [l.tailDoc, l.tailTf, l.tailN],
+    ] as const)
+      for (let i = 0; i < n; i++) {
+        const d = doc[i];
+        if (!gone[d]) l.noteSky(tf[i], docLen[d]);
+      }
+    return l.sky;
+  }
+
+  /** Its live documents and lists as they are now, for a snapshot (snapshot.ts: freezeTable). */
+  freeze(): FrozenSpace {
+    return freezeTable(this);
+  }
+
+  /** A space of the documents and lists of `p` (its arrays are used, not copied: they may be a mapped file's). */
+  static fromParts(p: SpaceParts, compactAfter?: number): KeywordSpace {
+    const s = new KeywordSpace(compactAfter);
+    thaw(s, p);
+    return s;
+  }
+
+  /** Drops spare room in every array (after a first load). */
+  trim() {
+    for (const l of this.listById) l.trim();
+    const n = this.count;
+    this.pool = trimmed(this.pool, this.docStart[n]);
+    this.idWords = trimmed(this.idWords, n * 4 + 4);
+    this.gone = trimmed(this.gone, n + 1);
+    this.docLen = trimmed(this.docLen, n + 1);
+    this.docCreated = trimmed(this.docCreated, n + 1);
+    this.docEntity = trimmed(this.docEntity, n + 1);
+    this.docStart = trimmed(this.docStart, n + 2);
+    for (let e = 0; e < this.entityDocs.length; e++)
+      this.entityDocs[e] = trimmed(this.entityDocs[e], this.entityCount[e]);
+  }
+
+  /** Drops gone documents and renumbers the rest; lists left empty are dropped. */
+  private compact() {
+    const n = this.count;
+    const renumber = new Int32Array(n).fill(-1);
+    const old = {
+      idWords: this.idWords,
+      docLen: this.docLen,
+      docCreated: this.docCreated,
+      docEntity: this.docEntity,
+      docStart: this.docStart,
+      pool: this.pool,
+      gone: this.gone,
+      otherIds: new Map(this.otherIds),
+    };
+    this.idWords = new Int32Array(old.idWords.length);
+    this.docLen = new Int32Array(old.docLen.length);
+    this.docCreated = new Float64Array(old.docCreated.length);
+    this.docEntity = new Int32Array(old.docEntity.length);
+    this.docStart = new Int32Array(old.docStart.length);
+    this.pool = new Uint8Array(old.pool.length);
+    this.gone = new Uint8Array(old.gone.length);
+    this.otherIds.clear();
+    let e = 0;
+    for (let d = 0; d < n; d++) {
+      if (old.gone[d]) continue;
+      renumber[d] = e;
+      this.idWords.set(old.idWords.subarray(d * 4, d * 4 + 4), e * 4);
+      const other = old.otherIds.get(d);
+      if (other !== undefined) this.otherIds.set(e, other);
+      this.docLen[e] = old.docLen[d];
+      this.docCreated[e] = old.docCreated[d];
+      this.docEntity[e] = old.docEntity[d];
+      const from = old.docStart[d];
+      const to = old.docStart[d + 1];
+      this.pool.set(old.pool.subarray(from, to), this.docStart[e]);
+      this.docStart[e + 1] = this.docStart[e] + (to - from);
+      e++;
+    }
+    this.count = e;
+    for (const [term, l] of this.lists) {
+      let k = 0;
+      if (l.sealed) {
+        // Out of the mapped part and the tail into one array on the heap.
+        const doc = new Int32Array(l.live);
+        const tf = new Uint16Array(l.live);
+        for (let i = 0; i < l.n; i++) {
+          const d = renumber[l.docAt(i)];
+          if (d < 0) continue;
+          doc[k] = d;
+          tf[k++] = l.tfAt(i);
+        }
+        l.doc = doc;
+        l.tf = tf;
+        l.sealed = false;
+        l.tailN = 0;
+        l.tailDoc = EMPTY_DOCS;
+        l.tailTf = EMPTY_TFS;
+      } else
+        for (let i = 0; i < l.n; i++) {
+          const d = renumber[l.doc[i]];
+          if (d < 0) continue;
+          l.doc[k] = d;
+          l.tf[k] = l.tf[i];
+          k++;
+        }
+      l.n = k;
+      if (k === 0) this.lists.delete(term);
+    }
+    for (let x = 0; x < this.entityDocs.length; x++) {
+      const docs = this.entityDocs[x];
+      let k = 0;
+      for (let i = 0; i < this.entityCount[x]; i++) {
+        const d = renumber[docs[i]];
+        if (d >= 0) docs[k++] = d;
+      }
+      this.entityCount[x] = k;
+    }
+    this.rehash(this.live);
+    this.dead = 0;
+  }
+}
+
+/** A memory's indexed terms: [length, createdAt, entity, term, tf, term, tf, ...]. */
+export type DocTerms = (string | number)[];
+
+export function packTerms(content: string, createdAt: number, entity: string): DocTerms {
+  const { tf, length } = termCounts(content);
+  const v: DocTerms = [length, createdAt, entity];
+  for (const [term, n] of tf) v.push(term, n);
+  return v;
+}
