@@ -18,7 +18,7 @@ export const defaultBeamData = resolve(import.meta.dir, "../../bench-data/beam/1
 
 type Message = { role: string; id: number; content: string };
 type Doc = { entity: string; id: number; content: string };
-type Question = { entity: string; query: string; kind: string; evidence: number[] };
+type Question = { entity: string; query: string; kind: string; evidence: number[]; probe: boolean };
 
 const flat = (v: unknown): number[] =>
   Array.isArray(v) ? v.flatMap(flat) : v && typeof v === "object" ? Object.values(v).flatMap(flat) : [v as number];
@@ -32,21 +32,31 @@ export function loadBeam(dir: string) {
   for (const chat of chats) {
     const entity = `chat-${chat}`;
     const batches = JSON.parse(readFileSync(join(dir, chat, "chat.json"), "utf8")) as { turns: Message[][] }[];
-    for (const b of batches) for (const turn of b.turns) for (const m of turn) docs.push({ entity, id: m.id, content: m.content });
+    for (const b of batches)
+      for (const turn of b.turns) for (const m of turn) docs.push({ entity, id: m.id, content: m.content });
     const probing = JSON.parse(readFileSync(join(dir, chat, "probing_questions", "probing_questions.json"), "utf8"));
-    for (const [kind, list] of Object.entries(probing as Record<string, { question: string; source_chat_ids?: unknown }[]>))
+    for (const [kind, list] of Object.entries(
+      probing as Record<string, { question: string; source_chat_ids?: unknown }[]>,
+    ))
       for (const q of list) {
         const evidence = [...new Set(flat(q.source_chat_ids ?? []))].filter((x) => typeof x === "number");
-        if (evidence.length) questions.push({ entity, query: q.question, kind, evidence });
+        // Issue 36's probe: evidence given as a list of message ids (not as named statements or
+        // events), summaries left out; it reproduces the issue's baseline (0.217 / 0.268 there,
+        // 0.216 / 0.266 here on the code before it).
+        const probe = Array.isArray(q.source_chat_ids) && kind !== "summarization";
+        if (evidence.length) questions.push({ entity, query: q.question, kind, evidence, probe });
       }
   }
   return { chats: chats.length, docs, questions };
 }
 
 export interface BeamRun {
+  /** Issue 36's probe (loadBeam). */
   n: number;
   hit5: number;
   hit10: number;
+  /** Every question with evidence. */
+  all: { n: number; hit5: number; hit10: number };
   byKind: Record<string, { n: number; hit5: number; hit10: number }>;
   p50: number;
   p99: number;
@@ -90,8 +100,8 @@ export async function beamBench(o: { data: string; log?: (s: string) => void }):
     const loadSeconds = (performance.now() - t0) / 1000;
     log(`BEAM: stored ${data.docs.length} messages in ${loadSeconds.toFixed(1)} s`);
     const ms: number[] = [];
-    let hit5 = 0;
-    let hit10 = 0;
+    const probe = { n: 0, hit5: 0, hit10: 0 };
+    const all = { n: 0, hit5: 0, hit10: 0 };
     const byKind: BeamRun["byKind"] = {};
     for (const q of data.questions) {
       const s0 = performance.now();
@@ -107,23 +117,26 @@ export async function beamBench(o: { data: string; log?: (s: string) => void }):
       const ids: number[] = r.body.results.map((m: { metadata: { chat_id: number } }) => m.metadata.chat_id);
       const e = new Set(q.evidence);
       const first = ids.findIndex((id) => e.has(id));
-      const k = (byKind[q.kind] ??= { n: 0, hit5: 0, hit10: 0 });
-      k.n++;
-      if (first >= 0 && first < 5) {
-        hit5++;
-        k.hit5++;
-      }
-      if (first >= 0 && first < 10) {
-        hit10++;
-        k.hit10++;
+      byKind[q.kind] ??= { n: 0, hit5: 0, hit10: 0 };
+      for (const k of [byKind[q.kind], all, ...(q.probe ? [probe] : [])]) {
+        k.n++;
+        if (first >= 0 && first < 5) k.hit5++;
+        if (first >= 0 && first < 10) k.hit10++;
       }
     }
-    const n = data.questions.length || 1;
-    for (const k of Object.values(byKind)) {
-      k.hit5 /= k.n;
-      k.hit10 /= k.n;
+    for (const k of [...Object.values(byKind), all, probe]) {
+      k.hit5 /= k.n || 1;
+      k.hit10 /= k.n || 1;
     }
-    return { n: data.questions.length, hit5: hit5 / n, hit10: hit10 / n, byKind, p50: quantile(ms, 0.5), p99: quantile(ms, 0.99), max: Math.max(...ms), loadSeconds };
+    return {
+      ...probe,
+      all,
+      byKind,
+      p50: quantile(ms, 0.5),
+      p99: quantile(ms, 0.99),
+      max: Math.max(...ms),
+      loadSeconds,
+    };
   } finally {
     await t.stop();
   }
@@ -134,12 +147,13 @@ export function beamTable(r: BeamRun, data: string): string[] {
   const f3 = (x: number) => x.toFixed(3);
   const ok = (b: boolean) => (b ? "met" : "**missed**");
   return [
-    `#### BEAM (${data}): ${r.n} questions, keyword search, entity-scoped, limit 10`,
+    `#### BEAM (${data}): keyword search, entity-scoped, limit 10`,
     "",
     "| target | figure | |",
     "| --- | --- | --- |",
-    `| keyword hit@5 ≥ 0.36 | ${f3(r.hit5)} | ${ok(r.hit5 >= 0.36)} |`,
-    `| keyword hit@10 ≥ 0.42 | ${f3(r.hit10)} | ${ok(r.hit10 >= 0.42)} |`,
+    `| keyword hit@5 ≥ 0.36 (issue 36's probe, ${r.n} questions) | ${f3(r.hit5)} | ${ok(r.hit5 >= 0.36)} |`,
+    `| keyword hit@10 ≥ 0.42 (issue 36's probe) | ${f3(r.hit10)} | ${ok(r.hit10 >= 0.42)} |`,
+    `| every question with evidence (${r.all.n}): hit@5 / hit@10 | ${f3(r.all.hit5)} / ${f3(r.all.hit10)} | |`,
     `| search p50 / p99 / slowest (from the first search after loading) | ${r.p50.toFixed(2)} / ${r.p99.toFixed(2)} / ${r.max.toFixed(2)} ms | |`,
     "",
     "| question kind | questions | hit@5 | hit@10 |",

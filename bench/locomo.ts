@@ -401,6 +401,59 @@ export function locomoTargets(runs: Run[]): string[] {
   return [...out, ""];
 }
 
+/**
+ * Issue 36's starting point on the dev half (the code before it, same data and probe), printed
+ * beside each figure: context at 1,000 tokens in keyword mode, keyword search, multi-hop.
+ */
+export const issue36Before = {
+  contextAny: 0.767,
+  contextAll: 0.672,
+  multiHopAll: 0.254,
+  keywordHit5: 0.628,
+  keywordHit10: 0.708,
+  useHybridHit10: 0.739,
+};
+
+/** Issue 36's LoCoMo targets against the runs (turns set), each with its dev-half baseline. */
+export function issue36Targets(runs: Run[], contexts: ContextRun[]): string[] {
+  const ok = (b: boolean) => (b ? "met" : "**missed**");
+  const b = issue36Before;
+  const out = ["| target (issue 36, LoCoMo dev half, turns) | before | now | |", "| --- | --- | --- | --- |"];
+  const kc = contexts.find((c) => c.mode === "keyword" && c.budget === 1000);
+  if (kc) {
+    out.push(
+      `| context 1,000 tokens, keyword: evidence any ≥ 0.85 | ${f3(b.contextAny)} | ${f3(kc.any)} | ${ok(kc.any >= 0.85)} |`,
+    );
+    out.push(
+      `| context 1,000 tokens, keyword: evidence all ≥ 0.75 | ${f3(b.contextAll)} | ${f3(kc.all)} | ${ok(kc.all >= 0.75)} |`,
+    );
+    out.push(
+      `| context 1,000 tokens, keyword: multi-hop all ≥ 0.45 | ${f3(b.multiHopAll)} | ${f3(kc.multiHopAll)} | ${ok(kc.multiHopAll >= 0.45)} |`,
+    );
+    for (const h of contexts.filter((c) => c.mode === "hybrid" && c.budget === 1000))
+      for (const [name, of] of [
+        ["any", (c: ContextRun) => c.any],
+        ["all", (c: ContextRun) => c.all],
+      ] as const)
+        out.push(
+          `| context 1,000 tokens, hybrid (${h.embedder}) evidence ${name} ≥ keyword's | | ${f3(of(h))} against ${f3(of(kc))} | ${ok(of(h) >= of(kc))} |`,
+        );
+  }
+  const kw = runs.find((r) => r.set === "turns" && r.mode === "keyword");
+  if (kw) {
+    out.push(`| keyword hit@5 (no target) | ${f3(b.keywordHit5)} | ${f3(kw.overall.hit5)} | |`);
+    out.push(
+      `| keyword hit@10 ≥ 0.75 | ${f3(b.keywordHit10)} | ${f3(kw.overall.hit10)} | ${ok(kw.overall.hit10 >= 0.75)} |`,
+    );
+  }
+  const use = runs.find((r) => r.set === "turns" && r.mode === "hybrid" && r.embedder === "use");
+  if (use)
+    out.push(
+      `| hybrid (USE-lite) hit@10 ≥ 0.78 | ${f3(b.useHybridHit10)} | ${f3(use.overall.hit10)} | ${ok(use.overall.hit10 >= 0.78)} |`,
+    );
+  return [...out, ""];
+}
+
 /** Markdown table of the context runs. */
 export function contextTable(runs: ContextRun[]): string[] {
   if (runs.length === 0) return [];
@@ -477,7 +530,14 @@ if (import.meta.main) {
     cacheFile: values.cache,
     scope: values.scope === "namespace" ? "namespace" : "entity",
   });
-  console.log([...locomoTargets(runs), ...contextTable(contextRuns), ...locomoTables(runs)].join("\n"));
+  console.log(
+    [
+      ...issue36Targets(runs, contextRuns),
+      ...locomoTargets(runs),
+      ...contextTable(contextRuns),
+      ...locomoTables(runs),
+    ].join("\n"),
+  );
   if (values.json) {
     mkdirSync(dirname(values.json), { recursive: true });
     writeFileSync(values.json, JSON.stringify(runs, null, 1));

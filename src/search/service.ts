@@ -7,14 +7,15 @@ import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedd
 import { requireEntityForAsOf, toMemory } from "../memory/service";
 import { isCurrent, type MemoryRecord } from "../storage/records";
 import type { AsOfReads, EventReads, MemoryReads, MemoryScope, Scored, Search, SearchFilter } from "../storage/storage";
+import { NEIGHBOUR_SHARE } from "../text/scoring";
 import { indexTerms, queryTerms } from "../text/tokens";
 import { ApiError, invalidField } from "../wire/errors";
 import { instantField } from "../wire/time";
-import { NEIGHBOUR_DEPTH, withNeighbours } from "./adjacent";
 import { keywordAsOf, keywordAsOfTexts } from "./asof";
 import { FUSION, fuse } from "./fusion";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
 import { embedQueryWithShare } from "./probe";
+import { RERANK_DEPTH, rerank, rerankSettings } from "./rerank";
 
 /**
  * What search reads: the ranked reads, the memories adjacent to a hit (adjacent.ts), and the as-of
@@ -51,15 +52,8 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
   const filter = o.filter ?? {};
   const now = Date.now();
   const terms = queryTerms(o.query);
-  // Read deeper than `limit`, then reordered by adjacent hits (adjacent.ts).
-  const keyword = async (limit: number) =>
-    (
-      await withNeighbours(
-        core.storage,
-        await core.storage.keywordSearch(o.scope, terms, filter, Math.max(limit, NEIGHBOUR_DEPTH), now),
-        now,
-      )
-    ).slice(0, limit);
+  // Adjacent hits lend a share of their scores (text/scoring.ts NEIGHBOUR_SHARE).
+  const keyword = (limit: number) => core.storage.keywordSearch(o.scope, terms, filter, limit, now, NEIGHBOUR_SHARE);
   if (o.mode === "keyword") return { hits: await keyword(o.limit), mode: "keyword" };
   const settings = embedSettings(core.config)!;
   let vector: Float32Array;
@@ -105,14 +99,20 @@ export async function search(core: SearchCore, req: SearchRequest, cost: EmbedCo
   const asOf = await readAsOf(core.storage, req.namespace, req.asOf);
   if (asOf !== undefined) return searchAsOf(core, req, filter, asOf);
   const mode = resolveMode(core, req.mode);
-  const { hits, mode: used } = await rank(core, {
+  const limit = req.limit ?? 10;
+  const reranking = rerankSettings(core.config) !== undefined;
+  const { hits: found, mode: used } = await rank(core, {
     scope: { namespace: req.namespace, entity: req.entity },
     query: req.query,
     mode,
-    limit: req.limit ?? 10,
+    limit: reranking ? Math.max(limit, RERANK_DEPTH) : limit,
     filter,
     cost,
   });
+  // With a reranker, the best RERANK_DEPTH are reordered by it (rerank.ts).
+  const hits = reranking
+    ? (await rerank(core, req.query, found, Math.max(limit, RERANK_DEPTH))).slice(0, limit)
+    : found;
   const now = Date.now();
   const results = hits.filter((h) => isCurrent(h.memory, now)).map((h) => ({ ...toMemory(h.memory), score: h.score }));
   return { results, mode: used };

@@ -324,7 +324,10 @@ export interface Search {
    * over the scope's current memories (text/scoring.ts: k1, b, the terms' weights; document
    * frequencies and lengths of the scope: the entity when given, else the namespace), best first,
    * ties newer first. The index behind it is written in the same transaction as every change
-   * made by apply, so it is never stale.
+   * made by apply, so it is never stale. With `share` (text/scoring.ts NEIGHBOUR_SHARE, which
+   * search passes), each hit's score gains that share of the scores of the hits stored just
+   * before and after it in its entity (index/keyword/search.ts); PostgreSQL's SQL statement,
+   * which answers until the replica's lists are built, ranks by BM25 alone.
    */
   keywordSearch(
     scope: MemoryScope,
@@ -332,6 +335,7 @@ export interface Search {
     filter: SearchFilter,
     limit: number,
     now?: number,
+    share?: number,
   ): Promise<Scored[]>;
   /**
    * The `limit` current memories of a scope whose stored vectors are closest to `vector` by cosine

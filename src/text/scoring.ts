@@ -1,14 +1,17 @@
 // Keyword scoring, the one definition both storage backends use (LMDB in JS: storage/lmdb/search.ts;
 // PostgreSQL in SQL built from these constants: storage/postgres/search.ts). Okapi BM25 with a
 // weight per query term: a query's stop words count STOP_WORD_WEIGHT of a word's, the rest 1.
-// The constants were measured on the LoCoMo dev half (bench/notes.md, "Keyword ranking").
+// The constants were measured on the LoCoMo dev half and BEAM's 100K chats (bench/notes.md).
 
 /**
- * BM25 parameters: k1 = 1.2 (term-frequency saturation), b = 0.25 (length normalisation: memories
- * are short, and a longer one is more often the one that holds the answer; 0.75, the textbook
- * value for long documents, lost 0.04 of hit@5 on LoCoMo).
+ * BM25 parameters: k1 = 1.2 (term-frequency saturation), b = 0.75 (length normalisation, the
+ * textbook value). Issue 21 had b = 0.25, chosen on LoCoMo's short turns, where a longer turn is
+ * more often the one that holds the answer; on long memories (BEAM's messages of thousands of
+ * characters) it ranked a long answer first for any question that shares a few of its words
+ * (BEAM 100K hit@5 0.216). With adjacent hits lending their scores (NEIGHBOUR_SHARE) b = 0.75 is
+ * as good on LoCoMo and far better on BEAM (bench/notes.md, issue 36).
  */
-export const BM25 = { k1: 1.2, b: 0.25 } as const;
+export const BM25 = { k1: 1.2, b: 0.75 } as const;
 
 /**
  * What a query's stop word weighs against its other words. Not 0: stopwords-iso's lists hold
@@ -16,6 +19,17 @@ export const BM25 = { k1: 1.2, b: 0.25 } as const;
  * hit@5 was 0.596, at 0.35 of a word 0.628 (at 1, as any word, 0.591).
  */
 export const STOP_WORD_WEIGHT = 0.35;
+
+/**
+ * The share of an adjacent hit's score a hit gains: a memory's score is its BM25 plus this times
+ * the better BM25 of the memories stored just before and just after it in its entity, when they
+ * hold a query term too (index/keyword/search.ts). In a conversation the answer is often in the
+ * turn next to the one that shares the question's words ("What did Caroline research?" matches
+ * the question Melanie asked; Caroline's reply holds the answer); a run of matching memories so
+ * rises together, and a lone match of a common word does not. A memory that holds no query term
+ * is never added. Measured on LoCoMo's dev half and BEAM's 100K chats (bench/notes.md, issue 36).
+ */
+export const NEIGHBOUR_SHARE = 0.5;
 
 /** A query term and its weight (1, or STOP_WORD_WEIGHT), as text/tokens.ts queryTerms makes them. */
 export interface QueryTerm {

@@ -25,6 +25,11 @@ export function keywordSearch<R extends object, S extends object>(
   terms: readonly Term[],
   limit: number,
   acceptId: Accept<R>,
+  /**
+   * The share of an adjacent hit's score a hit gains (text/scoring.ts NEIGHBOUR_SHARE; search
+   * passes it): 0, BM25's own scores.
+   */
+  share = 0,
 ): Hit<R>[] {
   if (terms.length === 0) return EMPTY;
   // The scope's documents and their average length (BM25's N and avgdl).
@@ -56,32 +61,45 @@ export function keywordSearch<R extends object, S extends object>(
     .map(({ term, weight, list }) => ({ term, weight, list, idf: weight * idf(docs, list.live) }))
     .sort((a, b) => b.idf - a.idf || (a.term < b.term ? -1 : 1));
   if (ts.length === 0) return EMPTY;
-  if (!docsOf) return namespaceTop(space, ts, avg, limit, accept);
+  if (!docsOf)
+    return share > 0
+      ? withNeighboursOfNamespace(space, ts, avg, limit, accept, share)
+      : namespaceTop(space, ts, avg, limit, accept);
   if (space.touched.length < docsOf.length) {
     const room = Math.max(1024, docsOf.length + (docsOf.length >> 3));
     space.touched = new Int32Array(room);
     space.values = new Float64Array(room);
   }
-  return pickAccepted(space, entityCandidates(space, docsOf, ts, docs, avg), limit, accept);
+  return pickAccepted(space, entityCandidates(space, docsOf, ts, docs, avg, share), limit, accept);
 }
 
 /**
  * An entity's candidates into (space.touched, space.values): its documents, each looked at once
  * for which of the query's lists hold it. Returns how many.
  */
-function entityCandidates(space: KeywordSpace, docsOf: Int32Array, ts: QueryTerm[], docs: number, avg: number) {
+function entityCandidates(
+  space: KeywordSpace,
+  docsOf: Int32Array,
+  ts: QueryTerm[],
+  docs: number,
+  avg: number,
+  share: number,
+) {
   const { touched, values } = space;
   const listIds = ts.map((t) => t.list.id);
-  const hits: number[] = []; // document, then (list index, tf) pairs, then -1
+  const hits: number[] = []; // document, its position among the entity's live ones, then (list index, tf) pairs, then -1
   const df = ts.map(() => 0);
+  const positions = new Int32Array(docsOf.length);
+  let at = -1;
   for (const d of docsOf) {
     if (space.gone[d]) continue;
+    at++;
     let found = false;
     const n = space.listsOf(d);
     for (let k = 0; k < n; k++) {
       const q = listIds.indexOf(space.termIds[k]);
       if (q < 0) continue;
-      if (!found) hits.push(d);
+      if (!found) hits.push(d, at);
       found = true;
       hits.push(q, space.termTfs[k]);
       df[q]++;
@@ -93,15 +111,113 @@ function entityCandidates(space: KeywordSpace, docsOf: Int32Array, ts: QueryTerm
   let count = 0;
   for (let i = 0; i < hits.length; ) {
     const d = hits[i++];
+    const at = hits[i++];
     parts.fill(0);
     for (; hits[i] !== -1; i += 2) parts[hits[i]] = bm25(w[hits[i]], hits[i + 1], space.docLen[d], avg);
     i++;
     let sum = 0;
     for (const p of parts) sum += p;
     touched[count] = d;
+    positions[count] = at;
     values[count++] = sum;
   }
+  // The better of the adjacent hits (the entity's live documents just before and after, when they
+  // are candidates too) lends a share of its score.
+  if (share > 0) {
+    const own = values.slice(0, count);
+    for (let c = 0; c < count; c++) {
+      const before = c > 0 && positions[c - 1] === positions[c] - 1 ? own[c - 1] : 0;
+      const after = c + 1 < count && positions[c + 1] === positions[c] + 1 ? own[c + 1] : 0;
+      values[c] += share * Math.max(before, after);
+    }
+  }
   return count;
+}
+
+/** The live documents just before and just after document d in its entity's documents (-1: none). */
+function liveNeighbours(space: KeywordSpace, d: number): [number, number] {
+  const e = space.docEntity[d];
+  const docs = space.entityDocs[e];
+  let lo = 0;
+  let hi = space.entityCount[e];
+  // Documents are numbered in the order added, so each entity's ascend.
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    if (docs[mid] <= d) lo = mid;
+    else hi = mid;
+  }
+  let before = -1;
+  let after = -1;
+  for (let i = lo - 1; i >= 0; i--)
+    if (!space.gone[docs[i]]) {
+      before = docs[i];
+      break;
+    }
+  for (let i = lo + 1; i < space.entityCount[e]; i++)
+    if (!space.gone[docs[i]]) {
+      after = docs[i];
+      break;
+    }
+  return [before, after];
+}
+
+/** Document d's BM25 score for the query's terms over the namespace (0: it holds none). */
+function scoreOf(space: KeywordSpace, d: number, ts: QueryTerm[], avg: number): number {
+  const n = space.listsOf(d);
+  let sum = 0;
+  for (let k = 0; k < n; k++)
+    for (const t of ts) if (t.list.id === space.termIds[k]) sum += bm25(t.idf, space.termTfs[k], space.docLen[d], avg);
+  return sum;
+}
+
+/** Hits at least this deep are read over a namespace before adjacent hits lend their scores. */
+const NEIGHBOUR_DEPTH = 30;
+
+/**
+ * A namespace search with adjacent hits lending their scores, as an entity's search has them: the
+ * best documents by MaxScore (read NEIGHBOUR_DEPTH deep at least) and the live documents adjacent
+ * to them in their entities that hold a query term, each scored by its own BM25 plus `share`
+ * times the better of its adjacent documents'.
+ */
+function withNeighboursOfNamespace<R>(
+  space: KeywordSpace,
+  ts: QueryTerm[],
+  avg: number,
+  limit: number,
+  accept: Accept<R>,
+  share: number,
+): Hit<R>[] {
+  const docs: number[] = [];
+  const top = namespaceTop(space, ts, avg, Math.max(limit, NEIGHBOUR_DEPTH), accept, docs);
+  if (top.length === 0) return top;
+  const own = new Map<number, number>();
+  const ownOf = (d: number) => {
+    let v = own.get(d);
+    if (v === undefined) {
+      v = d < 0 ? 0 : scoreOf(space, d, ts, avg);
+      own.set(d, v);
+    }
+    return v;
+  };
+  const found = new Map<number, R>();
+  top.forEach((h, i) => {
+    own.set(docs[i], h.score);
+    found.set(docs[i], h.memory);
+  });
+  const candidates = new Set<number>(found.keys());
+  for (const d of found.keys()) for (const n of liveNeighbours(space, d)) if (n >= 0 && ownOf(n) > 0) candidates.add(n);
+  const out: (Hit<R> & { d: number })[] = [];
+  for (const d of candidates) {
+    const memory = found.get(d) ?? accept(space.idOf(d));
+    if (!memory) continue;
+    const [b, a] = liveNeighbours(space, d);
+    out.push({ memory, score: ownOf(d) + share * Math.max(ownOf(b), ownOf(a)), d });
+  }
+  const created = space.docCreated;
+  return out
+    .sort((x, y) => y.score - x.score || created[y.d] - created[x.d] || (space.idAfter(y.d, x.d) ? 1 : -1))
+    .slice(0, limit)
+    .map(({ memory, score }) => ({ memory, score }));
 }
 /**
  * The best `limit` accepted of a search's candidates (space.touched, space.values)[0, count):

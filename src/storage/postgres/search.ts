@@ -433,16 +433,24 @@ export async function listSearch(
   limit: number,
   now: number,
   memoryOf: (r: Record<string, unknown>) => MemoryRecord,
+  share = 0,
 ): Promise<Scored[] | undefined> {
   const known = new Map<string, MemoryRecord | null>();
   for (let round = 0; round < LIST_ROUNDS; round++) {
     const missing: string[] = [];
-    const out = spaceSearch(space, scope, terms, limit, (id) => {
-      const k = known.get(id);
-      if (k !== undefined) return k;
-      missing.push(id);
-      return { id } as MemoryRecord;
-    });
+    const out = spaceSearch(
+      space,
+      scope,
+      terms,
+      limit,
+      (id) => {
+        const k = known.get(id);
+        if (k !== undefined) return k;
+        missing.push(id);
+        return { id } as MemoryRecord;
+      },
+      share,
+    );
     if (missing.length === 0) return out;
     const rows = await sql`SELECT * FROM memories WHERE id = ANY(${sql.array(missing, "text")}::uuid[])`;
     const byId = new Map<string, MemoryRecord>(rows.map((r: Record<string, unknown>) => [r.id as string, memoryOf(r)]));
@@ -466,11 +474,11 @@ export async function listSearch(
  */
 export function pgSearch({ sql, db, vectors, keywordLists }: PgState): Search {
   return {
-    async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
+    async keywordSearch(scope, terms, filter, limit, now = Date.now(), share = 0) {
       if (terms.length > 0 && keywordLists) {
         const found = await db(async () => {
           const space = await keywordLists.get(scope.namespace);
-          return space && listSearch(sql, space, scope, terms, filter, limit, now, memoryOf);
+          return space && listSearch(sql, space, scope, terms, filter, limit, now, memoryOf, share);
         });
         if (found) return found;
       }
