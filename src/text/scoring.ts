@@ -4,14 +4,45 @@
 // The constants were measured on the LoCoMo dev half and BEAM's 100K chats (bench/notes.md).
 
 /**
- * BM25 parameters: k1 = 1.2 (term-frequency saturation), b = 0.75 (length normalisation, the
- * textbook value). Issue 21 had b = 0.25, chosen on LoCoMo's short turns, where a longer turn is
- * more often the one that holds the answer; on long memories (BEAM's messages of thousands of
- * characters) it ranked a long answer first for any question that shares a few of its words
- * (BEAM 100K hit@5 0.216). With adjacent hits lending their scores (NEIGHBOUR_SHARE) b = 0.75 is
- * as good on LoCoMo and far better on BEAM (bench/notes.md, issue 36).
+ * BM25 parameters: k1 = 1.2 (term-frequency saturation), b (length normalisation) = BM25.b only
+ * where the scope's statistics are not at hand (PostgreSQL's SQL statement); elsewhere b is the
+ * scope's own, lengthNormB: as strong as its memories' lengths vary.
  */
 export const BM25 = { k1: 1.2, b: 0.75 } as const;
+
+/**
+ * The scope's length normalisation: the coefficient of variation of its memories' lengths
+ * (standard deviation over mean, in index terms), at most 1. Where memories are all about as long
+ * (a conversation's turns: about 0.5), a longer one more often holds more, and length is lightly
+ * normalised; where lengths vary widely (short notes beside assistant answers of thousands of
+ * words: 0.7 to 0.9), a long memory is mostly long-winded, and matching a few of its words says
+ * little. Issue 21's fixed b = 0.25, chosen on LoCoMo's short turns, ranked BEAM's longest answers
+ * first (hit@5 0.216); the textbook 0.75 lost LoCoMo's short turns (bench/notes.md, issue 36).
+ * `docs` memories whose lengths sum to `total` and whose squares sum to `squares`.
+ */
+export function lengthNormB(docs: number, total: number, squares: number): number {
+  if (docs === 0 || total === 0) return BM25.b;
+  const mean = total / docs;
+  const sd = Math.sqrt(Math.max(0, squares / docs - mean * mean));
+  return Math.min(1, sd / mean);
+}
+
+/** A scope's length statistics for BM25: average length and b (lengthNormB). */
+export interface LengthNorm {
+  avg: number;
+  b: number;
+}
+
+/** The LengthNorm of a list of lengths. */
+export function lengthNormOf(lengths: readonly number[]): LengthNorm {
+  let total = 0;
+  let squares = 0;
+  for (const l of lengths) {
+    total += l;
+    squares += l * l;
+  }
+  return { avg: lengths.length ? total / lengths.length : 0, b: lengthNormB(lengths.length, total, squares) };
+}
 
 /**
  * What a query's stop word weighs against its other words. Not 0: stopwords-iso's lists hold
@@ -44,8 +75,12 @@ export const idf = (docs: number, df: number): number => Math.log(1 + (docs - df
  * One term's BM25 contribution for a document of `length` terms where the term occurs `tf` times;
  * `idfValue` is the term's idf times its weight.
  */
-export const bm25 = (idfValue: number, tf: number, length: number, avgLength: number): number =>
-  (idfValue * (tf * (BM25.k1 + 1))) / (tf + BM25.k1 * (1 - BM25.b + (BM25.b * length) / (avgLength || 1)));
+export const bm25 = (idfValue: number, tf: number, length: number, avgLength: number, b: number = BM25.b): number =>
+  (idfValue * (tf * (BM25.k1 + 1))) / (tf + BM25.k1 * (1 - b + (b * length) / (avgLength || 1)));
+
+/** bm25 with a scope's LengthNorm. */
+export const bm25n = (idfValue: number, tf: number, length: number, n: LengthNorm): number =>
+  bm25(idfValue, tf, length, n.avg, n.b);
 
 /**
  * The same score as SQL, summed over postings `p` (columns tf, doc_len, df, weight) joined with

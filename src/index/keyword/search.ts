@@ -2,7 +2,7 @@
 // lists) or an entity's documents (each looked at once, here). The search checks every candidate
 // through the caller's `accept`, so what it returns is whatever the caller's store holds as
 // current and matching: the engine knows documents and scores, the caller its records.
-import { bm25, idf, type QueryTerm as Term } from "../../text/scoring";
+import { bm25n, idf, type LengthNorm, lengthNormB, type QueryTerm as Term } from "../../text/scoring";
 import type { List } from "./lists";
 import type { KeywordSpace } from "./space";
 import { type Accept, type Hit, namespaceTop, type QueryTerm } from "./walk";
@@ -36,13 +36,21 @@ export function keywordSearch<R extends object, S extends object>(
   const ofEntity = scope.entity === undefined ? undefined : space.entityDocuments(scope.entity);
   const docsOf = ofEntity?.docs;
   let { docs, totalLength } = space.stats;
+  let totalSquares = space.totalSquares;
   if (scope.entity !== undefined) {
     docs = ofEntity?.live ?? 0;
     totalLength = 0;
-    if (docsOf) for (const d of docsOf) if (!space.gone[d]) totalLength += space.docLen[d];
+    totalSquares = 0;
+    if (docsOf)
+      for (const d of docsOf)
+        if (!space.gone[d]) {
+          totalLength += space.docLen[d];
+          totalSquares += space.docLen[d] * space.docLen[d];
+        }
   }
   if (docs === 0) return EMPTY;
-  const avg = totalLength / docs;
+  // BM25's avgdl, and b from the spread of the scope's lengths (text/scoring.ts lengthNormB).
+  const avg: LengthNorm = { avg: totalLength / docs, b: lengthNormB(docs, totalLength, totalSquares) };
   const accepted = new Map<string, R | null>();
   const accept: Accept<R> = (id) => {
     let r = accepted.get(id);
@@ -82,7 +90,7 @@ function entityCandidates(
   docsOf: Int32Array,
   ts: QueryTerm[],
   docs: number,
-  avg: number,
+  avg: LengthNorm,
   share: number,
 ) {
   const { touched, values } = space;
@@ -113,7 +121,7 @@ function entityCandidates(
     const d = hits[i++];
     const at = hits[i++];
     parts.fill(0);
-    for (; hits[i] !== -1; i += 2) parts[hits[i]] = bm25(w[hits[i]], hits[i + 1], space.docLen[d], avg);
+    for (; hits[i] !== -1; i += 2) parts[hits[i]] = bm25n(w[hits[i]], hits[i + 1], space.docLen[d], avg);
     i++;
     let sum = 0;
     for (const p of parts) sum += p;
@@ -162,11 +170,11 @@ function liveNeighbours(space: KeywordSpace, d: number): [number, number] {
 }
 
 /** Document d's BM25 score for the query's terms over the namespace (0: it holds none). */
-function scoreOf(space: KeywordSpace, d: number, ts: QueryTerm[], avg: number): number {
+function scoreOf(space: KeywordSpace, d: number, ts: QueryTerm[], avg: LengthNorm): number {
   const n = space.listsOf(d);
   let sum = 0;
   for (let k = 0; k < n; k++)
-    for (const t of ts) if (t.list.id === space.termIds[k]) sum += bm25(t.idf, space.termTfs[k], space.docLen[d], avg);
+    for (const t of ts) if (t.list.id === space.termIds[k]) sum += bm25n(t.idf, space.termTfs[k], space.docLen[d], avg);
   return sum;
 }
 
@@ -182,7 +190,7 @@ const NEIGHBOUR_DEPTH = 30;
 function withNeighboursOfNamespace<R>(
   space: KeywordSpace,
   ts: QueryTerm[],
-  avg: number,
+  avg: LengthNorm,
   limit: number,
   accept: Accept<R>,
   share: number,
