@@ -69,8 +69,13 @@ bench-deps: ## the load generator (wrk, from Debian's packages) and taskset
 fmt: deps
 	$(BUN) x biome format --write src test scripts bench client ui
 
+# Types everywhere: the server, its tests, scripts and benches (tsconfig.json), the client
+# package and its examples, and the page.
 lint: deps
 	$(BUN) x biome check src test scripts bench client ui
+	$(BUN) x tsc --noEmit -p .
+	$(BUN) x tsc --noEmit -p client
+	$(BUN) x tsc --noEmit -p client/examples
 	$(BUN) x tsc --noEmit -p ui
 
 clean:

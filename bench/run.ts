@@ -23,6 +23,7 @@ import {
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
 import { timeBench } from "./time";
+import { webhookBench, webhookTable } from "./webhooks";
 import { type WrkResult, wrk } from "./wrk";
 
 const root = join(import.meta.dir, "..");
@@ -283,6 +284,12 @@ const ss = await startMemd(streamDir);
 const streamRows = [await streamBench(ss.url, key, 1, { seconds }), await streamBench(ss.url, key, 10, { seconds })];
 await stop(ss);
 
+// Webhooks (issue 34): delivery from a backlog, lag under full-speed stores, the store path with ten (bench/webhooks.ts).
+log("webhooks: backlog, lag, store path with ten subscriptions");
+const ws = await startMemd(join(work, "webhooks"), { MEMD_WEBHOOK_ALLOW_PRIVATE: "1" });
+const webhookFigures = await webhookBench(ws.url, key, { seconds });
+await stop(ws);
+
 // 4. Crash soak: 20 rounds of SIGKILL under 32 writers on one data dir.
 log(`crash soak, ${soakRounds} rounds`);
 const soak = { passed: 0, acked: 0, found: 0, problems: [] as string[] };
@@ -397,6 +404,12 @@ lines.push(
   "",
   ...streamTable(streamRows),
   "",
+  "## Webhooks",
+  "",
+  `One POST per event to receivers in the bench process (Bun.serve, answering 200 at once); raw stores from 32 connections for ${seconds} s; the store path's figures are the same run's, without subscriptions before and after (bench/webhooks.ts). The receivers share the bench process's CPU with the writers.`,
+  "",
+  ...webhookTable(webhookFigures),
+  "",
   "## Process",
   "",
   "| what | figure |",
@@ -498,6 +511,22 @@ if (pgUrl?.startsWith("postgres")) {
     },
   });
   lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/scale.ts on PostgreSQL failed: exit ${p.exitCode})\n`);
+}
+// Many tenants against one namespace, under a budget, and the first search after a bulk load
+// (issue 32): bench/tenants.ts against dist/memd, on LMDB and on the throwaway PostgreSQL
+// (BENCH_TENANTS_BULK: the bulk sizes, default 100,000 and 1,000,000).
+for (const db of [undefined, ...(pgUrl?.startsWith("postgres") ? [pgUrl] : [])]) {
+  log(`many tenants, bulk load then search: tenants.ts${db ? " on PostgreSQL" : ""}`);
+  const bulk = (process.env.BENCH_TENANTS_BULK ?? "100000 1000000").split(" ");
+  const p = Bun.spawnSync(
+    [process.execPath, "run", join(import.meta.dir, "tenants.ts"), "many", "2000", "50", "bulk", ...bulk],
+    {
+      cwd: root,
+      stderr: "inherit",
+      env: { ...process.env, ...(db ? { BENCH_TENANTS_DATABASE_URL: db } : {}) },
+    },
+  );
+  lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/tenants.ts failed: exit ${p.exitCode})\n`);
 }
 // As-of reads (issue 23): bench/time.ts, also runnable alone.
 lines.push(await timeBench(log));

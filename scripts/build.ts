@@ -92,6 +92,19 @@ async function gitCommit(): Promise<string> {
 }
 
 const commit = await gitCommit();
+// The `ai` SDK imports "zod/v4/mini" (zod 4's index.js: `export *` of external.js). Bun's bundler
+// wraps zod's modules for lazy init here and, for that re-exporting index, emits no init call in
+// `ai`'s module, so `ai` called zod's `literal()` before its classes existed and the binary died
+// at start ("ZodMiniLiteral is not a constructor"). Importing external.js directly gets its init.
+const zodMiniDirect: BunPlugin = {
+  name: "zod-mini-direct",
+  setup(build) {
+    build.onResolve({ filter: /^zod\/v4\/mini$/ }, ({ importer }) => ({
+      path: join(dirname(createRequire(importer).resolve("zod/v4/mini")), "external.js"),
+    }));
+  },
+};
+
 // The web page's script, bundled first and embedded as a constant (src/ui/bundle.ts).
 const pageJs = await buildPageScript();
 const result = await Bun.build({
@@ -102,7 +115,7 @@ const result = await Bun.build({
   bytecode: true, // precompiled JSC bytecode: ~10 ms faster start for a couple of MB
   format: "esm", // bytecode defaults to cjs, which rejects top-level await
   sourcemap: "linked", // embedded (zstd) in the binary; the sidecar .map is removed below
-  plugins: [embedNativeAddons, keepOrderedBinarySource],
+  plugins: [embedNativeAddons, keepOrderedBinarySource, zodMiniDirect],
   define: {
     MEMD_VERSION: JSON.stringify(pkg.version),
     MEMD_COMMIT: JSON.stringify(commit),

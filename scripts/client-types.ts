@@ -20,7 +20,9 @@ import {
   StoreRequest,
   StoreResponse,
 } from "../src/memory/model";
+import { RestoredMemory, RestoreRequest, RestoreResponse, RevertRequest, RevertResponse } from "../src/revert/model";
 import { SearchRequest, SearchResponse } from "../src/search/model";
+import { CreatedWebhook, CreateWebhook, Delivery, PatchWebhook, ReplayRequest, Webhook } from "../src/webhooks/model";
 
 const exported: Record<string, TSchema> = {
   StoreRequest,
@@ -51,6 +53,17 @@ const exported: Record<string, TSchema> = {
   CreateKeyRequest,
   CreatedKey,
   ModelAnswer,
+  RevertRequest,
+  RevertResponse,
+  RestoreRequest,
+  RestoreResponse,
+  RestoredMemory,
+  CreateWebhook,
+  PatchWebhook,
+  Webhook,
+  CreatedWebhook,
+  Delivery,
+  ReplayRequest,
 };
 
 const key = (k: string) => (/^[A-Za-z_$][\w$]*$/.test(k) ? k : JSON.stringify(k));

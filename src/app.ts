@@ -19,9 +19,13 @@ import { directStore, memoryRoutes, type SmartStore } from "./memory/index";
 import { healthRoutes } from "./ops/health";
 import { type EmbedStats, type ModelStats, metricsRoutes, RequestMetrics } from "./ops/metrics";
 import { openapiRoutes } from "./ops/openapi";
+import { revertRoutes } from "./revert/index";
 import { searchRoutes } from "./search/index";
 import { transferRoutes } from "./transfer/index";
 import { uiRoutes } from "./ui/index";
+import type { Deliverer } from "./webhooks/deliverer";
+import { webhookRoutes } from "./webhooks/index";
+import { webhookMetrics } from "./webhooks/metrics";
 
 export interface AppOptions {
   root?: KeyRecord;
@@ -32,6 +36,8 @@ export interface AppOptions {
   streams?: StreamHub;
   /** Running totals of embedding calls for /metrics (from the embedding feature). */
   embedStats?: () => EmbedStats | undefined;
+  /** The webhook deliverer of this process (server.ts), woken by changes through the API. */
+  webhooks?: Deliverer;
 }
 
 /** Assembles the HTTP app from the feature plugins. No listening, no signals: see server.ts. */
@@ -63,7 +69,13 @@ export function buildApp(core: Core, options: AppOptions = {}) {
   const app = new Elysia({ normalize: false, aot: true, serve: { routes: direct } })
     .use(requestPipeline.hooks)
     .use(errorHandler(core.logger, [{ paths: isMem0Path, body: mem0ErrorBody }]))
-    .use(jsonBody({ maxBytes: maxBodyBytes, freeForm: ["metadata", "params.arguments.metadata"] }))
+    .use(
+      jsonBody({
+        maxBytes: maxBodyBytes,
+        freeForm: ["metadata", "params.arguments.metadata"],
+        bodylessPost: /^\/v1\/webhooks\/[^/]+\/rotate-secret$/,
+      }),
+    )
     .use(authPlugin)
     .use(healthRoutes(core))
     .use(
@@ -74,6 +86,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
         modelStats: options.modelStats,
         embedStats: options.embedStats,
         requests,
+        extra: [() => webhookMetrics(core, options.webhooks)],
       }),
     )
     .use(openapiRoutes())
@@ -82,12 +95,14 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(searchRoutes(core, authPlugin))
     .use(contextRoutes(core, authPlugin))
     .use(auditRoutes(core, authPlugin))
+    .use(revertRoutes(core, authPlugin))
     // Before browse: mem0's GET /v1/entities/ answers memd's GET /v1/entities too (see mem0/index.ts).
     .use(mem0Routes(core, authPlugin, options.smartStore))
     .use(browseRoutes(core, authPlugin))
     .use(streamRoutes(core, authPlugin, options.streams ?? new StreamHub()))
     .use(keyRoutes(core, authPlugin))
     .use(transferRoutes(core, authPlugin))
+    .use(webhookRoutes(core, authPlugin, options.webhooks))
     .use(mcpRoutes(authPlugin, (request) => self!.handle(request)));
   self = app;
   routes = () => app.routes;

@@ -9,6 +9,8 @@ import type { Storage } from "./storage/storage";
 export interface Notifier {
   /** Calls `wake` after every commit of `namespace`; returns the unsubscribe. */
   subscribe(namespace: string, wake: () => void): () => void;
+  /** Calls `wake` after every commit of any namespace (webhook delivery); returns the unsubscribe. */
+  subscribeAll(wake: () => void): () => void;
 }
 
 /**

@@ -15,6 +15,7 @@ import { startTtlSweeper } from "./memory/ttl";
 import { openStorage, storageSite } from "./storage/index";
 import { settledStorage } from "./storage/settle";
 import type { Storage } from "./storage/storage";
+import { type Deliverer, defaultDeliveryOptions, startDeliverer } from "./webhooks/deliverer";
 
 /** Where the data lives, for logs: the data dir, or the database host (never the password). */
 export function storageName(config: Config): { dataDir: string } | { database: string } {
@@ -86,6 +87,7 @@ export async function startServer(
   let storage: Storage | undefined;
   let stopSweeper: (() => Promise<void>) | undefined;
   let stopEmbedder: (() => Promise<void>) | undefined;
+  let webhooks: Deliverer | undefined;
   try {
     try {
       release = await site.claim((msg) => logger.warn(msg, { dataDir: config.dataDir }));
@@ -109,7 +111,17 @@ export async function startServer(
     };
     const root: KeyRecord | undefined = config.apiKey ? rootKeyFromSecret(config.apiKey) : undefined;
     const streams = new StreamHub();
+    webhooks = startDeliverer(core, root, {
+      ...defaultDeliveryOptions,
+      allowPrivate: config.webhookAllowPrivate,
+      retryBaseMs: config.webhookRetryBaseMs,
+      retryMaxMs: config.webhookRetryMaxMs,
+      disableAfterMs: config.webhookDisableAfterMs,
+      connectTimeoutMs: config.webhookConnectTimeoutMs,
+      answerTimeoutMs: config.webhookTimeoutMs,
+    });
     const app = buildApp(core, {
+      webhooks,
       root,
       smartStore: createSmartStore(core, shutdown.signal),
       modelStats,
@@ -152,6 +164,7 @@ export async function startServer(
     const held = release;
     const sweeper = stopSweeper;
     const embedder = stopEmbedder;
+    const deliverer = webhooks;
     let stopping: Promise<void> | undefined;
     const stop = (graceMs = config.shutdownGraceMs) =>
       (stopping ??= (async () => {
@@ -173,6 +186,7 @@ export async function startServer(
         await server.stop(true);
         await sweeper();
         await embedder();
+        await deliverer.stop();
         await openStorageNow.close();
         held?.();
         logger.info("memd stopped", {
@@ -188,6 +202,7 @@ export async function startServer(
   } catch (e) {
     await stopSweeper?.();
     await stopEmbedder?.();
+    await webhooks?.stop();
     await storage?.close().catch(() => {});
     release?.();
     throw e;

@@ -4,7 +4,7 @@
 //   const tools = memdTools(client, { namespace: "acme", entity: "user-1" });
 //   await generateText({ model, tools, stopWhen: stepCountIs(5), prompt: "..." });
 import { jsonSchema, type Tool, tool } from "ai";
-import type { MemdClient } from "./index.js";
+import type { MemdClient } from "./client.js";
 import { memoryTools, type ToolName, type ToolResult, type ToolScope, toolDefinitions } from "./tools.js";
 
 /**

@@ -2,7 +2,7 @@
 // forget, what_changed and get_context, scoped to one namespace and entity, and a dispatcher that
 // runs a tool call and gives the tool message's content. Works with any framework that takes
 // OpenAI-style tools; the `ai` SDK adapter is `memdTools` in @memd/client/ai.
-import { type MemdClient, MemdError } from "./index.js";
+import { type MemdClient, MemdError } from "./client.js";
 
 /** Where the tools read and write: the agent never chooses (or sees) another namespace or entity. */
 export interface ToolScope {

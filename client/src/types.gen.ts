@@ -16,12 +16,18 @@ export interface StoreRequest {
   importance?: number;
   /** ISO 8601: when the fact was stated or observed (default: the time it is stored); not in the future (5 minutes of clock skew allowed), not before 1970 */
   observedAt?: string;
+  /** smart store only: also compare with keyed facts, which it may then skip, update, merge or replace (default false: keyed facts are left alone) */
+  includeKeyed?: boolean;
+  /** a keyed fact (stored verbatim, as infer: false): at most one current memory per (namespace, entity, key); storing with the key of a current memory updates that memory in place (same id, event UPDATE), and storing what it already holds changes nothing (unchanged: 1) */
+  key?: string;
 }
 
 export interface StoreResponse {
   memories: Memory[];
   skipped: number;
   conflicts: number;
+  /** keyed stores only: 1 when the memory holding the key already held exactly this (nothing written, no event; the memory is listed without `event`), else 0 */
+  unchanged?: number;
 }
 
 export interface Memory {
@@ -34,6 +40,8 @@ export interface Memory {
   tags?: string[];
   metadata?: Record<string, unknown>;
   source?: string;
+  /** at most one current memory per (namespace, entity, key); a store with the key of a current memory updates it in place */
+  key?: string;
   /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
   createdAt: string;
   /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
@@ -42,12 +50,15 @@ export interface Memory {
   expiresAt?: string;
   /** ISO 8601 UTC: when the fact was stated or observed (valid time); see docs/time.md */
   observedAt: string;
-  event?: "ADD" | "MERGE" | "REPLACE";
+  /** the event that wrote it: UPDATE when a keyed store changed the memory holding its key */
+  event?: "ADD" | "MERGE" | "REPLACE" | "UPDATE";
 }
 
 export interface ListQuery {
   namespace: string;
   entity?: string;
+  /** only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2` */
+  entityPrefix?: string;
   category?: string;
   /** repeat: all must match */
   tag?: string[];
@@ -61,6 +72,8 @@ export interface ListQuery {
   observedAfter?: string;
   /** ISO 8601: only memories observed strictly before it */
   observedBefore?: string;
+  /** the memory holding this key (needs entity): a page of 0 or 1 memories */
+  key?: string;
 }
 
 export interface ListResponse {
@@ -123,6 +136,8 @@ export interface NamespacesResponse {
 
 export interface EntitiesQuery {
   namespace: string;
+  /** only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2` */
+  prefix?: string;
   /** 1 to 1000; default 100 */
   limit?: string;
   /** nextCursor of the previous page */
@@ -143,6 +158,8 @@ export interface EntitiesResponse {
 export interface SearchRequest {
   namespace: string;
   entity?: string;
+  /** only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2` */
+  entityPrefix?: string;
   /** 1 to 1000 characters, not blank */
   query: string;
   limit?: number;
@@ -169,6 +186,8 @@ export interface SearchResponse {
     tags?: string[];
     metadata?: Record<string, unknown>;
     source?: string;
+    /** at most one current memory per (namespace, entity, key); a store with the key of a current memory updates it in place */
+    key?: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
     createdAt: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
@@ -214,6 +233,8 @@ export interface ContextResponse {
     tags?: string[];
     metadata?: Record<string, unknown>;
     source?: string;
+    /** at most one current memory per (namespace, entity, key); a store with the key of a current memory updates it in place */
+    key?: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
     createdAt: string;
     /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
@@ -251,6 +272,8 @@ export interface AuditEvent {
   actorKeyId: string | null;
   observedAt: string | null;
   oldObservedAt: string | null;
+  /** only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to) */
+  revertOf?: string;
 }
 
 export interface EventsQuery {
@@ -363,4 +386,147 @@ export interface ModelAnswer {
     /** why, e.g. contradiction */
     reason?: string;
   }>;
+}
+
+export interface RevertRequest {
+  /** the id of one of the memory's events, as GET /v1/memory/events shows it */
+  toEvent: string;
+  /** answer what would change and write nothing */
+  dryRun?: boolean;
+}
+
+export interface RevertResponse {
+  memoryId: string;
+  toEvent: string;
+  dryRun: boolean;
+  /** add: brought back (event ADD, same id); update: changed (UPDATE); delete: removed (DELETE); unchanged: already so, nothing written */
+  action: "add" | "update" | "delete" | "unchanged";
+  /** the fields that change (content, state, tags, ...) */
+  fields: string[];
+  /** the memory as it is current now; null when it is not */
+  before: Memory | null;
+  /** the memory after the revert; null when it is deleted by it */
+  after: Memory | null;
+  /** the event written; null on a dry run or when nothing changed */
+  event: AuditEvent | null;
+}
+
+export interface RestoreRequest {
+  namespace: string;
+  entity: string;
+  /** ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md */
+  asOf: string;
+  /** answer what would change and write nothing */
+  dryRun?: boolean;
+}
+
+export interface RestoreResponse {
+  namespace: string;
+  entity: string;
+  asOf: string;
+  dryRun: boolean;
+  changed: number;
+  /** every memory current now or at asOf, newest first, and what was done to it */
+  memories: RestoredMemory[];
+  /** the events written, in order; empty on a dry run */
+  events: AuditEvent[];
+}
+
+export interface RestoredMemory {
+  id: string;
+  /** as a revert's, or erased: current at asOf but erased since, so it cannot come back */
+  action: "add" | "update" | "delete" | "unchanged" | "erased";
+  fields: string[];
+  before: Memory | null;
+  after: Memory | null;
+}
+
+export interface CreateWebhook {
+  /** http:// or https:// (prefer https); must reach a public address unless the server allows private ones */
+  url: string;
+  /** a namespace pattern as keys have them (`*`, a name, `prefix/*`), or a list of them */
+  namespaces: string | string[];
+  /** event kinds to deliver; absent: all */
+  events?: Array<"ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE">;
+  description?: string;
+}
+
+export interface PatchWebhook {
+  /** http:// or https:// (prefer https); must reach a public address unless the server allows private ones */
+  url?: string;
+  /** a namespace pattern as keys have them (`*`, a name, `prefix/*`), or a list of them */
+  namespaces?: string | string[];
+  /** event kinds to deliver; absent: all */
+  events?: Array<"ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE">;
+  description?: string | null;
+  /** paused: delivery stops (events wait); active: resumes, also a disabled one */
+  state?: "active" | "paused";
+  /** the same as state: paused (true) or active (false) */
+  paused?: boolean;
+}
+
+export interface Webhook {
+  id: string;
+  url: string;
+  namespaces: string[];
+  events: Array<"ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE">;
+  description: string | null;
+  state: "active" | "paused" | "disabled";
+  stateReason: string | null;
+  /** the id of the key that made it: it delivers what that key may read */
+  createdBy: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  createdAt: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  updatedAt: string;
+  /** seq of the last event of the trail it is past: delivery goes on after it */
+  cursor: number;
+  failingSince: string | null;
+  lastDeliveredAt: string | null;
+  lastError: string | null;
+  previousSecretUntil: string | null;
+}
+
+export interface CreatedWebhook {
+  id: string;
+  url: string;
+  namespaces: string[];
+  events: Array<"ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE">;
+  description: string | null;
+  state: "active" | "paused" | "disabled";
+  stateReason: string | null;
+  /** the id of the key that made it: it delivers what that key may read */
+  createdBy: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  createdAt: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  updatedAt: string;
+  /** seq of the last event of the trail it is past: delivery goes on after it */
+  cursor: number;
+  failingSince: string | null;
+  lastDeliveredAt: string | null;
+  lastError: string | null;
+  previousSecretUntil: string | null;
+  /** whsec_…: the signing secret, shown in this answer only */
+  secret: string;
+}
+
+export interface Delivery {
+  seq: number;
+  /** the webhook-id header sent: the same for every attempt of one event */
+  messageId: string;
+  event: string;
+  namespace: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  at: string;
+  attempt: number;
+  status: number | null;
+  ok: boolean;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface ReplayRequest {
+  /** send again every matching event from this seq on */
+  fromSeq: number;
 }

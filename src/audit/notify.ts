@@ -9,6 +9,13 @@ import type { Storage } from "../storage/storage";
  */
 export class CommitNotifier implements Notifier {
   private readonly byNamespace = new Map<string, Set<() => void>>();
+  private readonly everywhere = new Set<() => void>();
+
+  /** Calls `wake` after every ping, whatever its namespace; returns the unsubscribe. */
+  subscribeAll(wake: () => void): () => void {
+    this.everywhere.add(wake);
+    return () => this.everywhere.delete(wake);
+  }
 
   /** Calls `wake` after every ping of `namespace` (or of all namespaces); returns the unsubscribe. */
   subscribe(namespace: string, wake: () => void): () => void {
@@ -26,12 +33,13 @@ export class CommitNotifier implements Notifier {
 
   /** Whether any stream listens (pings without one do nothing). */
   get listening() {
-    return this.byNamespace.size > 0;
+    return this.byNamespace.size > 0 || this.everywhere.size > 0;
   }
 
   /** Events of `namespace` were committed; without a namespace (e.g. a sweep over many), wakes every stream. */
   ping(namespace?: string) {
     if (!this.listening) return;
+    for (const wake of this.everywhere) wake();
     if (namespace === undefined) {
       for (const set of this.byNamespace.values()) for (const wake of set) wake();
       return;

@@ -29,6 +29,7 @@ export interface Config {
   dbStatementTimeoutMs: number;
   pgKeywordLists: boolean;
   keywordPrebuild: number;
+  searchMemoryMb: number;
   logLevel: LogLevel;
   llmBaseUrl: string | undefined;
   llmModel: string | undefined;
@@ -51,6 +52,12 @@ export interface Config {
   streamKeepaliveMs: number;
   shutdownGraceMs: number;
   mem0Namespace: string | undefined;
+  webhookAllowPrivate: boolean;
+  webhookRetryBaseMs: number;
+  webhookRetryMaxMs: number;
+  webhookDisableAfterMs: number;
+  webhookConnectTimeoutMs: number;
+  webhookTimeoutMs: number;
 }
 
 interface Setting {
@@ -60,6 +67,8 @@ interface Setting {
   help: string;
   default: Config[keyof Config];
   parse: (raw: string) => Config[keyof Config];
+  /** A flag without a value (`--webhook-allow-private`): given means true; its variable takes a value. */
+  switch?: true;
 }
 
 const int =
@@ -188,6 +197,14 @@ export const settings: Setting[] = [
     default: 20000,
     parse: int(0, 1000000000),
     help: "on LMDB, write the keyword snapshot of every namespace of at least this many memories in the background, searched or not, so its first search after a restart is fast (0: only searched namespaces)",
+  },
+  {
+    key: "searchMemoryMb",
+    flag: "--search-memory-mb",
+    env: "MEMD_SEARCH_MEMORY_MB",
+    default: 256,
+    parse: int(1, 1048576),
+    help: "what the in-memory keyword lists and vectors of every namespace may hold together, in MiB; over it, the least recently searched namespaces are released and brought back at their next search",
   },
   {
     key: "logLevel",
@@ -361,6 +378,56 @@ export const settings: Setting[] = [
     },
     help: "namespace of mem0 API calls whose key covers more than one and that send no X-Memd-Namespace header",
   },
+  // Webhooks (issue 34, docs/webhooks.md).
+  {
+    key: "webhookAllowPrivate",
+    flag: "--webhook-allow-private",
+    env: "MEMD_WEBHOOK_ALLOW_PRIVATE",
+    default: false,
+    parse: bool,
+    switch: true,
+    help: "let webhooks reach loopback, private and link-local addresses (development and private networks only)",
+  },
+  {
+    key: "webhookRetryBaseMs",
+    flag: "--webhook-retry-base-ms",
+    env: "MEMD_WEBHOOK_RETRY_BASE_MS",
+    default: 5000,
+    parse: int(1, 3_600_000),
+    help: "first webhook retry after about this long (jittered 50-100%), doubling each time",
+  },
+  {
+    key: "webhookRetryMaxMs",
+    flag: "--webhook-retry-max-ms",
+    env: "MEMD_WEBHOOK_RETRY_MAX_MS",
+    default: 900_000,
+    parse: int(1, 86_400_000),
+    help: "longest wait between two webhook retries",
+  },
+  {
+    key: "webhookDisableAfterMs",
+    flag: "--webhook-disable-after-ms",
+    env: "MEMD_WEBHOOK_DISABLE_AFTER_MS",
+    default: 259_200_000,
+    parse: int(1, 2_592_000_000),
+    help: "a webhook failing this long without a success is disabled (default 72 hours)",
+  },
+  {
+    key: "webhookConnectTimeoutMs",
+    flag: "--webhook-connect-timeout-ms",
+    env: "MEMD_WEBHOOK_CONNECT_TIMEOUT_MS",
+    default: 5000,
+    parse: int(1, 600_000),
+    help: "a webhook receiver must accept the connection within this time",
+  },
+  {
+    key: "webhookTimeoutMs",
+    flag: "--webhook-timeout-ms",
+    env: "MEMD_WEBHOOK_TIMEOUT_MS",
+    default: 10_000,
+    parse: int(1, 600_000),
+    help: "a webhook receiver must answer within this time of the request",
+  },
 ];
 
 /**
@@ -378,13 +445,16 @@ export function loadConfig(args: string[], env: Record<string, string | undefine
     const raw = env[s.env];
     values[s.key] = raw === undefined || raw === "" ? s.default : parseSetting(s, raw, s.env);
   }
-  for (const [flag, raw] of parseFlags(
-    args,
-    settings.map((s) => s.flag),
-  )) {
+  const line = parseCommandLine(args, {
+    valued: settings.filter((s) => !s.switch).map((s) => s.flag),
+    switches: settings.filter((s) => s.switch).map((s) => s.flag),
+    positionals: false,
+  });
+  for (const [flag, raw] of line.pairs) {
     const s = settings.find((x) => x.flag === flag)!;
     values[s.key] = parseSetting(s, raw, flag);
   }
+  for (const s of settings) if (s.switch && line.flags.has(s.flag)) values[s.key] = true;
   return values as unknown as Config;
 }
 
@@ -480,7 +550,7 @@ function parseSetting(s: Setting, raw: string, source: string) {
 export function settingsHelp(): string {
   const rows = settings.map((s) => {
     const def = s.default === undefined ? "" : ` (default: ${s.default})`;
-    return `  ${`${s.flag} <value>`.padEnd(32)} ${s.env.padEnd(30)} ${s.help}${def}`;
+    return `  ${(s.switch ? s.flag : `${s.flag} <value>`).padEnd(32)} ${s.env.padEnd(30)} ${s.help}${def}`;
   });
   return `  ${"flag".padEnd(32)} ${"environment".padEnd(30)} meaning\n${rows.join("\n")}`;
 }

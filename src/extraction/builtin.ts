@@ -1,5 +1,6 @@
 // The extractor used when no model is configured, and the lexical similarity
 // that picks which existing memories to show the model. No model, no I/O.
+import { statementsOf, withoutSmallTalk } from "./conversation";
 
 /**
  * Near-duplicate threshold for `similarity` (Jaccard over word-token sets).
@@ -27,9 +28,10 @@ const segmenter = new Intl.Segmenter("en", { granularity: "sentence" });
 /**
  * Splits content into sentence-level facts: trimmed, list markers removed,
  * fragments without a letter dropped. A one-word segment is joined to the next
- * one, because the segmenter breaks after abbreviations such as "Dr.".
+ * one, because the segmenter breaks after abbreviations such as "Dr.". `clean`
+ * rewrites each sentence first (the built-in extractor drops small talk there).
  */
-export function splitFacts(content: string): string[] {
+export function splitFacts(content: string, clean: (sentence: string) => string = (s) => s): string[] {
   const facts: string[] = [];
   let pending = "";
   // The segmenter ends a sentence after "Dr." before a capital: join such a piece to the next.
@@ -44,7 +46,7 @@ export function splitFacts(content: string): string[] {
   if (carry) joined.push(carry);
   const segments = joined.flatMap(splitLowercase);
   for (const segment of segments) {
-    const text = (pending + segment.trim().replace(/^(?:[-*•]|\d+[.)])\s+/u, "")).trim();
+    const text = (pending + clean(segment.trim().replace(/^(?:[-*•]|\d+[.)])\s+/u, ""))).trim();
     pending = "";
     if (!/\p{L}/u.test(text)) continue;
     if (!/\s/.test(text)) pending = `${text} `;
@@ -64,7 +66,8 @@ const isAbbreviation = (word: string) =>
 
 /** Whether `text` ends in an abbreviation's period ("I saw Dr. "), which ends no sentence. */
 function endsInAbbreviation(text: string): boolean {
-  const m = /(\S+)\.\s*$/.exec(text);
+  // The tail only: on a long run without spaces the pattern would backtrack from every position.
+  const m = /(\S+)\.\s*$/.exec(text.slice(-64));
   return m !== null && isAbbreviation(m[1]);
 }
 
@@ -112,7 +115,13 @@ export type BuiltinResult<T> = {
 };
 
 /**
- * Splits content into facts and skips those that duplicate an existing
+ * The facts the built-in extractor reads in content: the user's statements (conversation.ts), a
+ * sentence each, without greetings and acknowledgements.
+ */
+export const builtinFacts = (content: string): string[] => splitFacts(statementsOf(content), withoutSmallTalk);
+
+/**
+ * Splits content into facts (builtinFacts) and skips those that duplicate an existing
  * memory or an earlier fact: same normalized text, or `similarity` at or
  * above NEAR_DUPLICATE. Cost is facts × existing; the caller bounds `existing`.
  */
@@ -125,7 +134,7 @@ export function extractBuiltin<T extends { content: string }>(
   const result: BuiltinResult<T> = { facts: [], skipped: [] };
   const same = (norm: string, words: Set<string>) => (k: { norm: string; words: Set<string> }) =>
     k.norm === norm || jaccard(k.words, words) >= NEAR_DUPLICATE;
-  for (const fact of splitFacts(content)) {
+  for (const fact of builtinFacts(content)) {
     const norm = normalizeFact(fact);
     const words = wordSet(fact);
     const old = known.find(same(norm, words));

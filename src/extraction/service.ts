@@ -144,6 +144,13 @@ export function createSmartStore(core: Core, shutdown?: AbortSignal) {
   };
 }
 
+/**
+ * The memories a smart store may act on: keyed facts are left alone (no event names them) unless
+ * the store asks for them (includeKeyed: true).
+ */
+const unkeyed = (req: StoreRequest, ms: MemoryRecord[]) =>
+  req.includeKeyed ? ms : ms.filter((m) => m.key === undefined);
+
 async function storeBuiltin(
   core: Core,
   req: StoreRequest,
@@ -152,7 +159,7 @@ async function storeBuiltin(
   idempotency?: IdempotencySlot,
   observe?: ObserveChanges,
 ): Promise<StoreResponse> {
-  const current = await core.storage.currentMemories(req, MAX_ENTITY_SCAN);
+  const current = unkeyed(req, await core.storage.currentMemories(req, MAX_ENTITY_SCAN));
   const { facts, skipped } = extractBuiltin(req.content, current);
   const changes: Change[] = [];
   let orphanSkips = 0;
@@ -175,7 +182,7 @@ async function storeWithModel(
   idempotency?: IdempotencySlot,
   observe?: ObserveChanges,
 ): Promise<StoreResponse> {
-  const current = await core.storage.currentMemories(req, MAX_ENTITY_SCAN);
+  const current = unkeyed(req, await core.storage.currentMemories(req, MAX_ENTITY_SCAN));
   const byNorm = new Map(current.map((m) => [normalizeFact(m.content), m]));
 
   // Exact duplicates of current memories are settled here, without the model.
@@ -194,7 +201,10 @@ async function storeWithModel(
 
   // From hybrid search in the entity (keyword without an embedding model), so that a paraphrase
   // without a shared word ("doesn't eat meat" / "is vegetarian") is still offered.
-  const candidates = await relatedMemories(core, req.namespace, req.entity, content, MAX_CANDIDATES, embedCost);
+  const candidates = unkeyed(
+    req,
+    await relatedMemories(core, req.namespace, req.entity, content, MAX_CANDIDATES, embedCost),
+  );
   const handles = new Map<string, MemoryRecord>(candidates.map((m, i) => [`m${i + 1}`, m]));
   const offered = [...handles].map(([handle, m]) => ({ handle, content: m.content, category: m.category }));
 

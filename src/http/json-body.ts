@@ -9,6 +9,8 @@ export interface JsonBodyOptions {
   maxDepth?: number;
   /** Top-level fields holding free-form objects (see refuseDangerousKeys). */
   freeForm?: readonly string[];
+  /** POST paths that take no body (an action such as rotating a secret): sent without one, nothing is parsed. */
+  bodylessPost?: RegExp;
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -31,6 +33,7 @@ export function jsonBody({
   maxBytes = maxBodyBytes,
   maxDepth = limits.jsonDepth,
   freeForm = [],
+  bodylessPost,
 }: JsonBodyOptions = {}) {
   return new Elysia({ name: "json-body" }).onParse(
     { as: "global" },
@@ -39,6 +42,13 @@ export function jsonBody({
         if (hasBody(request)) throw noBodyError(request.method);
         return;
       }
+      if (
+        bodylessPost &&
+        request.method === "POST" &&
+        !hasBody(request) &&
+        bodylessPost.test(new URL(request.url).pathname)
+      )
+        return;
       // An edit without a body changes nothing: the same 400 with or without a media type.
       if (request.method === "PATCH" && !hasBody(request))
         throw new ApiError("invalid_request", "the body is empty; send the fields to change as a JSON object");

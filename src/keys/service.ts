@@ -236,6 +236,10 @@ export function coversPattern(key: KeyRecord, pattern: string): boolean {
   );
 }
 
+/** The first of `patterns` the key does not cover all of (a webhook's filter), or undefined. */
+export const patternOutside = (key: KeyRecord, patterns: readonly string[]) =>
+  patterns.find((p) => !coversPattern(key, p));
+
 /** Whether every namespace of `target` lies within the key's own. */
 export const coversKey = (key: KeyRecord, target: KeyRecord) => target.namespaces.every((p) => coversPattern(key, p));
 

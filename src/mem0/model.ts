@@ -28,6 +28,13 @@ export const AddRequest = t.Object(
     metadata: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown()))),
     infer: t.Optional(t.Nullable(t.Boolean())),
     expiration_date: t.Optional(t.Nullable(t.String())),
+    timestamp: t.Optional(
+      t.Nullable(
+        t.Union([t.Number(), t.String()], {
+          description: "when the messages were said: Unix time in seconds (or ISO 8601); memd's observedAt",
+        }),
+      ),
+    ),
     filters: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown()))),
     output_format: t.Optional(t.Nullable(t.String())),
   },
@@ -91,6 +98,11 @@ export const UpdateRequest = t.Object(
   {
     text: t.Optional(t.Nullable(t.String())),
     metadata: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown()))),
+    timestamp: t.Optional(
+      t.Nullable(
+        t.Union([t.Number(), t.String()], { description: "Unix time in seconds (or ISO 8601); memd's observedAt" }),
+      ),
+    ),
   },
   { additionalProperties: true },
 );

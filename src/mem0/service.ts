@@ -24,7 +24,7 @@ import { search as memdSearch } from "../search/service";
 import type { EventRecord, MemoryRecord } from "../storage/records";
 import type { MemoryOp } from "../storage/storage";
 import { ApiError, invalidField } from "../wire/errors";
-import { isoTime, parseIsoTime } from "../wire/time";
+import { isoTime, observedAtField, parseIsoTime } from "../wire/time";
 import type {
   AddRequest,
   Filters,
@@ -580,6 +580,8 @@ export async function addMem0(
   if (body.metadata) base.metadata = body.metadata;
   const ttl = ttlOf(body.expiration_date);
   if (ttl !== undefined) base.ttl = ttl;
+  const observedAt = observedAtOf(body.timestamp);
+  if (observedAt !== undefined) base.observedAt = observedAt;
   if (body.infer === false) {
     const requests = messages.map((m) => ({ ...base, content: textOf(m) }));
     await naming("content", "messages", async () => {
@@ -610,6 +612,26 @@ export async function addMem0(
   );
 }
 
+/**
+ * mem0's own date of a memory, `timestamp` (Unix time in seconds, as its clients send it; a
+ * numeric string or ISO 8601 too), as memd's observedAt (ISO 8601): when the fact was said. The
+ * same bounds as observedAt (not before 1970, not in the future), named `timestamp` in a 400.
+ */
+function observedAtOf(value: unknown): string | undefined {
+  if (value == null) return undefined;
+  const ms =
+    typeof value === "number" || (typeof value === "string" && /^\d+(\.\d+)?$/.test(value))
+      ? Math.round(Number(value) * 1000)
+      : typeof value === "string"
+        ? parseIsoTime(value)
+        : undefined;
+  if (ms === undefined || !Number.isFinite(ms))
+    throw invalidField("timestamp", "must be a Unix time in seconds or an ISO 8601 timestamp");
+  const at = isoTime(ms);
+  observedAtField(at, Date.now(), "timestamp");
+  return at;
+}
+
 const mem0AddEvent: Record<AppliedChange["kind"], string> = {
   ADD: "ADD",
   MERGE: "UPDATE",
@@ -622,13 +644,15 @@ const mem0AddEvent: Record<AppliedChange["kind"], string> = {
 /** PUT /v1/memories/{id}/: text and metadata (replaced whole); a body that changes nothing answers the memory. */
 export async function updateMem0(core: Core, key: KeyRecord, id: string, memory: Seen, body: UpdateRequest) {
   const existing = current(memory);
-  const patch: { content?: string; metadata?: Record<string, unknown> } = {};
+  const patch: { content?: string; metadata?: Record<string, unknown>; observedAt?: string } = {};
   if (typeof body.text === "string" && body.text !== existing.content) {
     if (body.text.trim() === "") throw invalidField("text", "must not be blank");
     patch.content = body.text;
   }
   if (body.metadata != null && !Bun.deepEquals(body.metadata, existing.metadata ?? null, true))
     patch.metadata = body.metadata;
+  const observedAt = observedAtOf(body.timestamp);
+  if (observedAt !== undefined && parseIsoTime(observedAt) !== existing.observedAt) patch.observedAt = observedAt;
   if (Object.keys(patch).length === 0) return toMem0(existing);
   const m = await naming("content", "text", () => patchMemory(core, id, patch, key.id, existing));
   return toMem0(recordOf(m));

@@ -18,6 +18,7 @@ import {
   Erasure,
   ErasuresQuery,
   GetQuery,
+  idempotencyHeader,
   ListQuery,
   ListResponse,
   Memory,
@@ -39,18 +40,6 @@ import {
   toErasure,
   toMemory,
 } from "./service";
-
-const idempotencyHeader = {
-  parameters: [
-    {
-      name: "Idempotency-Key",
-      in: "header" as const,
-      required: false,
-      schema: { type: "string" as const, minLength: 1, maxLength: 255 },
-      description: "a repeat within 24 h with the same body gets the first answer (header idempotent-replayed: true)",
-    },
-  ],
-};
 
 export type SmartStore = (
   req: StoreRequest,
@@ -87,10 +76,14 @@ export const directStore = (core: Core): DirectRoute<StoreRequest, KeyRecord> =>
   allows: (key) => permits(key, "read_write"),
   body: StoreRequest,
   freeForm: ["metadata"],
-  serves: (request, body) => body.infer === false && request.headers.get("idempotency-key") === null,
-  handle(body, key, headers) {
+  // With an Idempotency-Key too: the key's answer is kept by the store's own transaction, so
+  // clients can send one on every write without leaving this path.
+  serves: (_request, body) => body.infer === false || body.key !== undefined,
+  handle(body, key, headers, request) {
     checkScope(key, body.namespace);
-    return storeRawAnswer(core, body, key.id, headers);
+    return idempotent({ storage: core.storage, request, keyId: key.id, body, set: { headers } }, (slot) =>
+      storeRawAnswer(core, body, key.id, headers, slot),
+    );
   },
 });
 
@@ -102,7 +95,8 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       "/v1/memory",
       async ({ body, apiKey, set, request }) => {
         return idempotent({ storage: core.storage, request, keyId: apiKey.id, body, set }, async (slot) => {
-          if (body.infer !== false) return smartStore(body, apiKey.id, set, slot);
+          // A keyed fact is stored verbatim (docs/keyed-facts.md).
+          if (body.infer !== false && body.key === undefined) return smartStore(body, apiKey.id, set, slot);
           return storeRawAnswer(core, body, apiKey.id, set.headers, slot);
         });
       },
@@ -112,7 +106,8 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         body: StoreRequest,
         detail: {
           summary: "Store a memory",
-          description: "infer: false stores content verbatim; infer: true (default) extracts facts.",
+          description:
+            "infer: false stores content verbatim; infer: true (default) extracts facts. With key: a keyed fact, stored verbatim; the memory holding the key is updated in place (docs/keyed-facts.md).",
           responses: jsonAnswer(StoreResponse),
           ...idempotencyHeader,
         },
@@ -122,10 +117,12 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       "/v1/memory",
       async ({ query }) => {
         const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
-        const { namespace, entity, category, tag } = query;
+        const { namespace, entity, entityPrefix, category, tag, key } = query;
         const q = {
           namespace,
           entity,
+          entityPrefix,
+          key,
           category,
           tags: tag,
           limit,
@@ -142,7 +139,7 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
         detail: {
           summary: "List current memories, newest first, a page at a time",
           description:
-            "Follow nextCursor until it is null; paging never loses or repeats a memory. With asOf: the memories exactly as they were current at that instant, replayed from the audit trail (docs/time.md).",
+            "Follow nextCursor until it is null; paging never loses or repeats a memory. With asOf: the memories exactly as they were current at that instant, replayed from the audit trail (docs/time.md). With key (and entity): the memory holding that key, alone (docs/keyed-facts.md).",
           responses: jsonAnswer(ListResponse),
         },
       },

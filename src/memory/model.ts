@@ -3,7 +3,7 @@ import { storedKinds } from "../audit/model";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
 import { ErasureRecord, type EventKind, MemoryRecord } from "../storage/records";
-import { Category, Importance, Name, Tag, Tags, Timestamp } from "../wire/schemas";
+import { Category, EntityPrefix, Importance, MemoryKey, Name, Tag, Tags, Timestamp } from "../wire/schemas";
 import { isoShapePattern } from "../wire/time";
 
 const Metadata = t.Record(t.String(), t.Unknown(), { description: "a JSON object, at most 16 KiB serialized" });
@@ -37,12 +37,30 @@ export const StoreRequest = t.Object(
     category: t.Optional(Category),
     importance: t.Optional(Importance),
     observedAt: t.Optional(ObservedAt),
+    includeKeyed: t.Optional(
+      t.Boolean({
+        description:
+          "smart store only: also compare with keyed facts, which it may then skip, update, merge or replace (default false: keyed facts are left alone)",
+      }),
+    ),
+    key: t.Optional(
+      t.String({
+        ...MemoryKey,
+        description:
+          "a keyed fact (stored verbatim, as infer: false): at most one current memory per (namespace, entity, key); storing with the key of a current memory updates that memory in place (same id, event UPDATE), and storing what it already holds changes nothing (unchanged: 1)",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 export type StoreRequest = typeof StoreRequest.static;
 
-export const StoredEvent = t.Union(storedKinds.map((k) => t.Literal(k)));
+export const StoredEvent = t.Union(
+  [...storedKinds, "UPDATE" as const].map((k) => t.Literal(k)),
+  {
+    description: "the event that wrote it: UPDATE when a keyed store changed the memory holding its key",
+  },
+);
 
 /**
  * A memory as answers give it: the record's fields (storage/records.ts) without its state (an
@@ -60,6 +78,7 @@ export const Memory = t.Object({
     "tags",
     "metadata",
     "source",
+    "key",
   ]).properties,
   createdAt: Timestamp,
   updatedAt: t.Optional(Timestamp),
@@ -75,6 +94,13 @@ export const StoreResponse = t.Object({
   memories: t.Array(Memory),
   skipped: t.Integer({ minimum: 0 }),
   conflicts: t.Integer({ minimum: 0 }),
+  unchanged: t.Optional(
+    t.Integer({
+      minimum: 0,
+      description:
+        "keyed stores only: 1 when the memory holding the key already held exactly this (nothing written, no event; the memory is listed without `event`), else 0",
+    }),
+  ),
 });
 export type StoreResponse = typeof StoreResponse.static;
 
@@ -82,6 +108,7 @@ export const ListQuery = t.Object(
   {
     namespace: Name,
     entity: t.Optional(Name),
+    entityPrefix: t.Optional(EntityPrefix),
     category: t.Optional(Category),
     tag: t.Optional(t.Array(Tag, { maxItems: limits.tags, description: "repeat: all must match" })),
     limit: t.Optional(LimitParam(limits.pageMax, limits.listDefault)),
@@ -89,6 +116,9 @@ export const ListQuery = t.Object(
     asOf: t.Optional(AsOf),
     observedAfter: t.Optional(ObservedAfter),
     observedBefore: t.Optional(ObservedBefore),
+    key: t.Optional(
+      t.String({ ...MemoryKey, description: "the memory holding this key (needs entity): a page of 0 or 1 memories" }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -144,3 +174,16 @@ export type { MemoryRecord } from "../storage/records";
  */
 export type AppliedChange = { kind: Exclude<EventKind, "UPDATE">; memory: MemoryRecord };
 export type ObserveChanges = (applied: AppliedChange[]) => void;
+
+/** The Idempotency-Key header as the OpenAPI document describes it, on every route that takes it. */
+export const idempotencyHeader = {
+  parameters: [
+    {
+      name: "Idempotency-Key",
+      in: "header" as const,
+      required: false,
+      schema: { type: "string" as const, minLength: 1, maxLength: 255 },
+      description: "a repeat within 24 h with the same body gets the first answer (header idempotent-replayed: true)",
+    },
+  ],
+};

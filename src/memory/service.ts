@@ -1,8 +1,9 @@
 import type { Core } from "../core";
 import { type EmbedCost, newCost, withVectors } from "../embedding/client";
 import type { IdempotencySlot } from "../http/idempotency";
+import { matchesFilter } from "../storage/ops";
 import { type ErasureRecord, isCurrent, observedOf } from "../storage/records";
-import type { Applied, ListMemoriesQuery, MemoryOp, NewMemory } from "../storage/storage";
+import type { Applied, ListMemoriesQuery, MemoryOp, MemoryPage, NewMemory } from "../storage/storage";
 import { ApiError, invalidField } from "../wire/errors";
 import { isUuid } from "../wire/schemas";
 import { isoTime, observedAtField, parseIsoTime } from "../wire/time";
@@ -35,6 +36,7 @@ export function toMemory(r: MemoryRecord, event?: Memory["event"]): Memory {
   if (r.tags) m.tags = r.tags;
   if (r.metadata) m.metadata = r.metadata;
   if (r.source !== undefined) m.source = r.source;
+  if (r.key !== undefined) m.key = r.key;
   m.createdAt = iso(r.createdAt);
   if (r.updatedAt !== r.createdAt) m.updatedAt = iso(r.updatedAt);
   if (r.expiresAt !== undefined) m.expiresAt = iso(r.expiresAt);
@@ -76,6 +78,7 @@ export function newMemory(req: StoreRequest, fact: Fact): NewMemory {
   if (req.ttl !== undefined) m.ttlSeconds = req.ttl;
   // Checked by checkStoreLimits; absent: the store time.
   if (req.observedAt !== undefined) m.observedAt = parseIsoTime(req.observedAt);
+  if (req.key !== undefined) m.key = req.key;
   return m;
 }
 
@@ -92,12 +95,48 @@ export async function storeRaw(
 ): Promise<StoreResponse> {
   checkStoreLimits(core, req);
   const ops = await withVectors(core, [{ event: "ADD", create: newMemory(req, { content: req.content }) }], cost);
+  if (req.key !== undefined)
+    return storeKeyed(core, req as StoreRequest & { key: string }, ops, actorKeyId, idempotency);
   const answerOf = ([added]: readonly (Applied | null)[]): StoreResponse => ({
     memories: [toMemory(added!.memory, "ADD")],
     skipped: 0,
     conflicts: 0,
   });
   return answerOf(await core.storage.apply(ops, actorKeyId, undefined, idempotency?.record(answerOf)));
+}
+
+/**
+ * A keyed store (storage/ops.ts keyedOutcome decides, inside the transaction): a new memory
+ * (ADD), the memory holding the key changed in place (UPDATE, same id), or nothing written when
+ * it already holds exactly this (`unchanged: 1`; the answer shows it as it is).
+ */
+async function storeKeyed(
+  core: Core,
+  req: StoreRequest & { key: string },
+  ops: MemoryOp[],
+  actorKeyId: string | null,
+  idempotency?: IdempotencySlot,
+): Promise<StoreResponse> {
+  const answerOf = ([done]: readonly (Applied | null)[]): StoreResponse | undefined =>
+    done
+      ? {
+          memories: [toMemory(done.memory, done.event.event === "ADD" ? "ADD" : "UPDATE")],
+          skipped: 0,
+          conflicts: 0,
+          unchanged: 0,
+        }
+      : undefined;
+  // Nothing written: the holder is read after the transaction. Should it be gone meanwhile (a
+  // delete between the two), the store runs again and adds.
+  for (let attempt = 0; ; attempt++) {
+    const answer = answerOf(await core.storage.apply(ops, actorKeyId, undefined, idempotency?.record(answerOf)));
+    if (answer) return answer;
+    const holder = await core.storage.memoryByKey(req.namespace, req.entity, req.key);
+    if (holder || attempt >= 2) {
+      if (!holder) throw new ApiError("conflict", "the memory holding this key kept changing; retry");
+      return { memories: [toMemory(holder)], skipped: 1, conflicts: 0, unchanged: 1 };
+    }
+  }
 }
 
 /** A current memory by id, or undefined (unknown, deleted, replaced or expired). */
@@ -132,6 +171,8 @@ export async function deleteMemory(
 /** Reads of a cursor made for one query: its filters, hashed, so a cursor of another query is refused. */
 function queryHash(q: ListMemoriesQuery & { asOf?: number }): string {
   const parts: unknown[] = [q.namespace, q.entity ?? null, q.category ?? null, [...(q.tags ?? [])].sort()];
+  if (q.key !== undefined) parts.push({ key: q.key });
+  if (q.entityPrefix !== undefined) parts.push({ entityPrefix: q.entityPrefix });
   // Only when given, so that cursors made before these filters existed stay valid.
   if (q.asOf !== undefined || q.observedAfter !== undefined || q.observedBefore !== undefined)
     parts.push(q.asOf ?? null, q.observedAfter ?? null, q.observedBefore ?? null);
@@ -166,11 +207,25 @@ export async function listMemories(
   cursor: string | undefined,
 ): Promise<ListResponse> {
   const q: ListMemoriesQuery = { ...query, ...(cursor !== undefined ? { before: decodeCursor(query, cursor) } : {}) };
-  const page = query.asOf === undefined ? await core.storage.listMemories(q) : await listAsOf(core, q, query.asOf);
+  if (query.key !== undefined && query.entity === undefined)
+    throw invalidField("entity", "is required with key: a key names one memory of an entity");
+  const page =
+    query.asOf !== undefined
+      ? await listAsOf(core, q, query.asOf)
+      : query.key !== undefined
+        ? await byKey(core, q, query.key)
+        : await core.storage.listMemories(q);
   return {
     memories: page.memories.map((r) => toMemory(r)),
     nextCursor: page.next === undefined ? null : encodeCursor(query, page.next),
   };
+}
+
+/** The page of the memory holding a key: it alone, when it meets the other filters (and comes after the cursor). */
+async function byKey(core: Core, q: ListMemoriesQuery, key: string): Promise<MemoryPage> {
+  const r = await core.storage.memoryByKey(q.namespace, q.entity!, key);
+  const shown = r && matchesFilter(r, q) && (q.before === undefined || r.id < q.before);
+  return { memories: shown ? [r] : [] };
 }
 
 /** Refuses an as-of read without an entity: it replays one entity's history (docs/time.md). */

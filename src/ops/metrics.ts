@@ -113,6 +113,7 @@ export async function storeMetrics(core: Core<Upkeep>): Promise<string> {
   const s = await core.storage.stats();
   return [
     ...Object.entries(s.gauges).map(([name, [help, value]]) => gauge(name, help, value)),
+    ...Object.entries(s.counters ?? {}).map(([name, [help, value]]) => gauge(name, help, value, "counter")),
     gauge("memd_memories", "Current memories (not deleted, replaced or swept after expiry).", s.currentMemories),
     gauge("memd_memory_records", "Memory records kept, current or not.", s.memoryRecords),
     gauge("memd_events", "Audit events stored.", s.events),
@@ -153,6 +154,8 @@ export interface MetricsOptions {
   embedStats?: () => EmbedStats | undefined;
   /** Request counters filled by the request pipeline (src/http/pipeline.ts). */
   requests: RequestMetrics;
+  /** More figures in Prometheus text, from features (webhooks), read at scrape time. */
+  extra?: (() => Promise<string>)[];
 }
 
 /**
@@ -166,6 +169,7 @@ export function metricsRoutes({
   modelStats,
   embedStats,
   requests,
+  extra = [],
 }: MetricsOptions) {
   const started = Date.now();
   const render = async () =>
@@ -174,6 +178,7 @@ export function metricsRoutes({
       modelMetrics(modelStats?.()),
       embedMetrics(embedStats?.()),
       await storeMetrics(core),
+      ...(await Promise.all(extra.map((f) => f()))),
       gauge("memd_uptime_seconds", "Seconds since the server started.", (Date.now() - started) / 1000),
       "",
     ].join("\n");

@@ -69,6 +69,8 @@ export function versionAt(
   if (record.source !== undefined) v.source = record.source;
   if (expiresAt !== undefined) v.expiresAt = expiresAt;
   v.observedAt = full ? (e.observedAt ?? record.createdAt) : observedOf(record);
+  // A memory's key never changes (records.ts): the record's is the version's.
+  if (record.key !== undefined) v.key = record.key;
   return v;
 }
 

@@ -23,6 +23,8 @@ export interface StorageSettings {
   pgKeywordLists?: boolean;
   /** LMDB: background keyword snapshots of namespaces of at least this many memories (0: off). */
   keywordPrebuild?: number;
+  /** The search-memory budget in MiB (search-memory.ts); unset: 256. */
+  searchMemoryMb?: number;
 }
 
 /** Opens the configured storage, migrating it to this release's format. */
@@ -38,9 +40,15 @@ export async function openStorage(
       connectTimeoutMs: s.dbConnectTimeoutMs ?? 5000,
       statementTimeoutMs: s.dbStatementTimeoutMs ?? 5000,
       keywordLists: s.pgKeywordLists ?? true,
+      searchMemoryMb: s.searchMemoryMb,
     });
   }
-  return openLmdb(s.dataDir, { mapSizeMb: s.mapSizeMb, keywordPrebuild: s.keywordPrebuild, log });
+  return openLmdb(s.dataDir, {
+    mapSizeMb: s.mapSizeMb,
+    keywordPrebuild: s.keywordPrebuild,
+    searchMemoryMb: s.searchMemoryMb,
+    log,
+  });
 }
 
 /** Where the configured storage lives, and what holding it takes besides opening it. */

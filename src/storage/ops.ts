@@ -1,7 +1,7 @@
 // What an op does to memory records and which event it records: one pure function shared by
 // every backend, so that both write exactly the same records for the same ops.
 import { type EventRecord, isCurrent, type MemoryRecord, observedOf } from "./records";
-import type { MemoryOp, NewMemory } from "./storage";
+import { type MemoryOp, type NewMemory, type RevertOp, WriteConflict } from "./storage";
 
 /**
  * The earliest time an event written at `now` may carry: the next millisecond. A client that read
@@ -38,7 +38,66 @@ function recordOf(m: NewMemory, atMs: number): MemoryRecord {
   r.state = "current";
   // Valid time: the client's, else the store time (the event's).
   r.observedAt = m.observedAt ?? atMs;
+  if (m.key !== undefined) r.key = m.key;
   return r;
+}
+
+/** The (namespace, entity, key) a keyed store (an ADD whose memory has a key) claims, if any. */
+export function keyOfOp(op: MemoryOp): { namespace: string; entity: string; key: string } | undefined {
+  if (op.event === "REVERT") return op.to !== null && op.expect.state !== "current" ? op.key : undefined;
+  if (op.event !== "ADD" || op.create.key === undefined) return undefined;
+  return { namespace: op.create.namespace, entity: op.create.entity, key: op.create.key };
+}
+
+/**
+ * What a keyed store does, given the memory holding its key as read inside the transaction (a
+ * record whose state is current, expired or not; undefined when none does): "add" a new memory,
+ * "update" the holder in place (planOp then writes an UPDATE), or "unchanged" when the holder is
+ * current and the store would write exactly what it holds: nothing is written then. The store
+ * gives the memory's whole state, as a new store would set it (its category, importance, tags,
+ * metadata, source and expiry, with the same defaults); only the id, the creation time and the
+ * key stay, and the observed time when the content stays and none is given.
+ */
+export function keyedOutcome(
+  op: Extract<MemoryOp, { event: "ADD" }>,
+  holder: MemoryRecord | undefined,
+  now: number,
+): "add" | "update" | "unchanged" {
+  if (holder?.state !== "current") return "add";
+  const m = op.create;
+  const same = (a: unknown, b: unknown) => Bun.deepEquals(a ?? null, b ?? null, true);
+  const unchanged =
+    isCurrent(holder, now) &&
+    m.content === holder.content &&
+    m.category === holder.category &&
+    m.importance === holder.importance &&
+    same(m.tags, holder.tags) &&
+    same(m.metadata, holder.metadata) &&
+    m.source === holder.source &&
+    m.ttlSeconds === undefined &&
+    holder.expiresAt === undefined &&
+    (m.observedAt === undefined || m.observedAt === observedOf(holder));
+  return unchanged ? "unchanged" : "update";
+}
+
+/**
+ * Refuses (WriteConflict) a revert that brings back a keyed memory while another current memory
+ * holds its key; `holder` is the key's holder as the transaction sees it.
+ */
+export function checkKeyFree(op: RevertOp, holder: MemoryRecord | undefined) {
+  if (holder?.state === "current" && holder.id !== op.target)
+    throw new WriteConflict(
+      "key_taken",
+      `memory ${holder.id} holds the key ${JSON.stringify(holder.key)} now; delete it or revert it first`,
+    );
+}
+
+/** The state a keyed store gives the memory holding its key (see keyedOutcome). */
+function keyedState(holder: MemoryRecord, m: NewMemory, atMs: number): MemoryRecord {
+  const next = recordOf({ ...m, id: holder.id, key: holder.key }, atMs);
+  next.createdAt = holder.createdAt;
+  if (m.observedAt === undefined && m.content === holder.content) next.observedAt = observedOf(holder);
+  return next;
 }
 
 /**
@@ -69,7 +128,8 @@ const stripUndefined = <T extends object>(o: T): Partial<T> =>
 
 /**
  * Plans one op at event time `atMs`. `target` is the op's target as read inside the transaction
- * and already checked to be current (undefined for ADD).
+ * and already checked to be current (for ADD: the memory holding a keyed store's key, when
+ * keyedOutcome says "update"; else undefined).
  */
 export function planOp(
   op: MemoryOp,
@@ -81,6 +141,20 @@ export function planOp(
   const on = (m: MemoryRecord) => ({ namespace: m.namespace, entity: m.entity, memoryId: m.id, category: m.category });
   switch (op.event) {
     case "ADD": {
+      if (target) {
+        // A keyed store over the current holder of its key: an edit in place, same id.
+        const next = keyedState(target, op.create, atMs);
+        const event: Planned["event"] = {
+          ...base,
+          ...on(next),
+          event: "UPDATE",
+          oldContent: target.content,
+          newContent: next.content,
+          reason: "keyed store",
+        };
+        if (observedOf(next) !== observedOf(target)) event.oldObservedAt = observedOf(target);
+        return { target: next, event: withState(event, next) };
+      }
       const created = recordOf(op.create, atMs);
       // The fields of base and on(created), assigned: the common case, on every store.
       const event: Planned["event"] = {
@@ -150,6 +224,40 @@ export function planOp(
         },
       };
     }
+    case "REVERT": {
+      const t = target!;
+      // Erased while the revert was planned: its content never comes back.
+      if (t.content === "")
+        throw new WriteConflict("erased", `memory ${t.id} was erased; its content cannot come back`);
+      const revertOf = op.revertOf;
+      if (op.to === null)
+        return {
+          target: { ...t, state: "deleted", updatedAt: atMs },
+          event: {
+            ...base,
+            ...on(t),
+            event: "DELETE",
+            oldContent: t.content,
+            newContent: null,
+            reason: op.reason,
+            observedAt: observedOf(t),
+            revertOf,
+          },
+        };
+      const next = revertedRecord(t, op.to, atMs);
+      const alive = t.state === "current";
+      const event: Planned["event"] = {
+        ...base,
+        ...on(next),
+        event: alive ? "UPDATE" : "ADD",
+        oldContent: alive ? t.content : null,
+        newContent: next.content,
+        reason: op.reason,
+      };
+      if (alive && observedOf(next) !== observedOf(t)) event.oldObservedAt = observedOf(t);
+      withState(event, next).revertOf = revertOf;
+      return { target: next, event };
+    }
     case "SKIP_DUPLICATE":
     case "KEEP_EXISTING": {
       const t = target!;
@@ -169,12 +277,36 @@ export function planOp(
   }
 }
 
+/** A memory set to a state it had (RevertOp): the record's id, key, source and creation time, the state's fields. */
+function revertedRecord(t: MemoryRecord, to: NonNullable<RevertOp["to"]>, atMs: number): MemoryRecord {
+  const { tags: _t, metadata: _m, expiresAt: _e, ...rest } = t;
+  const r: MemoryRecord = {
+    ...rest,
+    content: to.content,
+    category: to.category,
+    importance: to.importance,
+    updatedAt: atMs,
+    state: "current",
+    observedAt: to.observedAt,
+  };
+  if (to.tags !== undefined) r.tags = to.tags;
+  if (to.metadata !== undefined) r.metadata = to.metadata;
+  if (to.expiresAt !== undefined) r.expiresAt = to.expiresAt;
+  return r;
+}
+
 /**
  * Whether an op may act on `target` as read inside the transaction: it must be current, except
  * that an expiry (a DELETE with `expiresAt`) acts on a memory whose time is up, if it still
- * expires at that time.
+ * expires at that time, and a revert acts on the memory exactly as it was planned from, in any
+ * state (else the whole apply fails: WriteConflict).
  */
 export function targetIsLive(op: MemoryOp, target: MemoryRecord | undefined, now: number): target is MemoryRecord {
+  if (op.event === "REVERT") {
+    if (target?.updatedAt !== op.expect.updatedAt || target.state !== op.expect.state)
+      throw new WriteConflict("changed", `memory ${op.target} changed while the revert was planned; try again`);
+    return true;
+  }
   if (op.event === "DELETE" && op.expiresAt !== undefined)
     return target?.state === "current" && target.expiresAt === op.expiresAt;
   return isCurrent(target, now);
@@ -187,6 +319,7 @@ export const targetOf = (op: MemoryOp): string | undefined => ("target" in op ? 
 export function vectorOf(op: MemoryOp): NewMemory["vector"] {
   if ("create" in op) return op.create.vector;
   if ("patch" in op) return op.patch.vector;
+  if (op.event === "REVERT") return op.vector;
   return undefined;
 }
 
@@ -215,8 +348,18 @@ export const byScoreThenNewer = (
 /** Whether a memory meets a search filter (or a list query's filters). */
 export function matchesFilter(
   m: MemoryRecord,
-  f: { category?: string; categories?: string[]; tags?: string[]; observedAfter?: number; observedBefore?: number },
+  f: {
+    category?: string;
+    categories?: string[];
+    tags?: string[];
+    observedAfter?: number;
+    observedBefore?: number;
+    key?: string;
+    entityPrefix?: string;
+  },
 ): boolean {
+  if (f.key !== undefined && m.key !== f.key) return false;
+  if (f.entityPrefix !== undefined && !m.entity.startsWith(f.entityPrefix)) return false;
   if (f.category !== undefined && m.category !== f.category) return false;
   if (f.categories !== undefined && !f.categories.includes(m.category)) return false;
   if (f.observedAfter !== undefined && observedOf(m) < f.observedAfter) return false;

@@ -6,7 +6,7 @@
 // each line against them. Storage knows nothing of HTTP or of the features.
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import { limits } from "../config/limits";
-import { Category, Importance, lowerUuidPattern, Name, oneOf, Tags } from "../wire/schemas";
+import { Category, Importance, lowerUuidPattern, MemoryKey, Name, oneOf, Tags } from "../wire/schemas";
 
 /** Audit event kinds: the interface's six, plus UPDATE (an edit in place, memd's extension). Persisted as these strings. */
 export const eventKinds = ["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"] as const;
@@ -40,6 +40,10 @@ export const MemoryRecord = Type.Object({
   // When the fact was stated or observed (valid time); set by every write since format 7 /
   // schema 5. Absent on older records: it is then `createdAt` (observedOf).
   observedAt: Type.Optional(Ms),
+  // A keyed fact's key (issue 33; format 8 / schema 9): set when the memory is added and never
+  // changed, so an event needs not carry it. At most one current memory holds a (namespace,
+  // entity, key); deleting, replacing or erasing the memory frees it.
+  key: Type.Optional(MemoryKey),
 });
 export type MemoryRecord = Static<typeof MemoryRecord>;
 
@@ -72,6 +76,9 @@ export const EventRecord = Type.Object({
   observedAt: Type.Optional(Ms),
   // The old side's observed time: the replaced memory's (REPLACE), or the one an edit changed (UPDATE, MERGE).
   oldObservedAt: Type.Optional(Ms),
+  // Set on the events of a revert or a restore (issue 33; schema 11): the id (seq, as text) of the
+  // event whose state a revert brought back, or the ISO 8601 instant a restore went back to.
+  revertOf: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
 });
 export type EventRecord = Static<typeof EventRecord>;
 
@@ -141,3 +148,60 @@ export const recordSchemas = {
   key: KeyRecord,
   erasure: ErasureRecord,
 };
+
+// ---- Webhooks (issue 34) ----------------------------------------------------------------------
+
+export const webhookStates = ["active", "paused", "disabled"] as const;
+export type WebhookState = (typeof webhookStates)[number];
+
+/**
+ * A webhook subscription. `cursor` is the seq of the last event of the trail it is past
+ * (delivered with a 2xx, or not matching): delivery goes on from the next one. The signing
+ * secret is kept as it is (HMAC needs it); it is shown once, when made or rotated.
+ */
+export const WebhookRecord = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 64 }),
+  url: Type.String({ minLength: 1, maxLength: 2048 }),
+  /** Namespace patterns, as keys have them (`*`, a name, `prefix/*`). */
+  namespaces: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }),
+  /** Event kinds delivered (every kind when made without a list). */
+  events: Type.Array(oneOf(eventKinds)),
+  description: Nullable(Type.String()),
+  secret: Type.String(),
+  /** The secret before the last rotation, still signing until `previousSecretUntil`. */
+  previousSecret: Nullable(Type.String()),
+  previousSecretUntil: Nullable(Ms),
+  /** The key that made it: what it may deliver is what that key may read. */
+  createdBy: Type.String(),
+  createdAt: Ms,
+  updatedAt: Ms,
+  state: oneOf(webhookStates),
+  stateReason: Nullable(Type.String()),
+  cursor: Type.Integer({ minimum: 0 }),
+  /** Bumped by every change made through the API (not by delivery): a deliverer sees its plan is stale. */
+  rev: Type.Integer({ minimum: 0 }),
+  /** When the event now being retried first failed; null when the last attempt succeeded. */
+  failingSince: Nullable(Ms),
+  lastDeliveredAt: Nullable(Ms),
+  lastError: Nullable(Type.String()),
+});
+export type WebhookRecord = Static<typeof WebhookRecord>;
+
+/** One delivery attempt, as GET /v1/webhooks/{id}/deliveries lists it (no payload: it could hold erased content). */
+export const DeliveryRecord = Type.Object({
+  webhookId: Type.String(),
+  /** The event's seq, and the webhook-id header sent with it. */
+  seq: Type.Integer({ minimum: 1 }),
+  messageId: Type.String(),
+  eventKind: Type.String(),
+  namespace: Type.String(),
+  atMs: Ms,
+  /** 1 for the first attempt of this event, counting up while it fails. */
+  attempt: Type.Integer({ minimum: 1 }),
+  /** The receiver's HTTP status, or null when none came (refused, timed out, unreachable). */
+  status: Nullable(Type.Integer()),
+  ok: Type.Boolean(),
+  error: Nullable(Type.String()),
+  durationMs: Type.Number({ minimum: 0 }),
+});
+export type DeliveryRecord = Static<typeof DeliveryRecord>;

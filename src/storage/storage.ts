@@ -5,6 +5,7 @@
 // Feature code imports this file and records.ts, never lmdb or SQL.
 import type { QueryTerm } from "../text/scoring";
 import type {
+  DeliveryRecord,
   ErasureRecord,
   EventKind,
   EventRecord,
@@ -12,6 +13,7 @@ import type {
   IdempotencyEntry,
   KeyRecord,
   MemoryRecord,
+  WebhookRecord,
 } from "./records";
 
 /** A new memory as a feature builds it; its times come from the event clock inside the transaction. */
@@ -53,7 +55,57 @@ export type MemoryOp =
   | { event: "REPLACE"; create: NewMemory; target: string; reason: string }
   | { event: "MERGE" | "UPDATE"; target: string; patch: MemoryPatch; reason?: string | null }
   | { event: "DELETE"; target: string; reason: string; expiresAt?: number }
-  | { event: "SKIP_DUPLICATE" | "KEEP_EXISTING"; target: string; newContent: string; reason?: string | null };
+  | { event: "SKIP_DUPLICATE" | "KEEP_EXISTING"; target: string; newContent: string; reason?: string | null }
+  | RevertOp;
+
+/**
+ * A memory's state as a revert or a restore gives it back (the fields an event carries; the id,
+ * key, source and creation time stay the record's).
+ */
+export interface RevertState {
+  content: string;
+  category: string;
+  importance: number;
+  tags?: string[];
+  metadata?: Record<string, unknown>;
+  expiresAt?: number;
+  observedAt: number;
+}
+
+/**
+ * Sets a memory to a state it had (`to`), or retires it (`to` null), with an ordinary event
+ * carrying `revertOf` (storage/ops.ts planOp: ADD when it comes back, UPDATE when it changes,
+ * DELETE when it goes). It acts only on the memory exactly as it was planned from (`expect`), and
+ * when `entityLastEventAtMs` is given, only while the entity's newest event is still that one:
+ * otherwise the whole apply fails with WriteConflict, so a restore is one atomic change of the
+ * state it read, never a mix.
+ */
+export interface RevertOp {
+  event: "REVERT";
+  target: string;
+  to: RevertState | null;
+  revertOf: string;
+  reason: string;
+  expect: { updatedAt: number; state: MemoryRecord["state"] };
+  /** A keyed memory brought back claims its key again: the key's current holder must be none (or it). */
+  key?: { namespace: string; entity: string; key: string };
+  entityLastEventAtMs?: number;
+  vector?: VectorUpdate;
+}
+
+/**
+ * An apply refused as a whole, nothing written: a memory a revert or restore planned from changed
+ * meanwhile ("changed": plan again), the key of a memory it brings back is held by another current
+ * memory ("key_taken"), or its content was erased ("erased").
+ */
+export class WriteConflict extends Error {
+  constructor(
+    readonly reason: "changed" | "key_taken" | "erased",
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 /** What an op did: its event, and the memory it created or acted on, as it is after the op. */
 export interface Applied {
@@ -108,6 +160,10 @@ export interface SearchFilter {
   observedAfter?: number;
   /** Observed strictly before this time (ms). */
   observedBefore?: number;
+  /** The memory holding this key (keyed facts). */
+  key?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
 }
 
 /** A current memory and its score, higher is better. */
@@ -134,6 +190,10 @@ export interface ListMemoriesQuery {
   observedAfter?: number;
   /** Observed strictly before this time (ms). */
   observedBefore?: number;
+  /** Only the memory holding this key (keyed facts; needs entity). */
+  key?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
   limit: number;
   /** Continue with memories older than this memory id (the last one of the previous page). */
   before?: string;
@@ -223,6 +283,8 @@ export interface StorageStats {
   pendingEmbeddings: number;
   /** Backend-specific gauges: name -> [help, value]. */
   gauges: Record<string, [string, number]>;
+  /** Backend-specific counters (only grow while the process runs): name -> [help, value]. */
+  counters?: Record<string, [string, number]>;
 }
 
 // The roles: one small interface per concern, each implemented once per backend in a file of its
@@ -268,6 +330,8 @@ export interface MemoryReads {
    * id order (creation order: the memories stored next to it in time), as [its id, neighbour] pairs.
    */
   adjacentMemories(memories: readonly MemoryRecord[], now: number): Promise<[string, MemoryRecord][]>;
+  /** The current memory holding a keyed fact's key (issue 33), or undefined. */
+  memoryByKey(namespace: string, entity: string, key: string, now?: number): Promise<MemoryRecord | undefined>;
   /** Current memories whose expiry is at or before `now`, soonest first. */
   dueExpiries(now: number, limit: number): Promise<{ id: string; expiresAt: number }[]>;
 }
@@ -314,7 +378,7 @@ export interface Browse {
    */
   namespaces(page: NamePage): Promise<NamespaceSummary[]>;
   /** Entities of a namespace that have events, in name order; bounded like `namespaces`. */
-  entities(namespace: string, page: Omit<NamePage, "prefix">): Promise<EntitySummary[]>;
+  entities(namespace: string, page: NamePage): Promise<EntitySummary[]>;
 }
 
 /** Ranked reads over current memories, by words and by meaning. */
@@ -437,6 +501,65 @@ export interface Upkeep {
   close(): Promise<void>;
 }
 
+/** Which events of the trail a webhook wants: namespace patterns (as keys have them) and kinds. */
+export interface TrailFilter {
+  /** Namespace patterns: `*`, an exact name, or `prefix/*`. */
+  namespaces: readonly string[];
+  /** Event kinds; empty: every kind. */
+  kinds: readonly EventKind[];
+}
+
+/**
+ * Webhook subscriptions, their delivery log, and the audit trail in seq order for them.
+ * Changes are read-modify-write functions run inside one transaction, so that the deliverer's
+ * cursor moves and the API's edits never overwrite each other.
+ */
+export interface Webhooks {
+  insertWebhook(w: WebhookRecord): Promise<void>;
+  getWebhook(id: string): Promise<WebhookRecord | undefined>;
+  /** Every subscription (they are few: made by hand). */
+  listWebhooks(): Promise<WebhookRecord[]>;
+  /**
+   * Changes a subscription in one transaction: `change` gets the stored record and answers the
+   * new one (or undefined: no change). With `owner`, only while that owner holds its delivery
+   * lease (else answers undefined and changes nothing); with `deliveries`, those attempts are
+   * logged in the same transaction (the newest 100 per subscription are kept). Answers the stored record
+   * after the call, undefined when there is none (or the lease is lost).
+   */
+  updateWebhook(
+    id: string,
+    change: (w: WebhookRecord) => WebhookRecord | undefined,
+    options?: { owner?: string; deliveries?: readonly DeliveryRecord[] },
+  ): Promise<WebhookRecord | undefined>;
+  /** Removes a subscription, its log and its lease; false when there was none. */
+  deleteWebhook(id: string): Promise<boolean>;
+  /** The newest attempts of a subscription, newest first. */
+  webhookDeliveries(id: string, limit: number): Promise<DeliveryRecord[]>;
+  /**
+   * Up to `limit` events matching `filter` with seq above `afterSeq`, in seq order, that no later
+   * commit can precede: on LMDB every committed event (seq is commit order); on PostgreSQL those
+   * up to the horizon below which every transaction that took a seq has ended (seqs are taken in
+   * the order of each namespace's clock, not across namespaces). `scannedTo` is the seq the scan
+   * is past (matching or not): a cursor may move there.
+   */
+  trailAfter(
+    afterSeq: number,
+    filter: TrailFilter,
+    limit: number,
+  ): Promise<{ events: EventRecord[]; scannedTo: number }>;
+  /** One event by seq, as it is now (an erasure scrubs events in place). */
+  eventBySeq(seq: number): Promise<EventRecord | undefined>;
+  /**
+   * Takes or renews the delivery lease of a subscription for `ttlMs` (database time on
+   * PostgreSQL, so replicas' clocks do not matter): true while `owner` holds it. A lease is a
+   * row, not a session lock, so it works through a pooler in transaction mode. LMDB has one
+   * process per data dir: always true.
+   */
+  leaseWebhook(id: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Gives a lease up (on a clean stop), so another replica takes over at once. */
+  releaseWebhook(id: string, owner: string): Promise<void>;
+}
+
 /** Every role, over one backend. */
 export interface Storage
   extends MemoryWrites,
@@ -450,6 +573,7 @@ export interface Storage
     Erasure,
     Transfer,
     Idempotency,
+    Webhooks,
     Upkeep {
   readonly backend: "lmdb" | "postgres";
 }

@@ -1,7 +1,8 @@
 // Languages for the keyword index: stop words from stopwords-iso (per ISO 639-1 code) and the
 // Snowball stemmers (snowball-stemmers, the JS port of snowball.tartarus.org) for the languages
 // that have both. A text's language is the one with the most stop words among its words (ties:
-// the order of `languages`); a text without any is of no language, and its words are not stemmed.
+// the order of `languages`), if that is evidence enough (see minStopWords); a text without it is
+// of no language, and its words are not stemmed.
 
 import * as snowball from "snowball-stemmers";
 import stopwordsIso from "stopwords-iso";
@@ -112,8 +113,17 @@ function stemOf(w: string, info: Word, language: number): string {
 const counts = new Int32Array(languages.length);
 
 /**
+ * Stop words a text needs of a language (occurrences) for that to be its language. One word is
+ * no evidence in a short text: "Collects stamps, album bravo." has one stop word, French
+ * "bravo", and stemmed as French it ranked about twice its neighbours for "stamps", which stayed
+ * unstemmed. So a language other than English needs two; English, the default of memd's texts
+ * (and first in `languages`, so it wins ties), needs one: "Moved to Berlin" stays English.
+ */
+const minStopWords = (language: number) => (language === 0 ? 1 : 2);
+
+/**
  * The language of a text's words (folded): the index in `languages` of the one with the most
- * stop words among them (ties: the first), or -1 when none has any.
+ * stop words among them (ties: the first), or -1 when none has enough (minStopWords).
  */
 export function detectLanguage(ws: readonly string[]): number {
   return detect(ws.map(word));
@@ -121,10 +131,17 @@ export function detectLanguage(ws: readonly string[]): number {
 
 function detect(infos: readonly Word[]): number {
   let any = 0;
-  for (const info of infos) any |= info.stopBits;
+  let stops = 0;
+  for (const info of infos) {
+    any |= info.stopBits;
+    if (info.stopBits !== 0) stops++;
+  }
   if (any === 0) return -1;
   // One language: no counting.
-  if ((any & (any - 1)) === 0) return 31 - Math.clz32(any);
+  if ((any & (any - 1)) === 0) {
+    const only = 31 - Math.clz32(any);
+    return stops >= minStopWords(only) ? only : -1;
+  }
   counts.fill(0);
   for (const info of infos) {
     let bits = info.stopBits;
@@ -132,7 +149,7 @@ function detect(infos: readonly Word[]): number {
   }
   let best = 0;
   for (let i = 1; i < counts.length; i++) if (counts[i] > counts[best]) best = i;
-  return best;
+  return counts[best] >= minStopWords(best) ? best : -1;
 }
 
 /** A text's words (folded) stemmed in the text's language, in place; returns the language (-1: none). */

@@ -12,6 +12,10 @@ export const errorCatalogue = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
+  // Keyed facts, revert and restore (issue 33): the key is held by another current memory, or
+  // the memory changed meanwhile (409); the content asked for was erased (410).
+  conflict: 409,
+  erased: 410,
   rate_limited: 429,
   internal: 500,
   llm_upstream_error: 502,

@@ -30,12 +30,21 @@ export const oneOf = <const T extends readonly string[]>(values: T) =>
 
 /** A namespace or entity name. */
 export const Name = NoControlText(1, limits.nameChars);
+/** Only entities whose name starts with this text (for example every entity under "acme."). */
+export const EntityPrefix = NoControlText(1, limits.nameChars, {
+  description: "only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`",
+});
 
 /** A memory's category and one of its tags: the rules every schema that takes them shares (stores, filters, the export format). */
 export const Category = NoControlText(1, limits.categoryChars);
 export const Tag = t.String({ minLength: 1, maxLength: limits.tagChars, pattern: tagPattern });
 export const Tags = t.Array(Tag, { maxItems: limits.tags });
 export const Importance = t.Number({ minimum: 0, maximum: 1 });
+/** A keyed fact's key (issue 33): at most one current memory per (namespace, entity, key). */
+export const MemoryKey = NoControlText(1, limits.memoryKeyChars, {
+  description:
+    "at most one current memory per (namespace, entity, key); a store with the key of a current memory updates it in place",
+});
 
 /**
  * A UUID's text, in one place. Memory ids are UUIDv7; requests may name them in any case (an id

@@ -104,7 +104,7 @@ export const layers: string[][] = [
   ["audit", "browse"],
   ["memory"],
   ["search"],
-  ["context", "extraction", "transfer", "mem0", "ui"],
+  ["context", "extraction", "transfer", "mem0", "ui", "webhooks"],
   ["mcp"],
   ["app.ts"],
   ["server.ts"],
@@ -233,4 +233,27 @@ test("each backend uses the search engine through its small interface: src/index
       "storage/postgres/vector-cache.ts",
     ]),
   );
+});
+
+/** client/src's files and the files of client/src each imports, type-only imports included (`./x.js` is x.ts). */
+export function clientGraph(dir = resolve(src, "../client/src")): Map<string, Set<string>> {
+  const graph = new Map<string, Set<string>>();
+  for (const file of sourceFiles(dir)) {
+    const deps = new Set<string>();
+    for (const m of readFileSync(file, "utf8").matchAll(/\b(?:from|import)\s*\(?\s*"(\.[^"]*)"/g)) {
+      const target = resolve(dirname(file), m[1]).replace(/\.js$/, "");
+      const found = [`${target}.ts`, join(target, "index.ts")].find((f) => existsSync(f));
+      if (found) deps.add(relative(dir, found));
+    }
+    graph.set(relative(dir, file), deps);
+  }
+  return graph;
+}
+
+test("no import cycle between files of the client (client/src), type-only imports included", () => {
+  const graph = clientGraph();
+  expect([...graph.get("index.ts")!].sort()).toEqual(["client.ts", "tools.ts", "types.gen.ts", "webhooks.ts"]);
+  expect(graph.get("tools.ts")!.size).toBeGreaterThan(0);
+  expect(cycles(graph)).toEqual([]);
+  expect([...graph].filter(([, deps]) => deps.has("index.ts")).map(([f]) => f)).toEqual([]);
 });

@@ -142,6 +142,96 @@ describe("built client against a server started by the built test kit", () => {
     expect(await c.deleteEntity(q, { idempotencyKey: "ent-1" })).toEqual({ deleted: 1 });
   });
 
+  /** A fetch that answers `status` to the first `fail` requests (without sending them on), noting every request's headers. */
+  const flaky = (fail: number, status = 503, retryAfter: string | null = "0") => {
+    const seen: Headers[] = [];
+    const f = (async (input: string | URL | Request, init?: RequestInit) => {
+      seen.push(new Headers(init?.headers));
+      if (seen.length <= fail)
+        return Response.json(
+          { error: { code: status === 429 ? "rate_limited" : "storage_unavailable", message: "try again" } },
+          { status, headers: retryAfter === null ? {} : { "retry-after": retryAfter } },
+        );
+      return fetch(input, init);
+    }) as typeof fetch;
+    return { seen, fetch: f };
+  };
+
+  test("a write retried after 503 carries one Idempotency-Key and writes once; each call its own key", async () => {
+    const f = flaky(2);
+    const c = client.createClient({ url: memd.url, key: memd.key, fetch: f.fetch });
+    const stored = await c.store({ namespace: "retry", entity: "u", content: "once only", infer: false });
+    const keys = f.seen.map((h) => h.get("idempotency-key"));
+    expect(keys).toHaveLength(3);
+    expect(keys[0]).toBeTruthy();
+    expect(new Set(keys).size).toBe(1);
+    expect((await memd.client.list({ namespace: "retry" })).memories.map((m) => m.id)).toEqual([stored.memories[0].id]);
+
+    const g = flaky(0);
+    const d = client.createClient({ url: memd.url, key: memd.key, fetch: g.fetch });
+    await d.store({ namespace: "retry", entity: "u", content: "second", infer: false });
+    await d.store({ namespace: "retry", entity: "u", content: "third", infer: false }, { idempotencyKey: "mine-1" });
+    await d.update(stored.memories[0].id, { content: "edited" });
+    await d.delete(stored.memories[0].id);
+    const sent = g.seen.map((h) => h.get("idempotency-key"));
+    expect(sent[1]).toBe("mine-1");
+    expect(sent.every(Boolean)).toBe(true);
+    expect(new Set(sent).size).toBe(4);
+  });
+
+  test("retries are bounded, wait 0.5 s doubling without Retry-After, and happen only where repeating is safe", async () => {
+    const f = flaky(10, 503, null);
+    const c = client.createClient({ url: memd.url, key: memd.key, fetch: f.fetch, maxRetries: 2 });
+    const t0 = performance.now();
+    const failed = await c.list({ namespace: "retry" }).catch((e) => e);
+    expect([failed.status, failed.code, f.seen.length]).toEqual([503, "storage_unavailable", 3]);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(1400); // 0.5 s, then 1 s
+
+    // An erase cannot be repeated safely; without automatic keys, a store neither: a 503 at once.
+    for (const make of [
+      (x: typeof c) => x.erase({ namespace: "retry", entity: "nobody" }),
+      (x: typeof c) => x.store({ namespace: "retry", entity: "u", content: "unkeyed", infer: false }),
+    ]) {
+      const g = flaky(10);
+      const x = client.createClient({ url: memd.url, key: memd.key, fetch: g.fetch, idempotencyKeys: false });
+      expect((await make(x).catch((e) => e)).status).toBe(503);
+      expect(g.seen).toHaveLength(1);
+      expect(g.seen[0].get("idempotency-key")).toBeNull();
+    }
+
+    // A 429 is retried (it was refused before it ran), waiting Retry-After; one longer than
+    // maxRetryWaitMs is thrown at once.
+    const h = flaky(1, 429, "0");
+    const y = client.createClient({ url: memd.url, key: memd.key, fetch: h.fetch, idempotencyKeys: false });
+    expect(
+      (await y.store({ namespace: "retry", entity: "u", content: "after 429", infer: false })).memories,
+    ).toHaveLength(1);
+    expect(h.seen).toHaveLength(2);
+    const long = flaky(10, 429, "120");
+    const z = client.createClient({ url: memd.url, key: memd.key, fetch: long.fetch });
+    const limited = await z.me().catch((e) => e);
+    expect([limited.status, limited.code, long.seen.length]).toEqual([429, "rate_limited", 1]);
+  });
+
+  test("a request that outlasts timeoutMs is a MemdError timeout, not repeated", async () => {
+    let calls = 0;
+    const hung = Bun.serve({
+      port: 0,
+      hostname: "127.0.0.1",
+      fetch() {
+        calls++;
+        return new Promise<Response>(() => {}); // never answers
+      },
+    });
+    try {
+      const c = client.createClient({ url: `http://127.0.0.1:${hung.port}`, key: "k", timeoutMs: 300 });
+      const e = await c.store({ namespace: "t", entity: "u", content: "slow please", infer: false }).catch((x) => x);
+      expect([e.status, e.code, calls]).toEqual([0, "timeout", 1]);
+    } finally {
+      hung.stop(true);
+    }
+  });
+
   test("stream() refuses what a retry cannot fix", async () => {
     const it = memd.client.stream({ namespace: "ns", after: "garbage" });
     const err = await it.next().catch((e) => e);

@@ -114,6 +114,54 @@ test("remembers", async () => {
   expect({ code: r.code, err: r.err }).toMatchObject({ code: 0, err: expect.stringContaining("1 pass") });
 }, 90_000);
 
+test("its test kit runs under Node: the project's own `node --test` (memd itself is MEMD_BIN)", () => {
+  writeFileSync(
+    join(project, "memory.node.test.mjs"),
+    `import assert from "node:assert/strict";
+import { test } from "node:test";
+import { MemdError } from "@memd/client";
+import { findMemd, startMemd } from "@memd/client/testkit";
+
+test("remembers, under Node", async () => {
+  assert.equal(typeof globalThis.Bun, "undefined");
+  const memd = await startMemd({ model: [{ operations: [{ fact: "User drinks tea", decision: "ADD", category: "preference" }] }] });
+  try {
+    const smart = await memd.client.store({ namespace: "app", entity: "u1", content: "I drink tea" });
+    assert.deepEqual(smart.memories.map((m) => m.content), ["User drinks tea"]);
+    assert.equal(memd.modelRequests.length, 1);
+    await memd.client.store({ namespace: "app", entity: "u1", content: "lives in Lyon", infer: false });
+    const page = await memd.client.list({ namespace: "app", entity: "u1" });
+    assert.deepEqual(page.memories.map((m) => m.content).sort(), ["User drinks tea", "lives in Lyon"]);
+    const missing = await memd.client.get("00000000-0000-7000-8000-000000000000").catch((e) => e);
+    assert.ok(missing instanceof MemdError);
+    assert.equal(missing.status, 404);
+    assert.match(memd.logs(), /memd started/);
+  } finally {
+    await memd.stop();
+  }
+});
+
+test("finds memd on PATH, and says where it looked when there is none", async () => {
+  const bin = process.env.MEMD_BIN;
+  delete process.env.MEMD_BIN;
+  const path = process.env.PATH;
+  try {
+    process.env.PATH = bin.slice(0, bin.lastIndexOf("/")) + ":" + path;
+    assert.equal(findMemd(), bin);
+    process.env.PATH = "/nowhere";
+    await assert.rejects(startMemd(), /Set MEMD_BIN to a memd binary/);
+  } finally {
+    process.env.MEMD_BIN = bin;
+    process.env.PATH = path;
+  }
+});
+`,
+  );
+  const r = run(["/usr/bin/node", "--test", "memory.node.test.mjs"], { ...process.env, MEMD_BIN: memdBin });
+  expect({ code: r.code, out: r.out, err: r.err }).toMatchObject({ code: 0, out: expect.stringContaining("# pass 2") });
+  expect(r.out).toContain("# fail 0");
+}, 90_000);
+
 test("`bun add` of the client's directory (after make build) works the same", () => {
   const other = join(tmp.dir, "by-path");
   Bun.spawnSync(["mkdir", "-p", other]);

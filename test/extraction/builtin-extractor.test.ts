@@ -1,5 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { extractBuiltin, normalizeFact, selectCandidates, similarity, splitFacts } from "../../src/extraction/builtin";
+import {
+  builtinFacts,
+  extractBuiltin,
+  normalizeFact,
+  selectCandidates,
+  similarity,
+  splitFacts,
+} from "../../src/extraction/builtin";
 
 describe("splitFacts", () => {
   test.each([
@@ -122,5 +129,78 @@ describe("splitFacts on chat text", () => {
     const r = extractBuiltin("i like cats. i hate dogs.", [{ id: "a", content: "I like cats" }]);
     expect(r.facts).toEqual(["i hate dogs."]);
     expect(r.skipped).toEqual([{ fact: "i like cats.", duplicateOf: { id: "a", content: "I like cats" } }]);
+  });
+});
+
+describe("builtinFacts: what a conversation leaves without a model", () => {
+  test.each([
+    ["a role prefix is dropped", "user: I like hiking.", ["I like hiking."]],
+    [
+      "the assistant's turns are left out",
+      "user: I like hiking.\nassistant: Nice! Hiking is great exercise.",
+      ["I like hiking."],
+    ],
+    [
+      "several turns, labels in any case, small talk of both sides",
+      "User: Hi there\nAssistant: Hello! How can I help?\nUser: I moved to Lisbon. Thanks!\nAssistant: Great, noted.",
+      ["I moved to Lisbon."],
+    ],
+    [
+      "a turn over several lines",
+      "user: I have two cats.\nTheir names are Tom and Kit.\nassistant: Cute!",
+      ["I have two cats.", "Their names are Tom and Kit."],
+    ],
+    [
+      "system and tool turns are never kept",
+      "system: You are helpful.\nuser: I prefer green tea\ntool: ok",
+      ["I prefer green tea"],
+    ],
+    [
+      "no user turn: an agent's own notes are kept",
+      "assistant: The deploy runs at 9 UTC.",
+      ["The deploy runs at 9 UTC."],
+    ],
+    [
+      "a greeting before a statement",
+      "Hey! I'm Marcus. Hi there, I work at Shopify.",
+      ["I'm Marcus.", "I work at Shopify."],
+    ],
+    [
+      "an answer word before a statement",
+      "No, I live in Braga. Sounds good. I'll take the 9am train.",
+      ["I live in Braga.", "I'll take the 9am train."],
+    ],
+    [
+      "a word that only starts a statement stays",
+      "Fine wine is my hobby. No meat for me. Great news: I got promoted!",
+      ["Fine wine is my hobby.", "No meat for me.", "Great news: I got promoted!"],
+    ],
+    ["a label that is no role stays", "Note: buy milk", ["Note: buy milk"]],
+    [
+      "contradictions are not judged: both stay",
+      "Lives in Porto. Lives in Braga now.",
+      ["Lives in Porto.", "Lives in Braga now."],
+    ],
+  ])("%s", (_name, content, facts) => {
+    expect(builtinFacts(content)).toEqual(facts);
+  });
+
+  test.each([
+    "Nice!",
+    "Thanks",
+    "Hi there",
+    "ok",
+    "OK.",
+    "Thank you so much for the help!",
+    "Thanks, Bob!",
+    "Hi Sam.",
+    "Hey, good morning!",
+    "Good morning, how are you?",
+    "Yes.",
+    "Got it, cool.",
+    "user: Hello!\nassistant: Hi! How can I help you today?\nuser: ok thanks",
+  ])("small talk alone stores nothing: %p", (content) => {
+    expect(builtinFacts(content)).toEqual([]);
+    expect(extractBuiltin(content, []).facts).toEqual([]);
   });
 });

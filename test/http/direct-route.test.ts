@@ -179,7 +179,7 @@ describe("POST /v1/memory (infer: false) over HTTP", () => {
     expect(await counted(400)).toBe(before + 6);
   });
 
-  test("keys without the permission or the namespace get 403; with an Idempotency-Key the app replays", async () => {
+  test("keys without the permission or the namespace get 403; with an Idempotency-Key a repeat is replayed", async () => {
     const reader = (await s.json("POST", "/v1/keys", { name: "r", permission: "read", namespaces: ["*"] })).body.secret;
     const other = (await s.json("POST", "/v1/keys", { name: "o", permission: "read_write", namespaces: ["other"] }))
       .body.secret;

@@ -194,6 +194,44 @@ describe("mem0 paths the TypeScript client does not use", () => {
   });
 });
 
+describe("add with inference and no model (the built-in extractor)", () => {
+  const memories = async (user: string) =>
+    ((await mem0("GET", `/v1/memories/?user_id=${user}`)).body as any[]).map((m) => m.memory);
+
+  test("a {role, content} list: the user's statements are kept, the assistant's small talk is not", async () => {
+    const r = await mem0("POST", "/v1/memories/", {
+      messages: [
+        { role: "user", content: "Hi! I like hiking." },
+        { role: "assistant", content: "Nice! Hiking is great exercise." },
+        { role: "user", content: "Thanks" },
+      ],
+      user_id: "hiker",
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.results.map((m: any) => [m.memory, m.event])).toEqual([["I like hiking.", "ADD"]]);
+    expect(await memories("hiker")).toEqual(["I like hiking."]);
+  });
+
+  test('"user: …" / "assistant: …" text: role prefixes dropped, acknowledgements not stored', async () => {
+    const r = await mem0("POST", "/v1/memories/", {
+      messages: "user: I prefer green tea.\nassistant: Got it! Green tea it is.\nuser: ok",
+      user_id: "sipper",
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.results.map((m: any) => m.memory)).toEqual(["I prefer green tea."]);
+    for (const greeting of ["Hi there", "Thanks", "ok", "Nice!"]) {
+      const g = await mem0("POST", "/v3/memories/add/", {
+        messages: [{ role: "user", content: greeting }],
+        user_id: "sipper",
+      });
+      expect([greeting, g.status, g.body.results]).toEqual([greeting, 200, []]);
+    }
+    const again = await mem0("POST", "/v1/memories/", { messages: "user: i prefer green tea", user_id: "sipper" });
+    expect(again.body.results.map((m: any) => [m.memory, m.event])).toEqual([["I prefer green tea.", "NONE"]]);
+    expect(await memories("sipper")).toEqual(["I prefer green tea."]);
+  });
+});
+
 describe("an ordinary memd change", () => {
   test("a mem0 add is in memd's event stream and diff, and mem0's routes stay out of memd's OpenAPI document", async () => {
     const since = new Date().toISOString();
@@ -232,6 +270,25 @@ describe("fields beside the filters", () => {
     const own = await s.json("GET", `/v1/memory/${r.body.results[0].id}`);
     expect(own.body.expiresAt).toStartWith(`${day}T23:59:5`);
     expect((await add("ida", "x", { expiration_date: "2001-01-01" })).body.detail).toContain("in the past");
+  });
+
+  test("mem0's timestamp (Unix seconds) becomes memd's observedAt, on add and on update", async () => {
+    const said = Date.UTC(2025, 4, 17, 9, 30); // 2025-05-17T09:30:00Z
+    const r = await add("jo", "Jo moved to Porto", { timestamp: said / 1000 });
+    expect(r.status).toBe(200);
+    const id = r.body.results[0].id;
+    expect((await s.json("GET", `/v1/memory/${id}`)).body.observedAt).toBe("2025-05-17T09:30:00.000Z");
+    const later = Date.UTC(2025, 6, 1);
+    expect((await mem0("PUT", `/v1/memories/${id}/`, { timestamp: later / 1000 })).status).toBe(200);
+    expect((await s.json("GET", `/v1/memory/${id}`)).body.observedAt).toBe("2025-07-01T00:00:00.000Z");
+    // An ISO 8601 date is taken too; a date in the future or not a date is a 400 naming timestamp.
+    const iso = await add("jo", "Jo likes port wine", { timestamp: "2024-12-24T18:00:00Z" });
+    expect((await s.json("GET", `/v1/memory/${iso.body.results[0].id}`)).body.observedAt).toBe(
+      "2024-12-24T18:00:00.000Z",
+    );
+    const future = await add("jo", "x", { timestamp: Date.now() / 1000 + 86_400 });
+    expect([future.status, future.body.detail]).toEqual([400, expect.stringContaining("timestamp")]);
+    expect((await add("jo", "x", { timestamp: "soon" })).status).toBe(400);
   });
 
   test("add takes the ids in filters (the Python client's AddMemoryOptions)", async () => {

@@ -484,6 +484,31 @@ describe("built-in extractor (no MEMD_LLM_BASE_URL)", () => {
     expect(ev[2]).toMatchObject({ memoryId: jazz, newContent: "user likes JAZZ." });
     expect(fake.calls).toBe(0);
   });
+
+  test("a conversation keeps the user's statements, without role prefixes, greetings or acknowledgements", async () => {
+    const r = await smart(b, {
+      namespace: "bi",
+      entity: "chat",
+      content: "user: Hi there! I like hiking.\nassistant: Nice! Hiking is great exercise.\nuser: Thanks",
+    });
+    expect(r.status).toBe(200);
+    expectCost(r.headers, "builtin", 0);
+    expect(r.body.memories.map((m: any) => m.content)).toEqual(["I like hiking."]);
+    for (const content of ["Nice!", "Thanks", "Hi there", "ok"]) {
+      const small = await smart(b, { namespace: "bi", entity: "chat", content });
+      expect([content, small.status, small.body.memories]).toEqual([content, 200, []]);
+    }
+    const list = await b.json("GET", "/v1/memory?namespace=bi&entity=chat");
+    expect(list.body.memories.map((m: any) => m.content)).toEqual(["I like hiking."]);
+  });
+
+  test("contradictions are not judged without a model: both facts stay current", async () => {
+    await smart(b, { namespace: "bi", entity: "mover", content: "Lives in Porto." });
+    const r = await smart(b, { namespace: "bi", entity: "mover", content: "Lives in Braga now." });
+    expect(r.body.memories.map((m: any) => [m.content, m.event])).toEqual([["Lives in Braga now.", "ADD"]]);
+    const list = await b.json("GET", "/v1/memory?namespace=bi&entity=mover");
+    expect(list.body.memories.map((m: any) => m.content).sort()).toEqual(["Lives in Braga now.", "Lives in Porto."]);
+  });
 });
 
 test("running totals are exported for the metrics, and /metrics shows them", async () => {

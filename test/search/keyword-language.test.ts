@@ -50,6 +50,23 @@ describe("stemming and stop words per language", () => {
       expect(got[0]).toBe(memory);
     });
 
+  test("an English word that is a stop word elsewhere does not change how its text ranks", async () => {
+    // "bravo" is a French stop word: "Collects stamps, album bravo." was stemmed as French and
+    // scored about twice its neighbours for "stamps".
+    const ns = "lang-bravo";
+    for (const w of ["alpha", "bravo", "delta"]) await store(ns, `Collects stamps, album ${w}.`);
+    const r = await t.json("POST", "/v1/memory/search", {
+      namespace: ns,
+      entity: "u",
+      query: "stamps",
+      mode: "keyword",
+    });
+    expect(r.status).toBe(200);
+    const scores = r.body.results.map((m: { score: number }) => m.score);
+    expect(scores).toHaveLength(3);
+    expect(Math.max(...scores) / Math.min(...scores)).toBeCloseTo(1, 6);
+  });
+
   test("a query of stop words only still answers", async () => {
     await store("lang-stop", "She is who she is");
     await store("lang-stop", "Painting landscapes");

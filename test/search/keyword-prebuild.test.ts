@@ -7,6 +7,7 @@
 // threshold is set low (100) and the store looked at often, through the exported knobs.
 import { afterAll, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
+import { packing } from "../../src/index/keyword";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { prebuilding, prebuildStats, snapshotStats } from "../../src/storage/lmdb/keyword-cache";
 import { snapshotDir } from "../../src/storage/lmdb/keyword-snapshot";
@@ -20,7 +21,13 @@ const dirs: { cleanup: () => void }[] = [];
 const knobs = { ...prebuilding };
 prebuilding.startMs = 10;
 prebuilding.everyMs = 50;
+// (Namespaces growing past the threshold are followed too: keyword-follow.test.ts. Not here.)
+prebuilding.followMs = 3_600_000;
+// The namespaces here are small: as lists, not packed (packed ones are not snapshotted).
+const upTo = packing.upTo;
+packing.upTo = 0;
 afterAll(() => {
+  packing.upTo = upTo;
   Object.assign(prebuilding, knobs);
   for (const d of dirs) d.cleanup();
 });

@@ -3,6 +3,7 @@
 // acknowledged change, and kills itself with SIGKILL in the middle of a write, while a second
 // save (begun after a few dozen changes) waits between its pieces.
 import { existsSync, readdirSync } from "node:fs";
+import { packing } from "../../src/index/keyword";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { snapshotting } from "../../src/storage/lmdb/keyword-cache";
 import { snapshotDir } from "../../src/storage/lmdb/keyword-snapshot";
@@ -15,6 +16,7 @@ const rand = seededRandom(77);
 const vocab = "tea coffee cafe dog cat lisbon paris nurse piano runs daily vegan meat sails boat red blue green".split(
   " ",
 );
+packing.upTo = 0; // (lists, as the parent's: a snapshot is written)
 const s = await openLmdb(dir);
 const add = (i: number, word?: string) => ({
   event: "ADD" as const,

@@ -10,7 +10,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { KeywordSpace } from "../../src/index/keyword";
+import { KeywordSpace, packing } from "../../src/index/keyword";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { snapshotStats, snapshotting } from "../../src/storage/lmdb/keyword-cache";
 import { readSnapshot, snapshotDir, snapshotJob, writeSnapshot } from "../../src/storage/lmdb/keyword-snapshot";
@@ -20,7 +20,11 @@ import { seededRandom, tempDir } from "../helpers";
 import { keywordAnswers, queries, rebuiltAnswers, vocab } from "./keyword-answers";
 
 const dirs: { cleanup: () => void }[] = [];
+// The namespaces here are small: as lists, not packed (packed ones are not snapshotted).
+const upTo = packing.upTo;
+packing.upTo = 0;
 afterAll(() => {
+  packing.upTo = upTo;
   for (const d of dirs) d.cleanup();
 });
 const ns = "snap";

@@ -93,7 +93,7 @@ test("a small 4-bit copy takes room for its rows only, and keeps every row's val
   const draw = () => Float32Array.from({ length: 768 }, () => rand() - 0.5);
   const small = new FourBit();
   for (let r = 0; r < 10; r++) small.put(r, draw());
-  expect(held(small)).toBe(64 * 384); // not a block of 16,384 rows (6 MB)
+  expect(held(small)).toBe(16 * 384); // not a block of 16,384 rows (6 MB), nor 64 rows
   const k = new FourBit();
   const vs = new Map<number, Float32Array>();
   for (const r of [5000, 0, 70, 20000, 16383, 1]) {
@@ -107,6 +107,40 @@ test("a small 4-bit copy takes room for its rows only, and keeps every row's val
     const max = Math.max(...v.map(Math.abs));
     for (let j = 0; j < 768; j++) expect(Math.abs(got[j] - v[j])).toBeLessThanOrEqual(max / 14 + 1e-7);
   }
+});
+
+test("a space of fewer vectors than a search scores whole holds no codes (no kernel page): memory in proportion to its vectors; past it, its codes are made", () => {
+  const rand = seededRandom(7);
+  const dims = 768;
+  const stored = new Map<string, Float32Array>();
+  const keeper = new FourBit();
+  const space = new VectorSpace((id) => {
+    const v = stored.get(id);
+    return v && new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  }, keeper);
+  const put = (n: number) => {
+    for (let i = 0; i < n; i++) {
+      const id = `m${stored.size}`;
+      const v = Float32Array.from({ length: dims }, () => rand() - 0.5);
+      stored.set(id, v);
+      space.set(id, "e", v);
+    }
+  };
+  const hasKernel = () => (space as unknown as { kernel?: unknown }).kernel !== undefined;
+  put(20);
+  expect(hasKernel()).toBe(false);
+  // Its rows' ids and the 4-bit copy (384 bytes a row, room for 32), not a 64 KiB page besides.
+  expect(space.heldBytes()).toBeLessThan(32 * 1024);
+  const q = Float32Array.from({ length: dims }, () => rand() - 0.5);
+  const whole = space.nearest(undefined, q, ann.rescore);
+  expect(whole.all).toBe(true);
+  expect(whole.ids.length).toBe(20);
+  whole.ids.forEach((id, i) => expect(whole.sims[i]).toBeCloseTo(dot(stored.get(id)!, q), 5));
+  put(ann.rescore + 1 - 20);
+  expect(hasKernel()).toBe(true);
+  const some = space.nearest(undefined, q, 10);
+  expect(some.all).toBe(false);
+  expect(some.ids.length).toBeGreaterThanOrEqual(10);
 });
 
 for (const primed of [false, true])

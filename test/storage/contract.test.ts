@@ -355,6 +355,7 @@ const cases: Record<string, Case> = {
       source: "chat",
       ttlSeconds: 3600,
       observedAt: Date.now() - 1000,
+      key: "shape",
     });
     await s.apply([a], "k");
     await s.apply([{ event: "UPDATE", target: idOf(a), patch: { content: "every field, edited" } }], "k");
@@ -409,6 +410,97 @@ const cases: Record<string, Case> = {
     expect(await s.memoryAsOf(idOf(a), t0 - 10_000)).toBeUndefined();
     const page = await s.entityAsOf({ namespace: n, entity: "e", asOf: t0 + 10_000 });
     expect(page.memories.map((m) => m.content)).toEqual(["lives in Lisbon"]);
+  },
+
+  "Webhooks: a subscription kept and changed in one transaction, its log capped, leases exclusive": async (s) => {
+    const id = `wh_${ns("hook")}`;
+    const w = {
+      id,
+      url: "https://example.com/hook",
+      namespaces: ["a/*"],
+      events: [],
+      description: null,
+      secret: "whsec_x",
+      previousSecret: null,
+      previousSecretUntil: null,
+      createdBy: "k",
+      createdAt: 1,
+      updatedAt: 1,
+      state: "active" as const,
+      stateReason: null,
+      cursor: 0,
+      rev: 0,
+      failingSince: null,
+      lastDeliveredAt: null,
+      lastError: null,
+    };
+    await s.insertWebhook(w);
+    expect(await s.getWebhook(id)).toEqual(w);
+    expect((await s.listWebhooks()).map((x) => x.id)).toContain(id);
+    expect(await s.leaseWebhook(id, "r1", 60_000)).toBe(true);
+    if (s.backend === "postgres") expect(await s.leaseWebhook(id, "r2", 60_000)).toBe(false);
+    // A change under a lease another owner holds changes nothing (PostgreSQL; LMDB has one process).
+    if (s.backend === "postgres")
+      expect(await s.updateWebhook(id, (c) => ({ ...c, cursor: 9 }), { owner: "r2" })).toBeUndefined();
+    for (let i = 1; i <= 105; i++) {
+      const d = {
+        webhookId: id,
+        seq: i,
+        messageId: `m${i}`,
+        eventKind: "ADD",
+        namespace: "a/b",
+        atMs: 1000 + i,
+        attempt: 1,
+        status: 200,
+        ok: true,
+        error: null,
+        durationMs: 1,
+      };
+      const after = await s.updateWebhook(id, (c) => ({ ...c, cursor: i }), { owner: "r1", deliveries: [d] });
+      expect(after?.cursor).toBe(i);
+    }
+    const log = await s.webhookDeliveries(id, 1000);
+    expect(log.length).toBe(100);
+    expect(log[0].seq).toBe(105);
+    await s.releaseWebhook(id, "r1");
+    expect(await s.leaseWebhook(id, "r2", 60_000)).toBe(true);
+    expect(await s.deleteWebhook(id)).toBe(true);
+    expect(await s.getWebhook(id)).toBeUndefined();
+    expect(await s.webhookDeliveries(id, 10)).toEqual([]);
+    expect(await s.deleteWebhook(id)).toBe(false);
+  },
+
+  "Webhooks: the trail by seq, filtered by namespace pattern and kind, never passing an event": async (s) => {
+    const n = ns("trail");
+    const start = (await s.trailAfter(0, { namespaces: [], kinds: [] }, 1)).scannedTo;
+    const a = add(`${n}/x`, "one");
+    await s.apply([a], "k");
+    await s.apply([add(`${n}-other`, "not wanted")], "k");
+    await s.apply([{ event: "DELETE", target: idOf(a), reason: "deleted" }], "k");
+    await s.apply([add(`${n}/y`, "two")], "k");
+    const read = async (kinds: ("ADD" | "DELETE")[], limit = 10) => {
+      // The horizon may trail a commit by a moment on PostgreSQL: read until it has all four.
+      for (let tries = 0; ; tries++) {
+        const page = await s.trailAfter(start, { namespaces: [`${n}/*`], kinds }, limit);
+        const end = (await s.trailAfter(start, { namespaces: [], kinds: [] }, 1)).scannedTo;
+        if (page.scannedTo >= end || tries > 100) return page;
+        await Bun.sleep(10);
+      }
+    };
+    const all = await read([]);
+    expect(all.events.map((e) => [e.namespace.slice(n.length), e.event])).toEqual([
+      ["/x", "ADD"],
+      ["/x", "DELETE"],
+      ["/y", "ADD"],
+    ]);
+    expect(all.events.map((e) => e.seq)).toEqual([...all.events.map((e) => e.seq)].sort((x, y) => x - y));
+    expect((await read(["DELETE"])).events.map((e) => e.event)).toEqual(["DELETE"]);
+    const firstOnly = await s.trailAfter(start, { namespaces: [`${n}/*`], kinds: [] }, 1);
+    expect(firstOnly.events.length).toBe(1);
+    // A full page ends before the next matching event: a cursor at scannedTo passes none.
+    expect(firstOnly.scannedTo).toBeGreaterThanOrEqual(firstOnly.events[0].seq);
+    expect(firstOnly.scannedTo).toBeLessThan(all.events[1].seq);
+    expect((await s.eventBySeq(all.events[1].seq))?.event).toBe("DELETE");
   },
 
   "Upkeep: an open store is ready, and its figures count what was written": async (s) => {

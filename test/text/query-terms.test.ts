@@ -40,3 +40,13 @@ test("index terms: stemmed in the text's language; a text of no language keeps i
   expect(indexTerms("Er wohnt in der Straße")).toEqual(["er", "wohnt", "in", "der", "strass"]);
   expect(indexTerms("Luna Milo paintings 42")).toEqual(["luna", "milo", "paintings", "42"]);
 });
+
+test("one stop word of another language is no evidence: a short English text is not taken for French", () => {
+  // "bravo" is a French stop word; alone it does not make the text French.
+  expect(indexTerms("Collects stamps, album bravo.")).toEqual(["collects", "stamps", "album", "bravo"]);
+  expect(indexTerms("Collects stamps, album alpha.")).toEqual(["collects", "stamps", "album", "alpha"]);
+  // Two are: "Elle a travaillé comme chanteuse" is French.
+  expect(indexTerms("Elle chantait dans un café")).toEqual(["elle", "chant", "dan", "un", "caf"]);
+  // English, the default, needs one: "to".
+  expect(indexTerms("Moved to Berlin")).toEqual(["move", "to", "berlin"]);
+});

@@ -358,14 +358,29 @@ describe("the page in Chromium", () => {
       await signIn(page, keys.write.secret);
       const id = await raw("acme", "carol", "Carol works from Lisbon", { category: "location" });
       await go(page, `#/ns/acme/e/carol`);
+      await page.locator("#live[data-state=live]").waitFor(); // the stream sees the edit
       const item = page.locator(`li.memory[data-id="${id}"]`);
       await item.getByRole("button", { name: "Edit" }).click();
       await item.getByLabel("Content").fill("Carol works from Porto");
       await item.getByLabel("Tags (comma separated)").fill("work, travel");
+      // The item as it is now is marked: the stream's UPDATE re-renders the list (a new item),
+      // which happens before or after the PATCH's answer, so the test waits for that state.
+      await page.evaluate((id) => {
+        (globalThis as any).document.querySelector(`li.memory[data-id="${id}"]`).dataset.before = "1";
+      }, id);
       await item.getByRole("button", { name: "Save" }).click();
       await item.getByText("Carol works from Porto").waitFor();
-      // The keyboard is back on the memory's Edit button, not lost to the page.
-      expect(await page.evaluate(() => (globalThis as any).document.activeElement?.textContent)).toBe("Edit");
+      await page.locator(`li.memory[data-id="${id}"]:not([data-before])`).waitFor();
+      // The keyboard is back on the memory's Edit button, not lost to the page, also once the
+      // list was made again.
+      const focus = () => {
+        const active = (globalThis as any).document.activeElement;
+        return `${active?.closest("li")?.dataset.id ?? "(no memory)"} ${active?.textContent}`;
+      };
+      await page
+        .waitForFunction(`(${focus})() === ${JSON.stringify(`${id} Edit`)}`, undefined, { timeout: 10_000 })
+        .catch(() => {});
+      expect(await page.evaluate(focus)).toBe(`${id} Edit`);
       const m = (await s.json("GET", `/v1/memory/${id}`)).body;
       expect(m).toMatchObject({ content: "Carol works from Porto", tags: ["work", "travel"], category: "location" });
       const [last] = (await s.json("GET", `/v1/memory/events?memoryId=${id}&limit=1`)).body;

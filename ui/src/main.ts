@@ -108,6 +108,8 @@ async function route() {
     else if (parts[0] === "m" && parts[1]) await historyView(parts[1], token);
     else if (parts[0] === "changes" && parts[1] !== undefined)
       await changesView(parts[1], parts[2] === "e" ? parts[3] : undefined);
+    else if (parts[0] === "webhooks" && parts[1]) await webhookView(parts[1], token);
+    else if (parts[0] === "webhooks") await webhooksView(token);
     else await namespacesView(token);
   } catch (e) {
     // Nothing of the previous view stays under the error.
@@ -294,7 +296,7 @@ async function namespacesView(token: number) {
     ev.preventDefault();
     location.hash = nsHref(jump.value.trim());
   });
-  fill(main, title("Namespaces"), t.el, form);
+  fill(main, title("Namespaces", link("#/webhooks", "Webhooks")), t.el, form);
   if (!current(token)) return;
   await t.load();
   if (current(token)) pollNamespaces(token, () => t.load());
@@ -475,7 +477,17 @@ async function entityView(ns: string, entity: string, token: number) {
     const picked = source.filter(
       (m) => (!category.value || m.category === category.value) && (!tag.value || (m.tags ?? []).includes(tag.value)),
     );
+    // Every item is made again (a change from the stream re-renders the list): the keyboard
+    // stays on the same control of the same memory, not lost to the page.
+    const focused = document.activeElement;
+    const item = focused instanceof HTMLElement && list.contains(focused) ? focused.closest("li") : null;
+    const controls = (li: Element) => [...li.querySelectorAll<HTMLElement>("button, a, input, select, textarea")];
+    const at = item ? { id: item.dataset.id, index: controls(item).indexOf(focused as HTMLElement) } : undefined;
     fill(list, picked.slice(0, shown).map(memoryItem));
+    if (at?.id !== undefined && at.index >= 0) {
+      const again = [...list.querySelectorAll<HTMLElement>("li.memory")].find((li) => li.dataset.id === at.id);
+      if (again) controls(again)[at.index]?.focus();
+    }
     more.hidden = picked.length <= shown;
     more.textContent = `Show more (${picked.length - shown} more)`;
     loadMore.hidden = results !== null || next === null;
@@ -962,6 +974,156 @@ async function changesView(ns: string, entity?: string) {
 }
 
 // ---------------------------------------------------------------- start
+
+// ---------------------------------------------------------------- webhooks (issue 34)
+
+interface WebhookInfo {
+  id: string;
+  url: string;
+  namespaces: string[];
+  events: string[];
+  description: string | null;
+  state: "active" | "paused" | "disabled";
+  stateReason: string | null;
+  cursor: number;
+  failingSince: string | null;
+  lastDeliveredAt: string | null;
+  lastError: string | null;
+}
+interface DeliveryInfo {
+  seq: number;
+  messageId: string;
+  event: string;
+  namespace: string;
+  at: string;
+  attempt: number;
+  status: number | null;
+  ok: boolean;
+  error: string | null;
+  durationMs: number;
+}
+
+const stateBadge = (w: WebhookInfo) =>
+  h("span", { class: `badge webhook-${w.state}`, title: w.stateReason ?? "" }, w.state);
+
+/** The subscriptions this key manages: state, filter, cursor, last delivery and error. */
+async function webhooksView(token: number) {
+  setCrumbs(["Namespaces", "#/"], ["Webhooks", null]);
+  const list = await api<WebhookInfo[]>("GET", "/v1/webhooks");
+  if (!current(token)) return;
+  const table = h(
+    "table",
+    { class: "webhooks" },
+    h("caption", {}, `${list.length} webhook subscription${list.length === 1 ? "" : "s"}`),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ["URL", "Namespaces", "Events", "State", "Cursor", "Last delivered", "Last error"].map((c) => h("th", {}, c)),
+      ),
+    ),
+    h(
+      "tbody",
+      {},
+      list.map((w) =>
+        h(
+          "tr",
+          {},
+          h("td", {}, link(`#/webhooks/${enc(w.id)}`, w.url)),
+          h("td", {}, w.namespaces.join(", ")),
+          h("td", {}, w.events.length === 7 ? "all" : w.events.join(", ")),
+          h("td", {}, stateBadge(w), w.stateReason ? h("div", { class: "reason" }, w.stateReason) : null),
+          h("td", {}, String(w.cursor)),
+          h("td", {}, w.lastDeliveredAt ? time(w.lastDeliveredAt) : "never"),
+          h("td", { class: "error" }, w.lastError ?? ""),
+        ),
+      ),
+    ),
+  );
+  fill(
+    main,
+    title("Webhooks"),
+    list.length ? table : h("p", {}, "This key manages no webhook subscription. See docs/webhooks.md to make one."),
+  );
+}
+
+/** One subscription: its settings and state, pause or resume, and its recent delivery attempts. */
+async function webhookView(id: string, token: number) {
+  setCrumbs(["Namespaces", "#/"], ["Webhooks", "#/webhooks"], [id, null]);
+  const [w, deliveries] = await Promise.all([
+    api<WebhookInfo>("GET", `/v1/webhooks/${enc(id)}`),
+    api<DeliveryInfo[]>("GET", `/v1/webhooks/${enc(id)}/deliveries?limit=100`),
+  ]);
+  if (!current(token)) return;
+  const toggle = h(
+    "button",
+    {
+      type: "button",
+      onclick: async () => {
+        try {
+          await api("PATCH", `/v1/webhooks/${enc(id)}`, { state: w.state === "active" ? "paused" : "active" });
+          await route();
+        } catch (e) {
+          showError(e);
+        }
+      },
+    },
+    w.state === "active" ? "Pause" : "Resume",
+  );
+  const facts: [string, Node | string][] = [
+    ["URL", w.url],
+    ["Namespaces", w.namespaces.join(", ")],
+    ["Events", w.events.join(", ")],
+    ["Description", w.description ?? ""],
+    ["State", h("span", {}, stateBadge(w), w.stateReason ? ` ${w.stateReason}` : "")],
+    ["Cursor (seq)", String(w.cursor)],
+    ["Failing since", w.failingSince ? time(w.failingSince) : "—"],
+    ["Last delivered", w.lastDeliveredAt ? time(w.lastDeliveredAt) : "never"],
+    ["Last error", w.lastError ?? "—"],
+  ];
+  const log = h(
+    "table",
+    { class: "deliveries" },
+    h("caption", {}, `Recent deliveries (${deliveries.length})`),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ["Seq", "Event", "Attempt", "Time", "Status", "Error"].map((c) => h("th", {}, c)),
+      ),
+    ),
+    h(
+      "tbody",
+      {},
+      deliveries.map((d) =>
+        h(
+          "tr",
+          { class: d.ok ? "ok" : "failed" },
+          h("td", {}, String(d.seq)),
+          h("td", {}, `${d.event} (${d.namespace})`),
+          h("td", {}, String(d.attempt)),
+          h("td", {}, time(d.at)),
+          h("td", {}, d.status === null ? "no answer" : String(d.status)),
+          h("td", { class: "error" }, d.error ?? ""),
+        ),
+      ),
+    ),
+  );
+  fill(
+    main,
+    title(`Webhook ${w.id}`, toggle),
+    h(
+      "dl",
+      { class: "facts" },
+      facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]),
+    ),
+    deliveries.length ? log : h("p", {}, "No delivery attempt yet."),
+  );
+}
 
 window.addEventListener("hashchange", () => {
   route();

@@ -35,7 +35,10 @@ from .types import (
     ContextRequest,
     ContextResponse,
     CreatedKey,
+    CreatedWebhook,
     CreateKeyRequest,
+    CreateWebhook,
+    Delivery,
     DiffRequest,
     DiffResponse,
     EntitiesResponse,
@@ -45,10 +48,16 @@ from .types import (
     Memory,
     NamespacesResponse,
     PatchRequest,
+    RestoreRequest,
+    RestoreResponse,
+    RevertRequest,
+    RevertResponse,
+    PatchWebhook,
     SearchRequest,
     SearchResponse,
     StoreRequest,
     StoreResponse,
+    Webhook,
 )
 
 Fields = Mapping[str, Any]
@@ -96,8 +105,8 @@ class Memd:
       ``Idempotency-Key``.
     - ``idempotency_keys``: every store, update, delete and delete_entity carries an
       ``Idempotency-Key`` (the caller's ``idempotency_key=``, else a fresh one per call), so a
-      retry writes once (default True). False sends one only when given: raw stores then take the
-      server's fastest path, and are retried after a 429 only.
+      retry writes once (default True; a raw store with a key stays on the server's fastest path).
+      False sends one only when given: such writes are then retried after a 429 only.
     - ``headers``: extra headers on every request; ``http_client``: an ``httpx.Client`` of your own
       (proxies, transports); it is not closed by ``close()``.
     """
@@ -122,6 +131,7 @@ class Memd:
         self._own = http_client is None
         self._http = http_client or httpx.Client(timeout=timeout)
         self.keys = _Keys(self)
+        self.webhooks = _Webhooks(self)
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -176,7 +186,8 @@ class Memd:
         """Stores a memory: ``infer=False`` verbatim, otherwise (the default) extracted by the server's model.
 
         Fields: ``namespace``, ``entity``, ``content``, ``infer``, ``tags``, ``metadata``, ``source``,
-        ``ttl``, ``category``, ``importance``.
+        ``ttl``, ``category``, ``importance``, ``key`` (a keyed fact: updates the memory holding the
+        key in place; ``unchanged: 1`` when it already held exactly this).
         """
         return self._call(_api.store(request, fields, idempotency_key))
 
@@ -215,6 +226,11 @@ class Memd:
         namespaces, 400 when ``as_of`` is in the future."""
         return self._call(_api.get(memory_id, as_of))
 
+    def get_by_key(self, namespace: str, entity: str, key: str, *, as_of: str | None = None) -> Memory | None:
+        """The current memory holding a keyed fact's ``key`` (with ``as_of``: as it was then), or ``None``."""
+        page = self._call(_api.list_(None, {"namespace": namespace, "entity": entity, "key": key, "asOf": as_of}))
+        return page["memories"][0] if page["memories"] else None
+
     def update(
         self,
         memory_id: str,
@@ -227,6 +243,29 @@ class Memd:
         """Corrects a memory in place (event UPDATE): ``content``, ``category``, ``importance``,
         ``tags``, ``metadata``; ``None`` (JSON null) removes the tags or the metadata."""
         return self._call(_api.update(memory_id, patch, fields, idempotency_key))
+
+    def revert(
+        self,
+        memory_id: str,
+        request: RevertRequest | None = None,
+        /,
+        *,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> RevertResponse:
+        """Reverts a memory to its state right after one of its events: ``to_event`` (``toEvent``, an
+        event id as ``events`` gives it), ``dry_run`` (``dryRun``: what would change, nothing written).
+        ``MemdError`` 410 ``erased`` when an erasure took the content, 409 ``conflict`` when another
+        memory holds its key."""
+        return self._call(_api.revert(memory_id, request, fields, idempotency_key))
+
+    def restore(
+        self, request: RestoreRequest | None = None, /, *, idempotency_key: str | None = None, **fields: Any
+    ) -> RestoreResponse:
+        """Restores every memory of an entity to what it was at ``as_of`` (``asOf``), in one write:
+        ``namespace``, ``entity``, ``as_of``, ``dry_run``. The answer lists each memory and what was
+        done to it."""
+        return self._call(_api.restore(request, fields, idempotency_key))
 
     def delete(self, memory_id: str, *, idempotency_key: str | None = None) -> dict[str, Any]:
         """Deletes one memory (event DELETE): ``{"deleted": True}``."""
@@ -390,3 +429,41 @@ class _Keys:
     def revoke(self, key_id: str) -> dict[str, Any]:
         """Revokes a key: ``{"id": ..., "revoked": True}``."""
         return self._c._call(_api.keys_revoke(key_id))
+
+
+class _Webhooks:
+    """Webhook subscriptions (docs/webhooks.md): ``memd.webhooks.create/list/get/update/delete/
+    rotate_secret/deliveries/replay``. Check deliveries with ``memd.webhooks.verify_webhook``."""
+
+    def __init__(self, client: Memd) -> None:
+        self._c = client
+
+    def create(self, request: CreateWebhook | None = None, /, **fields: Any) -> CreatedWebhook:
+        """Subscribes ``url`` to ``namespaces`` (a pattern or a list), optionally ``events`` (kinds)
+        and ``description``. The signing secret is in this answer only."""
+        return self._c._call(_api.webhooks_create(request, fields))
+
+    def list(self) -> list[Webhook]:
+        return self._c._call(_api.webhooks_list())
+
+    def get(self, webhook_id: str) -> Webhook:
+        return self._c._call(_api.webhooks_get(webhook_id))
+
+    def update(self, webhook_id: str, patch: PatchWebhook | None = None, /, **fields: Any) -> Webhook:
+        """Changes ``url``, ``namespaces``, ``events``, ``description``; ``state="paused"`` or ``"active"``."""
+        return self._c._call(_api.webhooks_update(webhook_id, patch, fields))
+
+    def delete(self, webhook_id: str) -> dict[str, Any]:
+        return self._c._call(_api.webhooks_delete(webhook_id))
+
+    def rotate_secret(self, webhook_id: str) -> CreatedWebhook:
+        """A new secret, in this answer only; the old one keeps signing for 24 hours."""
+        return self._c._call(_api.webhooks_rotate_secret(webhook_id))
+
+    def deliveries(self, webhook_id: str, *, limit: int | None = None) -> list[Delivery]:
+        """Recent delivery attempts, newest first."""
+        return self._c._call(_api.webhooks_deliveries(webhook_id, limit))
+
+    def replay(self, webhook_id: str, from_seq: int) -> Webhook:
+        """Sends every matching event from ``from_seq`` on again, with the same webhook-ids."""
+        return self._c._call(_api.webhooks_replay(webhook_id, from_seq))

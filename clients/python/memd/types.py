@@ -41,11 +41,14 @@ class Memory(_MemoryRequired, total=False):
     tags: list[str]
     metadata: dict[str, Any]
     source: str
+    #: at most one current memory per (namespace, entity, key); a store with the key of a current memory updates it in place
+    key: str
     #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
     updatedAt: str
     #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
     expiresAt: str
-    event: Literal["ADD", "MERGE", "REPLACE"]
+    #: the event that wrote it: UPDATE when a keyed store changed the memory holding its key
+    event: Literal["ADD", "MERGE", "REPLACE", "UPDATE"]
 
 
 class _StoreRequestRequired(TypedDict):
@@ -67,12 +70,21 @@ class StoreRequest(_StoreRequestRequired, total=False):
     importance: float
     #: ISO 8601: when the fact was stated or observed (default: the time it is stored); not in the future (5 minutes of clock skew allowed), not before 1970
     observedAt: str
+    #: smart store only: also compare with keyed facts, which it may then skip, update, merge or replace (default false: keyed facts are left alone)
+    includeKeyed: bool
+    #: a keyed fact (stored verbatim, as infer: false): at most one current memory per (namespace, entity, key); storing with the key of a current memory updates that memory in place (same id, event UPDATE), and storing what it already holds changes nothing (unchanged: 1)
+    key: str
 
 
-class StoreResponse(TypedDict):
+class _StoreResponseRequired(TypedDict):
     memories: list[Memory]
     skipped: int
     conflicts: int
+
+
+class StoreResponse(_StoreResponseRequired, total=False):
+    #: keyed stores only: 1 when the memory holding the key already held exactly this (nothing written, no event; the memory is listed without `event`), else 0
+    unchanged: int
 
 
 class _ListQueryRequired(TypedDict):
@@ -81,6 +93,8 @@ class _ListQueryRequired(TypedDict):
 
 class ListQuery(_ListQueryRequired, total=False):
     entity: str
+    #: only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`
+    entityPrefix: str
     category: str
     #: repeat: all must match
     tag: list[str]
@@ -94,6 +108,8 @@ class ListQuery(_ListQueryRequired, total=False):
     observedAfter: str
     #: ISO 8601: only memories observed strictly before it
     observedBefore: str
+    #: the memory holding this key (needs entity): a page of 0 or 1 memories
+    key: str
 
 
 class ListResponse(TypedDict):
@@ -152,6 +168,8 @@ class _SearchRequestRequired(TypedDict):
 
 class SearchRequest(_SearchRequestRequired, total=False):
     entity: str
+    #: only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`
+    entityPrefix: str
     limit: int
     #: default: hybrid when an embedding model is configured, else keyword
     mode: Literal["keyword", "semantic", "hybrid"]
@@ -184,6 +202,8 @@ class SearchResult(_SearchResultRequired, total=False):
     tags: list[str]
     metadata: dict[str, Any]
     source: str
+    #: at most one current memory per (namespace, entity, key); a store with the key of a current memory updates it in place
+    key: str
     #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
     updatedAt: str
     #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
@@ -294,7 +314,7 @@ class EventsQuery(TypedDict, total=False):
     limit: int
 
 
-class AuditEvent(TypedDict):
+class _AuditEventRequired(TypedDict):
     id: str
     memoryId: str
     namespace: str
@@ -309,6 +329,11 @@ class AuditEvent(TypedDict):
     actorKeyId: str | None
     observedAt: str | None
     oldObservedAt: str | None
+
+
+class AuditEvent(_AuditEventRequired, total=False):
+    #: only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to)
+    revertOf: str
 
 
 class _StreamQueryRequired(TypedDict):
@@ -348,6 +373,8 @@ class _EntitiesQueryRequired(TypedDict):
 
 
 class EntitiesQuery(_EntitiesQueryRequired, total=False):
+    #: only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`
+    prefix: str
     #: 1 to 1000; default 100
     limit: int
     #: nextCursor of the previous page
@@ -402,3 +429,158 @@ class CreatedKey(TypedDict):
 class ExportQuery(TypedDict, total=False):
     #: repeat for several
     namespace: list[str]
+
+
+class _RevertRequestRequired(TypedDict):
+    #: the id of one of the memory's events, as GET /v1/memory/events shows it
+    toEvent: str
+
+
+class RevertRequest(_RevertRequestRequired, total=False):
+    #: answer what would change and write nothing
+    dryRun: bool
+
+
+class RevertResponse(TypedDict):
+    memoryId: str
+    toEvent: str
+    dryRun: bool
+    #: add: brought back (event ADD, same id); update: changed (UPDATE); delete: removed (DELETE); unchanged: already so, nothing written
+    action: Literal["add", "update", "delete", "unchanged"]
+    #: the fields that change (content, state, tags, ...)
+    fields: list[str]
+    #: the memory as it is current now; null when it is not
+    before: Memory | None
+    #: the memory after the revert; null when it is deleted by it
+    after: Memory | None
+    #: the event written; null on a dry run or when nothing changed
+    event: AuditEvent | None
+
+
+class _RestoreRequestRequired(TypedDict):
+    namespace: str
+    entity: str
+    #: ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md
+    asOf: str
+
+
+class RestoreRequest(_RestoreRequestRequired, total=False):
+    #: answer what would change and write nothing
+    dryRun: bool
+
+
+class RestoredMemory(TypedDict):
+    id: str
+    #: as a revert's, or erased: current at asOf but erased since, so it cannot come back
+    action: Literal["add", "update", "delete", "unchanged", "erased"]
+    fields: list[str]
+    before: Memory | None
+    after: Memory | None
+
+
+class RestoreResponse(TypedDict):
+    namespace: str
+    entity: str
+    asOf: str
+    dryRun: bool
+    changed: int
+    #: every memory current now or at asOf, newest first, and what was done to it
+    memories: list[RestoredMemory]
+    #: the events written, in order; empty on a dry run
+    events: list[AuditEvent]
+
+
+class _CreateWebhookRequired(TypedDict):
+    #: http:// or https:// (prefer https); must reach a public address unless the server allows private ones
+    url: str
+    #: a namespace pattern as keys have them (`*`, a name, `prefix/*`), or a list of them
+    namespaces: str | list[str]
+
+
+class CreateWebhook(_CreateWebhookRequired, total=False):
+    #: event kinds to deliver; absent: all
+    events: list[Literal["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"]]
+    description: str
+
+
+class CreatedWebhook(TypedDict):
+    id: str
+    url: str
+    namespaces: list[str]
+    events: list[Literal["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"]]
+    description: str | None
+    state: Literal["active", "paused", "disabled"]
+    #: why it is paused or disabled
+    stateReason: str | None
+    #: the id of the key that made it: it delivers what that key may read
+    createdBy: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    createdAt: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    updatedAt: str
+    #: seq of the last event of the trail it is past: delivery goes on after it
+    cursor: int
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    failingSince: str | None
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    lastDeliveredAt: str | None
+    lastError: str | None
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    previousSecretUntil: str | None
+    #: whsec_…: the signing secret, shown in this answer only
+    secret: str
+
+
+class Webhook(TypedDict):
+    id: str
+    url: str
+    namespaces: list[str]
+    events: list[Literal["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"]]
+    description: str | None
+    state: Literal["active", "paused", "disabled"]
+    #: why it is paused or disabled
+    stateReason: str | None
+    #: the id of the key that made it: it delivers what that key may read
+    createdBy: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    createdAt: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    updatedAt: str
+    #: seq of the last event of the trail it is past: delivery goes on after it
+    cursor: int
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    failingSince: str | None
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    lastDeliveredAt: str | None
+    lastError: str | None
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    previousSecretUntil: str | None
+
+
+class PatchWebhook(TypedDict, total=False):
+    #: http:// or https:// (prefer https); must reach a public address unless the server allows private ones
+    url: str
+    #: a namespace pattern as keys have them (`*`, a name, `prefix/*`), or a list of them
+    namespaces: str | list[str]
+    #: event kinds to deliver; absent: all
+    events: list[Literal["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"]]
+    description: str | None
+    #: paused: delivery stops (events wait); active: resumes, also a disabled one
+    state: Literal["active", "paused"]
+    #: the same as state: paused (true) or active (false)
+    paused: bool
+
+
+class Delivery(TypedDict):
+    seq: int
+    #: the webhook-id header sent: the same for every attempt of one event
+    messageId: str
+    event: str
+    namespace: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    at: str
+    attempt: int
+    status: int | None
+    ok: bool
+    error: str | None
+    durationMs: float

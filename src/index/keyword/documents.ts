@@ -17,22 +17,22 @@ export class DocumentTable {
   /** Documents numbered so far (gone ones included). */
   count = 0;
   /** Document number -> its id: 4 words of a UUID, or (any other id) zeros and an entry in `otherIds`. */
-  idWords = new Int32Array(4096);
+  idWords = new Int32Array(16);
   readonly otherIds = new Map<number, string>();
   /** Open addressing (linear probing) over the live documents' ids: document + 1, 0 when empty. */
-  table = new Int32Array(2048);
+  table = new Int32Array(8);
   /** Document number -> 1 once the document is gone. */
-  gone = new Uint8Array(1024);
+  gone = new Uint8Array(4);
   /** Document number -> its length, creation time, entity, and where its list ids start in the pool. */
-  docLen = new Int32Array(1024);
-  docCreated = new Float64Array(1024);
-  docEntity = new Int32Array(1024);
-  docStart = new Int32Array(1025);
+  docLen = new Int32Array(4);
+  docCreated = new Float64Array(4);
+  docEntity = new Int32Array(4);
+  docStart = new Int32Array(5);
   /** The (list id, tf) pairs of every document, in document order, each number a varint (7 bits a byte, low first). */
-  pool = new Uint8Array(8192);
+  pool = new Uint8Array(64);
   /** listsOf's answer: a document's list ids and tfs. */
-  termIds = new Int32Array(64);
-  termTfs = new Int32Array(64);
+  termIds = new Int32Array(16);
+  termTfs = new Int32Array(16);
   /** Entities: names, and per entity its documents (gone ones included until compaction) and how many are live. */
   readonly entityNames: string[] = [];
   readonly entityIndex = new Map<string, number>();

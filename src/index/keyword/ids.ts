@@ -29,7 +29,7 @@ export function hash(id: string, w: Words | undefined): number {
 
 /** The size of a table for `size` documents: a power of 2, at least twice as many. */
 export function tableSize(size: number) {
-  let n = 2048;
+  let n = 8;
   while (n < size * 2) n *= 2;
   return n;
 }

@@ -3,5 +3,5 @@
 
 export { keywordSearch } from "./search";
 export type { FrozenSpace, Piece, SpaceParts } from "./snapshot";
-export { type DocTerms, KeywordSpace, packTerms } from "./space";
+export { type DocTerms, KeywordSpace, packing, packTerms } from "./space";
 export { type Accept, type Hit, maxScoreStats, maxScoreTuning } from "./walk";

@@ -9,7 +9,7 @@ export type Typed = Int32Array | Uint16Array | Uint8Array | Float64Array;
  */
 export const grown = <T extends Typed>(a: T, size: number): T => {
   if (size <= a.length) return a;
-  const more = a.length < 1 << 16 ? a.length : a.length >> 3;
+  const more = a.length < 1 << 16 ? Math.max(a.length, 4) : a.length >> 3;
   const b = new (a.constructor as new (n: number) => T)(Math.max(size, a.length + more));
   b.set(a);
   return b;

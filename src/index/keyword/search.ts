@@ -20,7 +20,7 @@ const EMPTY: Hit<never>[] = [];
  * must not change during it (its scratch arrays are the space's own).
  */
 export function keywordSearch<R extends object, S extends object>(
-  space: KeywordSpace,
+  of: KeywordSpace,
   scope: S & { readonly entity?: string },
   terms: readonly Term[],
   limit: number,
@@ -32,6 +32,7 @@ export function keywordSearch<R extends object, S extends object>(
   share = 0,
 ): Hit<R>[] {
   if (terms.length === 0) return EMPTY;
+  const space = of.expanded();
   // The scope's documents and their average length (BM25's N and avgdl).
   const ofEntity = scope.entity === undefined ? undefined : space.entityDocuments(scope.entity);
   const docsOf = ofEntity?.docs;

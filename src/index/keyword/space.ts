@@ -16,13 +16,116 @@ import { type FrozenSpace, freezeTable, type SpaceParts, thaw } from "./snapshot
  * when it goes, and for entity searches; a namespace search walks the lists only).
  */
 export class KeywordSpace extends DocumentTable {
-  /** Compacts once more than this many documents (and more than half) are gone. */
-  constructor(private readonly compactAfter = 10000) {
+  /**
+   * While packed (see packing): every live document as a line, "\n" + its id (JSON) + "\t" + its
+   * DocTerms (JSON), all in one string (a string per document measured ~450 bytes of heap each
+   * however short); and no lists.
+   */
+  private small: string | undefined;
+  /** Estimated bytes of the lists (objects and arrays), for heldBytes. */
+  private listBytes = 0;
+
+  /**
+   * Compacts once more than this many documents (and more than half) are gone. `packed`: its
+   * documents are kept packed while they are few (see packing).
+   */
+  constructor(
+    private readonly compactAfter = 10000,
+    packed = false,
+  ) {
     super();
+    if (packed) {
+      this.small = "";
+      // (Nothing of the document table is used while packed: unpack makes it.)
+      Object.assign(this, { idWords: NO_I32, table: NO_I32, docLen: NO_I32, docEntity: NO_I32, docStart: NO_I32 });
+      Object.assign(this, { gone: NO_U8, pool: NO_U8, docCreated: NO_F64, termIds: NO_I32, termTfs: NO_I32 });
+    }
+  }
+
+  /** Each packed document's id and terms (see small). */
+  private *packedDocs(): Generator<[string, DocTerms]> {
+    const small = this.small!;
+    for (let at = 0; at < small.length; ) {
+      const tab = small.indexOf("\t", at);
+      let end = small.indexOf("\n", tab);
+      if (end < 0) end = small.length;
+      yield [JSON.parse(small.slice(at + 1, tab)), JSON.parse(small.slice(tab + 1, end))];
+      at = end;
+    }
+  }
+
+  /** Whether its documents are packed (see packing). */
+  get packed(): boolean {
+    return this.small !== undefined;
+  }
+
+  /**
+   * The space a search reads: itself, or, packed, lists made of its documents as they are now
+   * (not kept: about 2 µs a document).
+   */
+  expanded(): KeywordSpace {
+    if (this.small === undefined) return this;
+    const s = new KeywordSpace(this.compactAfter);
+    for (const [id, v] of this.packedDocs()) s.add(id, v, true);
+    return s;
+  }
+
+  /** Lists its packed documents, for good (past packing.upTo). */
+  private unpack() {
+    const docs = [...this.packedDocs()];
+    this.small = undefined;
+    this.table = new Int32Array(8);
+    this.docStart = new Int32Array(5);
+    this.live = 0;
+    this.totalLength = 0;
+    for (const [id, v] of docs) this.add(id, v, true);
+  }
+
+  /**
+   * What it holds in memory, in bytes, for the search-memory budget (an estimate: its arrays'
+   * lengths, and a typical size for each object, string and map entry; a mapped snapshot's
+   * arrays count as held).
+   */
+  heldBytes(): number {
+    if (this.small !== undefined) return SPACE_BYTES + this.small.length + 64;
+    return (
+      SPACE_BYTES +
+      this.idWords.byteLength +
+      this.table.byteLength +
+      this.gone.byteLength +
+      this.docLen.byteLength +
+      this.docCreated.byteLength +
+      this.docEntity.byteLength +
+      this.docStart.byteLength +
+      this.pool.byteLength +
+      this.touched.byteLength +
+      this.values.byteLength +
+      this.termIds.byteLength * 2 +
+      this.listBytes +
+      // (The entities' arrays of documents: about 4 bytes a document, with room.)
+      this.count * 6 +
+      this.entityNames.length * ENTITY_BYTES +
+      this.otherIds.size * OTHER_ID_BYTES
+    );
+  }
+
+  /** The lists' bytes counted again (after a snapshot was read, a trim or a compaction). */
+  private countLists() {
+    let n = 0;
+    for (const [term, l] of this.lists) n += LIST_BYTES + term.length + (l.doc.length + l.tailDoc.length) * 6;
+    this.listBytes = n;
   }
 
   /** Adds a memory from its terms (DocTerms: [length, createdAt, entity, term, tf, ...]). */
   add(id: string, v: DocTerms, isNew = false) {
+    if (this.small !== undefined) {
+      if (!isNew) this.remove(id);
+      this.small += `\n${JSON.stringify(id)}\t${JSON.stringify(v)}`;
+      this.live++;
+      this.totalLength += v[0] as number;
+      if (this.live > packing.upTo) this.unpack();
+      return;
+    }
     if (!isNew) this.remove(id);
     const entity = v[2] as string;
     const d = this.count++;
@@ -59,9 +162,12 @@ export class KeywordSpace extends DocumentTable {
         l = new List(this.listById.length);
         this.listById.push(l);
         this.lists.set(term, l);
+        this.listBytes += LIST_BYTES + term.length;
       }
       let tf = Math.min(MAX_TF, v[i + 1] as number);
+      const room = l.doc.length + l.tailDoc.length;
       l.push(d, tf, length);
+      this.listBytes += (l.doc.length + l.tailDoc.length - room) * 6;
       let id = l.id;
       for (; id >= 0x80; id >>>= 7) pool[k++] = (id & 0x7f) | 0x80;
       pool[k++] = id;
@@ -85,6 +191,18 @@ export class KeywordSpace extends DocumentTable {
   }
 
   remove(id: string) {
+    if (this.small !== undefined) {
+      const at = this.small.indexOf(`\n${JSON.stringify(id)}\t`);
+      if (at < 0) return;
+      const tab = this.small.indexOf("\t", at);
+      let end = this.small.indexOf("\n", tab);
+      if (end < 0) end = this.small.length;
+      this.live--;
+      // (The terms start with the document's length: "[length,".)
+      this.totalLength -= Number.parseInt(this.small.slice(tab + 2, end), 10);
+      this.small = this.small.slice(0, at) + this.small.slice(end);
+      return;
+    }
     const w = words(id);
     const s = this.slot(id, w);
     if (this.table[s] === 0) return;
@@ -121,18 +239,24 @@ export class KeywordSpace extends DocumentTable {
 
   /** Its live documents and lists as they are now, for a snapshot (snapshot.ts: freezeTable). */
   freeze(): FrozenSpace {
-    return freezeTable(this);
+    return freezeTable(this.expanded());
   }
 
   /** A space of the documents and lists of `p` (its arrays are used, not copied: they may be a mapped file's). */
   static fromParts(p: SpaceParts, compactAfter?: number): KeywordSpace {
     const s = new KeywordSpace(compactAfter);
     thaw(s, p);
+    s.countLists();
     return s;
   }
 
   /** Drops spare room in every array (after a first load). */
   trim() {
+    if (this.small !== undefined) {
+      // (Appends leave a rope of strings: made one, its size.)
+      this.small = this.small.slice(0);
+      return;
+    }
     for (const l of this.listById) l.trim();
     const n = this.count;
     this.pool = trimmed(this.pool, this.docStart[n]);
@@ -225,8 +349,27 @@ export class KeywordSpace extends DocumentTable {
     }
     this.rehash(this.live);
     this.dead = 0;
+    this.countLists();
   }
 }
+
+/**
+ * Up to how many documents a space made `packed` keeps them so: each document's terms as one
+ * string (JSON) by id, and no lists. A list per term costs ~500 bytes of objects however few its
+ * postings, so a namespace of 50 memories held ~280 KB of lists against ~13 KB for 50 memories'
+ * share of a namespace of 100,000 (issue 32); packed, a small namespace costs memory in
+ * proportion to what it holds, and a search makes the lists of that moment (KeywordSpace.expanded:
+ * ~0.5 ms at 256 documents). Past it the space unpacks, for good (tests make it small).
+ */
+export const packing = { upTo: 256 };
+/** bytes(): what an object, a list, an entity, an id kept aside and a packed document take besides their arrays and text. */
+const SPACE_BYTES = 1024;
+const LIST_BYTES = 400;
+const ENTITY_BYTES = 150;
+const OTHER_ID_BYTES = 100;
+const NO_I32 = new Int32Array(0);
+const NO_U8 = new Uint8Array(0);
+const NO_F64 = new Float64Array(0);
 
 /** A memory's indexed terms: [length, createdAt, entity, term, tf, term, tf, ...]. */
 export type DocTerms = (string | number)[];

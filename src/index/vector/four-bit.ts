@@ -19,7 +19,7 @@ export const exactReads = (limit: number) => limit * 2 + 12;
  * holds many) takes a few KB, not a block's 6 MB at 768 dimensions.
  */
 const BLOCK = 1 << 14;
-const FIRST = 64;
+const FIRST = 8;
 
 /**
  * A 4-bit copy of each row's vector: each dimension rounded to one of 15 levels of ±(its largest
@@ -74,6 +74,13 @@ export class FourBit implements RowKeeper {
       this.blocks.push(new Uint8Array(rows * this.bytes));
       this.scales.push(new Float32Array(rows));
     }
+  }
+
+  /** What it holds, in bytes (its blocks). */
+  heldBytes(): number {
+    let n = this.out.byteLength + this.qEven.byteLength * 2;
+    for (let b = 0; b < this.blocks.length; b++) n += this.blocks[b].byteLength + this.scales[b].byteLength;
+    return n;
   }
 
   move(from: number, to: number) {

@@ -62,6 +62,8 @@ export interface RowKeeper {
   move(from: number, to: number): void;
   /** When given, scores the codes' candidates against q itself (instead of `read` and dot.ts). */
   dot?(row: number, q: Float32Array): number;
+  /** What it holds, in bytes (for the search-memory budget). */
+  heldBytes?(): number;
 }
 
 /** Small deterministic generator (xorshift32), for picking cell centres (and a first load's sample). */
@@ -171,25 +173,43 @@ export class VectorSpace {
     return this.rows + this.odd.size;
   }
 
+  /**
+   * What it holds in memory, in bytes, for the search-memory budget (an estimate): the kernel's
+   * memory (codes, cells), the per-row arrays, each row's id and map entries, vectors of another
+   * length, and its keeper's.
+   */
+  heldBytes(): number {
+    let n = 2048 + (this.kernel?.memory.buffer.byteLength ?? 0) + this.sum.byteLength + this.probeIndex.byteLength;
+    n += this.rowEntity.byteLength + this.cellOf.byteLength + this.placeOf.byteLength;
+    for (const rows of this.cellRows) n += rows.byteLength;
+    n += this.rows * 200 + this.entityNames.length * 150;
+    for (const o of this.odd.values()) n += o.v.byteLength + 200;
+    return n + (this.keeper?.heldBytes?.() ?? 0);
+  }
+
   /** Sets (v given) or removes a memory's vector. */
   set(id: string, entity: string, v: Float32Array | undefined) {
     this.remove(id);
     if (v === undefined) return;
-    if (this.rows === 0 && this.dims === 0 && v.length > 0) this.init(v.length);
-    if (v.length !== this.dims || !this.fits(this.bytes * 2)) {
+    // (The codes are made once there are more rows than a search scores whole: makeCodes.)
+    if (this.rows === 0 && this.dims === 0 && v.length > 0) this.dims = v.length;
+    const codes = this.kernel !== undefined;
+    if (v.length !== this.dims || (codes && !this.fits(this.bytes * 2))) {
       this.odd.set(id, { entity, v: Float32Array.from(v) });
       return;
     }
     const r = this.rows++;
     this.reserveRows(this.rows);
-    this.encode(v, 0);
-    if (this.cells > 0) this.assign(r);
-    else {
-      if (r === this.rowRoom) this.growRowBlock();
-      this.u8.copyWithin(this.rowAt + r * this.bytes, 0, this.bytes);
+    if (codes) {
+      this.encode(v, 0);
+      if (this.cells > 0) this.assign(r);
+      else {
+        if (r === this.rowRoom) this.growRowBlock();
+        this.u8.copyWithin(this.rowAt + r * this.bytes, 0, this.bytes);
+      }
+      for (let j = 0; j < v.length; j++) this.sum[j] += v[j];
+      this.added++;
     }
-    for (let j = 0; j < v.length; j++) this.sum[j] += v[j];
-    this.added++;
     this.ids[r] = id;
     this.keeper?.put(r, v);
     let e = this.entityIndex.get(entity);
@@ -205,7 +225,36 @@ export class VectorSpace {
       this.byEntity.set(e, rows);
     }
     rows.add(r);
+    if (!codes) {
+      if (this.rows > ann.rescore) this.makeCodes();
+      return;
+    }
     if (this.centred < RECENTER.length && this.rows >= RECENTER[this.centred]) this.recentre();
+    if (this.cells === 0 && this.rows >= ann.cellsFrom) this.makeCells();
+  }
+
+  /**
+   * The codes of every row, once there are more than a search scores whole (`ann.rescore`): until
+   * then a namespace holds no kernel, no memory of its own for codes (a WebAssembly page, 64 KiB,
+   * at least) and no mean, only its rows' ids (and its keeper's copy), so a small namespace costs
+   * memory in proportion to its vectors. The mean is that of the rows there now (`read`'s vectors).
+   */
+  private makeCodes() {
+    this.init(this.dims);
+    while (this.rowRoom < this.rows) this.growRowBlock();
+    for (let r = 0; r < this.rows; r++) {
+      const b = this.read(this.ids[r], this.entityNames[this.rowEntity[r]], r);
+      if (b?.length !== this.dims * 4) continue;
+      const v = new Float32Array(b.slice().buffer);
+      for (let j = 0; j < this.dims; j++) this.sum[j] += v[j];
+      this.added++;
+    }
+    // The recentring steps passed so far, the last taken now (every row's code against the mean;
+    // before the first step, a recentring that does not count as one).
+    let k = 0;
+    while (k < RECENTER.length && this.rows >= RECENTER[k]) k++;
+    this.centred = k - 1;
+    this.recentre();
     if (this.cells === 0 && this.rows >= ann.cellsFrom) this.makeCells();
   }
 
@@ -262,7 +311,7 @@ export class VectorSpace {
         this.cellOf[r] = c;
         this.placeOf[r] = this.placeOf[last];
         this.cellRows[c][this.placeOf[r]] = r;
-      } else
+      } else if (this.kernel)
         this.u8.copyWithin(
           this.rowAt + r * this.bytes,
           this.rowAt + last * this.bytes,
@@ -294,7 +343,7 @@ export class VectorSpace {
 
   /** Whether `more` bytes above the top (and scratch for every row) fit; grows the memory to hold them. */
   private fits(more: number): boolean {
-    const need = this.top + more + (this.rows + 1) * 8 + MAX_CELLS * 8 + 64;
+    const need = this.top + more + (this.rows + 1) * 8 + this.cells * 8 + 64;
     if (need > MAX_BYTES) return false;
     const have = this.kernel!.memory.buffer.byteLength;
     if (need > have) {
@@ -314,7 +363,7 @@ export class VectorSpace {
 
   private reserveRows(n: number) {
     if (n <= this.capacity) return;
-    const capacity = Math.max(n, Math.min(this.capacity * 2 || 1024, this.capacity + 262144));
+    const capacity = Math.max(n, Math.min(this.capacity * 2 || 64, this.capacity + 262144));
     const grow = (a: Int32Array) => {
       const b = new Int32Array(capacity);
       b.set(a);
@@ -329,7 +378,7 @@ export class VectorSpace {
   }
 
   private growRowBlock() {
-    const room = Math.max(1024, this.rowRoom * 2);
+    const room = Math.max(64, this.rowRoom * 2);
     const at = this.allocate(room);
     this.u8.copyWithin(at, this.rowAt, this.rowAt + this.rows * this.bytes);
     this.wasted += this.rowRoom * this.bytes;
@@ -509,11 +558,13 @@ export class VectorSpace {
     const sims: number[] = [];
     let all = true;
     let viaRead = true;
-    if (this.kernel && q.length === this.dims && this.rows > 0) {
+    if (q.length === this.dims && this.rows > 0) {
       const e = entity === undefined ? undefined : this.entityIndex.get(entity);
       const scope = entity === undefined ? undefined : e === undefined ? undefined : this.byEntity.get(e);
       const n = entity === undefined ? this.rows : (scope?.size ?? 0);
-      if (n <= want) this.rescore(scope ?? Array.from({ length: this.rows }, (_, r) => r), q, ids, sims);
+      // (Without codes yet, every row is scored: there are at most ann.rescore.)
+      if (n <= want || !this.kernel)
+        this.rescore(scope ?? Array.from({ length: this.rows }, (_, r) => r), q, ids, sims);
       else {
         all = false;
         const rows = this.candidates(scope, q, want);

@@ -14,6 +14,8 @@ export interface LmdbOptions {
    * background, searched or not (keyword-cache.ts); unset or 0: only searched namespaces have one.
    */
   keywordPrebuild?: number;
+  /** The search-memory budget in MiB (../search-memory.ts); unset: 256. */
+  searchMemoryMb?: number;
   /** Where the background snapshots say when they start and finish (info). */
   log?: (msg: string, fields: Record<string, unknown>) => void;
 }

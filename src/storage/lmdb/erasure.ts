@@ -11,7 +11,7 @@ import { stage, write } from "./writes";
 
 /** A memory record without anything a person said: what an erasure leaves. */
 export function scrubbed(r: MemoryRecord): MemoryRecord {
-  const { tags: _t, metadata: _m, source: _s, ...rest } = r;
+  const { tags: _t, metadata: _m, source: _s, key: _k, ...rest } = r;
   return { ...rest, content: "" };
 }
 

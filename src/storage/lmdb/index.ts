@@ -4,6 +4,7 @@
 // the state every role shares (state.ts) and assembles the roles, one file each.
 import type { RootDatabase } from "lmdb";
 import { keyedMutex } from "../mutex";
+import { SearchMemory } from "../search-memory";
 import type { Storage } from "../storage";
 import { lmdbAsOf } from "./asof";
 import { lmdbBrowse } from "./browse";
@@ -24,6 +25,7 @@ import { type LmdbState, settledSeq } from "./state";
 import { lmdbTransfer } from "./transfer";
 import { lmdbUpkeep } from "./upkeep";
 import { vectorCache } from "./vector-cache";
+import { lmdbWebhooks } from "./webhooks";
 import { write } from "./writes";
 
 export { FORMAT_VERSION } from "./layout";
@@ -50,16 +52,19 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     await env.close();
     throw e;
   }
+  const searchMemory = new SearchMemory((options.searchMemoryMb ?? 256) * 1024 * 1024);
   const s: LmdbState = {
     dataDir,
     env,
     dbs,
     clock: new EventClock(dbs),
-    vectorCache: vectorCache(dbs),
+    searchMemory,
+    vectorCache: vectorCache(dbs, searchMemory),
     // Keyword snapshots are taken as of the settled seq, which the state tells.
     keywordCache: keywordCache(dbs, options.searchIndex === false ? undefined : dataDir, () => settledSeq(s), {
       prebuild: options.keywordPrebuild,
       log: options.log,
+      memory: searchMemory,
     }),
     indexOn: options.searchIndex !== false,
     entityLocks: keyedMutex(),
@@ -81,6 +86,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     ...lmdbErasure(s),
     ...lmdbTransfer(s),
     ...lmdbIdempotency(s),
+    ...lmdbWebhooks(s),
     ...lmdbUpkeep(s),
   };
 }

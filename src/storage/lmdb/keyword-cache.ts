@@ -9,6 +9,7 @@ import { rmSync } from "node:fs";
 import type { Key } from "lmdb";
 import { type DocTerms, KeywordSpace, packTerms } from "../../index/keyword";
 import type { EventRecord, MemoryRecord } from "../records";
+import type { SearchMemory } from "../search-memory";
 import {
   dropSnapshots,
   readSnapshot,
@@ -77,6 +78,14 @@ export const prebuilding = {
    * snapshots, built in slices at low priority, so a kill -9 does not cost a full rebuild.
    */
   patience: 6,
+  /** How often namespaces taking writes are looked at for following (keywordCache's startFollowing)... */
+  followMs: 1_000,
+  /**
+   * ...and how many current memories one needs (or the prebuild threshold, if more): below it a
+   * first search builds its lists in well under a second (~0.75 s at 50,000 on a quiet machine),
+   * and stores into it do not pay for taking their terms.
+   */
+  followFrom: 50_000,
 };
 
 /**
@@ -84,6 +93,9 @@ export const prebuilding = {
  * new since the last), in this process (for tests).
  */
 export const prebuildStats = { written: 0, checks: 0 };
+
+/** Namespaces whose lists were loaded to be followed as they grew, unsearched (startFollowing), in this process (for tests). */
+export const followStats = { followed: 0 };
 
 export type PrebuildLog = (msg: string, fields: Record<string, unknown>) => void;
 
@@ -97,7 +109,7 @@ export function keywordCache(
   dbs: Dbs,
   dataDir?: string,
   settledSeq: () => number = () => Number.POSITIVE_INFINITY,
-  options: { prebuild?: number; log?: PrebuildLog } = {},
+  options: { prebuild?: number; log?: PrebuildLog; memory?: SearchMemory } = {},
 ): KeywordCache & { save(): Promise<void>; forget(ns: string): void; wake(): void; stop(): void } {
   /**
    * A memory's terms, from its record, if namespace_memories lists it under `namespace`: a memory
@@ -145,7 +157,9 @@ export function keywordCache(
     const st = state.get(s);
     if (!st) return;
     st.queued = false;
-    if (!dataDir || s.stats.docs === 0) return;
+    // (A small namespace's lists are packed, and built again from its records at a first search
+    // in about the time a snapshot takes to read: not saved.)
+    if (!dataDir || s.stats.docs === 0 || s.packed) return;
     // Both in the same turn as the lists: every event up to the settled seq is committed and
     // followed by them; the load catches up from its time on. What the snapshot holds is fixed
     // here (freeze); the lists go on following commits while it is written.
@@ -163,7 +177,7 @@ export function keywordCache(
       // A namespace built in the background and not searched since is dropped instead: memory
       // stays as it is for unsearched namespaces; its first search reads the file.
       if (written && state.get(s) === st) {
-        if (cache.searched(st.ns)) cache.reload(st.ns);
+        if (cache.searched(st.ns) || followed.has(st.ns)) cache.reload(st.ns);
         else evict(st.ns);
       }
     } catch {
@@ -188,98 +202,187 @@ export function keywordCache(
   };
   const changed = (s: KeywordSpace) => {
     const st = state.get(s);
-    if (st && ++st.changes >= Math.max(snapshotting.after, s.stats.docs / 10)) queue(s);
+    if (!st) return;
+    // (A namespace followed as it grows, unsearched, is saved after half its size in changes,
+    // not a tenth: a bulk load of 1,000,000 writes its lists ~6 times, not ~30.)
+    const part = followed.has(st.ns) && !cache.searched(st.ns) ? 2 : 10;
+    if (++st.changes >= Math.max(snapshotting.after, s.stats.docs / part)) queue(s);
   };
-  const cache = new NamespaceCache<KeywordSpace, DocTerms>({
-    empty: (ns, reload) => {
-      // (A reload reads the file this process has just written: its hashes are not checked again.)
-      const found = dataDir ? readSnapshot(dataDir, ns, stamp(), !reload) : undefined;
-      if (reload && !found) return undefined;
-      if (found && reload) snapshotStats.reloaded++;
-      else if (found) snapshotStats.restored++;
-      const s = found ? KeywordSpace.fromParts(found.parts) : new KeywordSpace();
-      if (!found) built.add(s);
-      state.set(s, { ns, changes: 0, queued: false, from: found?.at });
-      return s;
-    },
-    load: (s, ns, after, limit) => {
-      const st = state.get(s)!;
-      if (st.from !== undefined) {
-        // Restored: re-read every memory the namespace's events name since the snapshot.
-        const ids = new Set<string>();
-        // (From its time on; of that time, the events after its seq: the others are in it.)
-        const start = [ns, st.from.atMs, st.from.atSeq + 1];
-        for (const key of dbs.eventsByNs.getKeys({ start, end: [ns, END] })) {
-          const e = dbs.events.get((key as unknown[])[2] as number) as EventRecord | undefined;
-          if (!e) continue;
-          ids.add(e.memoryId);
-          if (e.mergedFromId) ids.add(e.mergedFromId);
+  /**
+   * Namespaces taking writes whose lists are kept loaded though nobody searched them (see
+   * startFollowing), and per namespace not loaded: the changes noted since it was last counted
+   * and how many current memories it had then.
+   */
+  const followed = new Set<string>();
+  const noted = new Map<string, number>();
+  const counted = new Map<string, number>();
+  const cache = new NamespaceCache<KeywordSpace, DocTerms>(
+    {
+      empty: (ns, reload) => {
+        // (A reload reads the file this process has just written: its hashes are not checked again.)
+        const found = dataDir ? readSnapshot(dataDir, ns, stamp(), !reload) : undefined;
+        if (reload && !found) return undefined;
+        if (found && reload) snapshotStats.reloaded++;
+        else if (found) snapshotStats.restored++;
+        // (Built from the records: packed while small, see KeywordSpace.)
+        const s = found ? KeywordSpace.fromParts(found.parts) : new KeywordSpace(undefined, true);
+        if (!found) built.add(s);
+        state.set(s, { ns, changes: 0, queued: false, from: found?.at });
+        return s;
+      },
+      load: (s, ns, after, limit) => {
+        const st = state.get(s)!;
+        if (st.from !== undefined) {
+          // Restored: re-read every memory the namespace's events name since the snapshot.
+          const ids = new Set<string>();
+          // (From its time on; of that time, the events after its seq: the others are in it.)
+          const start = [ns, st.from.atMs, st.from.atSeq + 1];
+          for (const key of dbs.eventsByNs.getKeys({ start, end: [ns, END] })) {
+            const e = dbs.events.get((key as unknown[])[2] as number) as EventRecord | undefined;
+            if (!e) continue;
+            ids.add(e.memoryId);
+            if (e.mergedFromId) ids.add(e.mergedFromId);
+          }
+          for (const id of ids) {
+            const terms = termsOf(ns, id);
+            if (terms) s.add(id, terms);
+            else s.remove(id);
+          }
+          st.changes = ids.size;
+          return undefined;
         }
-        for (const id of ids) {
-          const terms = termsOf(ns, id);
-          if (terms) s.add(id, terms);
-          else s.remove(id);
-        }
-        st.changes = ids.size;
-        return undefined;
-      }
-      return loadSlice(dbs.namespaceMemories, ns, after, limit, (key) => {
-        const terms = termsOf(ns, key[1] as string);
-        if (terms) s.add(key[1] as string, terms, true);
-      });
-    },
-    loaded: (s) => {
-      const st = state.get(s);
-      if (st?.from === undefined) {
-        // Built from the records: saved behind this search, so the next start reads it, and read
-        // back in place of these lists once saved (so their spare room is not worth dropping
-        // first: a copy of every array, hundreds of milliseconds at 1,000,000). Without
-        // snapshots they stay: trimmed.
-        if (!dataDir) s.trim();
-        else if (st) queue(s);
-      } else st.from = undefined;
-    },
-    replaced: (old) => {
-      const st = state.get(old);
-      if (st) cancel(st);
-      state.delete(old);
-      snapshotStats.replaced = new WeakRef(old);
-      // The old lists are garbage once the save that read the new ones back has returned (it
-      // holds them until then): collected on the next turn, and the process gives their memory
-      // back instead of holding it until its heap grows again.
-      if (built.has(old) && old.count >= snapshotting.collectAbove)
-        setImmediate(() => {
-          snapshotStats.collections++;
-          Bun.gc(true);
+        return loadSlice(dbs.namespaceMemories, ns, after, limit, (key) => {
+          const terms = termsOf(ns, key[1] as string);
+          if (terms) s.add(key[1] as string, terms, true);
         });
-    },
-    keep: (s) => {
-      const keep = s.stats.docs > 0;
-      if (!keep) {
+      },
+      loaded: (s) => {
+        const st = state.get(s);
+        if (st?.from === undefined) {
+          // Built from the records: saved behind this search, so the next start reads it, and read
+          // back in place of these lists once saved (so their spare room is not worth dropping
+          // first: a copy of every array, hundreds of milliseconds at 1,000,000). Without
+          // snapshots they stay: trimmed.
+          if (!dataDir) s.trim();
+          else if (st) queue(s);
+        } else st.from = undefined;
+      },
+      replaced: (old) => {
+        const st = state.get(old);
+        if (st) cancel(st);
+        state.delete(old);
+        snapshotStats.replaced = new WeakRef(old);
+        // The old lists are garbage once the save that read the new ones back has returned (it
+        // holds them until then): collected on the next turn, and the process gives their memory
+        // back instead of holding it until its heap grows again.
+        if (built.has(old) && old.count >= snapshotting.collectAbove)
+          setImmediate(() => {
+            snapshotStats.collections++;
+            Bun.gc(true);
+          });
+      },
+      keep: (s) => {
+        const keep = s.stats.docs > 0;
+        if (!keep) {
+          const st = state.get(s);
+          if (st) cancel(st);
+          state.delete(s);
+        }
+        return keep;
+      },
+      read: ([ns, , id]) => termsOf(ns, id),
+      drop: (s, [, , id]) => {
+        s.remove(id);
+        changed(s);
+      },
+      put: (s, [, , id], terms) => {
+        s.add(id, terms);
+        changed(s);
+      },
+      bytes: (s) => s.heldBytes(),
+      released: (s, ns) => {
+        // The budget let it go: a save under way is called off (the next load catches up from the
+        // snapshot before it), and it is no longer followed.
         const st = state.get(s);
         if (st) cancel(st);
         state.delete(s);
-      }
-      return keep;
+        followed.delete(ns);
+      },
+      unloaded: (ns, changes) => {
+        if (following) noted.set(ns, (noted.get(ns) ?? 0) + changes);
+      },
     },
-    read: ([ns, , id]) => termsOf(ns, id),
-    drop: (s, [, , id]) => {
-      s.remove(id);
-      changed(s);
-    },
-    put: (s, [, , id], terms) => {
-      s.add(id, terms);
-      changed(s);
-    },
-  });
+    options.memory,
+    "keyword",
+  );
   /** Drops a namespace's loaded lists (not searched: see save). */
   const evict = (ns: string) => {
+    followed.delete(ns);
     const s = cache.evict(ns);
     const st = s && state.get(s);
     if (st) cancel(st);
     if (s) state.delete(s);
   };
+  const following = dataDir !== undefined && (options.prebuild ?? 0) > 0;
+  const follow = startFollowing();
   const prebuild = startPrebuild();
+  /**
+   * No cold first search after a bulk load (issue 32): a namespace not loaded that takes writes
+   * and reaches prebuilding.followFrom current memories (or `prebuild`) while doing so has its lists
+   * loaded in the background (NamespaceCache.prefetch: from its snapshot, caught up, or its
+   * records, in slices at low priority) within `prebuilding.followMs`, and then kept and followed
+   * like a searched one, so that its first search finds them: the terms of what a bulk load
+   * stores are taken as it stores them instead of all at that search. Counting is cheap: the
+   * changes every commit makes per namespace are noted (refresh), and a namespace is counted
+   * (its current memories, up to the threshold) only once those could have taken it there.
+   * Such lists count in the search-memory budget like any (never searched: released first).
+   */
+  function startFollowing() {
+    const threshold = Math.max(options.prebuild ?? 0, prebuilding.followFrom);
+    if (!following) return { stop() {} };
+    let busy = false;
+    const look = async () => {
+      if (busy || noted.size === 0) return;
+      busy = true;
+      try {
+        const names = [...noted];
+        noted.clear();
+        for (const [ns, changes] of names) {
+          if (cache.has(ns)) continue;
+          const before = counted.get(ns);
+          if (before !== undefined && before + changes < threshold) {
+            counted.set(ns, before + changes);
+            continue;
+          }
+          let n = 0;
+          for (const _ of dbs.namespaceMemories.getKeys({ start: [ns], end: [ns, END], limit: threshold })) n++;
+          if (n < threshold) {
+            // (Bounded: a server of many small tenants forgets the counts, and counts again.)
+            if (counted.size >= 10_000) counted.clear();
+            counted.set(ns, n);
+            continue;
+          }
+          counted.delete(ns);
+          followed.add(ns);
+          options.log?.("keyword lists: followed as the namespace grows", { namespace: ns, memories: n });
+          await cache.prefetch(ns);
+          followStats.followed++;
+        }
+      } catch (e) {
+        options.log?.("keyword lists: following failed", { error: (e as Error).message });
+      } finally {
+        busy = false;
+      }
+    };
+    const every = setInterval(() => void look(), prebuilding.followMs);
+    every.unref?.();
+    return {
+      stop() {
+        clearInterval(every);
+        noted.clear();
+      },
+    };
+  }
   /**
    * Background snapshots. A timer looks at the events' count (one figure LMDB keeps); when it
    * moved (or at start, or after an import), each namespace not loaded whose newest event or the
@@ -338,7 +441,7 @@ export function keywordCache(
       s = undefined; // (not held here while collected below)
       await saving;
       if (closed) return;
-      if (!cache.searched(ns)) {
+      if (!cache.searched(ns) && !followed.has(ns)) {
         evict(ns);
         // The dropped lists were hundreds of MB at 1,000,000 memories: collected now, so the
         // process gives them back instead of keeping them until its heap grows again.
@@ -419,10 +522,14 @@ export function keywordCache(
   return Object.assign(cache, {
     wake: () => prebuild.wake(),
     /** Stops background snapshots (at close, before the saves are awaited). */
-    stop: () => prebuild.stop(),
+    stop: () => {
+      prebuild.stop();
+      follow.stop();
+    },
     clear() {
       for (const st of state.values()) cancel(st);
       state.clear();
+      followed.clear();
       clear();
     },
     /** Saves every loaded namespace changed since its last save began, after the saves under way (at close). */

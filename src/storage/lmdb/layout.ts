@@ -24,6 +24,11 @@ import type { Database } from "lmdb";
  *   erasures           [namespace, entity, atMs]           -> ErasureRecord (format 4; no content)
  *   idempotency        [keyId, idempotencyKey]             -> IdempotencyEntry (format 4; pending or the answer)
  *   idempotency_expiries [expiresAtMs, keyId, idempotencyKey] -> null (format 4; what the sweeper drops next)
+ *   memory_keys        [namespace, entity, key]            -> memoryId (format 8; the current memory holding a
+ *                                                             keyed fact's key, written in the transaction that
+ *                                                             adds, revives or retires it: one holder per key)
+ *   webhooks           [webhookId]                         -> WebhookRecord (issue 34; its cursor is an event seq)
+ *   webhook_deliveries [webhookId, atMs, seq, attempt]     -> DeliveryRecord (the newest 100 per webhook kept)
  *
  * Every msgpack sub-database also holds its shared structures (format 6) under the symbol key
  * Symbol.for("structures"), outside every range.
@@ -78,6 +83,9 @@ export const dbNames = {
   erasures: "erasures",
   idempotency: "idempotency",
   idempotencyExpiries: "idempotency_expiries",
+  memoryKeys: "memory_keys",
+  webhooks: "webhooks",
+  webhookDeliveries: "webhook_deliveries",
 } as const;
 
 /** The open sub-databases, by their name in dbNames. */
@@ -106,6 +114,8 @@ export const keys = {
   erasure: (ns: string, entity: string, atMs: number) => [ns, entity, atMs],
   idempotency: (keyId: string, key: string) => [keyId, key],
   idempotencyExpiry: (expiresAt: number, keyId: string, key: string) => [expiresAt, keyId, key],
+  memoryKey: (ns: string, entity: string, key: string) => [ns, entity, key],
+  webhookDelivery: (id: string, atMs: number, seq: number, attempt: number) => [id, atMs, seq, attempt],
   /** Which event index serves a scope, and the prefix of its keys. */
   eventIndex(scope: Scope): { db: "eventsByMemory" | "eventsByEntity" | "eventsByNs"; prefix: (string | number)[] } {
     if (scope.memoryId) return { db: "eventsByMemory", prefix: [scope.namespace, scope.memoryId] };
@@ -121,6 +131,6 @@ export const keys = {
  * sub-database's shared structures (older releases could not read those records), and no terms
  * in namespace_memories' values; 7: memories' observedAt, and events that carry the memory's
  * state after them (importance, tags, metadata, expiresAt, observedAt, oldObservedAt), for
- * as-of reads.
+ * as-of reads; 8: memories' key and memory_keys (keyed facts, issue 33).
  */
-export const FORMAT_VERSION = 7;
+export const FORMAT_VERSION = 8;

@@ -3,7 +3,7 @@
 import { matchesFilter } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { ListMemoriesQuery, MemoryReads, MemoryWrites } from "../storage";
-import { END } from "./layout";
+import { END, keys } from "./layout";
 import { flushed, getRecord, type LmdbState } from "./state";
 import { enqueue, write } from "./writes";
 
@@ -97,6 +97,12 @@ export function lmdbMemories(s: LmdbState): MemoryWrites & MemoryReads {
         }
       }
       return out;
+    },
+
+    async memoryByKey(namespace, entity, key, now = Date.now()) {
+      const id = dbs.memoryKeys.get(keys.memoryKey(namespace, entity, key)) as string | undefined;
+      const r = id === undefined ? undefined : getRecord(s, id);
+      return isCurrent(r, now) ? r : undefined;
     },
 
     async dueExpiries(now, limit) {

@@ -54,6 +54,9 @@ const steps: Record<number, (dbs: Dbs, env: RootDatabase) => void> = {
   // older event's other fields come from the record). The step keeps older releases, which
   // would drop the new fields on their next write, from opening the data dir.
   6() {},
+  // 8: keyed facts: memories may carry a key, and memory_keys (empty: no memory had one) names
+  // each key's current holder. Older releases would write around the index: kept out.
+  7() {},
 };
 
 /** 3: the search index, built from the current memories (no vectors: `memd reindex` embeds). */

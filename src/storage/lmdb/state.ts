@@ -3,6 +3,7 @@
 import type { RootDatabase } from "lmdb";
 import type { keyedMutex } from "../mutex";
 import type { MemoryRecord } from "../records";
+import type { SearchMemory } from "../search-memory";
 import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
 import type { EventClock } from "./clock";
 import type { KeywordCache } from "./keyword-cache";
@@ -25,6 +26,8 @@ export interface LmdbState {
   readonly dbs: Dbs;
   /** Event seqs and times (only used inside a write transaction). */
   readonly clock: EventClock;
+  /** What the keyword lists and vectors below hold, within the budget (../search-memory.ts). */
+  readonly searchMemory: SearchMemory;
   /** Each namespace's vectors in memory, following every commit (vector-cache.ts). */
   readonly vectorCache: VectorCache;
   /** Each namespace's keyword lists in memory, following every commit (keyword-cache.ts). */

@@ -1,4 +1,5 @@
 import type { Database, Key } from "lmdb";
+import type { SearchMemory } from "../search-memory";
 import { END } from "./layout";
 
 /** A memory's key in a namespace-scoped index: [namespace, entity, memoryId]. */
@@ -46,6 +47,12 @@ export interface CacheSource<S, V> {
   replaced?(old: S, now: S): void;
   /** Whether a loaded copy is worth keeping (an empty one is not: searches of unused names would pile up). */
   keep(s: S): boolean;
+  /** What a loaded copy holds in memory (bytes, an estimate: see SearchMemory). */
+  bytes(s: S): number;
+  /** After the copy was released to stay within the search-memory budget (it follows nothing any more). */
+  released?(s: S, namespace: string): void;
+  /** A commit changed `changes` entries of a namespace neither loaded nor loading. */
+  unloaded?(namespace: string, changes: number): void;
   /** A touched memory's entry as LMDB now holds it. */
   read(key: Touched): V | undefined;
   drop(s: S, key: Touched): void;
@@ -80,11 +87,20 @@ export class NamespaceCache<S, V> {
   /** Namespaces asked for by get (searched), as opposed to loaded in the background only. */
   private readonly wanted = new Set<string>();
   private generation = 0;
-  constructor(private readonly source: CacheSource<S, V>) {}
+  /**
+   * `memory`: the budget every loaded copy is counted in, as `kind`; a search (get) makes its
+   * namespace the most recent, and the least recently searched are released when over it.
+   */
+  constructor(
+    private readonly source: CacheSource<S, V>,
+    private readonly memory?: SearchMemory,
+    private readonly kind = "",
+  ) {}
 
   /** The namespace's copy; a promise while it loads (a background load under way is joined and sped up). */
   get(namespace: string): S | Promise<S> {
     this.wanted.add(namespace);
+    this.memory?.searched(namespace);
     const s = this.ready.get(namespace);
     if (s) return s;
     const running = this.loads.get(namespace);
@@ -125,7 +141,18 @@ export class NamespaceCache<S, V> {
   evict(namespace: string): S | undefined {
     const s = this.ready.get(namespace);
     this.ready.delete(namespace);
+    this.memory?.drop(namespace, this.kind);
     return s;
+  }
+
+  /** Counts a loaded copy in the budget (again, when it may have grown), which may release others. */
+  private held(namespace: string, s: S) {
+    this.memory?.hold(namespace, this.kind, this.source.bytes(s), () => {
+      if (this.ready.get(namespace) !== s) return;
+      this.ready.delete(namespace);
+      this.wanted.delete(namespace);
+      this.source.released?.(s, namespace);
+    });
   }
 
   /**
@@ -159,8 +186,12 @@ export class NamespaceCache<S, V> {
       this.apply(touched, (ns) => (ns === namespace ? s : undefined));
       this.source.loaded?.(s);
       if (generation === this.generation && this.source.keep(s)) {
-        this.ready.set(namespace, s);
-        if (old && old !== s) this.source.replaced?.(old, s);
+        if (!old || this.ready.get(namespace) === old) {
+          this.ready.set(namespace, s);
+          if (old && old !== s) this.source.replaced?.(old, s);
+          this.held(namespace, s);
+          // (A reload whose old copy was released meanwhile is let go too.)
+        } else this.source.released?.(s, namespace);
       }
       return s;
     } finally {
@@ -171,8 +202,26 @@ export class NamespaceCache<S, V> {
   /** After a committed write: follows what it touched in every loaded (or loading) namespace. */
   refresh(touched: readonly Touched[]) {
     if (touched.length === 0) return;
+    if (this.source.unloaded)
+      for (let i = 0; i < touched.length; ) {
+        const ns = touched[i][0];
+        let j = i + 1;
+        while (j < touched.length && touched[j][0] === ns) j++;
+        if (!this.ready.has(ns) && !this.loads.has(ns)) this.source.unloaded(ns, j - i);
+        i = j;
+      }
     if (this.loads.size > 0) for (const t of touched) this.loads.get(t[0])?.touched.push(t);
-    if (this.ready.size > 0) this.apply(touched, (ns) => this.ready.get(ns));
+    if (this.ready.size === 0) return;
+    this.apply(touched, (ns) => this.ready.get(ns));
+    if (!this.memory) return;
+    // What the copies hold now (a commit's memories are of one namespace or a few).
+    let last: string | undefined;
+    for (const t of touched)
+      if (t[0] !== last) {
+        last = t[0];
+        const s = this.ready.get(last);
+        if (s) this.held(last, s);
+      }
   }
 
   private apply(touched: readonly Touched[], spaceOf: (namespace: string) => S | undefined) {
@@ -187,6 +236,7 @@ export class NamespaceCache<S, V> {
 
   /** Forgets every namespace (after a rebuild); loads under way are not kept. */
   clear() {
+    for (const ns of this.ready.keys()) this.memory?.drop(ns, this.kind);
     this.generation++;
     this.ready.clear();
     this.wanted.clear();

@@ -69,6 +69,8 @@ export function lmdbTransfer(s: LmdbState): Transfer {
         let written = 0;
         let skipped = 0;
         const inBatch = new Set<string>();
+        // Keys held by current memories of this batch (staged, not yet readable).
+        const keyHolders = new Map<string, string>();
         // Imported current memories join the keyword index at once; their vectors come from `memd reindex`.
         const ix = new IndexWriter(dbs, w);
         // Renumbered events take the seqs after the last one handed out (the clock's rule), in order.
@@ -100,6 +102,14 @@ export function lmdbTransfer(s: LmdbState): Transfer {
             if (r.state === "current") {
               w.put(dbs.entityMemories, keys.entityMemory(r.namespace, r.entity, r.id), null);
               if (r.expiresAt !== undefined) w.put(dbs.expiries, keys.expiry(r.expiresAt, r.id), null);
+              if (r.key !== undefined) {
+                const k = keys.memoryKey(r.namespace, r.entity, r.key);
+                const holder = keyHolders.get(JSON.stringify(k)) ?? (dbs.memoryKeys.get(k) as string | undefined);
+                if (holder !== undefined && holder !== r.id)
+                  throw new Error(`memory ${r.id}: key ${JSON.stringify(r.key)} is held by current memory ${holder}`);
+                keyHolders.set(JSON.stringify(k), r.id);
+                w.put(dbs.memoryKeys, k, r.id);
+              }
               ix.add(rec as MemoryRecord);
             }
           } else if (r.type === "event") putEvent(w, dbs, rec as EventRecord);

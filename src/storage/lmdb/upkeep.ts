@@ -7,7 +7,7 @@ import { sharedStructuresKey } from "./env";
 import { flushed, type LmdbState } from "./state";
 
 export function lmdbUpkeep(s: LmdbState): Upkeep {
-  const { dataDir, env, dbs, vectorCache, keywordCache } = s;
+  const { dataDir, env, dbs, vectorCache, keywordCache, searchMemory } = s;
   return {
     async notReadyReason() {
       // isOperational() is in lmdb-js (status "open") but missing from its type declarations.
@@ -34,6 +34,7 @@ export function lmdbUpkeep(s: LmdbState): Upkeep {
       // A msgpack sub-database's shared structures are one entry more, outside every range: not a record.
       const count = (db: Database) =>
         (db.getStats() as { entryCount: number }).entryCount - (db.get(sharedStructuresKey) === undefined ? 0 : 1);
+      const memory = searchMemory.metrics();
       return {
         currentMemories: count(dbs.entityMemories),
         memoryRecords: count(dbs.memories),
@@ -45,7 +46,9 @@ export function lmdbUpkeep(s: LmdbState): Upkeep {
             "Pages in use in the LMDB file (last page number x page size).",
             (s.lastPageNumber + 1) * s.pageSize,
           ],
+          ...memory.gauges,
         },
+        counters: memory.counters,
       };
     },
 

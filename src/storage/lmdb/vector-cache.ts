@@ -10,6 +10,7 @@
 // sample of them kept, those vectors read) and the space primed with them (VectorSpace.prime).
 import type { Key } from "lmdb";
 import { ann, FourBit, VectorSpace, xorshift } from "../../index/vector";
+import type { SearchMemory } from "../search-memory";
 import { type Dbs, END } from "./layout";
 import { loadSlice, NamespaceCache } from "./touched";
 
@@ -40,7 +41,8 @@ const toFloats = (b: Uint8Array) => new Float32Array(b.buffer.slice(b.byteOffset
 /** The in-memory vectors of every namespace searched so far. */
 export type VectorCache = NamespaceCache<VectorSpace, Float32Array>;
 
-export function vectorCache(dbs: Dbs): VectorCache {
+/** `memory`: the search-memory budget every namespace's vectors are counted in. */
+export function vectorCache(dbs: Dbs, memory?: SearchMemory): VectorCache {
   /**
    * The stored bytes, without a copy: a plain view of lmdb-js's reused buffer (Uint8Array.set
    * refuses the Buffer getBinaryFast returns as it is).
@@ -139,12 +141,17 @@ export function vectorCache(dbs: Dbs): VectorCache {
     if (l.cursor === undefined) loads.delete(s);
     return l.cursor;
   };
-  return new NamespaceCache<VectorSpace, Float32Array>({
-    empty: (ns) => new VectorSpace((id, entity) => bytes(ns, entity, id), new FourBit()),
-    load: (s, ns, _after, limit) => load(s, ns, limit),
-    keep: (s) => s.size > 0,
-    read: ([ns, entity, id]) => read(ns, entity, id),
-    drop: (s, [, entity, id]) => s.set(id, entity, undefined),
-    put: (s, [, entity, id], v) => s.set(id, entity, v),
-  });
+  return new NamespaceCache<VectorSpace, Float32Array>(
+    {
+      empty: (ns) => new VectorSpace((id, entity) => bytes(ns, entity, id), new FourBit()),
+      load: (s, ns, _after, limit) => load(s, ns, limit),
+      keep: (s) => s.size > 0,
+      bytes: (s) => s.heldBytes(),
+      read: ([ns, entity, id]) => read(ns, entity, id),
+      drop: (s, [, entity, id]) => s.set(id, entity, undefined),
+      put: (s, [, entity, id], v) => s.set(id, entity, v),
+    },
+    memory,
+    "vector",
+  );
 }

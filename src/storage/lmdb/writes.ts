@@ -2,10 +2,17 @@
 // path of memory changes, where applies arriving together share one write transaction (group
 // commit) and each op is planned by the shared planOp and staged with its event and indexes.
 import type { RootDatabase } from "lmdb";
-import { type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
+import { checkKeyFree, keyedOutcome, keyOfOp, type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
 import type { EventRecord, IdempotencyEntry, MemoryRecord } from "../records";
-import { type Applied, IdempotencyKeyTaken, type IdempotencyRecord, type MemoryOp, StorageError } from "../storage";
-import { keys } from "./layout";
+import {
+  type Applied,
+  IdempotencyKeyTaken,
+  type IdempotencyRecord,
+  type MemoryOp,
+  StorageError,
+  WriteConflict,
+} from "../storage";
+import { END, keys } from "./layout";
 import { IndexWriter, indexChange } from "./search";
 import { putEvent, Writes } from "./staging";
 import { flushed, getRecord, type LmdbState, type Pending } from "./state";
@@ -63,6 +70,7 @@ export function stage(
     w.put(dbs.memories, r.id, r);
     w.put(dbs.entityMemories, keys.entityMemory(r.namespace, r.entity, r.id), null);
     if (r.expiresAt !== undefined) w.put(dbs.expiries, keys.expiry(r.expiresAt, r.id), null);
+    if (r.key !== undefined) w.put(dbs.memoryKeys, keys.memoryKey(r.namespace, r.entity, r.key), r.id);
     overlay.set(r.id, r);
     // namespace_memories, the keyword index and the vectors (search.ts).
     indexChange(ix, undefined, r, vectorOf(op));
@@ -72,9 +80,22 @@ export function stage(
     const before = overlay.get(r.id);
     w.put(dbs.memories, r.id, r);
     overlay.set(r.id, r);
-    if (r.state !== "current") {
-      w.remove(dbs.entityMemories, keys.entityMemory(r.namespace, r.entity, r.id));
-      if (before?.expiresAt !== undefined) w.remove(dbs.expiries, keys.expiry(before.expiresAt, r.id));
+    const was = before?.state === "current";
+    const is = r.state === "current";
+    if (was && before.expiresAt !== undefined && (!is || before.expiresAt !== r.expiresAt))
+      w.remove(dbs.expiries, keys.expiry(before.expiresAt, r.id));
+    if (is && r.expiresAt !== undefined && (!was || before.expiresAt !== r.expiresAt))
+      w.put(dbs.expiries, keys.expiry(r.expiresAt, r.id), null);
+    if (was !== is) {
+      const entry = keys.entityMemory(r.namespace, r.entity, r.id);
+      if (is) w.put(dbs.entityMemories, entry, null);
+      else w.remove(dbs.entityMemories, entry);
+      // A key is held by its current memory only: retiring the memory frees it.
+      if (r.key !== undefined) {
+        const k = keys.memoryKey(r.namespace, r.entity, r.key);
+        if (is) w.put(dbs.memoryKeys, k, r.id);
+        else w.remove(dbs.memoryKeys, k);
+      }
     }
     // namespace_memories, the keyword index and vectors follow the memory in this same transaction.
     indexChange(ix, before, r, p.created ? undefined : vectorOf(op));
@@ -102,7 +123,20 @@ function plan(
     if (id !== undefined) {
       target = overlay.get(id) ?? getRecord(s, id);
       if (!targetIsLive(op, target, now)) return null;
+      if (op.event === "REVERT") {
+        const k = keyOfOp(op);
+        if (k) checkKeyFree(op, keyHolder(s, overlay, k));
+        if (op.entityLastEventAtMs !== undefined) checkEntityUnchanged(s, overlay, target, op.entityLastEventAtMs);
+      }
       overlay.set(id, target);
+    } else if (op.event === "ADD" && op.create.key !== undefined) {
+      const holder = keyHolder(s, overlay, keyOfOp(op)!);
+      const outcome = keyedOutcome(op, holder, now);
+      if (outcome === "unchanged") return null;
+      if (outcome === "update") {
+        target = holder;
+        overlay.set(holder!.id, holder!);
+      }
     }
     const namespace = op.event === "ADD" || op.event === "REPLACE" ? op.create.namespace : target!.namespace;
     const { seq, atMs } = s.clock.next(namespace, now);
@@ -111,6 +145,34 @@ function plan(
   if (idempotency && keepAnswer(s, w, idempotency, now, kept, applied))
     answers.add(JSON.stringify([idempotency.keyId, idempotency.key]));
   return applied;
+}
+
+/**
+ * A restore's guard (RevertOp.entityLastEventAtMs): the entity's newest committed event is still
+ * the one it planned from, and no earlier apply of this batch (the overlay) changed the entity.
+ */
+function checkEntityUnchanged(s: LmdbState, overlay: Map<string, MemoryRecord>, m: MemoryRecord, at: number) {
+  const { namespace: ns, entity } = m;
+  const [last] = s.dbs.eventsByEntity.getKeys({ start: [ns, entity, END], end: [ns, entity], reverse: true, limit: 1 });
+  const changed =
+    ((last as unknown[] | undefined)?.[2] ?? 0) !== at ||
+    [...overlay.values()].some((r) => r.entity === entity && r.namespace === ns);
+  if (changed) throw new WriteConflict("changed", `entity ${entity} changed while the restore was planned; try again`);
+}
+
+/**
+ * The memory holding a key as this transaction sees it: one the batch staged (the overlay),
+ * else the one memory_keys names. Its state may be anything; keyedOutcome judges it.
+ */
+export function keyHolder(
+  s: LmdbState,
+  overlay: Map<string, MemoryRecord>,
+  k: { namespace: string; entity: string; key: string },
+): MemoryRecord | undefined {
+  for (const r of overlay.values())
+    if (r.key === k.key && r.state === "current" && r.entity === k.entity && r.namespace === k.namespace) return r;
+  const id = s.dbs.memoryKeys.get(keys.memoryKey(k.namespace, k.entity, k.key)) as string | undefined;
+  return id === undefined ? undefined : (overlay.get(id) ?? getRecord(s, id));
 }
 
 /**

@@ -29,7 +29,7 @@ export function pgErasure(s: PgState): Erasure {
           rows.map((r: Row) => r.id as string),
           "text",
         );
-        await tx`UPDATE memories SET content = '', tags = NULL, metadata = NULL, source = NULL
+        await tx`UPDATE memories SET content = '', tags = NULL, metadata = NULL, source = NULL, key = NULL
             WHERE id = ANY(${ids}::uuid[])`;
         const scrubbed =
           await tx`UPDATE events SET old_content = NULL, new_content = NULL, tags = NULL, metadata = NULL, reason = 'erased'

@@ -236,7 +236,11 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
     },
 
     detach(ns, copy) {
-      followers.get(ns)?.copies.delete(copy);
+      const f = followers.get(ns);
+      f?.copies.delete(copy);
+      // (A namespace no copy follows any more, and none follows now, is forgotten: many
+      // namespaces come and go under the search-memory budget.)
+      if (f && f.copies.size === 0 && !f.queued && !f.running) followers.delete(ns);
     },
 
     caughtUp(ns, wants) {

@@ -5,6 +5,7 @@
 // builds the state every role shares (state.ts) and assembles the roles, one file each.
 import { type ReservedSQL, SQL } from "bun";
 import { keyedMutex } from "../mutex";
+import { SearchMemory } from "../search-memory";
 import { IdempotencyKeyTaken, type Storage, StorageError } from "../storage";
 import { pgAsOf } from "./asof";
 import { pgBrowse } from "./browse";
@@ -23,6 +24,7 @@ import type { PgState } from "./state";
 import { pgTransfer } from "./transfer";
 import { pgUpkeep } from "./upkeep";
 import { PgVectorCache } from "./vector-cache";
+import { pgWebhooks } from "./webhooks";
 import { applyBatch, GroupCommit, storageError, unavailableMessage, type WriteSettings, writeAlone } from "./writes";
 
 export { storageError };
@@ -44,6 +46,8 @@ export interface PostgresOptions {
    * (keyword-cache.ts; default true); false: every keyword search is one SQL statement.
    */
   keywordLists?: boolean;
+  /** The search-memory budget of this replica in MiB (../search-memory.ts); unset: 256. */
+  searchMemoryMb?: number;
 }
 
 export interface PostgresStorage extends Storage {
@@ -97,11 +101,13 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   const db = reads(o.statementTimeoutMs);
   // One follower per namespace keeps its keyword lists and its vectors in step (follow.ts).
   const followers = pgFollowers(sql, db);
-  const keywordLists = o.keywordLists === false ? undefined : pgKeywordLists(sql, followers);
+  const searchMemory = new SearchMemory((o.searchMemoryMb ?? 256) * 1024 * 1024);
+  const keywordLists = o.keywordLists === false ? undefined : pgKeywordLists(sql, followers, searchMemory);
   const s: PgState = {
     sql,
     lockSql,
-    vectors: new PgVectorCache(sql, db, followers),
+    searchMemory,
+    vectors: new PgVectorCache(sql, db, followers, searchMemory),
     keywordLists,
     entityLocks: keyedMutex(),
     db,
@@ -131,6 +137,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     ...pgErasure(s),
     ...pgTransfer(s),
     ...pgIdempotency(s),
+    ...pgWebhooks(s),
     ...pgUpkeep(s),
   };
 }

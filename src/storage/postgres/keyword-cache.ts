@@ -11,6 +11,7 @@
 // is not current or fails the filter is never returned.
 import type { SQL } from "bun";
 import { KeywordSpace, packTerms } from "../../index/keyword";
+import type { SearchMemory } from "../search-memory";
 import { type Change, type Copy, type PgFollowers, startingPoint } from "./follow";
 
 /** Sizes (tests make them small): memories read per slice of a build. */
@@ -19,7 +20,7 @@ export const keywordLists = { slice: 2000 };
 /** One namespace's lists, as its follower sees them. */
 class Lists implements Copy {
   readonly wants = "memories";
-  space = new KeywordSpace();
+  space = new KeywordSpace(undefined, true);
   upto = 0;
   epoch = 0;
   ready = false;
@@ -44,9 +45,18 @@ export interface PgKeywordLists {
   close(): void;
 }
 
-export function pgKeywordLists(sql: SQL, followers: PgFollowers): PgKeywordLists {
+/** `memory`: the replica's search-memory budget, which counts every namespace's lists once built. */
+export function pgKeywordLists(sql: SQL, followers: PgFollowers, memory?: SearchMemory): PgKeywordLists {
   const entries = new Map<string, Lists>();
   let closed = false;
+  /** Lets a namespace's lists go (the budget released them, or they are built again): they follow nothing any more. */
+  const release = (ns: string, e: Lists) => {
+    if (entries.get(ns) !== e) return;
+    entries.delete(ns);
+    followers.detach(ns, e);
+  };
+  /** Counts the lists in the budget as they are now (which may release others'). */
+  const held = (ns: string, e: Lists) => memory?.hold(ns, "keyword", e.space.heldBytes(), () => release(ns, e));
 
   /** Reads the namespace's current memories in slices, then follows what changed meanwhile. */
   const build = async (ns: string, e: Lists) => {
@@ -70,12 +80,14 @@ export function pgKeywordLists(sql: SQL, followers: PgFollowers): PgKeywordLists
     if (closed || entries.get(ns) !== e) return;
     e.ready = true;
     followers.attach(ns, e);
+    held(ns, e);
   };
 
   const start = (ns: string) => {
     const e = new Lists();
     const old = entries.get(ns);
     if (old) followers.detach(ns, old);
+    memory?.drop(ns, "keyword");
     entries.set(ns, e);
     build(ns, e).catch(() => {
       // Tried again on the namespace's next search (answered by SQL meanwhile).
@@ -86,6 +98,7 @@ export function pgKeywordLists(sql: SQL, followers: PgFollowers): PgKeywordLists
   return {
     async get(ns) {
       if (closed) return undefined;
+      memory?.searched(ns);
       const e = entries.get(ns);
       if (!e) {
         start(ns);
@@ -99,6 +112,7 @@ export function pgKeywordLists(sql: SQL, followers: PgFollowers): PgKeywordLists
         start(ns);
         return undefined;
       }
+      held(ns, e);
       return e.space;
     },
     isReady: (ns) => entries.get(ns)?.ready === true,
@@ -114,7 +128,10 @@ export function pgKeywordLists(sql: SQL, followers: PgFollowers): PgKeywordLists
     },
     close() {
       closed = true;
-      for (const [ns, e] of entries) followers.detach(ns, e);
+      for (const [ns, e] of entries) {
+        followers.detach(ns, e);
+        memory?.drop(ns, "keyword");
+      }
       entries.clear();
     },
   };

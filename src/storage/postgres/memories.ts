@@ -84,6 +84,7 @@ export function pgMemories(s: PgState): MemoryWrites & MemoryReads {
       const rows = await db(
         () => sql`SELECT * FROM memories WHERE state = 'current' AND namespace = ${q.namespace}
           AND (${q.entity ?? null}::text IS NULL OR entity = ${q.entity ?? null})
+          AND (${q.entityPrefix ?? null}::text IS NULL OR starts_with(entity, ${q.entityPrefix ?? null}::text))
           AND (${q.category ?? null}::text IS NULL OR category = ${q.category ?? null})
           AND (${tags}::text[] IS NULL OR (tags IS NOT NULL AND (CASE WHEN json_typeof(tags) = 'string'
             THEN (tags #>> '{}')::jsonb ELSE tags::jsonb END) ?& ${tags}::text[]))
@@ -115,6 +116,14 @@ export function pgMemories(s: PgState): MemoryWrites & MemoryReads {
       return rows.map((r: Row) => [String(r.of_id), memoryOf(r)] as [string, MemoryRecord]);
     },
 
+    async memoryByKey(namespace, entity, key, now = Date.now()) {
+      const [r] = await db(
+        () => sql`SELECT * FROM memories WHERE namespace = ${namespace} AND entity = ${entity} AND key = ${key}
+          AND state = 'current' AND (expires_at IS NULL OR expires_at > ${now})`,
+      );
+      return r ? memoryOf(r) : undefined;
+    },
+
     async dueExpiries(now, limit) {
       const rows = await db(
         () => sql`SELECT id, expires_at FROM memories WHERE state = 'current' AND expires_at <= ${now}
@@ -126,10 +135,11 @@ export function pgMemories(s: PgState): MemoryWrites & MemoryReads {
 }
 
 /**
- * The group of calls that only add memories (raw stores), which share transactions: they lock
+ * The group of calls that only add memories (raw stores without a key: a keyed store locks its
+ * key's row, writes.ts), which share transactions: they lock
  * only their namespaces' clock rows, in name order within one statement, so a shared
  * transaction over many namespaces cannot deadlock with another. Else undefined: the call runs
  * alone.
  */
 const onlyAdds = (ops: readonly MemoryOp[]): string | undefined =>
-  ops.every((op) => op.event === "ADD") ? "adds" : undefined;
+  ops.every((op) => op.event === "ADD" && op.create.key === undefined) ? "adds" : undefined;

@@ -186,6 +186,43 @@ export const migrations: string[] = [
     epoch      bigint NOT NULL
   );
   `,
+  // Keyed facts (issue 33): a memory's key, held by at most one current memory of its entity (the
+  // unique index is the guarantee). A keyed store first takes its key's row in key_locks (made on
+  // first use, like entity_locks), so that stores of one key wait for each other and each finds
+  // the holder the one before committed, instead of failing on the index.
+  `
+  ALTER TABLE memories ADD COLUMN key text;
+  CREATE UNIQUE INDEX memories_current_key ON memories (namespace, entity, key)
+    WHERE state = 'current' AND key IS NOT NULL;
+  CREATE TABLE key_locks (
+    namespace  text NOT NULL,
+    entity     text NOT NULL,
+    key        text NOT NULL,
+    PRIMARY KEY (namespace, entity, key)
+  );
+  `,
+  // Webhooks (issue 34, postgres/webhooks.ts): a subscription is a document with its cursor (an
+  // event seq) inside, and a delivery lease: the replica named in lease_owner delivers it until
+  // lease_until (database time, ms). A row, not an advisory lock: it works through PgBouncer in
+  // transaction mode, and a replica that dies loses it when the time runs out.
+  `
+  CREATE TABLE webhooks (
+    id           text PRIMARY KEY,
+    doc          json NOT NULL,
+    lease_owner  text,
+    lease_until  bigint
+  );
+  CREATE TABLE webhook_deliveries (
+    webhook_id  text NOT NULL,
+    n           bigserial,
+    doc         json NOT NULL,
+    PRIMARY KEY (webhook_id, n)
+  );
+  `,
+  // Revert and restore (issue 33): their events carry what they went back to (records.ts).
+  `
+  ALTER TABLE events ADD COLUMN revert_of text;
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;

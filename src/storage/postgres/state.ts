@@ -2,6 +2,7 @@
 // built once by index.ts and passed to each role's functions.
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import type { keyedMutex } from "../mutex";
+import type { SearchMemory } from "../search-memory";
 import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
 import type { PgKeywordLists } from "./keyword-cache";
 import type { PgVectorCache } from "./vector-cache";
@@ -13,6 +14,8 @@ export interface PgState {
    * a model call: so that they can never take every connection the writes they wait for need.
    */
   readonly lockSql: SQL;
+  /** What the keyword lists and vectors below hold, within this replica's budget (../search-memory.ts). */
+  readonly searchMemory: SearchMemory;
   /** Each namespace's vectors in memory on this replica, followed before each search (vector-cache.ts). */
   readonly vectors: PgVectorCache;
   /** This replica's keyword lists per namespace searched (keyword-cache.ts); undefined: keyword search by SQL only. */

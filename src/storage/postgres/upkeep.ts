@@ -4,7 +4,7 @@ import type { PgState } from "./state";
 import { storageError } from "./writes";
 
 export function pgUpkeep(s: PgState): Upkeep {
-  const { sql, lockSql, db, keywordLists, vectors } = s;
+  const { sql, lockSql, db, keywordLists, vectors, searchMemory } = s;
   return {
     async notReadyReason() {
       try {
@@ -49,7 +49,9 @@ export function pgUpkeep(s: PgState): Upkeep {
             vectors.stats().namespaces,
           ],
           memd_pg_vector_vectors: ["Vectors in this process's in-memory copies.", vectors.stats().vectors],
+          ...searchMemory.metrics().gauges,
         } as Record<string, [string, number]>,
+        counters: searchMemory.metrics().counters,
       };
     },
 

@@ -13,6 +13,7 @@
 // that sees a new epoch drops every copy.
 import type { SQL } from "bun";
 import { FourBit, VectorSpace } from "../../index/vector";
+import type { SearchMemory } from "../search-memory";
 import { type Change, type Copy, type PgFollowers, startingPoint } from "./follow";
 
 /** Sizes (tests make them small). */
@@ -61,14 +62,26 @@ export class PgVectorCache {
   private epoch = -1;
   private closed = false;
 
+  /** `memory`: the replica's search-memory budget, which counts every namespace's copy once built. */
   constructor(
     private readonly sql: SQL,
     private readonly db: <T>(fn: () => Promise<T>) => Promise<T>,
     private readonly followers: PgFollowers,
+    private readonly memory?: SearchMemory,
   ) {}
+
+  /** Counts the copy in the budget as it is now (which may release others'). */
+  private held(namespace: string, c: Vectors) {
+    this.memory?.hold(namespace, "vector", c.space.heldBytes(), () => {
+      if (this.copies.get(namespace) !== c) return;
+      this.followers.detach(namespace, c);
+      this.copies.delete(namespace);
+    });
+  }
 
   /** The namespace's copy, up to date; undefined when there is none yet (one is then built in the background). */
   async ready(namespace: string): Promise<VectorSpace | undefined> {
+    this.memory?.searched(namespace);
     const c = this.copies.get(namespace);
     if (!c) {
       if (!this.loads.has(namespace) && !this.closed) {
@@ -81,7 +94,10 @@ export class PgVectorCache {
     }
     await this.followers.caughtUp(namespace, "vectors");
     if (c.dropped) this.dropped(namespace, c);
-    if (this.copies.get(namespace) === c) return c.space;
+    if (this.copies.get(namespace) === c) {
+      this.held(namespace, c);
+      return c.space;
+    }
     // Dropped (another epoch, or too far behind): built again.
     return this.ready(namespace);
   }
@@ -101,7 +117,10 @@ export class PgVectorCache {
 
   /** Forgets every copy (after a rebuild of the vectors by this process). */
   clear() {
-    for (const [ns, c] of this.copies) this.followers.detach(ns, c);
+    for (const [ns, c] of this.copies) {
+      this.followers.detach(ns, c);
+      this.memory?.drop(ns, "vector");
+    }
     this.copies.clear();
   }
 
@@ -118,6 +137,7 @@ export class PgVectorCache {
     } else if (this.copies.get(namespace) === c) {
       this.followers.detach(namespace, c);
       this.copies.delete(namespace);
+      this.memory?.drop(namespace, "vector");
     }
   }
 
@@ -156,5 +176,6 @@ export class PgVectorCache {
     }
     this.copies.set(namespace, copy);
     this.followers.attach(namespace, copy);
+    this.held(namespace, copy);
   }
 }

@@ -6,9 +6,16 @@
 // transaction, nothing is kept in a session (no session advisory lock, LISTEN or temp table),
 // and named prepared statements are left out when the pooler cannot keep them (openPostgres).
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
-import { planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
+import { checkKeyFree, keyedOutcome, keyOfOp, planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
-import { type Applied, IdempotencyKeyTaken, type IdempotencyRecord, type MemoryOp, StorageError } from "../storage";
+import {
+  type Applied,
+  IdempotencyKeyTaken,
+  type IdempotencyRecord,
+  type MemoryOp,
+  StorageError,
+  WriteConflict,
+} from "../storage";
 import { columnList, columns, eventJson, memoryJson, memoryOf, type Row } from "./rows";
 import { addIndexWrites, type IndexTouch, indexChange, Statement, sendIndexDeletes } from "./search";
 
@@ -247,6 +254,35 @@ export async function applyBatch(
   calls: readonly ApplyCall[],
   first: Promise<unknown>[] = [],
 ): Promise<Work<ApplyResult>> {
+  // Keyed stores: their keys' lock rows first (in key order), then the current holders, read
+  // after the locks so that a store committed by the lock's last owner is seen.
+  const holders = new Map<string, MemoryRecord>();
+  const claimedKeys = [
+    ...new Set(
+      calls
+        .flatMap((c) => c.ops.map(keyOfOp))
+        .filter((k) => k !== undefined)
+        .map((k) => JSON.stringify([k.namespace, k.entity, k.key])),
+    ),
+  ].sort();
+  if (claimedKeys.length > 0) {
+    const keyRows = JSON.stringify(claimedKeys.map((k) => JSON.parse(k)));
+    await Promise.all([
+      Promise.all(first),
+      sent(q`INSERT INTO key_locks AS l (namespace, entity, key)
+        SELECT k->>0, k->>1, k->>2 FROM json_array_elements(${keyRows}::text::json) AS k
+        ORDER BY (k->>0) COLLATE "C", (k->>1) COLLATE "C", (k->>2) COLLATE "C"
+        ON CONFLICT (namespace, entity, key) DO UPDATE SET key = EXCLUDED.key`),
+    ]);
+    first = [];
+    const rows = await sent(q`SELECT m.* FROM memories m, json_array_elements(${keyRows}::text::json) AS k
+      WHERE m.namespace = k->>0 AND m.entity = k->>1 AND m.key = k->>2 AND m.state = 'current'
+      ORDER BY m.id FOR UPDATE OF m`);
+    for (const r of rows) {
+      const m = memoryOf(r as Row);
+      holders.set(JSON.stringify([m.namespace, m.entity, m.key]), m);
+    }
+  }
   const ids = [...new Set(calls.flatMap((c) => c.ops.map(targetOf)).filter((id) => id !== undefined))].sort();
   const targets = new Map<string, MemoryRecord>();
   if (ids.length > 0) {
@@ -328,6 +364,22 @@ export async function applyBatch(
   const ours = new Set<number>();
   for (const [keyId, key] of claimed) ours.add(byKey.get(JSON.stringify([keyId, key]))!);
 
+  // A restore's guard (RevertOp.entityLastEventAtMs), read now that the namespace's clock row is
+  // ours: no other writer of the namespace can commit an event until this transaction ends.
+  const guards = calls.flatMap((c) =>
+    c.ops.flatMap((op) => {
+      if (op.event !== "REVERT" || op.entityLastEventAtMs === undefined) return [];
+      const t = targets.get(op.target);
+      return t ? [{ namespace: t.namespace, entity: t.entity, at: op.entityLastEventAtMs }] : [];
+    }),
+  );
+  for (const g of guards) {
+    const [row] = await sent(
+      q`SELECT COALESCE(max(at_ms), 0) AS at FROM events WHERE namespace = ${g.namespace} AND entity = ${g.entity}`,
+    );
+    if (Number(row.at) !== g.at)
+      throw new WriteConflict("changed", `entity ${g.entity} changed while the restore was planned; try again`);
+  }
   const nextMs = new Map<string, number>();
   for (const [ns, last] of clocks) nextMs.set(ns, Number(last) - perNamespace.get(ns)! + 1);
   const seqs = parseSeqs(reserved.seqs);
@@ -354,10 +406,28 @@ export async function applyBatch(
     }
     const applied = call.ops.map((op): Applied | null => {
       const id = targetOf(op);
-      const read = id === undefined ? undefined : targets.get(id);
+      let read = id === undefined ? undefined : targets.get(id);
       // As it is after the ops before this one: changed, or created by them.
-      const target = id === undefined ? undefined : (writes.get(id) ?? read);
+      let target = id === undefined ? undefined : (writes.get(id) ?? read);
       if (id !== undefined && !targetIsLive(op, target, call.now)) return null;
+      const k = keyOfOp(op);
+      if (k) {
+        // The key's holder as this transaction sees it: one an earlier op wrote, else the row read.
+        let holder = [...writes.values()].find(
+          (r) => r.key === k.key && r.state === "current" && r.entity === k.entity && r.namespace === k.namespace,
+        );
+        const row = holders.get(JSON.stringify([k.namespace, k.entity, k.key]));
+        if (!holder) holder = row && (writes.get(row.id) ?? row);
+        if (op.event === "REVERT") checkKeyFree(op, holder);
+        else if (op.event === "ADD") {
+          const outcome = keyedOutcome(op, holder, call.now);
+          if (outcome === "unchanged") return null;
+          if (outcome === "update") {
+            target = holder;
+            read = targets.get(holder!.id) ?? (row?.id === holder!.id ? row : undefined);
+          }
+        }
+      }
       const ns = "create" in op ? op.create.namespace : target!.namespace;
       const atMs = nextMs.get(ns)!;
       nextMs.set(ns, atMs + 1);
@@ -394,7 +464,7 @@ export async function applyBatch(
        content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
        tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
        updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state,
-       observed_at = EXCLUDED.observed_at`,
+       observed_at = EXCLUDED.observed_at, key = EXCLUDED.key`,
     [...writes.values()].map(memoryJson),
   );
   addIndexWrites(w, change);

@@ -1,0 +1,98 @@
+// The LMDB webhooks role: subscriptions (webhooks), their delivery log (webhook_deliveries), and
+// the trail by seq. One process owns a data dir, so leases always hold; seq is commit order.
+import type { DeliveryRecord, EventRecord, WebhookRecord } from "../records";
+import type { Webhooks } from "../storage";
+import { matchesTrail } from "../trail-filter";
+import { END, keys } from "./layout";
+import type { LmdbState } from "./state";
+import { write } from "./writes";
+
+/** Delivery attempts kept per subscription. */
+const keptDeliveries = 100;
+/** Events looked at per trailAfter call at most, matching or not (a bounded scan). */
+const scanLimit = 5000;
+
+export function lmdbWebhooks(s: LmdbState): Webhooks {
+  const { dbs } = s;
+  return {
+    async insertWebhook(w) {
+      await write(s, (wr) => wr.put(dbs.webhooks, w.id, w));
+    },
+
+    async getWebhook(id) {
+      return dbs.webhooks.get(id) as WebhookRecord | undefined;
+    },
+
+    async listWebhooks() {
+      return [...dbs.webhooks.getRange({})].map((e) => e.value as WebhookRecord);
+    },
+
+    updateWebhook(id, change, options = {}) {
+      return write(s, (wr) => {
+        const w = dbs.webhooks.get(id) as WebhookRecord | undefined;
+        if (!w) return undefined;
+        const next = change(w);
+        if (next) wr.put(dbs.webhooks, id, next);
+        const ds = options.deliveries ?? [];
+        for (const d of ds) wr.put(dbs.webhookDeliveries, keys.webhookDelivery(id, d.atMs, d.seq, d.attempt), d);
+        if (ds.length > 0) {
+          // Staged writes are not visible to this range yet: keep the newest (100 - new ones) stored.
+          const old = dbs.webhookDeliveries.getKeys({
+            start: [id, END],
+            end: [id],
+            reverse: true,
+            offset: Math.max(0, keptDeliveries - ds.length),
+            limit: 1000,
+          });
+          for (const k of old) wr.remove(dbs.webhookDeliveries, k);
+        }
+        return next ?? w;
+      });
+    },
+
+    async deleteWebhook(id) {
+      return write(s, (wr) => {
+        if (dbs.webhooks.get(id) === undefined) return false;
+        wr.remove(dbs.webhooks, id);
+        for (const k of dbs.webhookDeliveries.getKeys({ start: [id], end: [id, END] }))
+          wr.remove(dbs.webhookDeliveries, k);
+        return true;
+      });
+    },
+
+    async webhookDeliveries(id, limit) {
+      return [...dbs.webhookDeliveries.getRange({ start: [id, END], end: [id], reverse: true, limit })].map(
+        (e) => e.value as DeliveryRecord,
+      );
+    },
+
+    async trailAfter(afterSeq, filter, limit) {
+      if (filter.namespaces.length === 0) {
+        const [last] = dbs.events.getKeys({ reverse: true, limit: 1 });
+        return { events: [], scannedTo: typeof last === "number" ? Math.max(last, afterSeq) : afterSeq };
+      }
+      const events: EventRecord[] = [];
+      let scannedTo = afterSeq;
+      for (const { key, value } of dbs.events.getRange({ start: afterSeq + 1, limit: scanLimit })) {
+        if (typeof key !== "number") break;
+        const e = value as EventRecord;
+        if (matchesTrail(filter, e)) {
+          if (events.length === limit) break;
+          events.push(e);
+        }
+        scannedTo = key;
+      }
+      return { events, scannedTo };
+    },
+
+    async eventBySeq(seq) {
+      return dbs.events.get(seq) as EventRecord | undefined;
+    },
+
+    async leaseWebhook() {
+      return true;
+    },
+
+    async releaseWebhook() {},
+  };
+}

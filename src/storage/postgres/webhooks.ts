@@ -1,0 +1,180 @@
+// The PostgreSQL webhooks role: subscriptions as documents (webhooks.doc) with a delivery lease
+// on their row, their delivery log, and the trail in seq order up to a horizon no transaction
+// still running can commit below (see TrailHorizon).
+import type { SQL } from "bun";
+import type { DeliveryRecord, EventRecord, WebhookRecord } from "../records";
+import type { Webhooks } from "../storage";
+import { patternParts } from "../trail-filter";
+import { eventOf, json, type Row } from "./rows";
+import type { PgState } from "./state";
+
+/** Delivery attempts kept per subscription. */
+const keptDeliveries = 100;
+
+/** `prefix/` as a LIKE pattern that matches names starting with it. */
+const likePrefix = (p: string) => `${p.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+export function pgWebhooks(s: PgState): Webhooks {
+  const { sql, db, write } = s;
+  const horizon = new TrailHorizon(sql, db);
+  return {
+    async insertWebhook(w) {
+      await write((tx) => tx`INSERT INTO webhooks (id, doc) VALUES (${w.id}, ${JSON.stringify(w)})`);
+    },
+
+    async getWebhook(id) {
+      const [r] = await db(() => sql`SELECT doc FROM webhooks WHERE id = ${id}`);
+      return r ? json<WebhookRecord>(r.doc) : undefined;
+    },
+
+    async listWebhooks() {
+      return (await db(() => sql`SELECT doc FROM webhooks ORDER BY id`)).map((r: Row) => json<WebhookRecord>(r.doc));
+    },
+
+    updateWebhook(id, change, options = {}) {
+      return write(async (tx) => {
+        const owner = options.owner ?? null;
+        const [r] = await tx`SELECT doc FROM webhooks WHERE id = ${id}
+            AND (${owner}::text IS NULL OR (lease_owner = ${owner} AND lease_until > (extract(epoch from clock_timestamp()) * 1000)::bigint))
+            FOR UPDATE`;
+        if (!r) return undefined;
+        const w = json<WebhookRecord>(r.doc);
+        const next = change(w);
+        if (next) await tx`UPDATE webhooks SET doc = ${JSON.stringify(next)} WHERE id = ${id}`;
+        const ds = options.deliveries ?? [];
+        if (ds.length > 0) {
+          await tx`INSERT INTO webhook_deliveries (webhook_id, doc)
+              SELECT ${id}, d FROM json_array_elements(${JSON.stringify(ds)}::text::json) WITH ORDINALITY AS t(d, i) ORDER BY i`;
+          await tx`DELETE FROM webhook_deliveries WHERE webhook_id = ${id} AND n <= (
+              SELECT n FROM webhook_deliveries WHERE webhook_id = ${id} ORDER BY n DESC OFFSET ${keptDeliveries} LIMIT 1)`;
+        }
+        return next ?? w;
+      });
+    },
+
+    deleteWebhook(id) {
+      return write(async (tx) => {
+        await tx`DELETE FROM webhook_deliveries WHERE webhook_id = ${id}`;
+        return (await tx`DELETE FROM webhooks WHERE id = ${id} RETURNING id`).length === 1;
+      });
+    },
+
+    async webhookDeliveries(id, limit) {
+      const rows = await db(
+        () => sql`SELECT doc FROM webhook_deliveries WHERE webhook_id = ${id} ORDER BY n DESC LIMIT ${limit}`,
+      );
+      return rows.map((r: Row) => json<DeliveryRecord>(r.doc));
+    },
+
+    async trailAfter(afterSeq, filter, limit) {
+      const safe = await horizon.get();
+      if (safe <= afterSeq) return { events: [], scannedTo: afterSeq };
+      const { all, exact, prefixes } = patternParts(filter.namespaces);
+      const rows = await db(
+        () => sql`SELECT * FROM events WHERE seq > ${afterSeq} AND seq <= ${safe}
+            AND (${all} OR namespace = ANY(${sql.array(exact, "text")}::text[])
+                 OR namespace LIKE ANY(${sql.array(prefixes.map(likePrefix), "text")}::text[]))
+            AND (cardinality(${sql.array([...filter.kinds], "text")}::text[]) = 0
+                 OR event = ANY(${sql.array([...filter.kinds], "text")}::text[]))
+            ORDER BY seq LIMIT ${limit}`,
+      );
+      const events: EventRecord[] = rows.map(eventOf);
+      // A full page ends at its last event; a short one saw everything up to the horizon.
+      return { events, scannedTo: events.length === limit ? events[events.length - 1].seq : safe };
+    },
+
+    async eventBySeq(seq) {
+      const [r] = await db(() => sql`SELECT * FROM events WHERE seq = ${seq}`);
+      return r ? eventOf(r) : undefined;
+    },
+
+    // Leases are timed by the database's clock (clock_timestamp), whatever the replicas' own say.
+    async leaseWebhook(id, owner, ttlMs) {
+      const rows = await db(
+        () => sql`UPDATE webhooks SET lease_owner = ${owner}, lease_until = (extract(epoch from clock_timestamp()) * 1000)::bigint + ${ttlMs}
+            WHERE id = ${id} AND (lease_owner IS NULL OR lease_owner = ${owner} OR lease_until <= (extract(epoch from clock_timestamp()) * 1000)::bigint)
+            RETURNING id`,
+      );
+      return rows.length === 1;
+    },
+
+    async releaseWebhook(id, owner) {
+      await db(
+        () =>
+          sql`UPDATE webhooks SET lease_owner = NULL, lease_until = NULL WHERE id = ${id} AND lease_owner = ${owner}`,
+      );
+    },
+  };
+}
+
+/**
+ * The seq up to which the trail is final: every event with a seq at or below it is committed, or
+ * never will be. Seqs are taken in each namespace's clock order, so across namespaces a later seq
+ * may commit before an earlier one; a reader by seq must not pass a seq still in flight.
+ *
+ * Mostly the seqs present without a gap above the last horizon: a commit out of order across
+ * namespaces only holds it until the earlier one commits. A gap that stays (a transaction that
+ * took seqs and rolled back) is passed this way: read the sequence's last value, then take a
+ * transaction id N (every transaction that took a seq up to that value had its id before, from
+ * its first write, the clock row); once a later snapshot shows no transaction below N running,
+ * every seq up to that value is final. A long transaction (a smart store holding its entity's
+ * lock row) delays only that second way, so only a gap, never the usual flow.
+ */
+class TrailHorizon {
+  private safe = 0;
+  private candidate: { hi: number; n: string } | undefined;
+  private running: Promise<number> | undefined;
+
+  constructor(
+    private readonly sql: SQL,
+    private readonly db: PgState["db"],
+  ) {}
+
+  /** The horizon now (one computation at a time, shared by every caller). */
+  get(): Promise<number> {
+    this.running ??= this.step().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  /** Whether no transaction with an id below `n` is running, as a new snapshot sees it. */
+  private async ended(n: string): Promise<boolean> {
+    const [r] = await this.db(
+      () => this.sql`SELECT pg_snapshot_xmax(s) > ${n}::xid8
+            AND NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(s) AS x WHERE x < ${n}::xid8) AS ended
+          FROM pg_current_snapshot() AS s`,
+    );
+    return r.ended === true;
+  }
+
+  private async step(): Promise<number> {
+    const { sql, db } = this;
+    const page = 2000;
+    const seqs = await db(() => sql`SELECT seq FROM events WHERE seq > ${this.safe} ORDER BY seq LIMIT ${page}`);
+    let i = 0;
+    while (i < seqs.length && Number(seqs[i].seq) === this.safe + 1) {
+      this.safe++;
+      i++;
+    }
+    if (this.candidate && this.candidate.hi <= this.safe) this.candidate = undefined;
+    if (this.candidate && (await this.ended(this.candidate.n))) {
+      this.safe = Math.max(this.safe, this.candidate.hi);
+      this.candidate = undefined;
+    }
+    // A gap before the seqs present, or a long way to walk: the second way.
+    if (!this.candidate && (i < seqs.length || seqs.length === page)) {
+      const [q] = await db(() => sql`SELECT last_value, is_called FROM event_seq`);
+      const hi = q.is_called ? Number(q.last_value) : 0;
+      if (hi > this.safe) {
+        const [x] = await db(() => sql`SELECT pg_current_xact_id()::text AS n`);
+        this.candidate = { hi, n: String(x.n) };
+        if (await this.ended(this.candidate.n)) {
+          this.safe = hi;
+          this.candidate = undefined;
+        }
+      }
+    }
+    return this.safe;
+  }
+}

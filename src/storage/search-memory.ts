@@ -1,0 +1,107 @@
+// The search-memory budget (issue 32): what the in-memory search structures of every namespace
+// (keyword lists, vector codes and their 4-bit copies; both backends) may hold together. Each
+// owner tells what it holds per namespace and how to let it go; a search marks its namespace as
+// the most recent. Once over the budget, the least recently searched namespaces are released,
+// all their structures at once, until it fits again, but never the namespace searched last (a
+// namespace larger than the budget alone is still served from memory). A released namespace is
+// brought back on its next search as on a first one (LMDB: from its snapshot, caught up, or its
+// records; PostgreSQL: built again while SQL answers): nothing of an answer depends on whether
+// it was held.
+
+/** One structure of a namespace held in memory: its size and how to let it go. */
+type Held = { bytes: number; release: () => void };
+
+export class SearchMemory {
+  /** Namespaces holding something, least recently searched first (a Map keeps insertion order). */
+  private readonly byNamespace = new Map<string, Map<string, Held>>();
+  /** Bytes held now, and structures released to stay within the budget since the start. */
+  held = 0;
+  evictions = 0;
+
+  /** `budget`: bytes (Infinity: no bound). */
+  constructor(readonly budget: number) {}
+
+  /** A search of `namespace` begins: it becomes the most recent. */
+  searched(namespace: string) {
+    const held = this.byNamespace.get(namespace);
+    if (held === undefined) return;
+    this.byNamespace.delete(namespace);
+    this.byNamespace.set(namespace, held);
+  }
+
+  /**
+   * The `kind` structure of `namespace` (e.g. "keyword") holds `bytes` now (first held, or grown or
+   * shrunk since), and is let go by `release`; then the budget is enforced. A namespace not held
+   * yet counts as the most recent.
+   */
+  hold(namespace: string, kind: string, bytes: number, release: () => void) {
+    let held = this.byNamespace.get(namespace);
+    if (held === undefined) {
+      held = new Map();
+      this.byNamespace.set(namespace, held);
+    }
+    const before = held.get(kind);
+    this.held += bytes - (before?.bytes ?? 0);
+    held.set(kind, { bytes, release });
+    this.enforce();
+  }
+
+  /** Its owner let the structure go itself (an erasure, a rebuild, closing): no longer counted. */
+  drop(namespace: string, kind: string) {
+    const held = this.byNamespace.get(namespace);
+    const h = held?.get(kind);
+    if (!held || !h) return;
+    this.held -= h.bytes;
+    held.delete(kind);
+    if (held.size === 0) this.byNamespace.delete(namespace);
+  }
+
+  /** Whether a structure of the namespace is counted (for tests). */
+  holds(namespace: string, kind: string): boolean {
+    return this.byNamespace.get(namespace)?.has(kind) === true;
+  }
+
+  /** Namespaces holding something. */
+  get namespaces(): number {
+    return this.byNamespace.size;
+  }
+
+  /** Releases the least recently searched namespaces until the budget holds (never the most recent one). */
+  enforce() {
+    while (this.held > this.budget && this.byNamespace.size > 1) {
+      const [namespace, held] = this.byNamespace.entries().next().value as [string, Map<string, Held>];
+      this.byNamespace.delete(namespace);
+      for (const h of held.values()) {
+        this.held -= h.bytes;
+        this.evictions++;
+        h.release();
+      }
+    }
+  }
+
+  /** /metrics figures (storage stats' gauges and counters). */
+  metrics(): { gauges: Record<string, [string, number]>; counters: Record<string, [string, number]> } {
+    return {
+      gauges: {
+        memd_search_memory_budget_bytes: [
+          "The search-memory budget (--search-memory-mb): what the in-memory keyword lists and vectors of every namespace may hold together.",
+          Number.isFinite(this.budget) ? this.budget : 0,
+        ],
+        memd_search_memory_held_bytes: [
+          "Bytes the in-memory keyword lists and vectors hold now (an estimate of their arrays and objects).",
+          this.held,
+        ],
+        memd_search_memory_namespaces: [
+          "Namespaces whose keyword lists or vectors are held in memory.",
+          this.namespaces,
+        ],
+      },
+      counters: {
+        memd_search_memory_evictions_total: [
+          "Keyword lists or vectors of a namespace released to stay within the search-memory budget (least recently searched first); brought back at its next search.",
+          this.evictions,
+        ],
+      },
+    };
+  }
+}

@@ -1,0 +1,363 @@
+// @targets lmdb postgres binary
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Webhook } from "standardwebhooks";
+import { startTestServer, type TestServer } from "../helpers";
+import { checkDeliveries, type Receiver, startReceiver } from "./receiver";
+
+/** Short retries and time limits, so that the faults below take milliseconds, not minutes. */
+const fast = [
+  "--webhook-allow-private",
+  "--webhook-retry-base-ms",
+  "20",
+  "--webhook-retry-max-ms",
+  "200",
+  "--webhook-timeout-ms",
+  "400",
+  "--webhook-connect-timeout-ms",
+  "400",
+];
+
+let s: TestServer;
+const receivers: Receiver[] = [];
+beforeAll(async () => {
+  s = await startTestServer({ args: fast });
+});
+afterAll(async () => {
+  await s.stop();
+  for (const r of receivers) await r.stop();
+});
+
+function receiver() {
+  const r = startReceiver();
+  receivers.push(r);
+  return r;
+}
+
+async function subscribe(r: Receiver, body: Record<string, unknown>, key?: string) {
+  const res = await s.json("POST", "/v1/webhooks", { url: r.url, ...body }, key ? { key } : undefined);
+  expect(res.status).toBe(201);
+  r.secret = res.body.secret;
+  return res.body as { id: string; secret: string; cursor: number };
+}
+
+async function store(namespace: string, content: string, entity = "e") {
+  const res = await s.json("POST", "/v1/memory", { namespace, entity, content, infer: false });
+  expect(res.status).toBe(200);
+  return res.body.memories[0].id as string;
+}
+
+/** The seqs of a namespace's events (optionally of some kinds), oldest first. */
+async function seqsOf(namespace: string, kinds?: string[]) {
+  const res = await s.json("GET", `/v1/memory/events?namespace=${encodeURIComponent(namespace)}&limit=1000`);
+  return (res.body as { id: string; event: string }[])
+    .filter((e) => !kinds || kinds.includes(e.event))
+    .map((e) => Number(e.id))
+    .sort((a, b) => a - b);
+}
+
+async function webhook(id: string) {
+  return (await s.json("GET", `/v1/webhooks/${id}`)).body;
+}
+
+/** Polls until `check` holds (at most 15 s). */
+async function until(what: string, check: () => Promise<boolean> | boolean) {
+  const deadline = Date.now() + 15_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}
+
+describe("subscriptions", () => {
+  test("create shows the secret once; list, get, patch and delete never show it", async () => {
+    const r = receiver();
+    const made = await s.json("POST", "/v1/webhooks", {
+      url: r.url,
+      namespaces: "crm/*",
+      events: ["ADD", "DELETE"],
+      description: "crm sync",
+    });
+    expect(made.status).toBe(201);
+    expect(made.body.secret).toMatch(/^whsec_[A-Za-z0-9+/=]{40,}$/);
+    expect(made.body).toMatchObject({ namespaces: ["crm/*"], events: ["ADD", "DELETE"], state: "active" });
+    const id = made.body.id;
+    const listed = await s.json("GET", "/v1/webhooks");
+    expect(listed.body.map((w: any) => w.id)).toContain(id);
+    expect(JSON.stringify(listed.body)).not.toContain(made.body.secret);
+    const got = await webhook(id);
+    expect(got.secret).toBeUndefined();
+    const patched = await s.json("PATCH", `/v1/webhooks/${id}`, { state: "paused", events: ["ADD"] });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ state: "paused", events: ["ADD"], stateReason: "paused through the API" });
+    expect((await s.json("PATCH", `/v1/webhooks/${id}`, { paused: false })).body.state).toBe("active");
+    expect((await s.json("DELETE", `/v1/webhooks/${id}`)).status).toBe(200);
+    expect((await s.json("GET", `/v1/webhooks/${id}`)).status).toBe(404);
+    expect((await s.json("DELETE", `/v1/webhooks/${id}`)).status).toBe(404);
+  });
+
+  const refusals: [string, Record<string, unknown>, number, string][] = [
+    ["not a URL", { url: "not a url", namespaces: "a" }, 400, "url"],
+    ["ftp URL", { url: "ftp://example.com/x", namespaces: "a" }, 400, "http"],
+    ["bad pattern", { url: "http://127.0.0.1:9/x", namespaces: "a*b" }, 400, "namespaces[0]"],
+    ["unknown kind", { url: "http://127.0.0.1:9/x", namespaces: "a", events: ["NOPE"] }, 400, "events"],
+    ["no namespaces", { url: "http://127.0.0.1:9/x" }, 400, "namespaces"],
+    ["unknown field", { url: "http://127.0.0.1:9/x", namespaces: "a", secret: "x" }, 400, "secret"],
+  ];
+  for (const [name, body, status, fragment] of refusals)
+    test(`refused: ${name}`, async () => {
+      const res = await s.json("POST", "/v1/webhooks", body);
+      expect(res.status).toBe(status);
+      expect(JSON.stringify(res.body)).toContain(fragment);
+    });
+
+  test("a read key subscribes only to namespaces it covers, sees only its own, and pauses when revoked", async () => {
+    const k = await s.json("POST", "/v1/keys", { name: "reader", permission: "read", namespaces: ["team/*"] });
+    const key = k.body.secret;
+    const r = receiver();
+    const outside = await s.json("POST", "/v1/webhooks", { url: r.url, namespaces: "*" }, { key });
+    expect(outside.status).toBe(403);
+    const other = await s.json("POST", "/v1/webhooks", { url: r.url, namespaces: "other" }, { key });
+    expect(other.status).toBe(403);
+    const mine = await subscribe(r, { namespaces: "team/x" }, key);
+    // An admin's subscription is not the reader's to see.
+    const admins = await subscribe(receiver(), { namespaces: "team/x" });
+    const seen = (await s.json("GET", "/v1/webhooks", undefined, { key })).body.map((w: any) => w.id);
+    expect(seen).toContain(mine.id);
+    expect(seen).not.toContain(admins.id);
+    expect((await s.json("GET", `/v1/webhooks/${admins.id}`, undefined, { key })).status).toBe(404);
+
+    await store("team/x", "before revoke");
+    const first = await seqsOf("team/x");
+    await r.waitFor(first);
+    expect((await s.json("DELETE", `/v1/keys/${k.body.id}`)).status).toBe(200);
+    await until("the subscription to pause", async () => (await webhook(mine.id)).state === "paused");
+    const w = await webhook(mine.id);
+    expect(w.stateReason).toContain("revoked");
+    await store("team/x", "after revoke");
+    await Bun.sleep(300);
+    expect(r.accepted.map((a) => a.seq)).toEqual(first);
+  });
+});
+
+describe("delivery", () => {
+  test("every matching event, signed, once each, in trail order, from concurrent stores into two namespaces", async () => {
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "shop/*" });
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        for (let i = 0; i < 8; i++) await store(`shop/${w % 2}`, `writer ${w} fact ${i}`, `e${w}`);
+      }),
+    );
+    await store("elsewhere", "not wanted");
+    const expected = [...(await seqsOf("shop/0")), ...(await seqsOf("shop/1"))].sort((a, b) => a - b);
+    expect(expected.length).toBe(64);
+    await r.waitFor(expected);
+    expect(checkDeliveries(r.accepted, expected)).toEqual([]);
+    expect(r.accepted.length).toBe(64);
+    const one = r.accepted[0];
+    expect(one.id).toBe(`msg_${one.seq}_${sub.id}`);
+    expect(one.type).toBe("memory.add");
+    expect(one.body.data).toMatchObject({ id: String(one.seq), event: "ADD" });
+    expect(one.body.data.newContent).toMatch(/^writer \d fact \d$/);
+    // The cursor moved past the last one, durably readable.
+    await until("the cursor", async () => (await webhook(sub.id)).cursor >= expected.at(-1)!);
+  });
+
+  test("only the kinds asked for", async () => {
+    const r = receiver();
+    await subscribe(r, { namespaces: "kinds", events: ["DELETE"] });
+    const id = await store("kinds", "to be deleted");
+    await store("kinds", "stays");
+    expect((await s.json("DELETE", `/v1/memory/${id}`)).status).toBe(200);
+    const deletes = await seqsOf("kinds", ["DELETE"]);
+    await r.waitFor(deletes);
+    await Bun.sleep(200);
+    expect(r.accepted.map((a) => a.type)).toEqual(["memory.delete"]);
+  });
+
+  test("receiver down, then up: nothing lost, in order; the failures are in the delivery log", async () => {
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "down" });
+    await r.stop();
+    for (let i = 0; i < 10; i++) await store("down", `fact ${i}`);
+    const expected = await seqsOf("down");
+    await until("a failed attempt", async () => (await webhook(sub.id)).failingSince !== null);
+    const log = (await s.json("GET", `/v1/webhooks/${sub.id}/deliveries`)).body;
+    expect(log[0]).toMatchObject({ ok: false, status: null, seq: expected[0] });
+    expect(log[0].error).toContain("ECONNREFUSED");
+    r.start();
+    await r.waitFor(expected);
+    expect(checkDeliveries(r.accepted, expected)).toEqual([]);
+    await until("failure cleared", async () => (await webhook(sub.id)).failingSince === null);
+  });
+
+  test("500 then 200: retried with the same webhook-id, later events wait", async () => {
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "flaky" });
+    r.answer = { status: 500, delayMs: 0 };
+    for (let i = 0; i < 5; i++) await store("flaky", `fact ${i}`);
+    const expected = await seqsOf("flaky");
+    await until("three failed attempts", () => r.arrivals >= 3);
+    r.answer = { status: 200, delayMs: 0 };
+    await r.waitFor(expected);
+    expect(checkDeliveries(r.accepted, expected)).toEqual([]);
+    const log = (await s.json("GET", `/v1/webhooks/${sub.id}/deliveries?limit=100`)).body as any[];
+    const failed = log.filter((d) => !d.ok);
+    expect(failed.length).toBeGreaterThanOrEqual(3);
+    // Every failure was of the first event, with the first event's id: the others waited.
+    for (const d of failed)
+      expect(d).toMatchObject({ seq: expected[0], status: 500, messageId: `msg_${expected[0]}_${sub.id}` });
+    expect(failed.map((d) => d.attempt).sort((a, b) => b - a)[0]).toBeGreaterThanOrEqual(3);
+  });
+
+  test("an answer slower than the time limit is a failure, retried until one comes in time", async () => {
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "slow" });
+    r.answer = { status: 200, delayMs: 1500 };
+    await store("slow", "one");
+    const expected = await seqsOf("slow");
+    await until("a timed-out attempt", async () =>
+      ((await s.json("GET", `/v1/webhooks/${sub.id}/deliveries`)).body as any[]).some((d) =>
+        String(d.error).includes("no answer within 400 ms"),
+      ),
+    );
+    r.answer = { status: 200, delayMs: 0 };
+    await r.waitFor(expected);
+    // The slow answers may have been counted by the receiver too: repeats carry the same id.
+    expect(checkDeliveries(r.accepted, expected)).toEqual([]);
+  });
+
+  test("a redirect is not followed", async () => {
+    const target = receiver();
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "redirect" });
+    target.secret = r.secret;
+    r.answer = { status: 302, delayMs: 0 };
+    await store("redirect", "one");
+    await until("a failed attempt", async () => (await webhook(sub.id)).lastError !== null);
+    expect((await webhook(sub.id)).lastError).toContain("redirects are not followed");
+    expect(target.arrivals).toBe(0);
+    await s.json("DELETE", `/v1/webhooks/${sub.id}`);
+  });
+
+  test("pause holds events; resume delivers them; replay sends again with the same ids", async () => {
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "pause" });
+    await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "paused" });
+    for (let i = 0; i < 4; i++) await store("pause", `fact ${i}`);
+    const expected = await seqsOf("pause");
+    await Bun.sleep(300);
+    expect(r.arrivals).toBe(0);
+    await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "active" });
+    await r.waitFor(expected);
+    const firstIds = r.accepted.map((a) => a.id);
+    const replay = await s.json("POST", `/v1/webhooks/${sub.id}/replay`, { fromSeq: expected[1] });
+    expect(replay.status).toBe(200);
+    await until("the replay", () => r.accepted.length === 4 + 3);
+    expect(r.accepted.slice(4).map((a) => a.id)).toEqual(firstIds.slice(1));
+    expect(checkDeliveries(r.accepted, expected)).toEqual([]);
+  });
+
+  test("a rotated secret signs beside the old one for 24 hours", async () => {
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "rotate" });
+    const old = sub.secret;
+    const rotated = await s.json("POST", `/v1/webhooks/${sub.id}/rotate-secret`);
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    expect(rotated.body.secret).not.toBe(old);
+    const until24h = Date.parse(rotated.body.previousSecretUntil) - Date.now();
+    expect(until24h).toBeGreaterThan(23.9 * 3600_000);
+    r.secret = rotated.body.secret;
+    await store("rotate", "signed twice");
+    const expected = await seqsOf("rotate");
+    await r.waitFor(expected);
+    expect(r.accepted[0].verified).toBe(true);
+    // The old secret verifies the same delivery (the signature header carries both).
+    const { body, id } = r.accepted[0];
+    const text = JSON.stringify(body);
+    const headers = (await import("../../src/webhooks/signing")).signedHeaders([rotated.body.secret, old], id, text);
+    expect(() => new Webhook(old).verify(text, headers)).not.toThrow();
+  });
+
+  test("an erasure scrubs what is not yet delivered, and is delivered itself", async () => {
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "erase" });
+    await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "paused" });
+    await store("erase", "alice's phone is 555-0100", "alice");
+    await store("erase", "bob likes tea", "bob");
+    const erased = await s.json("POST", "/v1/memory/erase", { namespace: "erase", entity: "alice" });
+    expect(erased.status).toBe(200);
+    await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "active" });
+    const expected = await seqsOf("erase");
+    await r.waitFor(expected);
+    expect(checkDeliveries(r.accepted, expected)).toEqual([]);
+    expect(JSON.stringify(r.accepted)).not.toContain("555-0100");
+    const kinds = r.accepted.map((a) => [a.type, a.body.data.entity, a.body.data.reason]);
+    expect(kinds).toContainEqual(["memory.delete", "alice", "erased"]);
+    expect(JSON.stringify(r.accepted)).toContain("bob likes tea");
+  });
+
+  test("a subscription failing longer than the limit is disabled and says why", async () => {
+    const t = await startTestServer({ args: [...fast, "--webhook-disable-after-ms", "300"] });
+    try {
+      const r = receiver();
+      r.answer = { status: 503, delayMs: 0 };
+      const made = await t.json("POST", "/v1/webhooks", { url: r.url, namespaces: "dis" });
+      await t.json("POST", "/v1/memory", { namespace: "dis", entity: "e", content: "x", infer: false });
+      const deadline = Date.now() + 15_000;
+      let w: any;
+      do {
+        await Bun.sleep(50);
+        w = (await t.json("GET", `/v1/webhooks/${made.body.id}`)).body;
+      } while (w.state !== "disabled" && Date.now() < deadline);
+      expect(w.state).toBe("disabled");
+      expect(w.stateReason).toContain("answered 503");
+      // Resuming starts afresh.
+      r.answer = { status: 200, delayMs: 0 };
+      r.secret = made.body.secret;
+      await t.json("PATCH", `/v1/webhooks/${made.body.id}`, { state: "active" });
+      await until("delivery after resume", () => r.accepted.length === 1);
+    } finally {
+      await t.stop();
+    }
+  });
+
+  test("/metrics has delivered, failed and lag per subscription", async () => {
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "metrics" });
+    await store("metrics", "one");
+    const [seq] = await seqsOf("metrics");
+    await r.waitFor([seq]);
+    // The count moves once the cursor has, just after the receiver's answer.
+    await until("the cursor", async () => (await webhook(sub.id)).cursor >= seq);
+    const text = await (await s.api("GET", "/metrics")).text();
+    expect(text).toContain(`memd_webhook_delivered_total{webhook="${sub.id}"} 1`);
+    expect(text).toContain(`memd_webhook_failed_total{webhook="${sub.id}"}`);
+    expect(text).toContain(`memd_webhook_lag_events{webhook="${sub.id}"} 0`);
+    expect(text).toContain(`memd_webhook_lag_seconds{webhook="${sub.id}"} 0`);
+  });
+});
+
+describe("private addresses", () => {
+  let strict: TestServer;
+  beforeAll(async () => {
+    strict = await startTestServer();
+  });
+  afterAll(() => strict.stop());
+
+  for (const url of [
+    "http://127.0.0.1:8080/hook",
+    "http://localhost/hook",
+    "http://10.1.2.3/hook",
+    "http://169.254.169.254/latest/meta-data",
+    "http://[::1]/hook",
+    "http://[::ffff:127.0.0.1]/hook",
+    "https://192.168.0.10/hook",
+  ])
+    test(`refused without --webhook-allow-private: ${url}`, async () => {
+      const res = await strict.json("POST", "/v1/webhooks", { url, namespaces: "a" });
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toContain("--webhook-allow-private");
+    });
+});
