@@ -470,6 +470,9 @@ export async function listSearch(
   return undefined;
 }
 
+/** How long a keyword search that ranks adjacent hits waits for the namespace's lists being built. */
+const LISTS_WAIT_MS = 3000;
+
 /**
  * The Search role: the statements above, each a read with its deadline. A keyword search uses
  * this replica's lists once they are built (keyword-cache.ts), the SQL statement until then (and
@@ -481,7 +484,13 @@ export function pgSearch({ sql, db, vectors, keywordLists }: PgState): Search {
     async keywordSearch(scope, terms, filter, limit, now = Date.now(), share = 0) {
       if (terms.length > 0 && keywordLists) {
         const found = await db(async () => {
-          const space = await keywordLists.get(scope.namespace);
+          let space = await keywordLists.get(scope.namespace);
+          // Adjacent hits and the scope's b are the lists' ranking (SQL has BM25 alone): a search
+          // that asks for them waits a while for the lists being built, as LMDB's first search does.
+          for (const until = Date.now() + LISTS_WAIT_MS; !space && share > 0 && Date.now() < until; ) {
+            await Bun.sleep(10);
+            space = await keywordLists.get(scope.namespace);
+          }
           return space && listSearch(sql, space, scope, terms, filter, limit, now, memoryOf, share);
         });
         if (found) return found;
