@@ -44,8 +44,13 @@ export const FUSION = {
   semanticGateZ: 4.5,
   /** At most this many hits of each list are gated. */
   gateMax: 5,
-  /** Weight of the semantic z-score for a model that ranks every probe right (times its share). */
-  semanticWeight: 1.25,
+  /**
+   * Weight of the semantic z-score for a model that ranks every probe right (times its share).
+   * 1.25 with issue 21's keyword ranking; once keyword ranked adjacent hits with the scope's b
+   * (issue 36) USE-lite's hybrid fell below keyword alone (hit@5 / hit@10 0.675 / 0.777 against
+   * 0.678 / 0.783 on LoCoMo's dev half); at 0.6 it is 0.681 / 0.787 (bench/notes.md).
+   */
+  semanticWeight: 0.6,
   /** Least weight of the semantic z-score of a memory that only semantic found. */
   semanticOnlyMinWeight: 0.05,
   /** Added to a gated hit's score. */

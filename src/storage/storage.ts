@@ -389,9 +389,9 @@ export interface Search {
    * frequencies and lengths of the scope: the entity when given, else the namespace), best first,
    * ties newer first. The index behind it is written in the same transaction as every change
    * made by apply, so it is never stale. With `share` (text/scoring.ts NEIGHBOUR_SHARE, which
-   * search passes), each hit's score gains that share of the scores of the hits stored just
-   * before and after it in its entity (index/keyword/search.ts); PostgreSQL's SQL statement,
-   * which answers until the replica's lists are built, ranks by BM25 alone.
+   * search passes), in an entity's search each hit's score gains that share of the better score
+   * of the hits stored just before and after it (index/keyword/search.ts); PostgreSQL's SQL
+   * statement, which answers until the replica's lists are built, ranks by BM25 alone.
    */
   keywordSearch(
     scope: MemoryScope,

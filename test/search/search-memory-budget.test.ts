@@ -6,7 +6,7 @@
 // namespace's current memories (computed here from what the test stored), including after
 // stores and deletes made while a namespace was released.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { bm25n, idf, lengthNormOf, NEIGHBOUR_SHARE } from "../../src/text/scoring";
+import { bm25n, idf, lengthNormOf } from "../../src/text/scoring";
 import { queryTerms, termCounts } from "../../src/text/tokens";
 import { seededRandom, startTestServer, type TestServer } from "../helpers";
 
@@ -32,9 +32,8 @@ async function store(ns: string, content: string) {
 }
 
 /**
- * BM25 over the namespace's current memories, as the search must score them: the namespace's b
- * (the spread of its lengths) and adjacent hits (each memory, all of one entity and in the order
- * stored, gains NEIGHBOUR_SHARE of the better score of the memories just before and after it).
+ * BM25 over the namespace's current memories, as a namespace-wide search must score them, with the
+ * namespace's b (the spread of its lengths; adjacent hits are ranked within an entity only).
  */
 function expected(ns: string, query: string): Map<string, number> {
   const ds = docs.get(ns)!.map((d) => ({ id: d.id, ...termCounts(d.content) }));
@@ -46,7 +45,7 @@ function expected(ns: string, query: string): Map<string, number> {
   );
   const out = new Map<string, number>();
   ds.forEach((d, i) => {
-    if (own[i] > 0) out.set(d.id, own[i] + NEIGHBOUR_SHARE * Math.max(own[i - 1] ?? 0, own[i + 1] ?? 0));
+    if (own[i] > 0) out.set(d.id, own[i]);
   });
   return out;
 }

@@ -70,10 +70,8 @@ export function keywordSearch<R extends object, S extends object>(
     .map(({ term, weight, list }) => ({ term, weight, list, idf: weight * idf(docs, list.live) }))
     .sort((a, b) => b.idf - a.idf || (a.term < b.term ? -1 : 1));
   if (ts.length === 0) return EMPTY;
-  if (!docsOf)
-    return share > 0
-      ? withNeighboursOfNamespace(space, ts, avg, limit, accept, share)
-      : namespaceTop(space, ts, avg, limit, accept);
+  // Adjacent hits need an entity's order: over a namespace, BM25 alone.
+  if (!docsOf) return namespaceTop(space, ts, avg, limit, accept);
   if (space.touched.length < docsOf.length) {
     const room = Math.max(1024, docsOf.length + (docsOf.length >> 3));
     space.touched = new Int32Array(room);
@@ -143,91 +141,6 @@ function entityCandidates(
   return count;
 }
 
-/** The live documents just before and just after document d in its entity's documents (-1: none). */
-function liveNeighbours(space: KeywordSpace, d: number): [number, number] {
-  const e = space.docEntity[d];
-  const docs = space.entityDocs[e];
-  let lo = 0;
-  let hi = space.entityCount[e];
-  // Documents are numbered in the order added, so each entity's ascend.
-  while (hi - lo > 1) {
-    const mid = (lo + hi) >>> 1;
-    if (docs[mid] <= d) lo = mid;
-    else hi = mid;
-  }
-  let before = -1;
-  let after = -1;
-  for (let i = lo - 1; i >= 0; i--)
-    if (!space.gone[docs[i]]) {
-      before = docs[i];
-      break;
-    }
-  for (let i = lo + 1; i < space.entityCount[e]; i++)
-    if (!space.gone[docs[i]]) {
-      after = docs[i];
-      break;
-    }
-  return [before, after];
-}
-
-/** Document d's BM25 score for the query's terms over the namespace (0: it holds none). */
-function scoreOf(space: KeywordSpace, d: number, ts: QueryTerm[], avg: LengthNorm): number {
-  const n = space.listsOf(d);
-  let sum = 0;
-  for (let k = 0; k < n; k++)
-    for (const t of ts) if (t.list.id === space.termIds[k]) sum += bm25n(t.idf, space.termTfs[k], space.docLen[d], avg);
-  return sum;
-}
-
-/** Hits at least this deep are read over a namespace before adjacent hits lend their scores. */
-const NEIGHBOUR_DEPTH = 30;
-
-/**
- * A namespace search with adjacent hits lending their scores, as an entity's search has them: the
- * best documents by MaxScore (read NEIGHBOUR_DEPTH deep at least) and the live documents adjacent
- * to them in their entities that hold a query term, each scored by its own BM25 plus `share`
- * times the better of its adjacent documents'.
- */
-function withNeighboursOfNamespace<R>(
-  space: KeywordSpace,
-  ts: QueryTerm[],
-  avg: LengthNorm,
-  limit: number,
-  accept: Accept<R>,
-  share: number,
-): Hit<R>[] {
-  const docs: number[] = [];
-  const top = namespaceTop(space, ts, avg, Math.max(limit, NEIGHBOUR_DEPTH), accept, docs);
-  if (top.length === 0) return top;
-  const own = new Map<number, number>();
-  const ownOf = (d: number) => {
-    let v = own.get(d);
-    if (v === undefined) {
-      v = d < 0 ? 0 : scoreOf(space, d, ts, avg);
-      own.set(d, v);
-    }
-    return v;
-  };
-  const found = new Map<number, R>();
-  top.forEach((h, i) => {
-    own.set(docs[i], h.score);
-    found.set(docs[i], h.memory);
-  });
-  const candidates = new Set<number>(found.keys());
-  for (const d of found.keys()) for (const n of liveNeighbours(space, d)) if (n >= 0 && ownOf(n) > 0) candidates.add(n);
-  const out: (Hit<R> & { d: number })[] = [];
-  for (const d of candidates) {
-    const memory = found.get(d) ?? accept(space.idOf(d));
-    if (!memory) continue;
-    const [b, a] = liveNeighbours(space, d);
-    out.push({ memory, score: ownOf(d) + share * Math.max(ownOf(b), ownOf(a)), d });
-  }
-  const created = space.docCreated;
-  return out
-    .sort((x, y) => y.score - x.score || created[y.d] - created[x.d] || (space.idAfter(y.d, x.d) ? 1 : -1))
-    .slice(0, limit)
-    .map(({ memory, score }) => ({ memory, score }));
-}
 /**
  * The best `limit` accepted of a search's candidates (space.touched, space.values)[0, count):
  * score high to low, then newer first (createdAt, then id), as byScoreThenNewer orders them, so

@@ -118,8 +118,6 @@ export function namespaceTop<R>(
   avg: LengthNorm,
   limit: number,
   accept: Accept<R>,
-  /** Filled with the returned hits' document numbers, in order. */
-  docsOut?: number[],
 ): Hit<R>[] {
   const m = ts.length;
   const w = Float64Array.from(ts, (t) => t.idf);
@@ -137,12 +135,10 @@ export function namespaceTop<R>(
   for (const check of [undefined, accept]) {
     const top = maxScore(space, ts, w, ones, bounds, order, below, avg, limit, check);
     const out: Hit<R>[] = [];
-    if (docsOut) docsOut.length = 0;
     for (let i = 0; i < top.docs.length; i++) {
       const r = accept(space.idOf(top.docs[i]));
       if (!r) break;
       out.push({ memory: r, score: top.scores[i] });
-      docsOut?.push(top.docs[i]);
     }
     if (out.length === top.docs.length) return out;
   }
