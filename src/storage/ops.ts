@@ -208,22 +208,23 @@ export function planOp(
         reason: op.reason ?? null,
       };
       if (observedOf(next) !== observedOf(t)) event.oldObservedAt = observedOf(t);
-      return { target: next, event: withState(event, next) };
+      withState(event, next);
+      if (op.mergedIds !== undefined) event.mergedIds = op.mergedIds;
+      return { target: next, event };
     }
     case "DELETE": {
       const t = target!;
-      return {
-        target: { ...t, state: "deleted", updatedAt: atMs },
-        event: {
-          ...base,
-          ...on(t),
-          event: "DELETE",
-          oldContent: t.content,
-          newContent: null,
-          reason: op.reason,
-          observedAt: observedOf(t),
-        },
+      const event: Planned["event"] = {
+        ...base,
+        ...on(t),
+        event: "DELETE",
+        oldContent: t.content,
+        newContent: null,
+        reason: op.reason,
+        observedAt: observedOf(t),
       };
+      if (op.mergedInto !== undefined) event.mergedInto = op.mergedInto;
+      return { target: { ...t, state: "deleted", updatedAt: atMs }, event };
     }
     case "REVERT": {
       const t = target!;
@@ -305,6 +306,10 @@ export function targetIsLive(op: MemoryOp, target: MemoryRecord | undefined, now
     return target?.state === "current" && target.expiresAt === op.expiresAt;
   return isCurrent(target, now);
 }
+
+/** A write's guard on its entity (RevertOp.entityLastEventAtMs), if the op carries one. */
+export const entityGuardOf = (op: MemoryOp): number | undefined =>
+  "entityLastEventAtMs" in op ? op.entityLastEventAtMs : undefined;
 
 /** The id of the memory an op acts on, if any. */
 export const targetOf = (op: MemoryOp): string | undefined => ("target" in op ? op.target : undefined);

@@ -97,6 +97,10 @@ export const EventRecord = Type.Object({
   // Set on the events of a revert or a restore (issue 33; schema 11): the id (seq, as text) of the
   // event whose state a revert brought back, or the ISO 8601 instant a restore went back to.
   revertOf: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  // A consolidation's (issue 33; schema 12): on its MERGE, the memories merged into the memory;
+  // on the DELETE of each of those, the memory it went into.
+  mergedIds: Type.Optional(Type.Array(Id)),
+  mergedInto: Type.Optional(Id),
 });
 export type EventRecord = Static<typeof EventRecord>;
 

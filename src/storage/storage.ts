@@ -54,8 +54,25 @@ export interface MemoryPatch {
 export type MemoryOp =
   | { event: "ADD"; create: NewMemory }
   | { event: "REPLACE"; create: NewMemory; target: string; reason: string }
-  | { event: "MERGE" | "UPDATE"; target: string; patch: MemoryPatch; reason?: string | null }
-  | { event: "DELETE"; target: string; reason: string; expiresAt?: number }
+  | {
+      event: "MERGE" | "UPDATE";
+      target: string;
+      patch: MemoryPatch;
+      reason?: string | null;
+      /** A consolidation's MERGE: the memories merged into the target (EventRecord.mergedIds). */
+      mergedIds?: string[];
+      /** See RevertOp.entityLastEventAtMs. */
+      entityLastEventAtMs?: number;
+    }
+  | {
+      event: "DELETE";
+      target: string;
+      reason: string;
+      expiresAt?: number;
+      /** A consolidation's DELETE: the memory this one was merged into (EventRecord.mergedInto). */
+      mergedInto?: string;
+      entityLastEventAtMs?: number;
+    }
   | { event: "SKIP_DUPLICATE" | "KEEP_EXISTING"; target: string; newContent: string; reason?: string | null }
   | RevertOp;
 

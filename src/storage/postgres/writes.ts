@@ -6,7 +6,17 @@
 // transaction, nothing is kept in a session (no session advisory lock, LISTEN or temp table),
 // and named prepared statements are left out when the pooler cannot keep them (openPostgres).
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
-import { checkKeyFree, keyedOutcome, keyOfOp, planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
+import {
+  checkKeyFree,
+  entityGuardOf,
+  keyedOutcome,
+  keyOfOp,
+  planOp,
+  stampFloor,
+  targetIsLive,
+  targetOf,
+  vectorOf,
+} from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
 import {
   type Applied,
@@ -368,9 +378,9 @@ export async function applyBatch(
   // ours: no other writer of the namespace can commit an event until this transaction ends.
   const guards = calls.flatMap((c) =>
     c.ops.flatMap((op) => {
-      if (op.event !== "REVERT" || op.entityLastEventAtMs === undefined) return [];
-      const t = targets.get(op.target);
-      return t ? [{ namespace: t.namespace, entity: t.entity, at: op.entityLastEventAtMs }] : [];
+      const at = entityGuardOf(op);
+      const t = at === undefined ? undefined : targets.get(targetOf(op)!);
+      return t ? [{ namespace: t.namespace, entity: t.entity, at: at! }] : [];
     }),
   );
   for (const g of guards) {
