@@ -379,6 +379,55 @@ describe.each(stdioCases)("over stdio: %s", (_label, command) => {
     }),
   );
 
+  test("stdin closed right after the calls: every call already read is answered before the process exits", async () => {
+    const [cmd, ...args] = command();
+    const entity = `stdin-end-${cmd === bin ? "bin" : "src"}`;
+    const proc = Bun.spawn([cmd, ...args, "--url", s.url, "--namespace", "acme", "--entity", entity], {
+      cwd: repo,
+      env: { ...process.env, MEMD_API_KEY: acmeKey },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const call = (id: number, name: string, args: object) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name, arguments: args },
+    });
+    const messages = [
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "pipe", version: "1" } },
+      },
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      call(2, "remember", { content: "Plays the oboe", infer: false }),
+      call(3, "remember", { content: "Reads sci-fi", infer: false }),
+      call(4, "recall", { query: "oboe" }),
+      { jsonrpc: "2.0", id: 5, method: "tools/list" },
+    ];
+    // Everything at once, then end of input, as `printf ... | memd mcp` does.
+    proc.stdin.write(messages.map((m) => `${JSON.stringify(m)}\n`).join(""));
+    await proc.stdin.end();
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    expect({ code: await proc.exited, err }).toEqual({ code: 0, err: expect.not.stringContaining("rror") });
+    const answers = out
+      .split("\n")
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l));
+    expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3, 4, 5]);
+    for (const a of answers)
+      expect({ id: a.id, error: a.error, isError: a.result?.isError ?? false }).toEqual({
+        id: a.id,
+        error: undefined,
+        isError: false,
+      });
+    const listed = await s.json("GET", `/v1/memory?namespace=acme&entity=${entity}`);
+    expect(listed.body.memories.map((m: any) => m.content).sort()).toEqual(["Plays the oboe", "Reads sci-fi"]);
+  }, 60_000);
+
   test(
     "--url with a read key: remember is refused with the permission error",
     explained(async () => {
