@@ -530,6 +530,20 @@ for (const db of [undefined, ...(pgUrl?.startsWith("postgres") ? [pgUrl] : [])])
 }
 // As-of reads (issue 23): bench/time.ts, also runnable alone.
 lines.push(await timeBench(log));
+// Consolidation without a model (issue 33): precision and recall of the merge rule on memd's
+// labelled pairs, bench/consolidation.ts (also runnable alone; the bar: no false merge).
+{
+  log("consolidation: consolidation.ts");
+  const p = Bun.spawnSync([process.execPath, "run", join(import.meta.dir, "consolidation.ts")], {
+    cwd: root,
+    stderr: "inherit",
+  });
+  lines.push(
+    p.exitCode === 0
+      ? p.stdout.toString()
+      : `${p.stdout.toString()}\n(bench/consolidation.ts: a false merge, exit ${p.exitCode})\n`,
+  );
+}
 // What bounds the figures (notes.md), and the search figures of bench/search.ts, which runs apart
 // (search-results.md: it takes minutes and 2.3 GiB of its own).
 for (const name of ["notes.md", "search-results.md"]) {

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { Kind, OptionalKind, type TSchema } from "@sinclair/typebox";
 import { AuditEvent, DiffRequest, DiffResponse, EventKind, EventsQuery, StreamQuery } from "../src/audit/model";
 import { EntitiesQuery, EntitiesResponse, NamespacesQuery, NamespacesResponse } from "../src/browse/model";
+import { ConsolidatedGroup, ConsolidateRequest, ConsolidateResponse } from "../src/consolidate/model";
 import { ContextRequest, ContextResponse } from "../src/context/model";
 import { ModelAnswer } from "../src/extraction/model";
 import { ApiKey, CreatedKey, CreateKeyRequest, Permission } from "../src/keys/model";
@@ -58,6 +59,9 @@ const exported: Record<string, TSchema> = {
   RestoreRequest,
   RestoreResponse,
   RestoredMemory,
+  ConsolidateRequest,
+  ConsolidateResponse,
+  ConsolidatedGroup,
   CreateWebhook,
   PatchWebhook,
   Webhook,

@@ -57,6 +57,8 @@ const NAMED: [string, string, string, string][] = [
   ["RevertResponse", "post", "/v1/memory/{id}/revert", "200"],
   ["RestoreRequest", "post", "/v1/memory/restore", "body"],
   ["RestoreResponse", "post", "/v1/memory/restore", "200"],
+  ["ConsolidateRequest", "post", "/v1/memory/consolidate", "body"],
+  ["ConsolidateResponse", "post", "/v1/memory/consolidate", "200"],
   ["CreateWebhook", "post", "/v1/webhooks", "body"],
   ["CreatedWebhook", "post", "/v1/webhooks", "201"],
   ["Webhook", "get", "/v1/webhooks/{id}", "200"],
@@ -75,6 +77,7 @@ const RENAME: Record<string, string> = {
   NamespacesResponseNamespacesItem: "NamespaceSummary",
   EntitiesResponseEntitiesItem: "EntitySummary",
   RestoreResponseMemoriesItem: "RestoredMemory",
+  ConsolidateResponseGroupsItem: "ConsolidatedGroup",
 };
 
 /** Parts that an older or newer server may not have (the context endpoint): left out when absent. */

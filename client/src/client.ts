@@ -5,6 +5,8 @@ import { sseMessages } from "./sse.js";
 import type {
   ApiKey,
   AuditEvent,
+  ConsolidateRequest,
+  ConsolidateResponse,
   ContextRequest,
   ContextResponse,
   CreatedKey,
@@ -255,6 +257,9 @@ export function createClient(options: ClientOptions) {
      */
     revert: (memoryId: string, req: RevertRequest, write?: WriteOptions) =>
       call<RevertResponse>("POST", `/v1/memory/${id(memoryId)}/revert`, req, write),
+    /** Merges an entity's near-duplicate memories, losing nothing (`dryRun: true`: the groups, nothing written). */
+    consolidate: (req: ConsolidateRequest, write?: WriteOptions) =>
+      call<ConsolidateResponse>("POST", "/v1/memory/consolidate", req, write),
     /** Restores every memory of an entity to what it was at `asOf`, in one write (`dryRun: true`: what would change). */
     restore: (req: RestoreRequest, write?: WriteOptions) =>
       call<RestoreResponse>("POST", "/v1/memory/restore", req, write),

@@ -274,6 +274,10 @@ export interface AuditEvent {
   oldObservedAt: string | null;
   /** only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to) */
   revertOf?: string;
+  /** only on a consolidation's MERGE: the memories merged into this one */
+  mergedIds?: string[];
+  /** only on a consolidation's DELETE: the memory this one was merged into */
+  mergedInto?: string;
 }
 
 export interface EventsQuery {
@@ -439,6 +443,35 @@ export interface RestoredMemory {
   fields: string[];
   before: Memory | null;
   after: Memory | null;
+}
+
+export interface ConsolidateRequest {
+  namespace: string;
+  entity: string;
+  /** answer the groups and what would be kept, and write nothing */
+  dryRun?: boolean;
+}
+
+export interface ConsolidateResponse {
+  namespace: string;
+  entity: string;
+  dryRun: boolean;
+  /** kept: as the merge leaves it (dry run: as it would) */
+  groups: ConsolidatedGroup[];
+  /** memories merged into others and deleted */
+  memoriesMerged: number;
+  tookMs: number;
+  /** the events written, in order; empty on a dry run */
+  events: AuditEvent[];
+}
+
+export interface ConsolidatedGroup {
+  kept: Memory;
+  /** the memories merged into `kept` and deleted (events DELETE naming it) */
+  merged: Memory[];
+  /** rules: the same words (docs/undo.md); model: the configured model judged them one fact and gave the text */
+  by: "rules" | "model";
+  reason: string;
 }
 
 export interface CreateWebhook {

@@ -6,7 +6,7 @@ import type { AuditEvent } from "./types.gen.js";
 
 /** A delivery's body (docs/webhooks.md). */
 export interface WebhookPayload {
-  /** `memory.` and the event kind in lower case: `memory.add`, `memory.delete`, … */
+  /** `memory.` and the event kind in lower case: `memory.add`, `memory.delete`, …; `memory.erased` for an erasure's DELETE. */
   type: string;
   /** The event's time, ISO 8601. */
   timestamp: string;

@@ -52,6 +52,12 @@ export const AuditEvent = t.Object({
         "only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to)",
     }),
   ),
+  mergedIds: t.Optional(
+    t.Array(t.String(), { description: "only on a consolidation's MERGE: the memories merged into this one" }),
+  ),
+  mergedInto: t.Optional(
+    t.String({ description: "only on a consolidation's DELETE: the memory this one was merged into" }),
+  ),
 });
 export type AuditEvent = typeof AuditEvent.static;
 

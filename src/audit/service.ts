@@ -21,6 +21,8 @@ export function toAuditEvent(e: EventRecord): AuditEvent {
     oldObservedAt: e.oldObservedAt === undefined ? null : isoTime(e.oldObservedAt),
   };
   if (e.revertOf !== undefined) out.revertOf = e.revertOf;
+  if (e.mergedIds !== undefined) out.mergedIds = e.mergedIds;
+  if (e.mergedInto !== undefined) out.mergedInto = e.mergedInto;
   return out;
 }
 

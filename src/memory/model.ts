@@ -2,7 +2,7 @@ import { t } from "elysia";
 import { storedKinds } from "../audit/model";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { ErasureRecord, type EventKind, MemoryRecord } from "../storage/records";
+import { ErasureRecord, type EventKind, MemoryRecord, memoryTimes } from "../storage/records";
 import { Category, EntityPrefix, Importance, MemoryKey, Name, Tag, Tags, Timestamp } from "../wire/schemas";
 import { isoShapePattern } from "../wire/time";
 
@@ -63,23 +63,12 @@ export const StoredEvent = t.Union(
 );
 
 /**
- * A memory as answers give it: the record's fields (storage/records.ts) without its state (an
+ * A memory as answers give it: every field of the record (storage/records.ts) but its state (an
  * answer shows only what is current, or what was at asOf), its times in ISO 8601, and the event
- * that wrote it when a store answers.
+ * that wrote it when a store answers. A field added to the record is answered as it is.
  */
 export const Memory = t.Object({
-  ...t.Pick(MemoryRecord, [
-    "id",
-    "namespace",
-    "entity",
-    "content",
-    "category",
-    "importance",
-    "tags",
-    "metadata",
-    "source",
-    "key",
-  ]).properties,
+  ...t.Omit(MemoryRecord, ["state", ...memoryTimes]).properties,
   createdAt: Timestamp,
   updatedAt: t.Optional(Timestamp),
   expiresAt: t.Optional(Timestamp),

@@ -1,6 +1,6 @@
 // What an op does to memory records and which event it records: one pure function shared by
 // every backend, so that both write exactly the same records for the same ops.
-import { type EventRecord, isCurrent, type MemoryRecord, observedOf } from "./records";
+import { type EventRecord, eventState, isCurrent, type MemoryRecord, memoryExtras, observedOf } from "./records";
 import { type MemoryOp, type NewMemory, type RevertOp, WriteConflict } from "./storage";
 
 /**
@@ -29,16 +29,17 @@ function recordOf(m: NewMemory, atMs: number): MemoryRecord {
     category: m.category,
     importance: m.importance,
   } as MemoryRecord;
-  if (m.tags !== undefined) r.tags = m.tags;
-  if (m.metadata !== undefined) r.metadata = m.metadata;
-  if (m.source !== undefined) r.source = m.source;
+  // Tags, metadata, source, key and any field added to the record since (records.ts: memoryExtras).
+  for (const f of memoryExtras) {
+    const v = (m as Partial<MemoryRecord>)[f];
+    if (v !== undefined) (r as Record<string, unknown>)[f] = v;
+  }
   r.createdAt = atMs;
   r.updatedAt = atMs;
   if (m.ttlSeconds !== undefined) r.expiresAt = atMs + Math.ceil(m.ttlSeconds * 1000);
   r.state = "current";
   // Valid time: the client's, else the store time (the event's).
   r.observedAt = m.observedAt ?? atMs;
-  if (m.key !== undefined) r.key = m.key;
   return r;
 }
 
@@ -105,10 +106,10 @@ function keyedState(holder: MemoryRecord, m: NewMemory, atMs: number): MemoryRec
  * alone replays every field. Returns the event.
  */
 function withState<E extends Planned["event"]>(e: E, m: MemoryRecord): E {
-  e.importance = m.importance;
-  if (m.tags !== undefined) e.tags = m.tags;
-  if (m.metadata !== undefined) e.metadata = m.metadata;
-  if (m.expiresAt !== undefined) e.expiresAt = m.expiresAt;
+  for (const f of eventState) {
+    const v = m[f];
+    if (v !== undefined) (e as Record<string, unknown>)[f] = v;
+  }
   e.observedAt = observedOf(m);
   return e;
 }
@@ -207,22 +208,23 @@ export function planOp(
         reason: op.reason ?? null,
       };
       if (observedOf(next) !== observedOf(t)) event.oldObservedAt = observedOf(t);
-      return { target: next, event: withState(event, next) };
+      withState(event, next);
+      if (op.mergedIds !== undefined) event.mergedIds = op.mergedIds;
+      return { target: next, event };
     }
     case "DELETE": {
       const t = target!;
-      return {
-        target: { ...t, state: "deleted", updatedAt: atMs },
-        event: {
-          ...base,
-          ...on(t),
-          event: "DELETE",
-          oldContent: t.content,
-          newContent: null,
-          reason: op.reason,
-          observedAt: observedOf(t),
-        },
+      const event: Planned["event"] = {
+        ...base,
+        ...on(t),
+        event: "DELETE",
+        oldContent: t.content,
+        newContent: null,
+        reason: op.reason,
+        observedAt: observedOf(t),
       };
+      if (op.mergedInto !== undefined) event.mergedInto = op.mergedInto;
+      return { target: { ...t, state: "deleted", updatedAt: atMs }, event };
     }
     case "REVERT": {
       const t = target!;
@@ -279,19 +281,12 @@ export function planOp(
 
 /** A memory set to a state it had (RevertOp): the record's id, key, source and creation time, the state's fields. */
 function revertedRecord(t: MemoryRecord, to: NonNullable<RevertOp["to"]>, atMs: number): MemoryRecord {
-  const { tags: _t, metadata: _m, expiresAt: _e, ...rest } = t;
-  const r: MemoryRecord = {
-    ...rest,
-    content: to.content,
-    category: to.category,
-    importance: to.importance,
-    updatedAt: atMs,
-    state: "current",
-    observedAt: to.observedAt,
-  };
-  if (to.tags !== undefined) r.tags = to.tags;
-  if (to.metadata !== undefined) r.metadata = to.metadata;
-  if (to.expiresAt !== undefined) r.expiresAt = to.expiresAt;
+  const r: MemoryRecord = { ...t, content: to.content, category: to.category, updatedAt: atMs, state: "current" };
+  // The state's fields (records.ts: eventState), each as the state has it or gone.
+  for (const f of eventState) {
+    if (to[f] === undefined) delete (r as Partial<MemoryRecord>)[f];
+    else (r as Record<string, unknown>)[f] = to[f];
+  }
   return r;
 }
 
@@ -311,6 +306,10 @@ export function targetIsLive(op: MemoryOp, target: MemoryRecord | undefined, now
     return target?.state === "current" && target.expiresAt === op.expiresAt;
   return isCurrent(target, now);
 }
+
+/** A write's guard on its entity (RevertOp.entityLastEventAtMs), if the op carries one. */
+export const entityGuardOf = (op: MemoryOp): number | undefined =>
+  "entityLastEventAtMs" in op ? op.entityLastEventAtMs : undefined;
 
 /** The id of the memory an op acts on, if any. */
 export const targetOf = (op: MemoryOp): string | undefined => ("target" in op ? op.target : undefined);

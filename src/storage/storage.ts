@@ -10,6 +10,7 @@ import type {
   EventKind,
   EventRecord,
   ExportRecord,
+  eventState,
   IdempotencyEntry,
   KeyRecord,
   MemoryRecord,
@@ -53,8 +54,25 @@ export interface MemoryPatch {
 export type MemoryOp =
   | { event: "ADD"; create: NewMemory }
   | { event: "REPLACE"; create: NewMemory; target: string; reason: string }
-  | { event: "MERGE" | "UPDATE"; target: string; patch: MemoryPatch; reason?: string | null }
-  | { event: "DELETE"; target: string; reason: string; expiresAt?: number }
+  | {
+      event: "MERGE" | "UPDATE";
+      target: string;
+      patch: MemoryPatch;
+      reason?: string | null;
+      /** A consolidation's MERGE: the memories merged into the target (EventRecord.mergedIds). */
+      mergedIds?: string[];
+      /** See RevertOp.entityLastEventAtMs. */
+      entityLastEventAtMs?: number;
+    }
+  | {
+      event: "DELETE";
+      target: string;
+      reason: string;
+      expiresAt?: number;
+      /** A consolidation's DELETE: the memory this one was merged into (EventRecord.mergedInto). */
+      mergedInto?: string;
+      entityLastEventAtMs?: number;
+    }
   | { event: "SKIP_DUPLICATE" | "KEEP_EXISTING"; target: string; newContent: string; reason?: string | null }
   | RevertOp;
 
@@ -62,15 +80,8 @@ export type MemoryOp =
  * A memory's state as a revert or a restore gives it back (the fields an event carries; the id,
  * key, source and creation time stay the record's).
  */
-export interface RevertState {
-  content: string;
-  category: string;
-  importance: number;
-  tags?: string[];
-  metadata?: Record<string, unknown>;
-  expiresAt?: number;
-  observedAt: number;
-}
+export type RevertState = Pick<MemoryRecord, "content" | "category" | "importance"> &
+  Partial<Pick<MemoryRecord, (typeof eventState)[number]>> & { observedAt: number };
 
 /**
  * Sets a memory to a state it had (`to`), or retires it (`to` null), with an ordinary event

@@ -104,7 +104,8 @@ export const layers: string[][] = [
   ["audit", "browse"],
   ["memory"],
   ["search"],
-  ["context", "extraction", "transfer", "mem0", "ui", "webhooks"],
+  ["context", "extraction", "transfer", "mem0", "ui", "webhooks", "revert"],
+  ["consolidate"], // may ask the configured model (extraction's settings)
   ["mcp"],
   ["app.ts"],
   ["server.ts"],

@@ -55,6 +55,10 @@ def restore(request: Fields | None, kw: Fields, idempotency_key: str | None) -> 
     return write("POST", "/v1/memory/restore", fields(request, kw), has_body=True, idempotency_key=idempotency_key)
 
 
+def consolidate(request: Fields | None, kw: Fields, idempotency_key: str | None) -> Request:
+    return write("POST", "/v1/memory/consolidate", fields(request, kw), has_body=True, idempotency_key=idempotency_key)
+
+
 def delete(memory_id: str, idempotency_key: str | None) -> Request:
     return write("DELETE", f"/v1/memory/{seg(memory_id)}", has_body=False, idempotency_key=idempotency_key)
 

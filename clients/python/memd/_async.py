@@ -48,6 +48,8 @@ from .types import (
     Memory,
     NamespacesResponse,
     PatchRequest,
+    ConsolidateRequest,
+    ConsolidateResponse,
     RestoreRequest,
     RestoreResponse,
     RevertRequest,
@@ -242,6 +244,13 @@ class AsyncMemd:
         ``namespace``, ``entity``, ``as_of``, ``dry_run``. The answer lists each memory and what was
         done to it."""
         return await self._call(_api.restore(request, fields, idempotency_key))
+
+    async def consolidate(
+        self, request: ConsolidateRequest | None = None, /, *, idempotency_key: str | None = None, **fields: Any
+    ) -> ConsolidateResponse:
+        """Merges an entity's near-duplicate memories, losing nothing: ``namespace``, ``entity``,
+        ``dry_run`` (``dryRun``). Answers ``groups``, ``memoriesMerged``, ``tookMs``, ``events``."""
+        return await self._call(_api.consolidate(request, fields, idempotency_key))
 
     async def delete(self, memory_id: str, *, idempotency_key: str | None = None) -> dict[str, Any]:
         """Deletes one memory (event DELETE): ``{"deleted": True}``."""

@@ -48,6 +48,8 @@ from .types import (
     Memory,
     NamespacesResponse,
     PatchRequest,
+    ConsolidateRequest,
+    ConsolidateResponse,
     RestoreRequest,
     RestoreResponse,
     RevertRequest,
@@ -266,6 +268,13 @@ class Memd:
         ``namespace``, ``entity``, ``as_of``, ``dry_run``. The answer lists each memory and what was
         done to it."""
         return self._call(_api.restore(request, fields, idempotency_key))
+
+    def consolidate(
+        self, request: ConsolidateRequest | None = None, /, *, idempotency_key: str | None = None, **fields: Any
+    ) -> ConsolidateResponse:
+        """Merges an entity's near-duplicate memories, losing nothing: ``namespace``, ``entity``,
+        ``dry_run`` (``dryRun``). Answers ``groups``, ``memoriesMerged``, ``tookMs``, ``events``."""
+        return self._call(_api.consolidate(request, fields, idempotency_key))
 
     def delete(self, memory_id: str, *, idempotency_key: str | None = None) -> dict[str, Any]:
         """Deletes one memory (event DELETE): ``{"deleted": True}``."""

@@ -334,6 +334,10 @@ class _AuditEventRequired(TypedDict):
 class AuditEvent(_AuditEventRequired, total=False):
     #: only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to)
     revertOf: str
+    #: only on a consolidation's MERGE: the memories merged into this one
+    mergedIds: list[str]
+    #: only on a consolidation's DELETE: the memory this one was merged into
+    mergedInto: str
 
 
 class _StreamQueryRequired(TypedDict):
@@ -486,6 +490,38 @@ class RestoreResponse(TypedDict):
     changed: int
     #: every memory current now or at asOf, newest first, and what was done to it
     memories: list[RestoredMemory]
+    #: the events written, in order; empty on a dry run
+    events: list[AuditEvent]
+
+
+class _ConsolidateRequestRequired(TypedDict):
+    namespace: str
+    entity: str
+
+
+class ConsolidateRequest(_ConsolidateRequestRequired, total=False):
+    #: answer the groups and what would be kept, and write nothing
+    dryRun: bool
+
+
+class ConsolidatedGroup(TypedDict):
+    kept: Memory
+    #: the memories merged into `kept` and deleted (events DELETE naming it)
+    merged: list[Memory]
+    #: rules: the same words (docs/undo.md); model: the configured model judged them one fact and gave the text
+    by: Literal["rules", "model"]
+    reason: str
+
+
+class ConsolidateResponse(TypedDict):
+    namespace: str
+    entity: str
+    dryRun: bool
+    #: kept: as the merge leaves it (dry run: as it would)
+    groups: list[ConsolidatedGroup]
+    #: memories merged into others and deleted
+    memoriesMerged: int
+    tookMs: float
     #: the events written, in order; empty on a dry run
     events: list[AuditEvent]
 

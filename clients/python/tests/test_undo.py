@@ -63,3 +63,14 @@ def test_async_keyed_revert_restore(server):
             assert revert["after"]["content"] == "Owns a car"
 
     asyncio.run(run())
+
+
+def test_consolidate(server):
+    c = server.client
+    for text in ["Likes hiking", "likes hiking.", "Hiking: likes it"]:
+        c.store(namespace="u", entity="tidy", content=text, infer=False)
+    dry = c.consolidate(namespace="u", entity="tidy", dry_run=True)
+    assert dry["memoriesMerged"] == 2 and dry["events"] == []
+    done = c.consolidate({"namespace": "u", "entity": "tidy"})
+    assert [e["event"] for e in done["events"]] == ["MERGE", "DELETE", "DELETE"]
+    assert len(c.list(namespace="u", entity="tidy")["memories"]) == 1

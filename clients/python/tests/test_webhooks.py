@@ -84,3 +84,26 @@ def test_subscribe_receive_verify_manage():
             assert e.value.status == 404
     finally:
         receiver.shutdown()
+
+
+def test_async_client_manages_webhooks():
+    import asyncio
+
+    from memd import AsyncMemd
+
+    with start_memd(args=["--webhook-allow-private"]) as s:
+
+        async def run():
+            async with AsyncMemd(s.url, s.key) as c:
+                made = await c.webhooks.create({"url": "http://127.0.0.1:9/hook", "namespaces": ["a", "b/*"]})
+                assert made["namespaces"] == ["a", "b/*"]
+                paused = await c.webhooks.update(made["id"], state="paused")
+                assert paused["state"] == "paused"
+                assert [w["id"] for w in await c.webhooks.list()] == [made["id"]]
+                assert (await c.webhooks.get(made["id"]))["state"] == "paused"
+                assert await c.webhooks.deliveries(made["id"]) == []
+                assert (await c.webhooks.rotate_secret(made["id"]))["secret"] != made["secret"]
+                assert (await c.webhooks.replay(made["id"], 1))["cursor"] == 0
+                assert await c.webhooks.delete(made["id"]) == {"id": made["id"], "deleted": True}
+
+        asyncio.run(run())

@@ -2,7 +2,17 @@
 // path of memory changes, where applies arriving together share one write transaction (group
 // commit) and each op is planned by the shared planOp and staged with its event and indexes.
 import type { RootDatabase } from "lmdb";
-import { checkKeyFree, keyedOutcome, keyOfOp, type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
+import {
+  checkKeyFree,
+  entityGuardOf,
+  keyedOutcome,
+  keyOfOp,
+  type Planned,
+  planOp,
+  targetIsLive,
+  targetOf,
+  vectorOf,
+} from "../ops";
 import type { EventRecord, IdempotencyEntry, MemoryRecord } from "../records";
 import {
   type Applied,
@@ -122,11 +132,13 @@ function plan(
     let target: MemoryRecord | undefined;
     if (id !== undefined) {
       target = overlay.get(id) ?? getRecord(s, id);
+      // A guarded write checks its entity first, whatever the op finds (see RevertOp).
+      const guard = entityGuardOf(op);
+      if (guard !== undefined && target) checkEntityUnchanged(s, overlay, target, guard);
       if (!targetIsLive(op, target, now)) return null;
       if (op.event === "REVERT") {
         const k = keyOfOp(op);
         if (k) checkKeyFree(op, keyHolder(s, overlay, k));
-        if (op.entityLastEventAtMs !== undefined) checkEntityUnchanged(s, overlay, target, op.entityLastEventAtMs);
       }
       overlay.set(id, target);
     } else if (op.event === "ADD" && op.create.key !== undefined) {

@@ -223,6 +223,10 @@ export const migrations: string[] = [
   `
   ALTER TABLE events ADD COLUMN revert_of text;
   `,
+  // Consolidation (issue 33): its MERGE names the memories merged, each DELETE the memory kept.
+  `
+  ALTER TABLE events ADD COLUMN merged_ids json, ADD COLUMN merged_into uuid;
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;

@@ -6,7 +6,17 @@
 // transaction, nothing is kept in a session (no session advisory lock, LISTEN or temp table),
 // and named prepared statements are left out when the pooler cannot keep them (openPostgres).
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
-import { checkKeyFree, keyedOutcome, keyOfOp, planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
+import {
+  checkKeyFree,
+  entityGuardOf,
+  keyedOutcome,
+  keyOfOp,
+  planOp,
+  stampFloor,
+  targetIsLive,
+  targetOf,
+  vectorOf,
+} from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
 import {
   type Applied,
@@ -368,9 +378,9 @@ export async function applyBatch(
   // ours: no other writer of the namespace can commit an event until this transaction ends.
   const guards = calls.flatMap((c) =>
     c.ops.flatMap((op) => {
-      if (op.event !== "REVERT" || op.entityLastEventAtMs === undefined) return [];
-      const t = targets.get(op.target);
-      return t ? [{ namespace: t.namespace, entity: t.entity, at: op.entityLastEventAtMs }] : [];
+      const at = entityGuardOf(op);
+      const t = at === undefined ? undefined : targets.get(targetOf(op)!);
+      return t ? [{ namespace: t.namespace, entity: t.entity, at: at! }] : [];
     }),
   );
   for (const g of guards) {
@@ -460,11 +470,7 @@ export async function applyBatch(
   w.add(
     `INSERT INTO memories (${memoryColumns}) SELECT ${memoryColumns}
      FROM json_populate_recordset(NULL::memories, $rows)
-     ON CONFLICT (id) DO UPDATE SET
-       content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
-       tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
-       updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state,
-       observed_at = EXCLUDED.observed_at, key = EXCLUDED.key`,
+     ON CONFLICT (id) DO UPDATE SET ${memoryUpdates}`,
     [...writes.values()].map(memoryJson),
   );
   addIndexWrites(w, change);
@@ -499,6 +505,11 @@ function parseSeqs(v: unknown): number[] {
 
 /** The columns written, named: a column added later takes its default. */
 const memoryColumns = columnList(columns.memories);
+/** A memory row written again: every column but those fixed at its creation takes the new value. */
+const memoryUpdates = columns.memories
+  .filter((c) => !["id", "namespace", "entity", "createdAt"].includes(c.field))
+  .map((c) => `${c.column} = EXCLUDED.${c.column}`)
+  .join(", ");
 const eventColumns = columnList(columns.events);
 
 /** Most calls one shared transaction takes. */
