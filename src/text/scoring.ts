@@ -4,11 +4,11 @@
 // The constants were measured on the LoCoMo dev half and BEAM's 100K chats (bench/notes.md).
 
 /**
- * BM25 parameters: k1 = 1.2 (term-frequency saturation), b (length normalisation) = BM25.b only
- * where the scope's statistics are not at hand (PostgreSQL's SQL statement); elsewhere b is the
- * scope's own, lengthNormB: as strong as its memories' lengths vary.
+ * BM25 parameters: k1 = 1.2 (term-frequency saturation); b (length normalisation) = BM25.b on
+ * PostgreSQL (its SQL statement and the replica's lists, which must agree; issue 21's value,
+ * chosen on LoCoMo's short turns); on LMDB b is the scope's own, lengthNormB.
  */
-export const BM25 = { k1: 1.2, b: 0.75 } as const;
+export const BM25 = { k1: 1.2, b: 0.25 } as const;
 
 /**
  * The scope's length normalisation: the coefficient of variation of its memories' lengths

@@ -30,6 +30,8 @@ export function keywordSearch<R extends object, S extends object>(
    * passes it): 0, BM25's own scores.
    */
   share = 0,
+  /** A fixed b instead of the scope's (PostgreSQL: its SQL statement's, BM25.b, so both agree). */
+  fixedB?: number,
 ): Hit<R>[] {
   if (terms.length === 0) return EMPTY;
   const space = of.expanded();
@@ -51,7 +53,7 @@ export function keywordSearch<R extends object, S extends object>(
   }
   if (docs === 0) return EMPTY;
   // BM25's avgdl, and b from the spread of the scope's lengths (text/scoring.ts lengthNormB).
-  const avg: LengthNorm = { avg: totalLength / docs, b: lengthNormB(docs, totalLength, totalSquares) };
+  const avg: LengthNorm = { avg: totalLength / docs, b: fixedB ?? lengthNormB(docs, totalLength, totalSquares) };
   const accepted = new Map<string, R | null>();
   const accept: Accept<R> = (id) => {
     let r = accepted.get(id);

@@ -3,7 +3,7 @@
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import { type KeywordSpace, keywordSearch as spaceSearch } from "../../index/keyword";
 import { ann, exactReads, type VectorSpace } from "../../index/vector";
-import { bm25Sql, type QueryTerm } from "../../text/scoring";
+import { BM25, bm25Sql, type QueryTerm } from "../../text/scoring";
 import { termCounts } from "../../text/tokens";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
@@ -437,7 +437,6 @@ export async function listSearch(
   limit: number,
   now: number,
   memoryOf: (r: Record<string, unknown>) => MemoryRecord,
-  share = 0,
 ): Promise<Scored[] | undefined> {
   const known = new Map<string, MemoryRecord | null>();
   for (let round = 0; round < LIST_ROUNDS; round++) {
@@ -453,7 +452,8 @@ export async function listSearch(
         missing.push(id);
         return { id } as MemoryRecord;
       },
-      share,
+      0,
+      BM25.b,
     );
     if (missing.length === 0) return out;
     const rows = await sql`SELECT * FROM memories WHERE id = ANY(${sql.array(missing, "text")}::uuid[])`;
@@ -470,9 +470,6 @@ export async function listSearch(
   return undefined;
 }
 
-/** How long a keyword search that ranks adjacent hits waits for the namespace's lists being built. */
-const LISTS_WAIT_MS = 3000;
-
 /**
  * The Search role: the statements above, each a read with its deadline. A keyword search uses
  * this replica's lists once they are built (keyword-cache.ts), the SQL statement until then (and
@@ -481,17 +478,13 @@ const LISTS_WAIT_MS = 3000;
  */
 export function pgSearch({ sql, db, vectors, keywordLists }: PgState): Search {
   return {
-    async keywordSearch(scope, terms, filter, limit, now = Date.now(), share = 0) {
+    // The replica's lists rank as the SQL statement does (BM25, b = BM25.b, no adjacent hits), so
+    // that an answer does not depend on whether they are built yet (issue 36's ranking is LMDB's).
+    async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
       if (terms.length > 0 && keywordLists) {
         const found = await db(async () => {
-          let space = await keywordLists.get(scope.namespace);
-          // Adjacent hits and the scope's b are the lists' ranking (SQL has BM25 alone): a search
-          // that asks for them waits a while for the lists being built, as LMDB's first search does.
-          for (const until = Date.now() + LISTS_WAIT_MS; !space && share > 0 && Date.now() < until; ) {
-            await Bun.sleep(10);
-            space = await keywordLists.get(scope.namespace);
-          }
-          return space && listSearch(sql, space, scope, terms, filter, limit, now, memoryOf, share);
+          const space = await keywordLists.get(scope.namespace);
+          return space && listSearch(sql, space, scope, terms, filter, limit, now, memoryOf);
         });
         if (found) return found;
       }
