@@ -4,9 +4,9 @@ LOCAL_BUN   := $(CURDIR)/.tools/node_modules/.bin/bun
 BUN         ?= $(or $(shell command -v bun 2>/dev/null),$(LOCAL_BUN))
 export PATH := $(dir $(BUN)):$(PATH)
 
-.PHONY: soak deps pg-deps browser-deps python-deps screenshots run test build release bench bench-postgres bench-deps fmt lint check clean
+.PHONY: help soak deps pg-deps browser-deps python-deps screenshots run test build release bench bench-postgres bench-deps fmt lint clean
 
-deps: node_modules/.installed
+deps: node_modules/.installed ## the dependencies, at bun.lock's versions (and Bun itself into .tools/ when none is on PATH)
 
 $(LOCAL_BUN):
 	npm install --no-save --no-audit --no-fund --loglevel=error --prefix .tools bun@$(BUN_VERSION)
@@ -14,6 +14,10 @@ $(LOCAL_BUN):
 node_modules/.installed: package.json bun.lock | $(BUN)
 	$(BUN) install --frozen-lockfile
 	@touch $@
+
+# Every target with its "## " line; `make help`.
+help: ## this list
+	@awk -F':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  make %-15s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 run: deps ## start the server on ./memd-data (prints a root key on first start)
 	$(BUN) run src/main.ts serve $(ARGS)
@@ -66,17 +70,17 @@ bench-deps: ## the load generator (wrk, from Debian's packages) and taskset
 	@command -v wrk >/dev/null && command -v taskset >/dev/null || \
 	  { apt-get update -qq && apt-get install -y -qq wrk util-linux; }
 
-fmt: deps
+fmt: deps ## format the code (biome)
 	$(BUN) x biome format --write src test scripts bench client ui
 
 # Types everywhere: the server, its tests, scripts and benches (tsconfig.json), the client
 # package and its examples, and the page.
-lint: deps
+lint: deps ## check formatting and lint rules (biome), and the types everywhere (tsc)
 	$(BUN) x biome check src test scripts bench client ui
 	$(BUN) x tsc --noEmit -p .
 	$(BUN) x tsc --noEmit -p client
 	$(BUN) x tsc --noEmit -p client/examples
 	$(BUN) x tsc --noEmit -p ui
 
-clean:
+clean: ## remove dist, .tools, node_modules and ./memd-data
 	rm -rf dist .tools node_modules memd-data

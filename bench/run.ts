@@ -14,6 +14,7 @@ import { defaultData, locomoBench, locomoTables, locomoTargets } from "./locomo"
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
 import { timeBench } from "./time";
+import { webhookBench, webhookTable } from "./webhooks";
 import { type WrkResult, wrk } from "./wrk";
 
 const root = join(import.meta.dir, "..");
@@ -274,6 +275,12 @@ const ss = await startMemd(streamDir);
 const streamRows = [await streamBench(ss.url, key, 1, { seconds }), await streamBench(ss.url, key, 10, { seconds })];
 await stop(ss);
 
+// Webhooks (issue 34): delivery from a backlog, lag under full-speed stores, the store path with ten (bench/webhooks.ts).
+log("webhooks: backlog, lag, store path with ten subscriptions");
+const ws = await startMemd(join(work, "webhooks"), { MEMD_WEBHOOK_ALLOW_PRIVATE: "1" });
+const webhookFigures = await webhookBench(ws.url, key, { seconds });
+await stop(ws);
+
 // 4. Crash soak: 20 rounds of SIGKILL under 32 writers on one data dir.
 log(`crash soak, ${soakRounds} rounds`);
 const soak = { passed: 0, acked: 0, found: 0, problems: [] as string[] };
@@ -388,6 +395,12 @@ lines.push(
   "",
   ...streamTable(streamRows),
   "",
+  "## Webhooks",
+  "",
+  `One POST per event to receivers in the bench process (Bun.serve, answering 200 at once); raw stores from 32 connections for ${seconds} s; the store path's figures are the same run's, without subscriptions before and after (bench/webhooks.ts). The receivers share the bench process's CPU with the writers.`,
+  "",
+  ...webhookTable(webhookFigures),
+  "",
   "## Process",
   "",
   "| what | figure |",
@@ -481,6 +494,20 @@ for (const db of [undefined, ...(pgUrl?.startsWith("postgres") ? [pgUrl] : [])])
 }
 // As-of reads (issue 23): bench/time.ts, also runnable alone.
 lines.push(await timeBench(log));
+// Consolidation without a model (issue 33): precision and recall of the merge rule on memd's
+// labelled pairs, bench/consolidation.ts (also runnable alone; the bar: no false merge).
+{
+  log("consolidation: consolidation.ts");
+  const p = Bun.spawnSync([process.execPath, "run", join(import.meta.dir, "consolidation.ts")], {
+    cwd: root,
+    stderr: "inherit",
+  });
+  lines.push(
+    p.exitCode === 0
+      ? p.stdout.toString()
+      : `${p.stdout.toString()}\n(bench/consolidation.ts: a false merge, exit ${p.exitCode})\n`,
+  );
+}
 // What bounds the figures (notes.md), and the search figures of bench/search.ts, which runs apart
 // (search-results.md: it takes minutes and 2.3 GiB of its own).
 for (const name of ["notes.md", "search-results.md"]) {

@@ -6,8 +6,15 @@ import { join } from "node:path";
 const dir = import.meta.dir;
 rmSync(join(dir, "dist"), { recursive: true, force: true });
 const result = await Bun.build({
-  entrypoints: [join(dir, "src/index.ts"), join(dir, "src/testkit.ts"), join(dir, "src/ai.ts")],
-  external: ["ai"], // an optional peer dependency: the application's own copy
+  entrypoints: [
+    join(dir, "src/index.ts"),
+    join(dir, "src/testkit.ts"),
+    join(dir, "src/ai.ts"),
+    join(dir, "src/openai-agents.ts"),
+    join(dir, "src/langgraph.ts"),
+  ],
+  // Optional peer dependencies: the application's own copies.
+  external: ["ai", "@openai/agents", "@langchain/langgraph-checkpoint"],
   outdir: join(dir, "dist"),
   format: "esm",
   target: "node", // the client needs only fetch; the test kit only node: modules (Node ≥ 20 and Bun)

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { Kind, OptionalKind, type TSchema } from "@sinclair/typebox";
 import { AuditEvent, DiffRequest, DiffResponse, EventKind, EventsQuery, StreamQuery } from "../src/audit/model";
 import { EntitiesQuery, EntitiesResponse, NamespacesQuery, NamespacesResponse } from "../src/browse/model";
+import { ConsolidatedGroup, ConsolidateRequest, ConsolidateResponse } from "../src/consolidate/model";
 import { ContextRequest, ContextResponse } from "../src/context/model";
 import { ModelAnswer } from "../src/extraction/model";
 import { ApiKey, CreatedKey, CreateKeyRequest, Permission } from "../src/keys/model";
@@ -20,7 +21,9 @@ import {
   StoreRequest,
   StoreResponse,
 } from "../src/memory/model";
+import { RestoredMemory, RestoreRequest, RestoreResponse, RevertRequest, RevertResponse } from "../src/revert/model";
 import { SearchRequest, SearchResponse } from "../src/search/model";
+import { CreatedWebhook, CreateWebhook, Delivery, PatchWebhook, ReplayRequest, Webhook } from "../src/webhooks/model";
 
 const exported: Record<string, TSchema> = {
   StoreRequest,
@@ -51,6 +54,20 @@ const exported: Record<string, TSchema> = {
   CreateKeyRequest,
   CreatedKey,
   ModelAnswer,
+  RevertRequest,
+  RevertResponse,
+  RestoreRequest,
+  RestoreResponse,
+  RestoredMemory,
+  ConsolidateRequest,
+  ConsolidateResponse,
+  ConsolidatedGroup,
+  CreateWebhook,
+  PatchWebhook,
+  Webhook,
+  CreatedWebhook,
+  Delivery,
+  ReplayRequest,
 };
 
 const key = (k: string) => (/^[A-Za-z_$][\w$]*$/.test(k) ? k : JSON.stringify(k));

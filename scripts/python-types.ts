@@ -53,6 +53,17 @@ const NAMED: [string, string, string, string][] = [
   ["CreateKeyRequest", "post", "/v1/keys", "body"],
   ["CreatedKey", "post", "/v1/keys", "201"],
   ["ExportQuery", "get", "/v1/export", "query"],
+  ["RevertRequest", "post", "/v1/memory/{id}/revert", "body"],
+  ["RevertResponse", "post", "/v1/memory/{id}/revert", "200"],
+  ["RestoreRequest", "post", "/v1/memory/restore", "body"],
+  ["RestoreResponse", "post", "/v1/memory/restore", "200"],
+  ["ConsolidateRequest", "post", "/v1/memory/consolidate", "body"],
+  ["ConsolidateResponse", "post", "/v1/memory/consolidate", "200"],
+  ["CreateWebhook", "post", "/v1/webhooks", "body"],
+  ["CreatedWebhook", "post", "/v1/webhooks", "201"],
+  ["Webhook", "get", "/v1/webhooks/{id}", "200"],
+  ["PatchWebhook", "patch", "/v1/webhooks/{id}", "body"],
+  ["Delivery", "get", "/v1/webhooks/{id}/deliveries", "200[]"],
 ];
 
 /** Names for nested objects nicer than their place's. */
@@ -65,6 +76,8 @@ const RENAME: Record<string, string> = {
   DiffResponseReplacedItem: "DiffReplaced",
   NamespacesResponseNamespacesItem: "NamespaceSummary",
   EntitiesResponseEntitiesItem: "EntitySummary",
+  RestoreResponseMemoriesItem: "RestoredMemory",
+  ConsolidateResponseGroupsItem: "ConsolidatedGroup",
 };
 
 /** Parts that an older or newer server may not have (the context endpoint): left out when absent. */

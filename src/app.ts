@@ -3,6 +3,8 @@ import { auditRoutes } from "./audit/index";
 import { streamRoutes } from "./audit/stream";
 import { StreamHub } from "./audit/stream-service";
 import { browseRoutes } from "./browse/index";
+import { consolidateRoutes } from "./consolidate/index";
+import { consolidationMetrics } from "./consolidate/service";
 import { contextRoutes } from "./context/index";
 import type { Core } from "./core";
 import { errorHandler } from "./http/error-handler";
@@ -19,6 +21,7 @@ import { directStore, memoryRoutes, type SmartStore } from "./memory/index";
 import { healthRoutes } from "./ops/health";
 import { type EmbedStats, type ModelStats, metricsRoutes, RequestMetrics } from "./ops/metrics";
 import { openapiRoutes } from "./ops/openapi";
+import { revertRoutes } from "./revert/index";
 import { searchRoutes } from "./search/index";
 import { transferRoutes } from "./transfer/index";
 import { uiRoutes } from "./ui/index";
@@ -85,7 +88,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
         modelStats: options.modelStats,
         embedStats: options.embedStats,
         requests,
-        extra: [() => webhookMetrics(core, options.webhooks)],
+        extra: [() => webhookMetrics(core, options.webhooks), async () => consolidationMetrics()],
       }),
     )
     .use(openapiRoutes())
@@ -94,6 +97,8 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(searchRoutes(core, authPlugin))
     .use(contextRoutes(core, authPlugin))
     .use(auditRoutes(core, authPlugin))
+    .use(revertRoutes(core, authPlugin))
+    .use(consolidateRoutes(core, authPlugin))
     // Before browse: mem0's GET /v1/entities/ answers memd's GET /v1/entities too (see mem0/index.ts).
     .use(mem0Routes(core, authPlugin, options.smartStore))
     .use(browseRoutes(core, authPlugin))

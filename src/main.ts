@@ -11,7 +11,8 @@ import { runTransferCommand } from "./transfer/cli";
 const usage = `memd ${version}: a memory service for AI agents
 
 Usage:
-  memd [serve] [flags]     start the server (the default)
+  memd [serve] [flags]     start the server (the default); its flags and settings:
+                           memd serve --help
   memd backup <dest> [--data-dir <dir>]
                            copy the store to a new directory, safe while serving
   memd export [--namespace NS]... [--out FILE] [--keys]

@@ -3,6 +3,7 @@ import { CommitNotifier, notifyingStorage } from "./audit/notify";
 import { StreamHub } from "./audit/stream-service";
 import { commit, compiled, version } from "./build-info";
 import type { Config } from "./config/config";
+import { startConsolidation } from "./consolidate/service";
 import type { Core } from "./core";
 import { embedStats } from "./embedding/client";
 import { startEmbedWorker } from "./embedding/worker";
@@ -87,6 +88,7 @@ export async function startServer(
   let storage: Storage | undefined;
   let stopSweeper: (() => Promise<void>) | undefined;
   let stopEmbedder: (() => Promise<void>) | undefined;
+  let stopConsolidation: (() => Promise<void>) | undefined;
   let webhooks: Deliverer | undefined;
   try {
     try {
@@ -152,6 +154,7 @@ export async function startServer(
     }
     stopSweeper = startTtlSweeper(core);
     stopEmbedder = startEmbedWorker(core);
+    stopConsolidation = startConsolidation(core, config.consolidateEverySeconds);
     logger.info("memd started", {
       version,
       commit,
@@ -164,6 +167,7 @@ export async function startServer(
     const held = release;
     const sweeper = stopSweeper;
     const embedder = stopEmbedder;
+    const consolidation = stopConsolidation;
     const deliverer = webhooks;
     let stopping: Promise<void> | undefined;
     const stop = (graceMs = config.shutdownGraceMs) =>
@@ -186,6 +190,7 @@ export async function startServer(
         await server.stop(true);
         await sweeper();
         await embedder();
+        await consolidation();
         await deliverer.stop();
         await openStorageNow.close();
         held?.();
@@ -202,6 +207,7 @@ export async function startServer(
   } catch (e) {
     await stopSweeper?.();
     await stopEmbedder?.();
+    await stopConsolidation?.();
     await webhooks?.stop();
     await storage?.close().catch(() => {});
     release?.();

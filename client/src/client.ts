@@ -5,10 +5,15 @@ import { sseMessages } from "./sse.js";
 import type {
   ApiKey,
   AuditEvent,
+  ConsolidateRequest,
+  ConsolidateResponse,
   ContextRequest,
   ContextResponse,
   CreatedKey,
+  CreatedWebhook,
   CreateKeyRequest,
+  CreateWebhook,
+  Delivery,
   DiffRequest,
   DiffResponse,
   EntitiesQuery,
@@ -21,10 +26,16 @@ import type {
   NamespacesQuery,
   NamespacesResponse,
   PatchRequest,
+  PatchWebhook,
+  RestoreRequest,
+  RestoreResponse,
+  RevertRequest,
+  RevertResponse,
   SearchRequest,
   SearchResponse,
   StoreRequest,
   StoreResponse,
+  Webhook,
 } from "./types.gen.js";
 
 /** One field-level problem of a 400 answer. */
@@ -95,6 +106,8 @@ export interface WriteOptions {
 export interface ListOptions {
   namespace: string;
   entity?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
   category?: string;
   /** Only memories carrying every one of these tags. */
   tags?: string[];
@@ -238,6 +251,18 @@ export function createClient(options: ClientOptions) {
     /** The current memory holding a keyed fact's key (with `asOf`: then), or undefined (docs/keyed-facts.md). */
     getByKey: async (q: { namespace: string; entity: string; key: string; asOf?: string }) =>
       (await call<ListResponse>("GET", `/v1/memory${query(q)}`)).memories[0] as Memory | undefined,
+    /**
+     * Reverts a memory to its state right after one of its events (`toEvent`: an event id as
+     * `events` gives it); `dryRun: true` answers what would change and writes nothing.
+     */
+    revert: (memoryId: string, req: RevertRequest, write?: WriteOptions) =>
+      call<RevertResponse>("POST", `/v1/memory/${id(memoryId)}/revert`, req, write),
+    /** Merges an entity's near-duplicate memories, losing nothing (`dryRun: true`: the groups, nothing written). */
+    consolidate: (req: ConsolidateRequest, write?: WriteOptions) =>
+      call<ConsolidateResponse>("POST", "/v1/memory/consolidate", req, write),
+    /** Restores every memory of an entity to what it was at `asOf`, in one write (`dryRun: true`: what would change). */
+    restore: (req: RestoreRequest, write?: WriteOptions) =>
+      call<RestoreResponse>("POST", "/v1/memory/restore", req, write),
     /** Deletes one memory (event DELETE). */
     delete: (memoryId: string, write?: WriteOptions) =>
       call<{ deleted: true }>("DELETE", `/v1/memory/${id(memoryId)}`, undefined, write ?? {}),
@@ -282,6 +307,26 @@ export function createClient(options: ClientOptions) {
       /** Revoking twice revokes once: repeated like a read. */
       revoke: (keyId: string) =>
         call<{ id: string; revoked: true }>("DELETE", `/v1/keys/${id(keyId)}`, undefined, undefined, true),
+    },
+    /** Webhook subscriptions (docs/webhooks.md); check deliveries with verifyWebhook. */
+    webhooks: {
+      /** Subscribes a URL; the signing secret is in this answer only. */
+      create: (req: CreateWebhook) => call<CreatedWebhook>("POST", "/v1/webhooks", req, "no-key"),
+      list: () => call<Webhook[]>("GET", "/v1/webhooks"),
+      get: (webhookId: string) => call<Webhook>("GET", `/v1/webhooks/${id(webhookId)}`),
+      /** Changes the URL, filter or description; `state: "paused"` / `"active"` pauses and resumes. */
+      update: (webhookId: string, patch: PatchWebhook) =>
+        call<Webhook>("PATCH", `/v1/webhooks/${id(webhookId)}`, patch),
+      delete: (webhookId: string) => call<{ id: string; deleted: true }>("DELETE", `/v1/webhooks/${id(webhookId)}`),
+      /** A new secret, in this answer only; the old one keeps signing for 24 hours. */
+      rotateSecret: (webhookId: string) =>
+        call<CreatedWebhook>("POST", `/v1/webhooks/${id(webhookId)}/rotate-secret`, undefined, "no-key"),
+      /** Recent delivery attempts, newest first. */
+      deliveries: (webhookId: string, q: { limit?: number } = {}) =>
+        call<Delivery[]>("GET", `/v1/webhooks/${id(webhookId)}/deliveries${query(q)}`),
+      /** Sends every matching event from `fromSeq` on again, with the same webhook-ids. */
+      replay: (webhookId: string, fromSeq: number) =>
+        call<Webhook>("POST", `/v1/webhooks/${id(webhookId)}/replay`, { fromSeq }),
     },
     /**
      * The live change stream as an async iterator, oldest first: a replay from `after`/`since`, then

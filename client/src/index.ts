@@ -4,3 +4,4 @@
 export * from "./client.js";
 export * from "./tools.js";
 export type * from "./types.gen.js";
+export * from "./webhooks.js";

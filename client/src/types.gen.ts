@@ -57,6 +57,8 @@ export interface Memory {
 export interface ListQuery {
   namespace: string;
   entity?: string;
+  /** only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2` */
+  entityPrefix?: string;
   category?: string;
   /** repeat: all must match */
   tag?: string[];
@@ -134,6 +136,8 @@ export interface NamespacesResponse {
 
 export interface EntitiesQuery {
   namespace: string;
+  /** only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2` */
+  prefix?: string;
   /** 1 to 1000; default 100 */
   limit?: string;
   /** nextCursor of the previous page */
@@ -154,6 +158,8 @@ export interface EntitiesResponse {
 export interface SearchRequest {
   namespace: string;
   entity?: string;
+  /** only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2` */
+  entityPrefix?: string;
   /** 1 to 1000 characters, not blank */
   query: string;
   limit?: number;
@@ -266,6 +272,12 @@ export interface AuditEvent {
   actorKeyId: string | null;
   observedAt: string | null;
   oldObservedAt: string | null;
+  /** only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to) */
+  revertOf?: string;
+  /** only on a consolidation's MERGE: the memories merged into this one */
+  mergedIds?: string[];
+  /** only on a consolidation's DELETE: the memory this one was merged into */
+  mergedInto?: string;
 }
 
 export interface EventsQuery {
@@ -378,4 +390,176 @@ export interface ModelAnswer {
     /** why, e.g. contradiction */
     reason?: string;
   }>;
+}
+
+export interface RevertRequest {
+  /** the id of one of the memory's events, as GET /v1/memory/events shows it */
+  toEvent: string;
+  /** answer what would change and write nothing */
+  dryRun?: boolean;
+}
+
+export interface RevertResponse {
+  memoryId: string;
+  toEvent: string;
+  dryRun: boolean;
+  /** add: brought back (event ADD, same id); update: changed (UPDATE); delete: removed (DELETE); unchanged: already so, nothing written */
+  action: "add" | "update" | "delete" | "unchanged";
+  /** the fields that change (content, state, tags, ...) */
+  fields: string[];
+  /** the memory as it is current now; null when it is not */
+  before: Memory | null;
+  /** the memory after the revert; null when it is deleted by it */
+  after: Memory | null;
+  /** the event written; null on a dry run or when nothing changed */
+  event: AuditEvent | null;
+}
+
+export interface RestoreRequest {
+  namespace: string;
+  entity: string;
+  /** ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md */
+  asOf: string;
+  /** answer what would change and write nothing */
+  dryRun?: boolean;
+}
+
+export interface RestoreResponse {
+  namespace: string;
+  entity: string;
+  asOf: string;
+  dryRun: boolean;
+  changed: number;
+  /** every memory current now or at asOf, newest first, and what was done to it */
+  memories: RestoredMemory[];
+  /** the events written, in order; empty on a dry run */
+  events: AuditEvent[];
+}
+
+export interface RestoredMemory {
+  id: string;
+  /** as a revert's, or erased: current at asOf but erased since, so it cannot come back */
+  action: "add" | "update" | "delete" | "unchanged" | "erased";
+  fields: string[];
+  before: Memory | null;
+  after: Memory | null;
+}
+
+export interface ConsolidateRequest {
+  namespace: string;
+  entity: string;
+  /** answer the groups and what would be kept, and write nothing */
+  dryRun?: boolean;
+}
+
+export interface ConsolidateResponse {
+  namespace: string;
+  entity: string;
+  dryRun: boolean;
+  /** kept: as the merge leaves it (dry run: as it would) */
+  groups: ConsolidatedGroup[];
+  /** memories merged into others and deleted */
+  memoriesMerged: number;
+  tookMs: number;
+  /** the events written, in order; empty on a dry run */
+  events: AuditEvent[];
+}
+
+export interface ConsolidatedGroup {
+  kept: Memory;
+  /** the memories merged into `kept` and deleted (events DELETE naming it) */
+  merged: Memory[];
+  /** rules: the same words (docs/undo.md); model: the configured model judged them one fact and gave the text */
+  by: "rules" | "model";
+  reason: string;
+}
+
+export interface CreateWebhook {
+  /** http:// or https:// (prefer https); must reach a public address unless the server allows private ones */
+  url: string;
+  /** a namespace pattern as keys have them (`*`, a name, `prefix/*`), or a list of them */
+  namespaces: string | string[];
+  /** event kinds to deliver; absent: all */
+  events?: Array<"ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE">;
+  description?: string;
+}
+
+export interface PatchWebhook {
+  /** http:// or https:// (prefer https); must reach a public address unless the server allows private ones */
+  url?: string;
+  /** a namespace pattern as keys have them (`*`, a name, `prefix/*`), or a list of them */
+  namespaces?: string | string[];
+  /** event kinds to deliver; absent: all */
+  events?: Array<"ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE">;
+  description?: string | null;
+  /** paused: delivery stops (events wait); active: resumes, also a disabled one */
+  state?: "active" | "paused";
+  /** the same as state: paused (true) or active (false) */
+  paused?: boolean;
+}
+
+export interface Webhook {
+  id: string;
+  url: string;
+  namespaces: string[];
+  events: Array<"ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE">;
+  description: string | null;
+  state: "active" | "paused" | "disabled";
+  stateReason: string | null;
+  /** the id of the key that made it: it delivers what that key may read */
+  createdBy: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  createdAt: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  updatedAt: string;
+  /** seq of the last event of the trail it is past: delivery goes on after it */
+  cursor: number;
+  failingSince: string | null;
+  lastDeliveredAt: string | null;
+  lastError: string | null;
+  previousSecretUntil: string | null;
+}
+
+export interface CreatedWebhook {
+  id: string;
+  url: string;
+  namespaces: string[];
+  events: Array<"ADD" | "MERGE" | "REPLACE" | "DELETE" | "SKIP_DUPLICATE" | "KEEP_EXISTING" | "UPDATE">;
+  description: string | null;
+  state: "active" | "paused" | "disabled";
+  stateReason: string | null;
+  /** the id of the key that made it: it delivers what that key may read */
+  createdBy: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  createdAt: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  updatedAt: string;
+  /** seq of the last event of the trail it is past: delivery goes on after it */
+  cursor: number;
+  failingSince: string | null;
+  lastDeliveredAt: string | null;
+  lastError: string | null;
+  previousSecretUntil: string | null;
+  /** whsec_…: the signing secret, shown in this answer only */
+  secret: string;
+}
+
+export interface Delivery {
+  seq: number;
+  /** the webhook-id header sent: the same for every attempt of one event */
+  messageId: string;
+  event: string;
+  namespace: string;
+  /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */
+  at: string;
+  attempt: number;
+  status: number | null;
+  ok: boolean;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface ReplayRequest {
+  /** send again every matching event from this seq on */
+  fromSeq: number;
 }

@@ -61,9 +61,26 @@ export function summarizeDiff(events: EventRecord[]): Omit<DiffResponse, "since"
   for (const e of events) {
     const id = e.memoryId;
     switch (e.event) {
-      case "ADD":
+      case "ADD": {
+        // A memory deleted in the window and brought back (a revert or restore: same id): its net
+        // change is the content it came back with, if it differs.
+        const gone = deleted.get(id);
+        if (gone) {
+          deleted.delete(id);
+          const content = e.newContent ?? "";
+          if (gone.content !== null && gone.content !== content)
+            updated.set(id, {
+              id,
+              content,
+              previousContent: gone.content,
+              category: e.category,
+              updatedAt: iso(e.atMs),
+            });
+          break;
+        }
         created.set(id, { id, content: e.newContent ?? "", category: e.category, createdAt: iso(e.atMs) });
         break;
+      }
       case "UPDATE":
       // An edit shows as a content change only when the content changed; other fields only in events.
       // falls through

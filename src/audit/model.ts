@@ -45,6 +45,19 @@ export const AuditEvent = t.Object({
       description: "the old side's observed time: the replaced memory's (REPLACE), or the one an edit changed",
     }),
   ),
+  // Fields of newer events, present only where they apply, so that older events keep their shape.
+  revertOf: t.Optional(
+    t.String({
+      description:
+        "only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to)",
+    }),
+  ),
+  mergedIds: t.Optional(
+    t.Array(t.String(), { description: "only on a consolidation's MERGE: the memories merged into this one" }),
+  ),
+  mergedInto: t.Optional(
+    t.String({ description: "only on a consolidation's DELETE: the memory this one was merged into" }),
+  ),
 });
 export type AuditEvent = typeof AuditEvent.static;
 

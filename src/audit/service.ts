@@ -3,9 +3,9 @@ import { invalidField } from "../wire/errors";
 import { asOfField, instantField, isoTime, parseIsoTime } from "../wire/time";
 import type { AuditEvent, EventRecord } from "./model";
 
-/** The public shape of an event (spec 2.6): every field present, null where empty. */
+/** The public shape of an event (spec 2.6): every field present, null where empty (revertOf: only where set). */
 export function toAuditEvent(e: EventRecord): AuditEvent {
-  return {
+  const out: AuditEvent = {
     id: String(e.seq),
     memoryId: e.memoryId,
     namespace: e.namespace,
@@ -20,6 +20,10 @@ export function toAuditEvent(e: EventRecord): AuditEvent {
     observedAt: e.observedAt === undefined ? null : isoTime(e.observedAt),
     oldObservedAt: e.oldObservedAt === undefined ? null : isoTime(e.oldObservedAt),
   };
+  if (e.revertOf !== undefined) out.revertOf = e.revertOf;
+  if (e.mergedIds !== undefined) out.mergedIds = e.mergedIds;
+  if (e.mergedInto !== undefined) out.mergedInto = e.mergedInto;
+  return out;
 }
 
 /** Parses `since` (strict ISO 8601, see wire/time.ts) to milliseconds, or throws 400. */

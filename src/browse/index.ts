@@ -12,7 +12,7 @@ import { listEntities, listNamespaces } from "./service";
 /** GET /v1/entities: a page of a namespace's entities. */
 function entitiesPage(core: Core, query: EntitiesQuery) {
   const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
-  return listEntities(core.storage, query.namespace, limit, query.cursor);
+  return listEntities(core.storage, query.namespace, limit, query.cursor, query.prefix);
 }
 
 const entitiesQuery = TypeCompiler.Compile(EntitiesQuery);

@@ -1,7 +1,7 @@
 import { t } from "elysia";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { Name, Timestamp } from "../wire/schemas";
+import { EntityPrefix, Name, Timestamp } from "../wire/schemas";
 
 const Cursor = t.String({ minLength: 1, maxLength: 1024, description: "nextCursor of the previous page" });
 const Limit = LimitParam(limits.pageMax, limits.listDefault);
@@ -13,7 +13,7 @@ export const NamespacesQuery = t.Object(
 export type NamespacesQuery = typeof NamespacesQuery.static;
 
 export const EntitiesQuery = t.Object(
-  { namespace: Name, limit: t.Optional(Limit), cursor: t.Optional(Cursor) },
+  { namespace: Name, prefix: t.Optional(EntityPrefix), limit: t.Optional(Limit), cursor: t.Optional(Cursor) },
   { additionalProperties: false },
 );
 export type EntitiesQuery = typeof EntitiesQuery.static;

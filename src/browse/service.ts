@@ -75,9 +75,10 @@ export async function listEntities(
   namespace: string,
   limit: number,
   cursor?: string,
+  prefix?: string,
 ): Promise<EntitiesResponse> {
   const after = decodeCursor(cursor, { k: "entities", ns: namespace });
-  const found = await storage.entities(namespace, { after, limit: limit + 1 });
+  const found = await storage.entities(namespace, { prefix, after, limit: limit + 1 });
   const page = found.slice(0, limit);
   return {
     entities: page.map((e) => ({ entity: e.entity, memories: e.memories, lastChangeAt: isoTime(e.lastEventAtMs) })),

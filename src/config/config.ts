@@ -53,6 +53,8 @@ export interface Config {
   webhookDisableAfterMs: number;
   webhookConnectTimeoutMs: number;
   webhookTimeoutMs: number;
+  /** Issue 33: consolidation in the background every this many seconds; 0: off. */
+  consolidateEverySeconds: number;
 }
 
 interface Setting {
@@ -312,6 +314,14 @@ export const settings: Setting[] = [
     default: false,
     parse: bool,
     help: "serve /metrics without a key (default: needs an admin key scoped to *)",
+  },
+  {
+    key: "consolidateEverySeconds",
+    flag: "--consolidate-every",
+    env: "MEMD_CONSOLIDATE_EVERY",
+    default: 0,
+    parse: int(0, 31_536_000),
+    help: "consolidate the entities changed since the last run every this many seconds (docs/undo.md); 0: off",
   },
   {
     key: "shutdownGraceMs",

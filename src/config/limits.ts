@@ -11,6 +11,8 @@ export const limits = {
   sourceChars: 256,
   /** a keyed fact's `key` (issue 33), in characters */
   memoryKeyChars: 200,
+  /** memories one restore (POST /v1/memory/restore) changes at most, in its one write */
+  restoreMemories: 10_000,
   /** `metadata`, serialized as JSON */
   metadataBytes: 16 * 1024,
   /** any request body (413 above it) */

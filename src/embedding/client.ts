@@ -136,7 +136,14 @@ async function embedOps(core: Core, s: EmbedSettings, ops: MemoryOp[], cost: Emb
   const texts: string[] = [];
   const at: number[] = [];
   ops.forEach((op, i) => {
-    const text = "create" in op ? op.create.content : "patch" in op ? op.patch.content : undefined;
+    const text =
+      "create" in op
+        ? op.create.content
+        : "patch" in op
+          ? op.patch.content
+          : op.event === "REVERT"
+            ? op.to?.content
+            : undefined;
     if (text !== undefined) {
       texts.push(text);
       at.push(i);
@@ -156,6 +163,7 @@ async function embedOps(core: Core, s: EmbedSettings, ops: MemoryOp[], cost: Emb
     const op = out[i];
     if ("create" in op) out[i] = { ...op, create: { ...op.create, vector: vectors[j] } };
     else if ("patch" in op) out[i] = { ...op, patch: { ...op.patch, vector: vectors[j] } };
+    else if (op.event === "REVERT") out[i] = { ...op, vector: vectors[j] };
   });
   return out;
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { Value } from "@sinclair/typebox/value";
 import { type Config, ConfigError, loadConfig, parseCommandLine, UsageError } from "../config/config";
 import { Name } from "../wire/schemas";
@@ -82,8 +83,58 @@ type StartServer = (
   writeLog: (line: string) => void,
 ) => Promise<LocalServer>;
 
+/** How long, after stdin closed, the calls already read may take to be answered. */
+const answerGraceMs = 60_000;
+
 /**
- * `memd mcp`: serves the MCP tools on stdio until stdin closes or a signal arrives. Answers the
+ * `inner` as a transport that counts the requests read and not answered yet; `settled` resolves
+ * when none is left. A request the client cancels is owed nothing (MCP sends no answer to it).
+ * Built before `connect`, so that no message is read before the count starts.
+ */
+function countingAnswers(inner: Transport) {
+  const owed = new Set<string | number>();
+  let wake = () => {};
+  const paid = (id: string | number) => {
+    owed.delete(id);
+    if (owed.size === 0) wake();
+  };
+  const transport: Transport = {
+    start: () => inner.start(),
+    close: () => inner.close(),
+    send: async (message, options) => {
+      try {
+        return await inner.send(message, options);
+      } finally {
+        if (!("method" in message) && "id" in message && message.id !== undefined) paid(message.id);
+      }
+    },
+  };
+  inner.onmessage = (message, extra) => {
+    if ("method" in message && "id" in message) owed.add(message.id);
+    if ("method" in message && message.method === "notifications/cancelled") {
+      const id = (message.params as { requestId?: string | number } | undefined)?.requestId;
+      if (id !== undefined) paid(id);
+    }
+    transport.onmessage?.(message, extra);
+  };
+  inner.onclose = () => transport.onclose?.();
+  inner.onerror = (e) => transport.onerror?.(e);
+  /** Resolves once nothing is owed, or after `maxMs`. */
+  const settled = (maxMs: number) =>
+    new Promise<void>((resolve) => {
+      if (owed.size === 0) return resolve();
+      const timer = setTimeout(resolve, maxMs);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  return { transport, settled };
+}
+
+/**
+ * `memd mcp`: serves the MCP tools on stdio until stdin closes (after answering every call read)
+ * or a signal arrives. Answers the
  * exit code for usage errors (2) and start-up failures (1); otherwise it runs until the end.
  */
 export async function runMcpCommand(args: string[], start: StartServer): Promise<number> {
@@ -134,19 +185,23 @@ export async function runMcpCommand(args: string[], start: StartServer): Promise
     authorization: key ? `Bearer ${key}` : undefined,
     defaults: { namespace: opts.namespace, entity: opts.entity },
   });
-  const transport = new StdioServerTransport();
+  const { transport, settled } = countingAnswers(new StdioServerTransport());
 
   let done: () => void = () => {};
   const finished = new Promise<void>((resolve) => (done = resolve));
   let closing: Promise<void> | undefined;
+  // Closing the server closes the transport, whose onclose calls this again: `closing` is set
+  // before any of it runs (a microtask later), so that call gets the same promise.
   const shutdown = () =>
-    (closing ??= (async () => {
+    (closing ??= Promise.resolve().then(async () => {
       await server.close().catch(() => {});
       await local?.stop();
       done();
-    })());
+    }));
+  // End of input ends the session, but only once every call already read has its answer:
+  // `printf '…calls…' | memd mcp` gets them all.
+  process.stdin.once("end", () => void settled(answerGraceMs).then(shutdown));
   transport.onclose = () => void shutdown();
-  process.stdin.once("end", () => void shutdown());
   process.once("SIGTERM", () => void shutdown());
   process.once("SIGINT", () => void shutdown());
 

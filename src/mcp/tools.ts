@@ -11,9 +11,11 @@
 import { type TObject, type TSchema, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
 import { DiffRequest, EventsQuery } from "../audit/model";
+import { ConsolidateRequest } from "../consolidate/model";
 import { ContextRequest } from "../context/model";
 import { detailsInWords } from "../http/validation-words";
 import { ListQuery, StoreRequest } from "../memory/model";
+import { RevertRequest } from "../revert/model";
 import { SearchRequest } from "../search/model";
 import { Uuid } from "../wire/schemas";
 
@@ -225,6 +227,27 @@ const ChangesInput = Type.Object(
   { additionalProperties: false },
 );
 
+const RevertInput = Type.Object(
+  {
+    memoryId: described(Uuid, "the id of the memory to take back, as history or recall gave it"),
+    toEvent: described(
+      RevertRequest.properties.toEvent,
+      "the id of one of its events (from history): the memory becomes what it was right after that event; to undo a change, give the event before it",
+    ),
+    dryRun: Type.Optional(described(Type.Boolean(), "true: only say what would change")),
+  },
+  { additionalProperties: false },
+);
+
+const ConsolidateInput = Type.Object(
+  {
+    namespace: described(ConsolidateRequest.properties.namespace, nsText),
+    entity: described(ConsolidateRequest.properties.entity, entityText),
+    dryRun: Type.Optional(described(Type.Boolean(), "true: only show the groups that would be merged")),
+  },
+  { additionalProperties: false },
+);
+
 const HistoryInput = Type.Object(
   {
     memoryId: Type.Optional(
@@ -237,7 +260,7 @@ const HistoryInput = Type.Object(
   { additionalProperties: false },
 );
 
-/** The seven tools, in the order a client lists them. */
+/** The tools, in the order a client lists them. */
 export const tools: ToolDef[] = [
   {
     name: "remember",
@@ -340,6 +363,31 @@ export const tools: ToolDef[] = [
       rest("GET", "/v1/memory/events", {
         query: args as Record<string, string | number | undefined>,
       }).then((events) => ({ events })),
+  },
+  {
+    name: "revert",
+    title: "Revert a change",
+    description:
+      "Take back a change to one memory: give its memoryId and toEvent, the id of one of its events (from history), and the memory becomes exactly what it was right after that event " +
+      "(content, category, importance, tags, metadata, expiry, observed time); a deleted memory comes back with the same id. To undo one change, give the event just before it. " +
+      "The revert is itself recorded (an ADD, UPDATE or DELETE event carrying revertOf), so it can be taken back too. Erased content cannot come back. dryRun: true only says what would change.",
+    readOnly: false,
+    defaulted: [],
+    input: RevertInput,
+    run: ({ memoryId, ...body }, rest) =>
+      rest("POST", `/v1/memory/${encodeURIComponent(memoryId as string)}/revert`, { body }),
+  },
+  {
+    name: "consolidate",
+    title: "Consolidate",
+    description:
+      "Merge the near-duplicate memories of an entity into one each, losing nothing: every merged memory is named in the kept one's MERGE event and deleted with a DELETE naming where it went, " +
+      "so restoring the entity to the moment before undoes it. Only memories that clearly state the same fact are merged (never ones that differ in a number, a date, a negation or a name). " +
+      "Try dryRun: true first to see the groups.",
+    readOnly: false,
+    defaulted: ["namespace", "entity"],
+    input: ConsolidateInput,
+    run: (args, rest) => rest("POST", "/v1/memory/consolidate", { body: args }),
   },
 ];
 

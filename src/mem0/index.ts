@@ -37,9 +37,6 @@ const unavailable: SmartStore = async () => {
   throw new ApiError("extraction_unavailable", "smart store (infer: true) is not available; send infer: false");
 };
 
-// Hidden from memd's OpenAPI document: this surface is mem0's, documented in docs/mem0.md.
-const hidden = { hide: true };
-
 /**
  * mem0's REST API (the paths and shapes its official clients use), over memd's own services:
  * authentication, permissions and namespace scopes are memd's (the `permission` macro, and the
@@ -66,48 +63,45 @@ export const mem0Routes = (core: Core, authPlugin: ReturnType<typeof auth>, smar
           }
           return pingMem0(apiKey, namespace);
         },
-        { permission: "read", detail: hidden },
+        { permission: "read" },
       )
       .post(
         "/v1/memories/",
         ({ body, apiKey, request, set }) => addMem0(core, smartStore, apiKey, ns(apiKey, request), body, set),
-        { permission: "read_write", body: AddRequest, detail: hidden },
+        { permission: "read_write", body: AddRequest },
       )
       .post(
         "/v3/memories/add/",
         ({ body, apiKey, request, set }) => addMem0(core, smartStore, apiKey, ns(apiKey, request), body, set),
-        { permission: "read_write", body: AddRequest, detail: hidden },
+        { permission: "read_write", body: AddRequest },
       )
       .post("/v2/memories/search/", ({ body, apiKey, request }) => searchMem0(core, ns(apiKey, request), body), {
         permission: "read",
         body: SearchRequest,
-        detail: hidden,
       })
       // Older clients' search (version v1), ids at the top level.
       .post("/v1/memories/search/", ({ body, apiKey, request }) => searchMem0(core, ns(apiKey, request), body), {
         permission: "read",
         body: SearchRequest,
-        detail: hidden,
       })
       .post("/v3/memories/search/", ({ body, apiKey, request }) => searchMem0(core, ns(apiKey, request), body), {
         permission: "read",
         body: SearchRequest,
-        detail: hidden,
       })
       .post(
         "/v2/memories/",
         ({ body, query, apiKey, request }) => listMem0(core, ns(apiKey, request), body, query, new URL(request.url)),
-        { permission: "read", body: ListRequest, query: PageQuery, detail: hidden },
+        { permission: "read", body: ListRequest, query: PageQuery },
       )
       .post(
         "/v3/memories/",
         ({ body, query, apiKey, request }) => listMem0(core, ns(apiKey, request), body, query, new URL(request.url)),
-        { permission: "read", body: ListRequest, query: PageQuery, detail: hidden },
+        { permission: "read", body: ListRequest, query: PageQuery },
       )
       .get(
         "/v1/memories/",
         ({ query, apiKey, request }) => listByIds(core, ns(apiKey, request), query, new URL(request.url)),
-        { permission: "read", query: EntityQuery, detail: hidden },
+        { permission: "read", query: EntityQuery },
       )
       .delete(
         "/v1/memories/",
@@ -115,14 +109,12 @@ export const mem0Routes = (core: Core, authPlugin: ReturnType<typeof auth>, smar
         {
           permission: "read_write",
           query: EntityQuery,
-          detail: hidden,
         },
       )
       .get("/v1/memories/:id/", ({ memory }) => getMem0(memory), {
         permission: "read",
         memory: "params.id",
         params: MemoryParams,
-        detail: hidden,
       })
       .put(
         "/v1/memories/:id/",
@@ -132,20 +124,17 @@ export const mem0Routes = (core: Core, authPlugin: ReturnType<typeof auth>, smar
           memory: "params.id",
           params: MemoryParams,
           body: UpdateRequest,
-          detail: hidden,
         },
       )
       .delete("/v1/memories/:id/", ({ params, apiKey, memory }) => deleteMem0(core, apiKey, params.id, memory), {
         permission: "read_write",
         memory: "params.id",
         params: MemoryParams,
-        detail: hidden,
       })
       .get("/v1/memories/:id/history/", ({ memory }) => historyMem0(core, memory), {
         permission: "read",
         memory: "params.id",
         params: MemoryParams,
-        detail: hidden,
       })
       .get(
         "/v1/entities/",
@@ -156,17 +145,17 @@ export const mem0Routes = (core: Core, authPlugin: ReturnType<typeof auth>, smar
             return browseEntities(core, apiKey, query);
           return entitiesMem0(core, ns(apiKey, request), query, url);
         },
-        { permission: "read", detail: hidden },
+        { permission: "read" },
       )
       .delete(
         "/v2/entities/:type/:name/",
         ({ params, apiKey, request }) => deleteEntityMem0(core, apiKey, ns(apiKey, request), params.type, params.name),
-        { permission: "read_write", detail: hidden },
+        { permission: "read_write" },
       )
       .delete(
         "/v1/entities/:type/:name/",
         ({ params, apiKey, request }) => deleteEntityMem0(core, apiKey, ns(apiKey, request), params.type, params.name),
-        { permission: "read_write", detail: hidden },
+        { permission: "read_write" },
       )
   );
 };

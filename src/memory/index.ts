@@ -18,6 +18,7 @@ import {
   Erasure,
   ErasuresQuery,
   GetQuery,
+  idempotencyHeader,
   ListQuery,
   ListResponse,
   Memory,
@@ -39,18 +40,6 @@ import {
   toErasure,
   toMemory,
 } from "./service";
-
-const idempotencyHeader = {
-  parameters: [
-    {
-      name: "Idempotency-Key",
-      in: "header" as const,
-      required: false,
-      schema: { type: "string" as const, minLength: 1, maxLength: 255 },
-      description: "a repeat within 24 h with the same body gets the first answer (header idempotent-replayed: true)",
-    },
-  ],
-};
 
 export type SmartStore = (
   req: StoreRequest,
@@ -128,10 +117,11 @@ export const memoryRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, sm
       "/v1/memory",
       async ({ query }) => {
         const limit = queryLimit(query.limit, limits.pageMax, limits.listDefault);
-        const { namespace, entity, category, tag, key } = query;
+        const { namespace, entity, entityPrefix, category, tag, key } = query;
         const q = {
           namespace,
           entity,
+          entityPrefix,
           key,
           category,
           tags: tag,

@@ -2,8 +2,8 @@ import { t } from "elysia";
 import { storedKinds } from "../audit/model";
 import { limits } from "../config/limits";
 import { LimitParam } from "../http/query";
-import { ErasureRecord, type EventKind, MemoryRecord } from "../storage/records";
-import { Category, Importance, MemoryKey, Name, Tag, Tags, Timestamp } from "../wire/schemas";
+import { ErasureRecord, type EventKind, MemoryRecord, memoryTimes } from "../storage/records";
+import { Category, EntityPrefix, Importance, MemoryKey, Name, Tag, Tags, Timestamp } from "../wire/schemas";
 import { isoShapePattern } from "../wire/time";
 
 const Metadata = t.Record(t.String(), t.Unknown(), { description: "a JSON object, at most 16 KiB serialized" });
@@ -63,23 +63,12 @@ export const StoredEvent = t.Union(
 );
 
 /**
- * A memory as answers give it: the record's fields (storage/records.ts) without its state (an
+ * A memory as answers give it: every field of the record (storage/records.ts) but its state (an
  * answer shows only what is current, or what was at asOf), its times in ISO 8601, and the event
- * that wrote it when a store answers.
+ * that wrote it when a store answers. A field added to the record is answered as it is.
  */
 export const Memory = t.Object({
-  ...t.Pick(MemoryRecord, [
-    "id",
-    "namespace",
-    "entity",
-    "content",
-    "category",
-    "importance",
-    "tags",
-    "metadata",
-    "source",
-    "key",
-  ]).properties,
+  ...t.Omit(MemoryRecord, ["state", ...memoryTimes]).properties,
   createdAt: Timestamp,
   updatedAt: t.Optional(Timestamp),
   expiresAt: t.Optional(Timestamp),
@@ -108,6 +97,7 @@ export const ListQuery = t.Object(
   {
     namespace: Name,
     entity: t.Optional(Name),
+    entityPrefix: t.Optional(EntityPrefix),
     category: t.Optional(Category),
     tag: t.Optional(t.Array(Tag, { maxItems: limits.tags, description: "repeat: all must match" })),
     limit: t.Optional(LimitParam(limits.pageMax, limits.listDefault)),
@@ -173,3 +163,16 @@ export type { MemoryRecord } from "../storage/records";
  */
 export type AppliedChange = { kind: Exclude<EventKind, "UPDATE">; memory: MemoryRecord };
 export type ObserveChanges = (applied: AppliedChange[]) => void;
+
+/** The Idempotency-Key header as the OpenAPI document describes it, on every route that takes it. */
+export const idempotencyHeader = {
+  parameters: [
+    {
+      name: "Idempotency-Key",
+      in: "header" as const,
+      required: false,
+      schema: { type: "string" as const, minLength: 1, maxLength: 255 },
+      description: "a repeat within 24 h with the same body gets the first answer (header idempotent-replayed: true)",
+    },
+  ],
+};

@@ -2,7 +2,7 @@ import type { Core } from "../core";
 import { type EmbedCost, newCost, withVectors } from "../embedding/client";
 import type { IdempotencySlot } from "../http/idempotency";
 import { matchesFilter } from "../storage/ops";
-import { type ErasureRecord, isCurrent, observedOf } from "../storage/records";
+import { type ErasureRecord, isCurrent, memoryExtras, observedOf } from "../storage/records";
 import type { Applied, ListMemoriesQuery, MemoryOp, MemoryPage, NewMemory } from "../storage/storage";
 import { ApiError, invalidField } from "../wire/errors";
 import { isUuid } from "../wire/schemas";
@@ -33,10 +33,11 @@ export function toMemory(r: MemoryRecord, event?: Memory["event"]): Memory {
     category: r.category,
     importance: r.importance,
   } as Memory;
-  if (r.tags) m.tags = r.tags;
-  if (r.metadata) m.metadata = r.metadata;
-  if (r.source !== undefined) m.source = r.source;
-  if (r.key !== undefined) m.key = r.key;
+  // Tags, metadata, source, key and any field added to the record since (records.ts: memoryExtras).
+  for (const f of memoryExtras) {
+    const v = r[f];
+    if (v !== undefined && v !== null) (m as Record<string, unknown>)[f] = v;
+  }
   m.createdAt = iso(r.createdAt);
   if (r.updatedAt !== r.createdAt) m.updatedAt = iso(r.updatedAt);
   if (r.expiresAt !== undefined) m.expiresAt = iso(r.expiresAt);
@@ -172,6 +173,7 @@ export async function deleteMemory(
 function queryHash(q: ListMemoriesQuery & { asOf?: number }): string {
   const parts: unknown[] = [q.namespace, q.entity ?? null, q.category ?? null, [...(q.tags ?? [])].sort()];
   if (q.key !== undefined) parts.push({ key: q.key });
+  if (q.entityPrefix !== undefined) parts.push({ entityPrefix: q.entityPrefix });
   // Only when given, so that cursors made before these filters existed stay valid.
   if (q.asOf !== undefined || q.observedAfter !== undefined || q.observedBefore !== undefined)
     parts.push(q.asOf ?? null, q.observedAfter ?? null, q.observedBefore ?? null);

@@ -7,10 +7,16 @@ export function notReadyReason(core: Core<Upkeep>): Promise<string | undefined> 
   return core.storage.notReadyReason();
 }
 
-/** `GET /healthz` (the process answers) and `GET /readyz` (the store is open and writable); no key needed. */
+/**
+ * `GET /healthz` (the process answers) and `GET /readyz` (the store is open and writable); no key
+ * needed. `GET /health` answers as /healthz: the name a newcomer tries first.
+ */
 export const healthRoutes = (core: Core<Upkeep>) =>
   new Elysia({ name: "health" })
     .get("/healthz", () => ({ status: "ok" }), { detail: { summary: "Liveness; no key needed", security: [] } })
+    .get("/health", () => ({ status: "ok" }), {
+      detail: { summary: "Liveness, as /healthz; no key needed", security: [] },
+    })
     .get(
       "/readyz",
       async ({ set }) => {

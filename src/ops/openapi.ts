@@ -7,10 +7,140 @@ import { version } from "../build-info";
 const specPath = "/v1/openapi.json";
 
 type Route = { method: string; path: string; hooks?: { body?: unknown } };
-type Doc = {
-  paths: Record<string, Record<string, { requestBody?: { content?: Record<string, unknown> } }>>;
-  components: { schemas?: Record<string, unknown> };
+type Operation = {
+  requestBody?: { content?: Record<string, unknown> };
+  tags?: string[];
+  summary?: string;
+  description?: string;
 };
+type Doc = {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas?: Record<string, unknown> };
+  tags?: { name: string; description: string }[];
+};
+
+/** The groups of /docs' sidebar, in its order, with what each holds. */
+const groups: { name: string; description: string }[] = [
+  { name: "memory", description: "Store, read, edit and delete memories." },
+  { name: "search", description: "Find memories by words and by meaning; the context for a prompt." },
+  { name: "audit", description: "The audit trail: events, what changed since a time, the live stream." },
+  { name: "browse", description: "The namespaces and entities that hold data." },
+  { name: "erasure", description: "Erase an entity for good, and the record of erasures." },
+  { name: "keys", description: "API keys, and the key that calls." },
+  { name: "ops", description: "Health, readiness, metrics and export. /healthz and /readyz need no key." },
+  { name: "webhooks", description: "Subscriptions that push the audit trail to a URL, signed, with retries." },
+  { name: "mcp", description: "The Model Context Protocol over HTTP: memd's memory tools for agents." },
+  {
+    name: "mem0",
+    description:
+      "mem0-compatible API: the paths and shapes mem0's own clients use (host changed, nothing else), over memd's " +
+      "memories. Key as `Authorization: Token <key>` (or Bearer). See docs/mem0.md.",
+  },
+];
+
+/** An operation's group, by its path; the first that matches. A path no rule names is grouped by its first segment. */
+const groupRules: [RegExp, string][] = [
+  [/^\/v[123]\/(ping|memories|entities)\//, "mem0"],
+  [/^\/v1\/memory\/(search|context)$/, "search"],
+  [/^\/v1\/memory\/(events|diff)(\/|$)/, "audit"],
+  [/^\/v1\/memory\/(erase|erasures)$/, "erasure"],
+  [/^\/v1\/memory(\/|$)/, "memory"],
+  [/^\/v1\/(namespaces|entities)$/, "browse"],
+  [/^\/v1\/(keys|me)(\/|$)/, "keys"],
+  [/^\/(healthz|readyz|health|metrics|v1\/export)$/, "ops"],
+  [/^\/v1\/webhooks(\/|$)/, "webhooks"],
+  [/^\/mcp$/, "mcp"],
+];
+
+/**
+ * Short labels for /docs' sidebar, by "METHOD path". The route's own summary, the longer
+ * sentence, moves to the start of the description. An operation without a label gets its
+ * summary's first clause (shortLabel).
+ */
+const labels: Record<string, string> = {
+  "POST /v1/memory": "Store",
+  "GET /v1/memory": "List",
+  "DELETE /v1/memory": "Delete an entity's memories",
+  "GET /v1/memory/{id}": "Get",
+  "PATCH /v1/memory/{id}": "Edit",
+  "DELETE /v1/memory/{id}": "Delete",
+  "POST /v1/memory/search": "Search",
+  "POST /v1/memory/context": "Context for a prompt",
+  "GET /v1/memory/events": "Events",
+  "POST /v1/memory/diff": "Diff since a time",
+  "GET /v1/memory/events/stream": "Live stream (SSE)",
+  "POST /v1/memory/erase": "Erase an entity",
+  "GET /v1/memory/erasures": "List erasures",
+  "GET /v1/namespaces": "Namespaces",
+  "GET /v1/entities": "Entities",
+  "GET /v1/me": "The calling key",
+  "POST /v1/keys": "Create a key",
+  "GET /v1/keys": "List keys",
+  "GET /v1/keys/{id}": "Get a key",
+  "DELETE /v1/keys/{id}": "Revoke a key",
+  "GET /healthz": "Liveness",
+  "GET /readyz": "Readiness",
+  "GET /health": "Liveness (alias of /healthz)",
+  "GET /metrics": "Metrics (Prometheus)",
+  "GET /v1/export": "Export (JSON Lines)",
+  "POST /v1/webhooks": "Subscribe",
+  "GET /v1/webhooks": "List subscriptions",
+  "GET /v1/webhooks/{id}": "Get a subscription",
+  "PATCH /v1/webhooks/{id}": "Change, pause or resume",
+  "DELETE /v1/webhooks/{id}": "Delete a subscription",
+  "POST /v1/webhooks/{id}/rotate-secret": "Rotate the secret",
+  "GET /v1/webhooks/{id}/deliveries": "Delivery attempts",
+  "POST /v1/webhooks/{id}/replay": "Replay",
+  "POST /mcp": "MCP endpoint",
+  "GET /v1/ping/": "Ping",
+  "POST /v1/memories/": "Add (v1)",
+  "POST /v3/memories/add/": "Add",
+  "POST /v1/memories/search/": "Search (v1)",
+  "POST /v2/memories/search/": "Search (v2)",
+  "POST /v3/memories/search/": "Search",
+  "POST /v2/memories/": "Get all (v2)",
+  "POST /v3/memories/": "Get all",
+  "GET /v1/memories/": "Get all by id",
+  "DELETE /v1/memories/": "Delete all by id",
+  "GET /v1/memories/{id}/": "Get",
+  "PUT /v1/memories/{id}/": "Update",
+  "DELETE /v1/memories/{id}/": "Delete",
+  "GET /v1/memories/{id}/history/": "History",
+  "GET /v1/entities/": "Entities",
+  "DELETE /v2/entities/{type}/{name}/": "Delete an entity",
+  "DELETE /v1/entities/{type}/{name}/": "Delete an entity (v1)",
+};
+
+/** The most characters of a label; the sidebar shows one whole. */
+const labelMax = 40;
+
+/** A summary's first clause, within labelMax: "Recent attempts, newest first (…)" → "Recent attempts". */
+function shortLabel(summary: string): string {
+  const clause = summary.split(/[,;:(]| - | — /)[0]!.trim();
+  if (clause.length <= labelMax) return clause;
+  return `${clause.slice(0, labelMax - 1).replace(/\s+\S*$/, "")}…`;
+}
+
+/** Puts every operation in a group (`tags`) with a short label (`summary`); lists the groups in order. */
+function groupOperations(doc: Doc): Doc {
+  const used = new Set<string>();
+  for (const [path, ops] of Object.entries(doc.paths))
+    for (const [method, op] of Object.entries(ops)) {
+      const group =
+        groupRules.find(([rule]) => rule.test(path))?.[1] ?? (/^\/(?:v\d+\/)?([^/{]+)/.exec(path)?.[1] || "other");
+      op.tags = [group];
+      used.add(group);
+      const label = labels[`${method.toUpperCase()} ${path}`] ?? (op.summary ? shortLabel(op.summary) : undefined);
+      if (label && op.summary !== label) {
+        if (op.summary) op.description = op.description ? `${op.summary}. ${op.description}` : `${op.summary}.`;
+        op.summary = label;
+      }
+    }
+  const known = groups.filter((g) => used.has(g.name));
+  const others = [...used].filter((u) => !groups.some((g) => g.name === u)).map((name) => ({ name, description: "" }));
+  doc.tags = [...known, ...others];
+  return doc;
+}
 
 /**
  * The generator lists no media type for a body when a route parses with a function (our strict
@@ -96,7 +226,7 @@ export const openapiRoutes = () => {
     // biome-ignore lint/complexity/useLiteralKeys: getGlobalRoutes is protected in Elysia's types
     const routes = plugin["getGlobalRoutes"]() as Route[];
     const generated = toOpenAPISchema(plugin, { paths: [specPath, "/docs", scriptPath] }) as unknown as Doc;
-    return restoreJsonBodies(
+    const restored = restoreJsonBodies(
       {
         openapi: "3.1.0",
         info: {
@@ -111,6 +241,7 @@ export const openapiRoutes = () => {
       } as Doc,
       routes,
     );
+    return groupOperations(restored);
   };
   return plugin
     .get(specPath, () => (doc ??= build()), { detail: { hide: true } })

@@ -2,7 +2,7 @@ import { Type } from "@sinclair/typebox";
 import { t } from "elysia";
 import { limits } from "../config/limits";
 import { AsOf, Memory, ObservedAfter, ObservedBefore } from "../memory/model";
-import { Category, Name, Tag } from "../wire/schemas";
+import { Category, EntityPrefix, Name, Tag } from "../wire/schemas";
 
 export const searchModes = ["keyword", "semantic", "hybrid"] as const;
 export type SearchMode = (typeof searchModes)[number];
@@ -11,6 +11,7 @@ export const SearchRequest = t.Object(
   {
     namespace: Name,
     entity: t.Optional(Name),
+    entityPrefix: t.Optional(EntityPrefix),
     // Characters, not UTF-16 units: the length is checked by search() (an emoji is one character).
     query: t.String({ minLength: 1, pattern: "\\S", description: "1 to 1000 characters, not blank" }),
     // In a JSON body a limit must be a number (Elysia's t.Integer would also take "10").

@@ -89,6 +89,7 @@ export async function search(core: SearchCore, req: SearchRequest, cost: EmbedCo
     tags: req.tags,
     observedAfter: instantField("observedAfter", req.observedAfter),
     observedBefore: instantField("observedBefore", req.observedBefore),
+    entityPrefix: req.entityPrefix,
   };
   const asOf = await readAsOf(core.storage, req.namespace, req.asOf);
   if (asOf !== undefined) return searchAsOf(core, req, filter, asOf);

@@ -5,7 +5,10 @@
 // was then. Expiry needs no event: a version whose expiresAt is at or before the moment is gone,
 // whether or not the sweeper had written its DELETE yet, exactly as reads treat it at that time.
 import { matchesFilter } from "./ops";
-import { type EventKind, type EventRecord, type MemoryRecord, observedOf } from "./records";
+import { type EventKind, type EventRecord, eventState, type MemoryRecord, memoryExtras, observedOf } from "./records";
+
+/** The fields an event carries of the memory's state after it. */
+const carried = new Set<string>(eventState);
 
 /** The event kinds that change a memory's state, as persisted. */
 export const stateKinds: readonly EventKind[] = ["ADD", "UPDATE", "MERGE", "REPLACE", "DELETE"];
@@ -62,15 +65,14 @@ export function versionAt(
     updatedAt: e.atMs,
     state: "current",
   };
-  const tags = full ? e.tags : record.tags;
-  const metadata = full ? e.metadata : record.metadata;
-  if (tags !== undefined) v.tags = tags;
-  if (metadata !== undefined) v.metadata = metadata;
-  if (record.source !== undefined) v.source = record.source;
+  // Tags, metadata, source, key and any field added since: the event's when it carries it, else
+  // the record's (source and key never change).
+  for (const f of memoryExtras) {
+    const x = full && carried.has(f) ? e[f as (typeof eventState)[number]] : record[f];
+    if (x !== undefined) (v as Record<string, unknown>)[f] = x;
+  }
   if (expiresAt !== undefined) v.expiresAt = expiresAt;
   v.observedAt = full ? (e.observedAt ?? record.createdAt) : observedOf(record);
-  // A memory's key never changes (records.ts): the record's is the version's.
-  if (record.key !== undefined) v.key = record.key;
   return v;
 }
 

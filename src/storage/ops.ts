@@ -1,7 +1,7 @@
 // What an op does to memory records and which event it records: one pure function shared by
 // every backend, so that both write exactly the same records for the same ops.
-import { type EventRecord, isCurrent, type MemoryRecord, observedOf } from "./records";
-import type { MemoryOp, NewMemory } from "./storage";
+import { type EventRecord, eventState, isCurrent, type MemoryRecord, memoryExtras, observedOf } from "./records";
+import { type MemoryOp, type NewMemory, type RevertOp, WriteConflict } from "./storage";
 
 /**
  * The earliest time an event written at `now` may carry: the next millisecond. A client that read
@@ -29,21 +29,23 @@ function recordOf(m: NewMemory, atMs: number): MemoryRecord {
     category: m.category,
     importance: m.importance,
   } as MemoryRecord;
-  if (m.tags !== undefined) r.tags = m.tags;
-  if (m.metadata !== undefined) r.metadata = m.metadata;
-  if (m.source !== undefined) r.source = m.source;
+  // Tags, metadata, source, key and any field added to the record since (records.ts: memoryExtras).
+  for (const f of memoryExtras) {
+    const v = (m as Partial<MemoryRecord>)[f];
+    if (v !== undefined) (r as Record<string, unknown>)[f] = v;
+  }
   r.createdAt = atMs;
   r.updatedAt = atMs;
   if (m.ttlSeconds !== undefined) r.expiresAt = atMs + Math.ceil(m.ttlSeconds * 1000);
   r.state = "current";
   // Valid time: the client's, else the store time (the event's).
   r.observedAt = m.observedAt ?? atMs;
-  if (m.key !== undefined) r.key = m.key;
   return r;
 }
 
 /** The (namespace, entity, key) a keyed store (an ADD whose memory has a key) claims, if any. */
 export function keyOfOp(op: MemoryOp): { namespace: string; entity: string; key: string } | undefined {
+  if (op.event === "REVERT") return op.to !== null && op.expect.state !== "current" ? op.key : undefined;
   if (op.event !== "ADD" || op.create.key === undefined) return undefined;
   return { namespace: op.create.namespace, entity: op.create.entity, key: op.create.key };
 }
@@ -79,6 +81,18 @@ export function keyedOutcome(
   return unchanged ? "unchanged" : "update";
 }
 
+/**
+ * Refuses (WriteConflict) a revert that brings back a keyed memory while another current memory
+ * holds its key; `holder` is the key's holder as the transaction sees it.
+ */
+export function checkKeyFree(op: RevertOp, holder: MemoryRecord | undefined) {
+  if (holder?.state === "current" && holder.id !== op.target)
+    throw new WriteConflict(
+      "key_taken",
+      `memory ${holder.id} holds the key ${JSON.stringify(holder.key)} now; delete it or revert it first`,
+    );
+}
+
 /** The state a keyed store gives the memory holding its key (see keyedOutcome). */
 function keyedState(holder: MemoryRecord, m: NewMemory, atMs: number): MemoryRecord {
   const next = recordOf({ ...m, id: holder.id, key: holder.key }, atMs);
@@ -92,10 +106,10 @@ function keyedState(holder: MemoryRecord, m: NewMemory, atMs: number): MemoryRec
  * alone replays every field. Returns the event.
  */
 function withState<E extends Planned["event"]>(e: E, m: MemoryRecord): E {
-  e.importance = m.importance;
-  if (m.tags !== undefined) e.tags = m.tags;
-  if (m.metadata !== undefined) e.metadata = m.metadata;
-  if (m.expiresAt !== undefined) e.expiresAt = m.expiresAt;
+  for (const f of eventState) {
+    const v = m[f];
+    if (v !== undefined) (e as Record<string, unknown>)[f] = v;
+  }
   e.observedAt = observedOf(m);
   return e;
 }
@@ -194,22 +208,57 @@ export function planOp(
         reason: op.reason ?? null,
       };
       if (observedOf(next) !== observedOf(t)) event.oldObservedAt = observedOf(t);
-      return { target: next, event: withState(event, next) };
+      withState(event, next);
+      if (op.mergedIds !== undefined) event.mergedIds = op.mergedIds;
+      return { target: next, event };
     }
     case "DELETE": {
       const t = target!;
-      return {
-        target: { ...t, state: "deleted", updatedAt: atMs },
-        event: {
-          ...base,
-          ...on(t),
-          event: "DELETE",
-          oldContent: t.content,
-          newContent: null,
-          reason: op.reason,
-          observedAt: observedOf(t),
-        },
+      const event: Planned["event"] = {
+        ...base,
+        ...on(t),
+        event: "DELETE",
+        oldContent: t.content,
+        newContent: null,
+        reason: op.reason,
+        observedAt: observedOf(t),
       };
+      if (op.mergedInto !== undefined) event.mergedInto = op.mergedInto;
+      return { target: { ...t, state: "deleted", updatedAt: atMs }, event };
+    }
+    case "REVERT": {
+      const t = target!;
+      // Erased while the revert was planned: its content never comes back.
+      if (t.content === "")
+        throw new WriteConflict("erased", `memory ${t.id} was erased; its content cannot come back`);
+      const revertOf = op.revertOf;
+      if (op.to === null)
+        return {
+          target: { ...t, state: "deleted", updatedAt: atMs },
+          event: {
+            ...base,
+            ...on(t),
+            event: "DELETE",
+            oldContent: t.content,
+            newContent: null,
+            reason: op.reason,
+            observedAt: observedOf(t),
+            revertOf,
+          },
+        };
+      const next = revertedRecord(t, op.to, atMs);
+      const alive = t.state === "current";
+      const event: Planned["event"] = {
+        ...base,
+        ...on(next),
+        event: alive ? "UPDATE" : "ADD",
+        oldContent: alive ? t.content : null,
+        newContent: next.content,
+        reason: op.reason,
+      };
+      if (alive && observedOf(next) !== observedOf(t)) event.oldObservedAt = observedOf(t);
+      withState(event, next).revertOf = revertOf;
+      return { target: next, event };
     }
     case "SKIP_DUPLICATE":
     case "KEEP_EXISTING": {
@@ -230,16 +279,37 @@ export function planOp(
   }
 }
 
+/** A memory set to a state it had (RevertOp): the record's id, key, source and creation time, the state's fields. */
+function revertedRecord(t: MemoryRecord, to: NonNullable<RevertOp["to"]>, atMs: number): MemoryRecord {
+  const r: MemoryRecord = { ...t, content: to.content, category: to.category, updatedAt: atMs, state: "current" };
+  // The state's fields (records.ts: eventState), each as the state has it or gone.
+  for (const f of eventState) {
+    if (to[f] === undefined) delete (r as Partial<MemoryRecord>)[f];
+    else (r as Record<string, unknown>)[f] = to[f];
+  }
+  return r;
+}
+
 /**
  * Whether an op may act on `target` as read inside the transaction: it must be current, except
  * that an expiry (a DELETE with `expiresAt`) acts on a memory whose time is up, if it still
- * expires at that time.
+ * expires at that time, and a revert acts on the memory exactly as it was planned from, in any
+ * state (else the whole apply fails: WriteConflict).
  */
 export function targetIsLive(op: MemoryOp, target: MemoryRecord | undefined, now: number): target is MemoryRecord {
+  if (op.event === "REVERT") {
+    if (target?.updatedAt !== op.expect.updatedAt || target.state !== op.expect.state)
+      throw new WriteConflict("changed", `memory ${op.target} changed while the revert was planned; try again`);
+    return true;
+  }
   if (op.event === "DELETE" && op.expiresAt !== undefined)
     return target?.state === "current" && target.expiresAt === op.expiresAt;
   return isCurrent(target, now);
 }
+
+/** A write's guard on its entity (RevertOp.entityLastEventAtMs), if the op carries one. */
+export const entityGuardOf = (op: MemoryOp): number | undefined =>
+  "entityLastEventAtMs" in op ? op.entityLastEventAtMs : undefined;
 
 /** The id of the memory an op acts on, if any. */
 export const targetOf = (op: MemoryOp): string | undefined => ("target" in op ? op.target : undefined);
@@ -248,6 +318,7 @@ export const targetOf = (op: MemoryOp): string | undefined => ("target" in op ? 
 export function vectorOf(op: MemoryOp): NewMemory["vector"] {
   if ("create" in op) return op.create.vector;
   if ("patch" in op) return op.patch.vector;
+  if (op.event === "REVERT") return op.vector;
   return undefined;
 }
 
@@ -283,9 +354,11 @@ export function matchesFilter(
     observedAfter?: number;
     observedBefore?: number;
     key?: string;
+    entityPrefix?: string;
   },
 ): boolean {
   if (f.key !== undefined && m.key !== f.key) return false;
+  if (f.entityPrefix !== undefined && !m.entity.startsWith(f.entityPrefix)) return false;
   if (f.category !== undefined && m.category !== f.category) return false;
   if (f.categories !== undefined && !f.categories.includes(m.category)) return false;
   if (f.observedAfter !== undefined && observedOf(m) < f.observedAfter) return false;

@@ -1,10 +1,14 @@
 // The records every storage backend keeps, each defined once as a TypeBox schema: its TypeScript
 // type is the schema's Static, the export format's lines are these schemas with a `type`
 // (transfer/model.ts), PostgreSQL's rows map the same field lists (postgres/rows.ts), LMDB shares
-// their field names (lmdb/env.ts), and the public answers pick their fields from them. The
-// schemas also say what a valid record is (names, tags, ids in lower case): an import checks
-// each line against them. Storage knows nothing of HTTP or of the features.
-import { type Static, type TSchema, Type } from "@sinclair/typebox";
+// their field names (lmdb/env.ts), the public answers take their fields from them
+// (memory/model.ts `Memory`: every field but `state`, times in ISO 8601), and the code that
+// copies a memory's fields (storage/ops.ts, storage/asof.ts, memory/service.ts `toMemory`) goes
+// through the field lists below. So a field added to MemoryRecord is one change here (plus, on
+// PostgreSQL, the migration that adds its column). The schemas also say what a valid record is
+// (names, tags, ids in lower case): an import checks each line against them. Storage knows
+// nothing of HTTP or of the features.
+import { OptionalKind, type Static, type TSchema, Type } from "@sinclair/typebox";
 import { limits } from "../config/limits";
 import { Category, Importance, lowerUuidPattern, MemoryKey, Name, oneOf, Tags } from "../wire/schemas";
 
@@ -47,6 +51,24 @@ export const MemoryRecord = Type.Object({
 });
 export type MemoryRecord = Static<typeof MemoryRecord>;
 
+/** A memory's times (ms since the epoch), each with its own rule: set by the event clock, or derived. */
+export const memoryTimes = ["createdAt", "updatedAt", "expiresAt", "observedAt"] as const;
+
+/**
+ * A memory's optional fields that are kept and answered as given (no time, no state): tags,
+ * metadata, source, and any field added later. Copied by name wherever a record is made.
+ */
+export const memoryExtras = Object.entries(MemoryRecord.properties)
+  .filter(([k, s]) => s[OptionalKind] === "Optional" && !(memoryTimes as readonly string[]).includes(k))
+  .map(([k]) => k) as (keyof MemoryRecord)[];
+
+/**
+ * The memory fields every event carries as the memory's state after it (EventRecord), so that the
+ * trail alone replays them (as-of reads): the ones an edit may change. The others come from the
+ * record (fixed at creation, as `source`) or are the event's own (content, category).
+ */
+export const eventState = ["importance", "tags", "metadata", "expiresAt", "observedAt"] as const;
+
 /** A memory's observed time: its own, or its creation time for records written before observedAt existed. */
 export const observedOf = (r: MemoryRecord): number => r.observedAt ?? r.createdAt;
 
@@ -64,18 +86,21 @@ export const EventRecord = Type.Object({
   category: Type.String(),
   atMs: Ms,
   actorKeyId: Nullable(Type.String()),
-  // The memory's state after the event (the new side: `memoryId`'s), so that the trail alone
-  // replays every field (as-of reads, storage/asof.ts). Written by every event since format 7 /
-  // schema 5: `importance` is set on every ADD, UPDATE, MERGE and REPLACE, and its absence
-  // marks an older event, which carries only content and category. `observedAt` is on every
-  // new event (for DELETE, SKIP_DUPLICATE and KEEP_EXISTING: the target's).
-  importance: Type.Optional(Importance),
-  tags: Type.Optional(Tags),
-  metadata: Type.Optional(Metadata),
-  expiresAt: Type.Optional(Ms),
-  observedAt: Type.Optional(Ms),
+  // The memory's state after the event (the new side: `memoryId`'s): its `eventState` fields, so
+  // that the trail alone replays every field (as-of reads, storage/asof.ts). Written by every
+  // event since format 7 / schema 5: `importance` is set on every ADD, UPDATE, MERGE and
+  // REPLACE, and its absence marks an older event, which carries only content and category.
+  // `observedAt` is on every new event (for DELETE, SKIP_DUPLICATE and KEEP_EXISTING: the target's).
+  ...Type.Partial(Type.Pick(MemoryRecord, eventState)).properties,
   // The old side's observed time: the replaced memory's (REPLACE), or the one an edit changed (UPDATE, MERGE).
   oldObservedAt: Type.Optional(Ms),
+  // Set on the events of a revert or a restore (issue 33; schema 11): the id (seq, as text) of the
+  // event whose state a revert brought back, or the ISO 8601 instant a restore went back to.
+  revertOf: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  // A consolidation's (issue 33; schema 12): on its MERGE, the memories merged into the memory;
+  // on the DELETE of each of those, the memory it went into.
+  mergedIds: Type.Optional(Type.Array(Id)),
+  mergedInto: Type.Optional(Id),
 });
 export type EventRecord = Static<typeof EventRecord>;
 

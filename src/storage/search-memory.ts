@@ -14,6 +14,11 @@ type Held = { bytes: number; release: () => void };
 export class SearchMemory {
   /** Namespaces holding something, least recently searched first (a Map keeps insertion order). */
   private readonly byNamespace = new Map<string, Map<string, Held>>();
+  /**
+   * Namespaces holding something loaded without a search (LMDB: followed as they grew), released
+   * before any searched one; a search moves its namespace to byNamespace.
+   */
+  private readonly unsearched = new Map<string, Map<string, Held>>();
   /** Bytes held now, and structures released to stay within the budget since the start. */
   held = 0;
   evictions = 0;
@@ -23,22 +28,24 @@ export class SearchMemory {
 
   /** A search of `namespace` begins: it becomes the most recent. */
   searched(namespace: string) {
-    const held = this.byNamespace.get(namespace);
+    const held = this.byNamespace.get(namespace) ?? this.unsearched.get(namespace);
     if (held === undefined) return;
     this.byNamespace.delete(namespace);
+    this.unsearched.delete(namespace);
     this.byNamespace.set(namespace, held);
   }
 
   /**
    * The `kind` structure of `namespace` (e.g. "keyword") holds `bytes` now (first held, or grown or
    * shrunk since), and is let go by `release`; then the budget is enforced. A namespace not held
-   * yet counts as the most recent.
+   * yet counts as the most recent, or (`searched` false: loaded without a search) goes with the
+   * ones released first.
    */
-  hold(namespace: string, kind: string, bytes: number, release: () => void) {
-    let held = this.byNamespace.get(namespace);
+  hold(namespace: string, kind: string, bytes: number, release: () => void, searched = true) {
+    let held = this.byNamespace.get(namespace) ?? this.unsearched.get(namespace);
     if (held === undefined) {
       held = new Map();
-      this.byNamespace.set(namespace, held);
+      (searched ? this.byNamespace : this.unsearched).set(namespace, held);
     }
     const before = held.get(kind);
     this.held += bytes - (before?.bytes ?? 0);
@@ -48,29 +55,36 @@ export class SearchMemory {
 
   /** Its owner let the structure go itself (an erasure, a rebuild, closing): no longer counted. */
   drop(namespace: string, kind: string) {
-    const held = this.byNamespace.get(namespace);
+    const held = this.byNamespace.get(namespace) ?? this.unsearched.get(namespace);
     const h = held?.get(kind);
     if (!held || !h) return;
     this.held -= h.bytes;
     held.delete(kind);
-    if (held.size === 0) this.byNamespace.delete(namespace);
+    if (held.size === 0) {
+      this.byNamespace.delete(namespace);
+      this.unsearched.delete(namespace);
+    }
   }
 
   /** Whether a structure of the namespace is counted (for tests). */
   holds(namespace: string, kind: string): boolean {
-    return this.byNamespace.get(namespace)?.has(kind) === true;
+    return (this.byNamespace.get(namespace) ?? this.unsearched.get(namespace))?.has(kind) === true;
   }
 
   /** Namespaces holding something. */
   get namespaces(): number {
-    return this.byNamespace.size;
+    return this.byNamespace.size + this.unsearched.size;
   }
 
-  /** Releases the least recently searched namespaces until the budget holds (never the most recent one). */
+  /**
+   * Releases namespaces loaded without a search, then the least recently searched, until the
+   * budget holds (never the most recently searched one).
+   */
   enforce() {
-    while (this.held > this.budget && this.byNamespace.size > 1) {
-      const [namespace, held] = this.byNamespace.entries().next().value as [string, Map<string, Held>];
-      this.byNamespace.delete(namespace);
+    while (this.held > this.budget && (this.unsearched.size > 0 || this.byNamespace.size > 1)) {
+      const from = this.unsearched.size > 0 ? this.unsearched : this.byNamespace;
+      const [namespace, held] = from.entries().next().value as [string, Map<string, Held>];
+      from.delete(namespace);
       for (const h of held.values()) {
         this.held -= h.bytes;
         this.evictions++;

@@ -10,6 +10,7 @@ import type {
   EventKind,
   EventRecord,
   ExportRecord,
+  eventState,
   IdempotencyEntry,
   KeyRecord,
   MemoryRecord,
@@ -53,9 +54,69 @@ export interface MemoryPatch {
 export type MemoryOp =
   | { event: "ADD"; create: NewMemory }
   | { event: "REPLACE"; create: NewMemory; target: string; reason: string }
-  | { event: "MERGE" | "UPDATE"; target: string; patch: MemoryPatch; reason?: string | null }
-  | { event: "DELETE"; target: string; reason: string; expiresAt?: number }
-  | { event: "SKIP_DUPLICATE" | "KEEP_EXISTING"; target: string; newContent: string; reason?: string | null };
+  | {
+      event: "MERGE" | "UPDATE";
+      target: string;
+      patch: MemoryPatch;
+      reason?: string | null;
+      /** A consolidation's MERGE: the memories merged into the target (EventRecord.mergedIds). */
+      mergedIds?: string[];
+      /** See RevertOp.entityLastEventAtMs. */
+      entityLastEventAtMs?: number;
+    }
+  | {
+      event: "DELETE";
+      target: string;
+      reason: string;
+      expiresAt?: number;
+      /** A consolidation's DELETE: the memory this one was merged into (EventRecord.mergedInto). */
+      mergedInto?: string;
+      entityLastEventAtMs?: number;
+    }
+  | { event: "SKIP_DUPLICATE" | "KEEP_EXISTING"; target: string; newContent: string; reason?: string | null }
+  | RevertOp;
+
+/**
+ * A memory's state as a revert or a restore gives it back (the fields an event carries; the id,
+ * key, source and creation time stay the record's).
+ */
+export type RevertState = Pick<MemoryRecord, "content" | "category" | "importance"> &
+  Partial<Pick<MemoryRecord, (typeof eventState)[number]>> & { observedAt: number };
+
+/**
+ * Sets a memory to a state it had (`to`), or retires it (`to` null), with an ordinary event
+ * carrying `revertOf` (storage/ops.ts planOp: ADD when it comes back, UPDATE when it changes,
+ * DELETE when it goes). It acts only on the memory exactly as it was planned from (`expect`), and
+ * when `entityLastEventAtMs` is given, only while the entity's newest event is still that one:
+ * otherwise the whole apply fails with WriteConflict, so a restore is one atomic change of the
+ * state it read, never a mix.
+ */
+export interface RevertOp {
+  event: "REVERT";
+  target: string;
+  to: RevertState | null;
+  revertOf: string;
+  reason: string;
+  expect: { updatedAt: number; state: MemoryRecord["state"] };
+  /** A keyed memory brought back claims its key again: the key's current holder must be none (or it). */
+  key?: { namespace: string; entity: string; key: string };
+  entityLastEventAtMs?: number;
+  vector?: VectorUpdate;
+}
+
+/**
+ * An apply refused as a whole, nothing written: a memory a revert or restore planned from changed
+ * meanwhile ("changed": plan again), the key of a memory it brings back is held by another current
+ * memory ("key_taken"), or its content was erased ("erased").
+ */
+export class WriteConflict extends Error {
+  constructor(
+    readonly reason: "changed" | "key_taken" | "erased",
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 /** What an op did: its event, and the memory it created or acted on, as it is after the op. */
 export interface Applied {
@@ -112,6 +173,8 @@ export interface SearchFilter {
   observedBefore?: number;
   /** The memory holding this key (keyed facts). */
   key?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
 }
 
 /** A current memory and its score, higher is better. */
@@ -140,6 +203,8 @@ export interface ListMemoriesQuery {
   observedBefore?: number;
   /** Only the memory holding this key (keyed facts; needs entity). */
   key?: string;
+  /** Only entities whose name starts with this text. */
+  entityPrefix?: string;
   limit: number;
   /** Continue with memories older than this memory id (the last one of the previous page). */
   before?: string;
@@ -319,7 +384,7 @@ export interface Browse {
    */
   namespaces(page: NamePage): Promise<NamespaceSummary[]>;
   /** Entities of a namespace that have events, in name order; bounded like `namespaces`. */
-  entities(namespace: string, page: Omit<NamePage, "prefix">): Promise<EntitySummary[]>;
+  entities(namespace: string, page: NamePage): Promise<EntitySummary[]>;
 }
 
 /** Ranked reads over current memories, by words and by meaning. */
@@ -459,14 +524,14 @@ export interface Webhooks {
   /**
    * Changes a subscription in one transaction: `change` gets the stored record and answers the
    * new one (or undefined: no change). With `owner`, only while that owner holds its delivery
-   * lease (else answers undefined and changes nothing); with `delivery`, that attempt is logged in
-   * the same transaction (the newest 100 per subscription are kept). Answers the stored record
+   * lease (else answers undefined and changes nothing); with `deliveries`, those attempts are
+   * logged in the same transaction (the newest 100 per subscription are kept). Answers the stored record
    * after the call, undefined when there is none (or the lease is lost).
    */
   updateWebhook(
     id: string,
     change: (w: WebhookRecord) => WebhookRecord | undefined,
-    options?: { owner?: string; delivery?: DeliveryRecord },
+    options?: { owner?: string; deliveries?: readonly DeliveryRecord[] },
   ): Promise<WebhookRecord | undefined>;
   /** Removes a subscription, its log and its lease; false when there was none. */
   deleteWebhook(id: string): Promise<boolean>;

@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import type { Core } from "../core";
 import type { KeyRecord } from "../keys/model";
-import type { EventRecord, WebhookRecord } from "../storage/records";
+import type { DeliveryRecord, EventRecord, WebhookRecord } from "../storage/records";
 import { isoTime } from "../wire/time";
 import { postWebhook } from "./post";
 import { creatorProblem, messageId, payload, signingSecrets, trailFilter } from "./service";
@@ -28,6 +28,9 @@ export interface DeliveryOptions {
   /** A delivery lease lasts this long unless renewed (a third of it): a dead replica's subscriptions move within it. */
   leaseMs: number;
 }
+
+/** The least time between two reads of the trail by one idle subscription (ms). */
+const scanSpacingMs = 5;
 
 export const defaultDeliveryOptions: DeliveryOptions = {
   allowPrivate: false,
@@ -89,7 +92,7 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
   };
   const wakeAll = () => {
     wakeSupervisor?.();
-    for (const w of workers.values()) w.wake();
+    for (const w of workers.values()) w.wake(true);
   };
   // A commit wakes the workers only (a flag each); the supervisor reads the subscriptions on changes and polls.
   const unsubscribe = core.notifier.subscribeAll(() => {
@@ -102,10 +105,25 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
     private dirty = false;
     private leased = false;
     private renewer: ReturnType<typeof setInterval> | undefined;
+    /**
+     * Successes not yet written: the cursor moves (with their log entries) in one transaction per
+     * batch, while the next POSTs go on, so a commit's fsync is not paid per event. A crash before
+     * the write only sends them again, with the same webhook-ids.
+     */
+    private delivered: DeliveryRecord[] = [];
+    private flushing: Promise<void> | undefined;
+    /** Set by a flush: the lease was lost (or the subscription deleted), or an edit through the API came. */
+    private lost = false;
+    private edited: WebhookRecord | undefined;
+    /** The rev the successes waiting were planned under. */
+    private rev = 0;
+    /** An edit through this process's API since the subscription was last read. */
+    private changed = false;
     readonly done: Promise<void>;
 
     constructor(readonly id: string) {
       this.done = this.run()
+        .then(() => this.drain())
         .catch((e) => logger.error("webhook delivery failed", { webhook: id, error: String((e as Error)?.stack ?? e) }))
         .finally(() => {
           clearInterval(this.renewer);
@@ -118,7 +136,50 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
       return !this.abort.signal.aborted && !stopped;
     }
 
-    wake() {
+    /** Writes the successes waiting (a batch at a time, one write in flight). */
+    private flush(): Promise<void> {
+      if (this.flushing || this.delivered.length === 0) return this.flushing ?? Promise.resolve();
+      const batch = this.delivered.splice(0, 100);
+      const last = batch[batch.length - 1];
+      const rev = this.rev;
+      this.flushing = storage
+        .updateWebhook(
+          this.id,
+          (cur) =>
+            cur.rev === rev
+              ? {
+                  ...cur,
+                  cursor: Math.max(cur.cursor, last.seq),
+                  failingSince: null,
+                  lastDeliveredAt: last.atMs,
+                  lastError: null,
+                }
+              : undefined,
+          { owner, deliveries: batch },
+        )
+        .then((next) => {
+          if (!next) this.lost = true;
+          else if (next.rev !== rev) this.edited = next;
+        })
+        .catch((e) => {
+          this.lost = true;
+          logger.error("webhook cursor write failed", { webhook: this.id, error: String(e) });
+        })
+        .finally(() => {
+          this.flushing = undefined;
+          if (this.delivered.length > 0 && !this.lost) void this.flush();
+        });
+      return this.flushing;
+    }
+
+    /** Resolves once every success so far is written (or the lease is lost). */
+    private async drain() {
+      while ((this.flushing || this.delivered.length > 0) && !this.lost) await this.flush();
+    }
+
+    /** Something to read: a commit, or (`changed`) an edit through the API, which is re-read at once. */
+    wake(changed = false) {
+      if (changed) this.changed = true;
       this.dirty = true;
       const w = this.wakeUp;
       this.wakeUp = undefined;
@@ -175,6 +236,8 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
       let attempt = 0;
       let keyCheckedAt = 0;
       let cursorWrittenAt = 0;
+      let scannedAt = 0;
+      let readAt = performance.now();
       /** Takes `next` as the stored record: on an edit through the API (rev), the plan starts again from its cursor. */
       const adopt = (next: WebhookRecord) => {
         if (!w || next.rev !== w.rev) {
@@ -183,13 +246,24 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
           attempt = 0;
         }
         w = next;
+        this.rev = next.rev;
       };
+      if (w) this.rev = w.rev;
       while (this.running && w && w.state === "active") {
+        if (this.lost) return;
+        if (this.edited) {
+          const next = this.edited;
+          this.edited = undefined;
+          await this.drain();
+          adopt(next);
+          continue;
+        }
         const now = Date.now();
         if (now - keyCheckedAt > 1000) {
           keyCheckedAt = now;
           const problem = await creatorProblem(storage, root, w, now);
           if (problem) {
+            await this.drain();
             const rev = w.rev;
             await storage.updateWebhook(this.id, (cur) =>
               cur.rev === rev && cur.state === "active"
@@ -201,6 +275,7 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
           }
         }
         if (buffer.length === 0) {
+          scannedAt = performance.now();
           const page = await storage.trailAfter(pos, trailFilter(w), 100);
           if (page.events.length > 0) {
             // Committed is not yet durable on LMDB: never deliver what a crash could take back.
@@ -210,6 +285,8 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
             continue;
           }
           pos = page.scannedTo;
+          await this.drain();
+          if (this.lost) return;
           if (pos > w.cursor && Date.now() - cursorWrittenAt > 1000) {
             // Past events it does not want: the cursor moves too, so the lag and a restart skip them.
             cursorWrittenAt = Date.now();
@@ -226,9 +303,18 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
           }
           await this.sleep(o.pollMs);
           if (!this.running) return;
-          const fresh = await storage.getWebhook(this.id);
-          if (!fresh) return;
-          adopt(fresh);
+          // Commits come in bursts: read the trail at most every few ms, so that a busy store
+          // path wakes each subscription a bounded number of times a second, not once per commit.
+          const since = performance.now() - scannedAt;
+          if (since < scanSpacingMs) await Bun.sleep(scanSpacingMs - since);
+          // The stored subscription (edits made on other replicas) at least every poll interval.
+          if (this.changed || performance.now() - readAt >= o.pollMs) {
+            this.changed = false;
+            readAt = performance.now();
+            const fresh = await storage.getWebhook(this.id);
+            if (!fresh) return;
+            adopt(fresh);
+          }
           continue;
         }
         const head = buffer[0];
@@ -252,19 +338,34 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
         const at = Date.now();
         const error =
           r.error === null ? null : r.answer ? `${r.error}: ${r.answer.slice(0, 200).replace(/\s+/g, " ")}` : r.error;
+        const record: DeliveryRecord = {
+          webhookId: this.id,
+          seq: e.seq,
+          messageId: id,
+          eventKind: e.event,
+          namespace: e.namespace,
+          atMs: at,
+          attempt,
+          status: r.status,
+          ok: r.ok,
+          error,
+          durationMs: Math.round((performance.now() - started) * 10) / 10,
+        };
+        if (r.ok) {
+          this.delivered.push(record);
+          void this.flush();
+          buffer.shift();
+          attempt = 0;
+          continue;
+        }
+        // A failure decides the subscription's state: written before anything else goes on.
+        await this.drain();
+        if (this.lost) return;
         const rev = w.rev;
         const next = await storage.updateWebhook(
           this.id,
           (cur) => {
             if (cur.rev !== rev) return undefined;
-            if (r.ok)
-              return {
-                ...cur,
-                cursor: Math.max(cur.cursor, e.seq),
-                failingSince: null,
-                lastDeliveredAt: at,
-                lastError: null,
-              };
             const failingSince = cur.failingSince ?? at;
             if (at - failingSince >= o.disableAfterMs)
               return {
@@ -278,40 +379,19 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
               };
             return { ...cur, failingSince, lastError: error };
           },
-          {
-            owner,
-            delivery: {
-              webhookId: this.id,
-              seq: e.seq,
-              messageId: id,
-              eventKind: e.event,
-              namespace: e.namespace,
-              atMs: at,
-              attempt,
-              status: r.status,
-              ok: r.ok,
-              error,
-              durationMs: Math.round((performance.now() - started) * 10) / 10,
-            },
-          },
+          { owner, deliveries: [record] },
         );
         if (!next) return; // deleted, or the lease went to another replica
         const replanned = next.rev !== rev;
         adopt(next);
-        if (replanned) continue;
-        if (r.ok) {
-          buffer.shift();
-          attempt = 0;
-        } else {
-          if (next.state !== "active") {
-            logger.warn("webhook disabled", { webhook: this.id, reason: next.stateReason });
-            return;
-          }
-          await this.sleep(retryDelayMs(attempt, o));
-          const fresh = await storage.getWebhook(this.id);
-          if (!fresh) return;
-          adopt(fresh);
+        if (replanned) {
+          if (next.state !== "active") logger.warn("webhook disabled", { webhook: this.id, reason: next.stateReason });
+          continue;
         }
+        await this.sleep(retryDelayMs(attempt, o));
+        const fresh = await storage.getWebhook(this.id);
+        if (!fresh) return;
+        adopt(fresh);
       }
     }
   }

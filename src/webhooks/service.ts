@@ -61,13 +61,17 @@ export const trailFilter = (w: WebhookRecord): TrailFilter => ({
   kinds: w.events.length === eventKinds.length ? [] : w.events,
 });
 
+/** A DELETE an erasure wrote: delivered as `memory.erased`, the erasure itself reaching the receiver. */
+const erasedBy = (e: EventRecord) => e.event === "DELETE" && e.reason === "erased";
+
 /**
- * The body of a delivery: `type` (`memory.` and the event kind in lower case), `timestamp` (the
+ * The body of a delivery: `type` (`memory.` and the event kind in lower case; `memory.erased` for
+ * an erasure's DELETE), `timestamp` (the
  * event's time) and `data`, the event as GET /v1/memory/events shows it, with `seq`.
  */
 export function payload(w: WebhookRecord, e: EventRecord): string {
   return JSON.stringify({
-    type: `memory.${e.event.toLowerCase()}`,
+    type: erasedBy(e) ? "memory.erased" : `memory.${e.event.toLowerCase()}`,
     timestamp: isoTime(e.atMs),
     webhookId: w.id,
     data: { ...toAuditEvent(e), seq: e.seq },

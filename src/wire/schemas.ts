@@ -30,6 +30,10 @@ export const oneOf = <const T extends readonly string[]>(values: T) =>
 
 /** A namespace or entity name. */
 export const Name = NoControlText(1, limits.nameChars);
+/** Only entities whose name starts with this text (for example every entity under "acme."). */
+export const EntityPrefix = NoControlText(1, limits.nameChars, {
+  description: "only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`",
+});
 
 /** A memory's category and one of its tags: the rules every schema that takes them shares (stores, filters, the export format). */
 export const Category = NoControlText(1, limits.categoryChars);

@@ -104,7 +104,8 @@ export const layers: string[][] = [
   ["audit", "browse"],
   ["memory"],
   ["search"],
-  ["context", "extraction", "transfer", "mem0", "ui", "webhooks"],
+  ["context", "extraction", "transfer", "mem0", "ui", "webhooks", "revert"],
+  ["consolidate"], // may ask the configured model (extraction's settings)
   ["mcp"],
   ["app.ts"],
   ["server.ts"],
@@ -252,7 +253,7 @@ export function clientGraph(dir = resolve(src, "../client/src")): Map<string, Se
 
 test("no import cycle between files of the client (client/src), type-only imports included", () => {
   const graph = clientGraph();
-  expect([...graph.get("index.ts")!].sort()).toEqual(["client.ts", "tools.ts", "types.gen.ts"]);
+  expect([...graph.get("index.ts")!].sort()).toEqual(["client.ts", "tools.ts", "types.gen.ts", "webhooks.ts"]);
   expect(graph.get("tools.ts")!.size).toBeGreaterThan(0);
   expect(cycles(graph)).toEqual([]);
   expect([...graph].filter(([, deps]) => deps.has("index.ts")).map(([f]) => f)).toEqual([]);

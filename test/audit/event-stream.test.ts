@@ -235,9 +235,11 @@ test.skipIf(backend === "postgres")(
       }));
       const after = rssAnonMb(server.proc.pid);
       // n events of ~4.3 KB each are ~130 MB of stream: a server that buffered them all would grow by that much.
-      // The buffer is 10,000 events or 8 MiB, whichever fills first.
+      // The buffer is 10,000 events or 8 MiB, whichever fills first. The rest of the growth is the
+      // allocator's after 30,000 stores, which varied from 15 to 81 MB with the machine's load
+      // (make test beside other work): the bound sits below the ~130 MB that buffering would add.
       console.log(`server RssAnon ${before.toFixed(1)} MB -> ${after.toFixed(1)} MB with a stuck subscriber`);
-      expect(after - before).toBeLessThan(80);
+      expect(after - before).toBeLessThan(105);
 
       writeFileSync(go, "");
       const messages: SseMessage[] = [];

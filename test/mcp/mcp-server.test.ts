@@ -101,17 +101,27 @@ async function call(client: Client, name: string, args: Record<string, unknown> 
   return { isError: r.isError === true, text, data, structured: r.structuredContent };
 }
 
-const names = ["remember", "recall", "get_context", "list_memories", "forget", "changes", "history"];
+const names = [
+  "remember",
+  "recall",
+  "get_context",
+  "list_memories",
+  "forget",
+  "changes",
+  "history",
+  "revert",
+  "consolidate",
+];
 
 describe("over HTTP: POST /mcp", () => {
-  test("lists the seven tools with JSON Schemas and read-only hints", async () => {
+  test("lists the nine tools with JSON Schemas and read-only hints", async () => {
     const c = await overHttp(readKey);
     const { tools } = await c.listTools();
     expect(tools.map((t) => t.name)).toEqual(names);
     for (const t of tools) {
       expect(t.inputSchema.type).toBe("object");
       expect(t.description!.length).toBeGreaterThan(80);
-      expect(t.annotations?.readOnlyHint).toBe(!["remember", "forget"].includes(t.name));
+      expect(t.annotations?.readOnlyHint).toBe(!["remember", "forget", "revert", "consolidate"].includes(t.name));
     }
     const remember = tools.find((t) => t.name === "remember")!;
     expect(remember.inputSchema.required).toEqual(["namespace", "entity", "content"]);
@@ -244,6 +254,30 @@ describe("over HTTP: POST /mcp", () => {
     expect(r.structured.error.code).toBe(r.text.split(":")[0]);
   });
 
+  test("revert and consolidate take a change back and merge duplicates, scoped like the other tools", async () => {
+    const c = await overHttp(acmeKey, "?namespace=acme&entity=undo-u");
+    const m = (await call(c, "remember", { content: "Drinks green tea", infer: false })).data.memories[0];
+    await call(c, "remember", { content: "drinks green tea.", infer: false });
+    const [added] = (await call(c, "history", { memoryId: m.id })).data.events;
+    expect((await call(c, "forget", { id: m.id })).isError).toBe(false);
+    const back = await call(c, "revert", { memoryId: m.id, toEvent: added.id });
+    expect(back.isError).toBe(false);
+    expect(back.data).toMatchObject({ action: "add", after: { id: m.id, content: "Drinks green tea" } });
+    const dry = await call(c, "consolidate", { dryRun: true });
+    expect(dry.data).toMatchObject({ dryRun: true, memoriesMerged: 1 });
+    const done = await call(c, "consolidate", {});
+    expect(done.data.events.map((e: any) => e.event)).toEqual(["MERGE", "DELETE"]);
+    // Another namespace's memory is not found through this key.
+    const other = await s.json("POST", "/v1/memory", { namespace: "other", entity: "x", content: "x", infer: false });
+    const foreign = await call(c, "revert", { memoryId: other.body.memories[0].id, toEvent: "1" });
+    expect(foreign).toMatchObject({ isError: true });
+    expect(foreign.text).toMatch(/^not_found: /);
+    // A read key may not revert.
+    const reader = await overHttp(readKey);
+    const denied = await call(reader, "revert", { memoryId: m.id, toEvent: added.id });
+    expect(denied.text).toMatch(/^forbidden: /);
+  });
+
   test("a read key calling remember gets the permission error; reading works", async () => {
     const c = await overHttp(readKey);
     const r = await call(c, "remember", { namespace: "acme", entity: "u1", content: "x", infer: false });
@@ -257,6 +291,7 @@ describe("over HTTP: POST /mcp", () => {
       ["remember", { namespace: "other", entity: "u1", content: "x", infer: false }],
       ["recall", { namespace: "other", query: "x" }],
       ["changes", { namespace: "other" }],
+      ["consolidate", { namespace: "other", entity: "u1" }],
     ] as const) {
       const r = await call(c, name, args);
       expect(r.isError).toBe(true);
@@ -344,6 +379,55 @@ describe.each(stdioCases)("over stdio: %s", (_label, command) => {
     }),
   );
 
+  test("stdin closed right after the calls: every call already read is answered before the process exits", async () => {
+    const [cmd, ...args] = command();
+    const entity = `stdin-end-${cmd === bin ? "bin" : "src"}`;
+    const proc = Bun.spawn([cmd, ...args, "--url", s.url, "--namespace", "acme", "--entity", entity], {
+      cwd: repo,
+      env: { ...process.env, MEMD_API_KEY: acmeKey },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const call = (id: number, name: string, args: object) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "tools/call",
+      params: { name, arguments: args },
+    });
+    const messages = [
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "pipe", version: "1" } },
+      },
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      call(2, "remember", { content: "Plays the oboe", infer: false }),
+      call(3, "remember", { content: "Reads sci-fi", infer: false }),
+      call(4, "recall", { query: "oboe" }),
+      { jsonrpc: "2.0", id: 5, method: "tools/list" },
+    ];
+    // Everything at once, then end of input, as `printf ... | memd mcp` does.
+    proc.stdin.write(messages.map((m) => `${JSON.stringify(m)}\n`).join(""));
+    await proc.stdin.end();
+    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+    expect({ code: await proc.exited, err }).toEqual({ code: 0, err: expect.not.stringContaining("rror") });
+    const answers = out
+      .split("\n")
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l));
+    expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3, 4, 5]);
+    for (const a of answers)
+      expect({ id: a.id, error: a.error, isError: a.result?.isError ?? false }).toEqual({
+        id: a.id,
+        error: undefined,
+        isError: false,
+      });
+    const listed = await s.json("GET", `/v1/memory?namespace=acme&entity=${entity}`);
+    expect(listed.body.memories.map((m: any) => m.content).sort()).toEqual(["Plays the oboe", "Reads sci-fi"]);
+  }, 60_000);
+
   test(
     "--url with a read key: remember is refused with the permission error",
     explained(async () => {
@@ -385,7 +469,7 @@ test(
     const p = await overStdio(bin, ["mcp", "--url", "http://127.0.0.1:1", "--key", "memd_x"]);
     const r = await call(p.client, "list_memories", { namespace: "acme" });
     expect(r).toMatchObject({ isError: true, text: expect.stringMatching(/^unreachable: could not reach memd at /) });
-    expect((await p.client.listTools()).tools).toHaveLength(7);
+    expect((await p.client.listTools()).tools).toHaveLength(names.length);
   }),
 );
 

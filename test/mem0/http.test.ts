@@ -233,7 +233,7 @@ describe("add with inference and no model (the built-in extractor)", () => {
 });
 
 describe("an ordinary memd change", () => {
-  test("a mem0 add is in memd's event stream and diff, and mem0's routes stay out of memd's OpenAPI document", async () => {
+  test("a mem0 add is in memd's event stream and diff, and mem0's routes are listed in their own group of memd's OpenAPI document", async () => {
     const since = new Date().toISOString();
     const sub = await subscribe(s.url, rootSecret, "namespace=acme&entity=jo");
     try {
@@ -245,10 +245,14 @@ describe("an ordinary memd change", () => {
     }
     const diff = await s.json("POST", "/v1/memory/diff", { namespace: "acme", entity: "jo", since });
     expect(diff.body.created.map((c: any) => c.content)).toEqual(["Jo collects stamps"]);
-    const doc = (await (await fetch(`${s.url}/v1/openapi.json`)).json()) as { paths: Record<string, unknown> };
-    const paths = Object.keys(doc.paths);
-    expect(paths).toContain("/v1/entities");
-    expect(paths.filter((p) => p.includes("memories") || p.startsWith("/v3") || p.includes("ping"))).toEqual([]);
+    const doc = (await (await fetch(`${s.url}/v1/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, { tags: string[] }>>;
+    };
+    expect(doc.paths["/v1/entities"]!.get!.tags).toEqual(["browse"]);
+    const mem0Paths = Object.keys(doc.paths).filter((p) => p.includes("memories") || p.includes("ping"));
+    expect(mem0Paths).toContain("/v3/memories/add/");
+    for (const p of mem0Paths)
+      for (const op of Object.values(doc.paths[p]!)) expect([p, op.tags]).toEqual([p, ["mem0"]]);
   });
 
   test("a filter of many ids (more than memd reads one by one) still finds exactly its memories", async () => {

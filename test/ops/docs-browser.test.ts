@@ -77,8 +77,14 @@ test("clicked through, the page makes no request but to this server, and offers 
   const { context, page, seen, outside, problems } = await open();
   try {
     await page.goto(`${s.url}/docs`);
-    const store = page.getByRole("link", { name: /Store a memory/ }).first();
+    // The sidebar: groups (tags) of short labels.
+    const store = page.getByRole("link", { name: /^Store\b/ }).first();
     await store.waitFor();
+    for (const group of ["search", "keys", "ops", "mem0"])
+      await page
+        .getByRole("button", { name: `Open Group - ${group}` })
+        .first()
+        .waitFor();
     await expectNoVendorFeatures(page);
 
     // The document's download, made in the page.
@@ -90,7 +96,7 @@ test("clicked through, the page makes no request but to this server, and offers 
 
     // An operation, then its test-request panel, and a request sent from it.
     await store.click();
-    await page.getByRole("heading", { name: "Store a memory" }).first().waitFor();
+    await page.getByRole("heading", { name: "Store", exact: true }).first().waitFor();
     await page
       .getByRole("button", { name: /Test Request.*post \/v1\/memory\)/ })
       .first()
@@ -110,11 +116,11 @@ test("clicked through, the page makes no request but to this server, and offers 
       .first()
       .click();
     await page.keyboard.type("erasures");
-    const hit = page.getByRole("option", { name: /Erasures of a namespace/ }).first();
+    const hit = page.getByRole("option", { name: /List erasures/ }).first();
     await hit.click();
     await page.waitForURL(/#.*erasures/i);
     await page
-      .getByRole("heading", { name: /Erasures of a namespace or entity/ })
+      .getByRole("heading", { name: /List erasures/ })
       .first()
       .waitFor();
 

@@ -12,6 +12,7 @@ const store = (content: string) =>
 describe("no key needed", () => {
   test.each([
     ["/healthz", 200, '"ok"'],
+    ["/health", 200, '"ok"'],
     ["/readyz", 200, '"ready"'],
     ["/v1/openapi.json", 200, '"openapi"'],
     ["/docs", 200, "<html"],
@@ -79,6 +80,31 @@ test("the OpenAPI document comes from the route schemas", async () => {
   );
   expect(doc.paths["/v1/memory/events"].get.parameters.map((p: { name: string }) => p.name)).toContain("memoryId");
   expect(doc.paths["/v1/memory/{id}"]).toBeDefined();
+});
+
+test("/docs groups every operation by tag, with short labels; the mem0-compatible routes have a group of their own", async () => {
+  const { body: doc } = await s.json("GET", "/v1/openapi.json", undefined, { key: null });
+  const groups = (doc.tags as { name: string; description: string }[]).map((t) => t.name);
+  expect(groups.slice(0, 7)).toEqual(["memory", "search", "audit", "browse", "erasure", "keys", "ops"]);
+  expect(groups).toContain("mem0");
+  const ops: { method: string; path: string; tags: string[]; summary: string }[] = [];
+  for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, any>>))
+    for (const [method, op] of Object.entries(methods)) ops.push({ method, path, tags: op.tags, summary: op.summary });
+  for (const op of ops) {
+    expect({ ...op, tags: op.tags?.length }).toEqual({ ...op, tags: 1 });
+    expect(groups).toContain(op.tags[0]);
+    // A label, not a sentence: the sidebar shows it whole.
+    expect({ ...op, long: op.summary.length > 40 }).toEqual({ ...op, long: false });
+  }
+  const group = (method: string, path: string) => ops.find((o) => o.method === method && o.path === path)?.tags[0];
+  expect(group("post", "/v1/memory")).toBe("memory");
+  expect(group("post", "/v1/memory/search")).toBe("search");
+  expect(group("post", "/v1/keys")).toBe("keys");
+  expect(group("get", "/healthz")).toBe("ops");
+  for (const path of ["/v3/memories/add/", "/v1/memories/", "/v3/memories/search/", "/v1/ping/"])
+    expect([path, ops.filter((o) => o.path === path).every((o) => o.tags[0] === "mem0")]).toEqual([path, true]);
+  // The sentence the label replaced is kept, as the start of the description.
+  expect(doc.paths["/v1/memory/{id}"].patch.description).toStartWith("Edit a memory in place");
 });
 
 test("start-up and request log lines are JSON with version, data dir and address", async () => {

@@ -83,6 +83,15 @@ test("first start prints a root key once on stderr; kill -9 right after a 2xx lo
   });
 }, 30_000);
 
+test("memd --help names memd serve --help where it names serve", () => {
+  const root = `${import.meta.dir}/../..`;
+  const help = Bun.spawnSync([process.execPath, "run", "src/main.ts", "--help"], { cwd: root });
+  expect(help.exitCode).toBe(0);
+  const text = help.stdout.toString();
+  const serve = text.slice(text.indexOf("memd [serve]"), text.indexOf("memd backup"));
+  expect(serve).toContain("memd serve --help");
+});
+
 test("memd serve --help lists every setting; unknown flags exit 2", async () => {
   const root = `${import.meta.dir}/../..`;
   const help = Bun.spawnSync([process.execPath, "run", "src/main.ts", "serve", "--help"], { cwd: root });

@@ -135,7 +135,7 @@ test("a space of fewer vectors than a search scores whole holds no codes (no ker
   const whole = space.nearest(undefined, q, ann.rescore);
   expect(whole.all).toBe(true);
   expect(whole.ids.length).toBe(20);
-  whole.ids.forEach((id, i) => expect(whole.sims[i]).toBeCloseTo(dot(stored.get(id)!, q), 5));
+  for (const [i, id] of whole.ids.entries()) expect(whole.sims[i]).toBeCloseTo(dot(stored.get(id)!, q), 5);
   put(ann.rescore + 1 - 20);
   expect(hasKernel()).toBe(true);
   const some = space.nearest(undefined, q, 10);

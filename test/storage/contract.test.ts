@@ -456,7 +456,7 @@ const cases: Record<string, Case> = {
         error: null,
         durationMs: 1,
       };
-      const after = await s.updateWebhook(id, (c) => ({ ...c, cursor: i }), { owner: "r1", delivery: d });
+      const after = await s.updateWebhook(id, (c) => ({ ...c, cursor: i }), { owner: "r1", deliveries: [d] });
       expect(after?.cursor).toBe(i);
     }
     const log = await s.webhookDeliveries(id, 1000);

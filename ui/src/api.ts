@@ -1,7 +1,15 @@
 // The API as the page uses it: the key from session storage as a Bearer header, no cookies;
 // every error answer becomes an ApiError with the server's code and message.
 
-import type { AuditEvent, DiffResponse, Memory as GenMemory, Permission } from "../../client/src/types.gen";
+import type {
+  AuditEvent,
+  ConsolidateResponse,
+  DiffResponse,
+  Memory as GenMemory,
+  Permission,
+  RestoreResponse,
+  RevertResponse,
+} from "../../client/src/types.gen";
 
 const keyName = "memd.key";
 
@@ -80,5 +88,5 @@ export interface Me {
 }
 /** A memory as the list and search answers show it (`score` on search results only). */
 export type Memory = GenMemory & { score?: number };
-export type { AuditEvent };
+export type { AuditEvent, ConsolidateResponse, RestoreResponse, RevertResponse };
 export type Diff = DiffResponse;

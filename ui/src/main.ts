@@ -1,7 +1,19 @@
 // The memd page: sign in with a key, browse namespaces -> entities -> memories, a memory's
 // history, what changed since a time, live updates and (by permission) edit, delete, erase.
 // Everything from the server is put in the page as text (see dom.ts).
-import { ApiError, type AuditEvent, api, type Diff, type Me, type Memory, qs, session } from "./api";
+import {
+  ApiError,
+  type AuditEvent,
+  api,
+  type ConsolidateResponse,
+  type Diff,
+  type Me,
+  type Memory,
+  qs,
+  type RestoreResponse,
+  type RevertResponse,
+  session,
+} from "./api";
 import { age, append, fill, h, time } from "./dom";
 import { openStream, type StreamState } from "./stream";
 import { wordDiff } from "./worddiff";
@@ -108,6 +120,8 @@ async function route() {
     else if (parts[0] === "m" && parts[1]) await historyView(parts[1], token);
     else if (parts[0] === "changes" && parts[1] !== undefined)
       await changesView(parts[1], parts[2] === "e" ? parts[3] : undefined);
+    else if (parts[0] === "webhooks" && parts[1]) await webhookView(parts[1], token);
+    else if (parts[0] === "webhooks") await webhooksView(token);
     else await namespacesView(token);
   } catch (e) {
     // Nothing of the previous view stays under the error.
@@ -294,7 +308,7 @@ async function namespacesView(token: number) {
     ev.preventDefault();
     location.hash = nsHref(jump.value.trim());
   });
-  fill(main, title("Namespaces"), t.el, form);
+  fill(main, title("Namespaces", link("#/webhooks", "Webhooks")), t.el, form);
   if (!current(token)) return;
   await t.load();
   if (current(token)) pollNamespaces(token, () => t.load());
@@ -389,7 +403,7 @@ function confirmDialog(opts: {
         "form",
         { method: "dialog" },
         h("h2", { id: "dialog-title" }, opts.title),
-        h("p", {}, opts.text),
+        h("p", { class: "dialog-text" }, opts.text),
         input ? [h("label", { for: "confirm-typed" }, `Type ${opts.typed} to confirm`), input] : null,
         h("div", { class: "actions" }, h("button", { type: "submit", value: "cancel" }, "Cancel"), ok),
       ),
@@ -656,12 +670,40 @@ async function entityView(ns: string, entity: string, token: number) {
     ev.preventDefault();
     search().catch(showError);
   });
+  const restoreButton = h("button", { type: "button", class: "restore", hidden: true }, "Restore to this moment");
+  restoreButton.addEventListener("click", async () => {
+    if (asOf === null) return;
+    try {
+      const body = { namespace: ns, entity, asOf };
+      const dry = await api<RestoreResponse>("POST", "/v1/memory/restore", { ...body, dryRun: true });
+      const counts = ["add", "update", "delete"].map(
+        (a) =>
+          `${dry.memories.filter((m) => m.action === a).length} ${a === "add" ? "brought back" : a === "update" ? "changed back" : "deleted"}`,
+      );
+      const erased = dry.memories.filter((m) => m.action === "erased").length;
+      const ok = await confirmDialog({
+        title: `Restore ${entity} to ${new Date(asOf).toLocaleString()}?`,
+        text:
+          dry.changed === 0
+            ? "Nothing to do: the entity is as it was then."
+            : `${counts.join(", ")}, in one change, recorded as events of their own.${erased ? ` ${erased} erased since cannot come back.` : ""}`,
+        confirm: dry.changed === 0 ? "OK" : "Restore",
+      });
+      if (!ok || dry.changed === 0) return;
+      await api("POST", "/v1/memory/restore", body);
+      asOfInput.value = "";
+      await showAsOf(null);
+    } catch (e) {
+      showError(e);
+    }
+  });
   const showAsOf = async (value: string | null) => {
     asOf = value;
     asOfNote.textContent =
       asOf === null
         ? ""
         : `As of ${new Date(asOf).toLocaleString()}: the memories exactly as they were then, from the audit trail (read-only).`;
+    restoreButton.hidden = asOf === null || !canWrite();
     shown = pageRows;
     await refresh();
   };
@@ -670,6 +712,7 @@ async function entityView(ns: string, entity: string, token: number) {
     { class: "as-of", "aria-label": "As of a moment" },
     h("div", {}, h("label", { for: "as-of" }, "As of (local time)"), asOfInput),
     h("button", { type: "submit" }, "Show as of"),
+    restoreButton,
     h(
       "button",
       {
@@ -733,7 +776,12 @@ async function entityView(ns: string, entity: string, token: number) {
 
   fill(
     main,
-    title(entity, link(changesHref(ns, entity), "What changed since…", { class: "button" }), erase ?? ""),
+    title(
+      entity,
+      link(changesHref(ns, entity), "What changed since…", { class: "button" }),
+      canWrite() ? consolidateButton(ns, entity) : "",
+      erase ?? "",
+    ),
     h("p", { class: "hint" }, `Entity in namespace ${ns}`),
     searchForm,
     filters,
@@ -750,6 +798,43 @@ async function entityView(ns: string, entity: string, token: number) {
   watch(ns, entity, () => (asOf === null ? refresh().catch(showError) : undefined));
 }
 
+/**
+ * "Consolidate…": the dry run of POST /v1/memory/consolidate shown first (each group: what is
+ * kept, what is merged into it), then applied on confirmation.
+ */
+function consolidateButton(ns: string, entity: string) {
+  return h(
+    "button",
+    {
+      type: "button",
+      class: "consolidate",
+      onclick: async () => {
+        try {
+          const dry = await api<ConsolidateResponse>("POST", "/v1/memory/consolidate", {
+            namespace: ns,
+            entity,
+            dryRun: true,
+          });
+          const groups = dry.groups
+            .map((g) => `Keep "${g.kept.content}", merging ${g.merged.map((m) => `"${m.content}"`).join(", ")}`)
+            .join("\n");
+          const ok = await confirmDialog({
+            title: dry.groups.length ? `Consolidate ${entity}?` : "Nothing to consolidate",
+            text: dry.groups.length
+              ? `${dry.memoriesMerged} memories would be merged, in ${dry.groups.length} groups:\n${groups}\nEach merge is recorded (MERGE and DELETE events); restoring to this moment undoes it.`
+              : "No two memories of this entity state the same fact.",
+            confirm: dry.groups.length ? "Consolidate" : "OK",
+          });
+          if (ok && dry.groups.length) await api("POST", "/v1/memory/consolidate", { namespace: ns, entity });
+        } catch (e) {
+          showError(e);
+        }
+      },
+    },
+    "Consolidate…",
+  );
+}
+
 // ---------------------------------------------------------------- history of a memory
 
 function diffView(oldText: string | null, newText: string | null) {
@@ -764,6 +849,57 @@ function diffView(oldText: string | null, newText: string | null) {
   if (newText !== null) return h("p", { class: "diff" }, h("ins", {}, newText));
   if (oldText !== null) return h("p", { class: "diff" }, h("del", {}, oldText));
   return h("p", { class: "diff hint" }, "(no content: erased)");
+}
+
+/** Event kinds that change a memory's state: the ones a user can take back. */
+const changes = new Set(["ADD", "UPDATE", "MERGE", "REPLACE", "DELETE"]);
+
+/**
+ * "Undo this change": the memory goes back to its state right after the event before `e` in its
+ * history (POST /v1/memory/{id}/revert, shown first as a dry run); for its first event, it is
+ * deleted. The view follows by the stream.
+ */
+function undoButton(id: string, e: AuditEvent, evs: AuditEvent[]) {
+  return h(
+    "button",
+    {
+      type: "button",
+      class: "undo",
+      onclick: async () => {
+        const older = evs.slice(evs.indexOf(e) + 1).find((x) => changes.has(x.event));
+        try {
+          if (!older) {
+            const ok = await confirmDialog({
+              title: "Undo this change?",
+              text: "This is the memory's first event: undoing it deletes the memory (event DELETE). It can be taken back from its history.",
+              confirm: "Delete",
+            });
+            if (ok) await api("DELETE", `/v1/memory/${enc(id)}`);
+            return;
+          }
+          const dry = await api<RevertResponse>("POST", `/v1/memory/${enc(id)}/revert`, {
+            toEvent: older.id,
+            dryRun: true,
+          });
+          const what =
+            dry.action === "unchanged"
+              ? "The memory is already as it was before this change: nothing to do."
+              : dry.action === "delete"
+                ? "The memory will be deleted (event DELETE), as it was before this change."
+                : `The memory becomes what it was before this change${dry.after ? `: "${dry.after.content}"` : ""} (changes: ${dry.fields.join(", ")}). The undo is recorded as an event of its own.`;
+          if (dry.action === "unchanged") {
+            await confirmDialog({ title: "Nothing to undo", text: what, confirm: "OK" });
+            return;
+          }
+          if (await confirmDialog({ title: "Undo this change?", text: what, confirm: "Undo" }))
+            await api("POST", `/v1/memory/${enc(id)}/revert`, { toEvent: older.id });
+        } catch (err) {
+          showError(err);
+        }
+      },
+    },
+    "Undo this change",
+  );
 }
 
 async function historyView(id: string, token: number) {
@@ -816,6 +952,8 @@ async function historyView(id: string, token: number) {
                 )
               : null,
             e.memoryId !== id ? h("p", {}, "Replaced by ", link(memoryHref(e.memoryId), "a newer memory")) : null,
+            e.revertOf ? h("p", { class: "hint" }, `Takes back to: ${e.revertOf}`) : null,
+            canWrite() && changes.has(e.event) && e.reason !== "erased" ? undoButton(id, e, evs) : null,
           ),
         ),
     );
@@ -972,6 +1110,156 @@ async function changesView(ns: string, entity?: string) {
 }
 
 // ---------------------------------------------------------------- start
+
+// ---------------------------------------------------------------- webhooks (issue 34)
+
+interface WebhookInfo {
+  id: string;
+  url: string;
+  namespaces: string[];
+  events: string[];
+  description: string | null;
+  state: "active" | "paused" | "disabled";
+  stateReason: string | null;
+  cursor: number;
+  failingSince: string | null;
+  lastDeliveredAt: string | null;
+  lastError: string | null;
+}
+interface DeliveryInfo {
+  seq: number;
+  messageId: string;
+  event: string;
+  namespace: string;
+  at: string;
+  attempt: number;
+  status: number | null;
+  ok: boolean;
+  error: string | null;
+  durationMs: number;
+}
+
+const stateBadge = (w: WebhookInfo) =>
+  h("span", { class: `badge webhook-${w.state}`, title: w.stateReason ?? "" }, w.state);
+
+/** The subscriptions this key manages: state, filter, cursor, last delivery and error. */
+async function webhooksView(token: number) {
+  setCrumbs(["Namespaces", "#/"], ["Webhooks", null]);
+  const list = await api<WebhookInfo[]>("GET", "/v1/webhooks");
+  if (!current(token)) return;
+  const table = h(
+    "table",
+    { class: "webhooks" },
+    h("caption", {}, `${list.length} webhook subscription${list.length === 1 ? "" : "s"}`),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ["URL", "Namespaces", "Events", "State", "Cursor", "Last delivered", "Last error"].map((c) => h("th", {}, c)),
+      ),
+    ),
+    h(
+      "tbody",
+      {},
+      list.map((w) =>
+        h(
+          "tr",
+          {},
+          h("td", {}, link(`#/webhooks/${enc(w.id)}`, w.url)),
+          h("td", {}, w.namespaces.join(", ")),
+          h("td", {}, w.events.length === 7 ? "all" : w.events.join(", ")),
+          h("td", {}, stateBadge(w), w.stateReason ? h("div", { class: "reason" }, w.stateReason) : null),
+          h("td", {}, String(w.cursor)),
+          h("td", {}, w.lastDeliveredAt ? time(w.lastDeliveredAt) : "never"),
+          h("td", { class: "error" }, w.lastError ?? ""),
+        ),
+      ),
+    ),
+  );
+  fill(
+    main,
+    title("Webhooks"),
+    list.length ? table : h("p", {}, "This key manages no webhook subscription. See docs/webhooks.md to make one."),
+  );
+}
+
+/** One subscription: its settings and state, pause or resume, and its recent delivery attempts. */
+async function webhookView(id: string, token: number) {
+  setCrumbs(["Namespaces", "#/"], ["Webhooks", "#/webhooks"], [id, null]);
+  const [w, deliveries] = await Promise.all([
+    api<WebhookInfo>("GET", `/v1/webhooks/${enc(id)}`),
+    api<DeliveryInfo[]>("GET", `/v1/webhooks/${enc(id)}/deliveries?limit=100`),
+  ]);
+  if (!current(token)) return;
+  const toggle = h(
+    "button",
+    {
+      type: "button",
+      onclick: async () => {
+        try {
+          await api("PATCH", `/v1/webhooks/${enc(id)}`, { state: w.state === "active" ? "paused" : "active" });
+          await route();
+        } catch (e) {
+          showError(e);
+        }
+      },
+    },
+    w.state === "active" ? "Pause" : "Resume",
+  );
+  const facts: [string, Node | string][] = [
+    ["URL", w.url],
+    ["Namespaces", w.namespaces.join(", ")],
+    ["Events", w.events.join(", ")],
+    ["Description", w.description ?? ""],
+    ["State", h("span", {}, stateBadge(w), w.stateReason ? ` ${w.stateReason}` : "")],
+    ["Cursor (seq)", String(w.cursor)],
+    ["Failing since", w.failingSince ? time(w.failingSince) : "—"],
+    ["Last delivered", w.lastDeliveredAt ? time(w.lastDeliveredAt) : "never"],
+    ["Last error", w.lastError ?? "—"],
+  ];
+  const log = h(
+    "table",
+    { class: "deliveries" },
+    h("caption", {}, `Recent deliveries (${deliveries.length})`),
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        ["Seq", "Event", "Attempt", "Time", "Status", "Error"].map((c) => h("th", {}, c)),
+      ),
+    ),
+    h(
+      "tbody",
+      {},
+      deliveries.map((d) =>
+        h(
+          "tr",
+          { class: d.ok ? "ok" : "failed" },
+          h("td", {}, String(d.seq)),
+          h("td", {}, `${d.event} (${d.namespace})`),
+          h("td", {}, String(d.attempt)),
+          h("td", {}, time(d.at)),
+          h("td", {}, d.status === null ? "no answer" : String(d.status)),
+          h("td", { class: "error" }, d.error ?? ""),
+        ),
+      ),
+    ),
+  );
+  fill(
+    main,
+    title(`Webhook ${w.id}`, toggle),
+    h(
+      "dl",
+      { class: "facts" },
+      facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]),
+    ),
+    deliveries.length ? log : h("p", {}, "No delivery attempt yet."),
+  );
+}
 
 window.addEventListener("hashchange", () => {
   route();

@@ -46,6 +46,19 @@ def update(memory_id: str, patch: Fields | None, kw: Fields, idempotency_key: st
     return write("PATCH", f"/v1/memory/{seg(memory_id)}", body, has_body=True, idempotency_key=idempotency_key)
 
 
+def revert(memory_id: str, request: Fields | None, kw: Fields, idempotency_key: str | None) -> Request:
+    path = f"/v1/memory/{seg(memory_id)}/revert"
+    return write("POST", path, fields(request, kw), has_body=True, idempotency_key=idempotency_key)
+
+
+def restore(request: Fields | None, kw: Fields, idempotency_key: str | None) -> Request:
+    return write("POST", "/v1/memory/restore", fields(request, kw), has_body=True, idempotency_key=idempotency_key)
+
+
+def consolidate(request: Fields | None, kw: Fields, idempotency_key: str | None) -> Request:
+    return write("POST", "/v1/memory/consolidate", fields(request, kw), has_body=True, idempotency_key=idempotency_key)
+
+
 def delete(memory_id: str, idempotency_key: str | None) -> Request:
     return write("DELETE", f"/v1/memory/{seg(memory_id)}", has_body=False, idempotency_key=idempotency_key)
 
@@ -95,3 +108,35 @@ def keys_get(key_id: str) -> Request:
 
 def keys_revoke(key_id: str) -> Request:
     return Request("DELETE", f"/v1/keys/{seg(key_id)}", safe=False)
+
+
+def webhooks_create(request: Fields | None, kw: Fields) -> Request:
+    return Request("POST", "/v1/webhooks", body=fields(request, kw), has_body=True, safe=False)
+
+
+def webhooks_list() -> Request:
+    return Request("GET", "/v1/webhooks")
+
+
+def webhooks_get(webhook_id: str) -> Request:
+    return Request("GET", f"/v1/webhooks/{seg(webhook_id)}")
+
+
+def webhooks_update(webhook_id: str, patch: Fields | None, kw: Fields) -> Request:
+    return Request("PATCH", f"/v1/webhooks/{seg(webhook_id)}", body=fields(patch, kw, keep_none=True), has_body=True)
+
+
+def webhooks_delete(webhook_id: str) -> Request:
+    return Request("DELETE", f"/v1/webhooks/{seg(webhook_id)}", safe=False)
+
+
+def webhooks_rotate_secret(webhook_id: str) -> Request:
+    return Request("POST", f"/v1/webhooks/{seg(webhook_id)}/rotate-secret", safe=False)
+
+
+def webhooks_deliveries(webhook_id: str, limit: int | None = None) -> Request:
+    return Request("GET", f"/v1/webhooks/{seg(webhook_id)}/deliveries", params=query({"limit": limit}))
+
+
+def webhooks_replay(webhook_id: str, from_seq: int) -> Request:
+    return Request("POST", f"/v1/webhooks/{seg(webhook_id)}/replay", body={"fromSeq": from_seq}, has_body=True)

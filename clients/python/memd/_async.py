@@ -35,7 +35,10 @@ from .types import (
     ContextRequest,
     ContextResponse,
     CreatedKey,
+    CreatedWebhook,
     CreateKeyRequest,
+    CreateWebhook,
+    Delivery,
     DiffRequest,
     DiffResponse,
     EntitiesResponse,
@@ -45,10 +48,18 @@ from .types import (
     Memory,
     NamespacesResponse,
     PatchRequest,
+    ConsolidateRequest,
+    ConsolidateResponse,
+    RestoreRequest,
+    RestoreResponse,
+    RevertRequest,
+    RevertResponse,
+    PatchWebhook,
     SearchRequest,
     SearchResponse,
     StoreRequest,
     StoreResponse,
+    Webhook,
 )
 
 Fields = Mapping[str, Any]
@@ -98,6 +109,7 @@ class AsyncMemd:
         self._own = http_client is None
         self._http = http_client or httpx.AsyncClient(timeout=timeout)
         self.keys = _Keys(self)
+        self.webhooks = _Webhooks(self)
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -209,6 +221,36 @@ class AsyncMemd:
         """Corrects a memory in place (event UPDATE): ``content``, ``category``, ``importance``,
         ``tags``, ``metadata``; ``None`` (JSON null) removes the tags or the metadata."""
         return await self._call(_api.update(memory_id, patch, fields, idempotency_key))
+
+    async def revert(
+        self,
+        memory_id: str,
+        request: RevertRequest | None = None,
+        /,
+        *,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> RevertResponse:
+        """Reverts a memory to its state right after one of its events: ``to_event`` (``toEvent``, an
+        event id as ``events`` gives it), ``dry_run`` (``dryRun``: what would change, nothing written).
+        ``MemdError`` 410 ``erased`` when an erasure took the content, 409 ``conflict`` when another
+        memory holds its key."""
+        return await self._call(_api.revert(memory_id, request, fields, idempotency_key))
+
+    async def restore(
+        self, request: RestoreRequest | None = None, /, *, idempotency_key: str | None = None, **fields: Any
+    ) -> RestoreResponse:
+        """Restores every memory of an entity to what it was at ``as_of`` (``asOf``), in one write:
+        ``namespace``, ``entity``, ``as_of``, ``dry_run``. The answer lists each memory and what was
+        done to it."""
+        return await self._call(_api.restore(request, fields, idempotency_key))
+
+    async def consolidate(
+        self, request: ConsolidateRequest | None = None, /, *, idempotency_key: str | None = None, **fields: Any
+    ) -> ConsolidateResponse:
+        """Merges an entity's near-duplicate memories, losing nothing: ``namespace``, ``entity``,
+        ``dry_run`` (``dryRun``). Answers ``groups``, ``memoriesMerged``, ``tookMs``, ``events``."""
+        return await self._call(_api.consolidate(request, fields, idempotency_key))
 
     async def delete(self, memory_id: str, *, idempotency_key: str | None = None) -> dict[str, Any]:
         """Deletes one memory (event DELETE): ``{"deleted": True}``."""
@@ -367,3 +409,41 @@ class _Keys:
     async def revoke(self, key_id: str) -> dict[str, Any]:
         """Revokes a key: ``{"id": ..., "revoked": True}``."""
         return await self._c._call(_api.keys_revoke(key_id))
+
+
+class _Webhooks:
+    """Webhook subscriptions (docs/webhooks.md): ``memd.webhooks.create/list/get/update/delete/
+    rotate_secret/deliveries/replay``. Check deliveries with ``memd.webhooks.verify_webhook``."""
+
+    def __init__(self, client: AsyncMemd) -> None:
+        self._c = client
+
+    async def create(self, request: CreateWebhook | None = None, /, **fields: Any) -> CreatedWebhook:
+        """Subscribes ``url`` to ``namespaces`` (a pattern or a list), optionally ``events`` (kinds)
+        and ``description``. The signing secret is in this answer only."""
+        return await self._c._call(_api.webhooks_create(request, fields))
+
+    async def list(self) -> list[Webhook]:
+        return await self._c._call(_api.webhooks_list())
+
+    async def get(self, webhook_id: str) -> Webhook:
+        return await self._c._call(_api.webhooks_get(webhook_id))
+
+    async def update(self, webhook_id: str, patch: PatchWebhook | None = None, /, **fields: Any) -> Webhook:
+        """Changes ``url``, ``namespaces``, ``events``, ``description``; ``state="paused"`` or ``"active"``."""
+        return await self._c._call(_api.webhooks_update(webhook_id, patch, fields))
+
+    async def delete(self, webhook_id: str) -> dict[str, Any]:
+        return await self._c._call(_api.webhooks_delete(webhook_id))
+
+    async def rotate_secret(self, webhook_id: str) -> CreatedWebhook:
+        """A new secret, in this answer only; the old one keeps signing for 24 hours."""
+        return await self._c._call(_api.webhooks_rotate_secret(webhook_id))
+
+    async def deliveries(self, webhook_id: str, *, limit: int | None = None) -> list[Delivery]:
+        """Recent delivery attempts, newest first."""
+        return await self._c._call(_api.webhooks_deliveries(webhook_id, limit))
+
+    async def replay(self, webhook_id: str, from_seq: int) -> Webhook:
+        """Sends every matching event from ``from_seq`` on again, with the same webhook-ids."""
+        return await self._c._call(_api.webhooks_replay(webhook_id, from_seq))

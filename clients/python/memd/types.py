@@ -93,6 +93,8 @@ class _ListQueryRequired(TypedDict):
 
 class ListQuery(_ListQueryRequired, total=False):
     entity: str
+    #: only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`
+    entityPrefix: str
     category: str
     #: repeat: all must match
     tag: list[str]
@@ -166,6 +168,8 @@ class _SearchRequestRequired(TypedDict):
 
 class SearchRequest(_SearchRequestRequired, total=False):
     entity: str
+    #: only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`
+    entityPrefix: str
     limit: int
     #: default: hybrid when an embedding model is configured, else keyword
     mode: Literal["keyword", "semantic", "hybrid"]
@@ -310,7 +314,7 @@ class EventsQuery(TypedDict, total=False):
     limit: int
 
 
-class AuditEvent(TypedDict):
+class _AuditEventRequired(TypedDict):
     id: str
     memoryId: str
     namespace: str
@@ -325,6 +329,15 @@ class AuditEvent(TypedDict):
     actorKeyId: str | None
     observedAt: str | None
     oldObservedAt: str | None
+
+
+class AuditEvent(_AuditEventRequired, total=False):
+    #: only on the events of a revert (the id of the event whose state it brought back) or a restore (the ISO 8601 instant it went back to)
+    revertOf: str
+    #: only on a consolidation's MERGE: the memories merged into this one
+    mergedIds: list[str]
+    #: only on a consolidation's DELETE: the memory this one was merged into
+    mergedInto: str
 
 
 class _StreamQueryRequired(TypedDict):
@@ -364,6 +377,8 @@ class _EntitiesQueryRequired(TypedDict):
 
 
 class EntitiesQuery(_EntitiesQueryRequired, total=False):
+    #: only entities whose name starts with this text, e.g. `users.` for `users.1` and `users.2`
+    prefix: str
     #: 1 to 1000; default 100
     limit: int
     #: nextCursor of the previous page
@@ -418,3 +433,190 @@ class CreatedKey(TypedDict):
 class ExportQuery(TypedDict, total=False):
     #: repeat for several
     namespace: list[str]
+
+
+class _RevertRequestRequired(TypedDict):
+    #: the id of one of the memory's events, as GET /v1/memory/events shows it
+    toEvent: str
+
+
+class RevertRequest(_RevertRequestRequired, total=False):
+    #: answer what would change and write nothing
+    dryRun: bool
+
+
+class RevertResponse(TypedDict):
+    memoryId: str
+    toEvent: str
+    dryRun: bool
+    #: add: brought back (event ADD, same id); update: changed (UPDATE); delete: removed (DELETE); unchanged: already so, nothing written
+    action: Literal["add", "update", "delete", "unchanged"]
+    #: the fields that change (content, state, tags, ...)
+    fields: list[str]
+    #: the memory as it is current now; null when it is not
+    before: Memory | None
+    #: the memory after the revert; null when it is deleted by it
+    after: Memory | None
+    #: the event written; null on a dry run or when nothing changed
+    event: AuditEvent | None
+
+
+class _RestoreRequestRequired(TypedDict):
+    namespace: str
+    entity: str
+    #: ISO 8601: answer as memd knew it at that instant, replayed from the audit trail; not in the future. See docs/time.md
+    asOf: str
+
+
+class RestoreRequest(_RestoreRequestRequired, total=False):
+    #: answer what would change and write nothing
+    dryRun: bool
+
+
+class RestoredMemory(TypedDict):
+    id: str
+    #: as a revert's, or erased: current at asOf but erased since, so it cannot come back
+    action: Literal["add", "update", "delete", "unchanged", "erased"]
+    fields: list[str]
+    before: Memory | None
+    after: Memory | None
+
+
+class RestoreResponse(TypedDict):
+    namespace: str
+    entity: str
+    asOf: str
+    dryRun: bool
+    changed: int
+    #: every memory current now or at asOf, newest first, and what was done to it
+    memories: list[RestoredMemory]
+    #: the events written, in order; empty on a dry run
+    events: list[AuditEvent]
+
+
+class _ConsolidateRequestRequired(TypedDict):
+    namespace: str
+    entity: str
+
+
+class ConsolidateRequest(_ConsolidateRequestRequired, total=False):
+    #: answer the groups and what would be kept, and write nothing
+    dryRun: bool
+
+
+class ConsolidatedGroup(TypedDict):
+    kept: Memory
+    #: the memories merged into `kept` and deleted (events DELETE naming it)
+    merged: list[Memory]
+    #: rules: the same words (docs/undo.md); model: the configured model judged them one fact and gave the text
+    by: Literal["rules", "model"]
+    reason: str
+
+
+class ConsolidateResponse(TypedDict):
+    namespace: str
+    entity: str
+    dryRun: bool
+    #: kept: as the merge leaves it (dry run: as it would)
+    groups: list[ConsolidatedGroup]
+    #: memories merged into others and deleted
+    memoriesMerged: int
+    tookMs: float
+    #: the events written, in order; empty on a dry run
+    events: list[AuditEvent]
+
+
+class _CreateWebhookRequired(TypedDict):
+    #: http:// or https:// (prefer https); must reach a public address unless the server allows private ones
+    url: str
+    #: a namespace pattern as keys have them (`*`, a name, `prefix/*`), or a list of them
+    namespaces: str | list[str]
+
+
+class CreateWebhook(_CreateWebhookRequired, total=False):
+    #: event kinds to deliver; absent: all
+    events: list[Literal["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"]]
+    description: str
+
+
+class CreatedWebhook(TypedDict):
+    id: str
+    url: str
+    namespaces: list[str]
+    events: list[Literal["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"]]
+    description: str | None
+    state: Literal["active", "paused", "disabled"]
+    #: why it is paused or disabled
+    stateReason: str | None
+    #: the id of the key that made it: it delivers what that key may read
+    createdBy: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    createdAt: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    updatedAt: str
+    #: seq of the last event of the trail it is past: delivery goes on after it
+    cursor: int
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    failingSince: str | None
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    lastDeliveredAt: str | None
+    lastError: str | None
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    previousSecretUntil: str | None
+    #: whsec_…: the signing secret, shown in this answer only
+    secret: str
+
+
+class Webhook(TypedDict):
+    id: str
+    url: str
+    namespaces: list[str]
+    events: list[Literal["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"]]
+    description: str | None
+    state: Literal["active", "paused", "disabled"]
+    #: why it is paused or disabled
+    stateReason: str | None
+    #: the id of the key that made it: it delivers what that key may read
+    createdBy: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    createdAt: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    updatedAt: str
+    #: seq of the last event of the trail it is past: delivery goes on after it
+    cursor: int
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    failingSince: str | None
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    lastDeliveredAt: str | None
+    lastError: str | None
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    previousSecretUntil: str | None
+
+
+class PatchWebhook(TypedDict, total=False):
+    #: http:// or https:// (prefer https); must reach a public address unless the server allows private ones
+    url: str
+    #: a namespace pattern as keys have them (`*`, a name, `prefix/*`), or a list of them
+    namespaces: str | list[str]
+    #: event kinds to deliver; absent: all
+    events: list[Literal["ADD", "MERGE", "REPLACE", "DELETE", "SKIP_DUPLICATE", "KEEP_EXISTING", "UPDATE"]]
+    description: str | None
+    #: paused: delivery stops (events wait); active: resumes, also a disabled one
+    state: Literal["active", "paused"]
+    #: the same as state: paused (true) or active (false)
+    paused: bool
+
+
+class Delivery(TypedDict):
+    seq: int
+    #: the webhook-id header sent: the same for every attempt of one event
+    messageId: str
+    event: str
+    namespace: str
+    #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z
+    at: str
+    attempt: int
+    status: int | None
+    ok: bool
+    error: str | None
+    durationMs: float

@@ -30,11 +30,17 @@ export function lmdbBrowse(s: LmdbState): Browse {
       return out;
     },
 
-    async entities(namespace, { after, limit }) {
-      const end = [namespace, END];
+    async entities(namespace, { prefix, after, limit }) {
+      const end = [namespace, prefix === undefined ? END : prefix + END];
+      let start: unknown[] = prefix === undefined ? [namespace] : [namespace, prefix];
+      if (after !== undefined) {
+        // As for namespaces: a cursor before the prefix starts at the prefix, one past it ends the list.
+        if (prefix === undefined || after.startsWith(prefix)) start = [namespace, after, END];
+        else if (Buffer.compare(Buffer.from(after), Buffer.from(prefix)) > 0) return [];
+      }
       const out: EntitySummary[] = [];
-      const first = (start: unknown[]) => firstKey(dbs.eventsByEntity, start, end)?.[1] as string | undefined;
-      for (let e = first(after === undefined ? [namespace] : [namespace, after, END]); e !== undefined; ) {
+      const first = (from: unknown[]) => firstKey(dbs.eventsByEntity, from, end)?.[1] as string | undefined;
+      for (let e = first(start); e !== undefined; ) {
         out.push({
           entity: e,
           memories: dbs.entityMemories.getKeysCount({ start: [namespace, e], end: [namespace, e, END] }),

@@ -202,7 +202,11 @@ export function keywordCache(
   };
   const changed = (s: KeywordSpace) => {
     const st = state.get(s);
-    if (st && ++st.changes >= Math.max(snapshotting.after, s.stats.docs / 10)) queue(s);
+    if (!st) return;
+    // (A namespace followed as it grows, unsearched, is saved after half its size in changes,
+    // not a tenth: a bulk load of 1,000,000 writes its lists ~6 times, not ~30.)
+    const part = followed.has(st.ns) && !cache.searched(st.ns) ? 2 : 10;
+    if (++st.changes >= Math.max(snapshotting.after, s.stats.docs / part)) queue(s);
   };
   /**
    * Namespaces taking writes whose lists are kept loaded though nobody searched them (see
@@ -210,6 +214,7 @@ export function keywordCache(
    * and how many current memories it had then.
    */
   const followed = new Set<string>();
+  const unfollowed = new Set<string>();
   const noted = new Map<string, number>();
   const counted = new Map<string, number>();
   const cache = new NamespaceCache<KeywordSpace, DocTerms>(
@@ -226,7 +231,7 @@ export function keywordCache(
         state.set(s, { ns, changes: 0, queued: false, from: found?.at });
         return s;
       },
-      load: (s, ns, after, limit) => {
+      load: (s, ns, after, limit, later) => {
         const st = state.get(s)!;
         if (st.from !== undefined) {
           // Restored: re-read every memory the namespace's events name since the snapshot.
@@ -248,6 +253,7 @@ export function keywordCache(
           return undefined;
         }
         return loadSlice(dbs.namespaceMemories, ns, after, limit, (key) => {
+          if (later?.(key[1] as string)) return;
           const terms = termsOf(ns, key[1] as string);
           if (terms) s.add(key[1] as string, terms, true);
         });
@@ -298,11 +304,12 @@ export function keywordCache(
       bytes: (s) => s.heldBytes(),
       released: (s, ns) => {
         // The budget let it go: a save under way is called off (the next load catches up from the
-        // snapshot before it), and it is no longer followed.
+        // snapshot before it), and it is no longer followed (nor followed again unless searched:
+        // it would take the place of searched ones).
         const st = state.get(s);
         if (st) cancel(st);
         state.delete(s);
-        followed.delete(ns);
+        if (followed.delete(ns)) unfollowed.add(ns);
       },
       unloaded: (ns, changes) => {
         if (following) noted.set(ns, (noted.get(ns) ?? 0) + changes);
@@ -344,7 +351,7 @@ export function keywordCache(
         const names = [...noted];
         noted.clear();
         for (const [ns, changes] of names) {
-          if (cache.has(ns)) continue;
+          if (cache.has(ns) || (unfollowed.has(ns) && !cache.searched(ns))) continue;
           const before = counted.get(ns);
           if (before !== undefined && before + changes < threshold) {
             counted.set(ns, before + changes);

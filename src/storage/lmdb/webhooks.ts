@@ -33,15 +33,16 @@ export function lmdbWebhooks(s: LmdbState): Webhooks {
         if (!w) return undefined;
         const next = change(w);
         if (next) wr.put(dbs.webhooks, id, next);
-        const d = options.delivery;
-        if (d) {
-          wr.put(dbs.webhookDeliveries, keys.webhookDelivery(id, d.atMs, d.seq, d.attempt), d);
+        const ds = options.deliveries ?? [];
+        for (const d of ds) wr.put(dbs.webhookDeliveries, keys.webhookDelivery(id, d.atMs, d.seq, d.attempt), d);
+        if (ds.length > 0) {
+          // Staged writes are not visible to this range yet: keep the newest (100 - new ones) stored.
           const old = dbs.webhookDeliveries.getKeys({
             start: [id, END],
             end: [id],
             reverse: true,
-            offset: keptDeliveries - 1,
-            limit: 50,
+            offset: Math.max(0, keptDeliveries - ds.length),
+            limit: 1000,
           });
           for (const k of old) wr.remove(dbs.webhookDeliveries, k);
         }

@@ -2,10 +2,27 @@
 // path of memory changes, where applies arriving together share one write transaction (group
 // commit) and each op is planned by the shared planOp and staged with its event and indexes.
 import type { RootDatabase } from "lmdb";
-import { keyedOutcome, keyOfOp, type Planned, planOp, targetIsLive, targetOf, vectorOf } from "../ops";
+import {
+  checkKeyFree,
+  entityGuardOf,
+  keyedOutcome,
+  keyOfOp,
+  type Planned,
+  planOp,
+  targetIsLive,
+  targetOf,
+  vectorOf,
+} from "../ops";
 import type { EventRecord, IdempotencyEntry, MemoryRecord } from "../records";
-import { type Applied, IdempotencyKeyTaken, type IdempotencyRecord, type MemoryOp, StorageError } from "../storage";
-import { keys } from "./layout";
+import {
+  type Applied,
+  IdempotencyKeyTaken,
+  type IdempotencyRecord,
+  type MemoryOp,
+  StorageError,
+  WriteConflict,
+} from "../storage";
+import { END, keys } from "./layout";
 import { IndexWriter, indexChange } from "./search";
 import { putEvent, Writes } from "./staging";
 import { flushed, getRecord, type LmdbState, type Pending } from "./state";
@@ -115,7 +132,14 @@ function plan(
     let target: MemoryRecord | undefined;
     if (id !== undefined) {
       target = overlay.get(id) ?? getRecord(s, id);
+      // A guarded write checks its entity first, whatever the op finds (see RevertOp).
+      const guard = entityGuardOf(op);
+      if (guard !== undefined && target) checkEntityUnchanged(s, overlay, target, guard);
       if (!targetIsLive(op, target, now)) return null;
+      if (op.event === "REVERT") {
+        const k = keyOfOp(op);
+        if (k) checkKeyFree(op, keyHolder(s, overlay, k));
+      }
       overlay.set(id, target);
     } else if (op.event === "ADD" && op.create.key !== undefined) {
       const holder = keyHolder(s, overlay, keyOfOp(op)!);
@@ -133,6 +157,19 @@ function plan(
   if (idempotency && keepAnswer(s, w, idempotency, now, kept, applied))
     answers.add(JSON.stringify([idempotency.keyId, idempotency.key]));
   return applied;
+}
+
+/**
+ * A restore's guard (RevertOp.entityLastEventAtMs): the entity's newest committed event is still
+ * the one it planned from, and no earlier apply of this batch (the overlay) changed the entity.
+ */
+function checkEntityUnchanged(s: LmdbState, overlay: Map<string, MemoryRecord>, m: MemoryRecord, at: number) {
+  const { namespace: ns, entity } = m;
+  const [last] = s.dbs.eventsByEntity.getKeys({ start: [ns, entity, END], end: [ns, entity], reverse: true, limit: 1 });
+  const changed =
+    ((last as unknown[] | undefined)?.[2] ?? 0) !== at ||
+    [...overlay.values()].some((r) => r.entity === entity && r.namespace === ns);
+  if (changed) throw new WriteConflict("changed", `entity ${entity} changed while the restore was planned; try again`);
 }
 
 /**

@@ -28,15 +28,18 @@ export function pgBrowse(s: PgState): Browse {
         }));
     },
 
-    async entities(namespace, { after, limit }) {
+    async entities(namespace, { prefix, after, limit }) {
       // A skip scan over events_by_entity: one index probe per entity, in the database's collation.
       const rows = await read(
         (sql) => sql`
           WITH RECURSIVE n(entity) AS (
             (SELECT entity FROM events WHERE namespace = ${namespace}
-               AND (${after ?? null}::text IS NULL OR entity > ${after ?? null}::text) ORDER BY entity LIMIT 1)
+               AND (${after ?? null}::text IS NULL OR entity > ${after ?? null}::text)
+               AND (${prefix ?? null}::text IS NULL OR starts_with(entity, ${prefix ?? null}::text))
+               ORDER BY entity LIMIT 1)
             UNION ALL
             SELECT (SELECT e.entity FROM events e WHERE e.namespace = ${namespace} AND e.entity > n.entity
+                    AND (${prefix ?? null}::text IS NULL OR starts_with(e.entity, ${prefix ?? null}::text))
                     ORDER BY e.entity LIMIT 1)
             FROM n WHERE n.entity IS NOT NULL
           )

@@ -83,6 +83,7 @@ export function pgMemories(s: PgState): MemoryWrites & MemoryReads {
       const rows = await read(
         (sql) => sql`SELECT * FROM memories WHERE state = 'current' AND namespace = ${q.namespace}
           AND (${q.entity ?? null}::text IS NULL OR entity = ${q.entity ?? null})
+          AND (${q.entityPrefix ?? null}::text IS NULL OR starts_with(entity, ${q.entityPrefix ?? null}::text))
           AND (${q.category ?? null}::text IS NULL OR category = ${q.category ?? null})
           AND (${tags}::text[] IS NULL OR (tags IS NOT NULL AND (CASE WHEN json_typeof(tags) = 'string'
             THEN (tags #>> '{}')::jsonb ELSE tags::jsonb END) ?& ${tags}::text[]))

@@ -219,6 +219,14 @@ export const migrations: string[] = [
     PRIMARY KEY (webhook_id, n)
   );
   `,
+  // Revert and restore (issue 33): their events carry what they went back to (records.ts).
+  `
+  ALTER TABLE events ADD COLUMN revert_of text;
+  `,
+  // Consolidation (issue 33): its MERGE names the memories merged, each DELETE the memory kept.
+  `
+  ALTER TABLE events ADD COLUMN merged_ids json, ADD COLUMN merged_into uuid;
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;

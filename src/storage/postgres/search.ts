@@ -210,6 +210,10 @@ function filterSql(filter: SearchFilter, now: number, params: unknown[]): string
     params.push(filter.observedBefore);
     where += ` AND COALESCE(m.observed_at, m.created_at) < $${params.length}`;
   }
+  if (filter.entityPrefix !== undefined) {
+    params.push(filter.entityPrefix);
+    where += ` AND starts_with(m.entity, $${params.length}::text)`;
+  }
   return where;
 }
 

@@ -41,9 +41,10 @@ export function pgWebhooks(s: PgState): Webhooks {
         const w = json<WebhookRecord>(r.doc);
         const next = change(w);
         if (next) await tx`UPDATE webhooks SET doc = ${JSON.stringify(next)} WHERE id = ${id}`;
-        const d = options.delivery;
-        if (d) {
-          await tx`INSERT INTO webhook_deliveries (webhook_id, doc) VALUES (${id}, ${JSON.stringify(d)})`;
+        const ds = options.deliveries ?? [];
+        if (ds.length > 0) {
+          await tx`INSERT INTO webhook_deliveries (webhook_id, doc)
+              SELECT ${id}, d FROM json_array_elements(${JSON.stringify(ds)}::text::json) WITH ORDINALITY AS t(d, i) ORDER BY i`;
           await tx`DELETE FROM webhook_deliveries WHERE webhook_id = ${id} AND n <= (
               SELECT n FROM webhook_deliveries WHERE webhook_id = ${id} ORDER BY n DESC OFFSET ${keptDeliveries} LIMIT 1)`;
         }

@@ -6,9 +6,26 @@
 // transaction, nothing is kept in a session (no session advisory lock, LISTEN or temp table),
 // and named prepared statements are left out when the pooler cannot keep them (openPostgres).
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
-import { keyedOutcome, keyOfOp, planOp, stampFloor, targetIsLive, targetOf, vectorOf } from "../ops";
+import {
+  checkKeyFree,
+  entityGuardOf,
+  keyedOutcome,
+  keyOfOp,
+  planOp,
+  stampFloor,
+  targetIsLive,
+  targetOf,
+  vectorOf,
+} from "../ops";
 import type { EventRecord, MemoryRecord } from "../records";
-import { type Applied, IdempotencyKeyTaken, type IdempotencyRecord, type MemoryOp, StorageError } from "../storage";
+import {
+  type Applied,
+  IdempotencyKeyTaken,
+  type IdempotencyRecord,
+  type MemoryOp,
+  StorageError,
+  WriteConflict,
+} from "../storage";
 import { columnList, columns, eventJson, memoryJson, memoryOf, type Row } from "./rows";
 import { addIndexWrites, type IndexTouch, indexChange, Statement, sendIndexDeletes } from "./search";
 
@@ -402,6 +419,22 @@ export async function applyBatch(
   const ours = new Set<number>();
   for (const [keyId, key] of claimed) ours.add(byKey.get(JSON.stringify([keyId, key]))!);
 
+  // A restore's guard (RevertOp.entityLastEventAtMs), read now that the namespace's clock row is
+  // ours: no other writer of the namespace can commit an event until this transaction ends.
+  const guards = calls.flatMap((c) =>
+    c.ops.flatMap((op) => {
+      const at = entityGuardOf(op);
+      const t = at === undefined ? undefined : targets.get(targetOf(op)!);
+      return t ? [{ namespace: t.namespace, entity: t.entity, at: at! }] : [];
+    }),
+  );
+  for (const g of guards) {
+    const [row] = await sent(
+      q`SELECT COALESCE(max(at_ms), 0) AS at FROM events WHERE namespace = ${g.namespace} AND entity = ${g.entity}`,
+    );
+    if (Number(row.at) !== g.at)
+      throw new WriteConflict("changed", `entity ${g.entity} changed while the restore was planned; try again`);
+  }
   const nextMs = new Map<string, number>();
   for (const [ns, last] of clocks) nextMs.set(ns, Number(last) - perNamespace.get(ns)! + 1);
   const seqs = parseSeqs(reserved.seqs);
@@ -432,18 +465,23 @@ export async function applyBatch(
       // As it is after the ops before this one: changed, or created by them.
       let target = id === undefined ? undefined : (writes.get(id) ?? read);
       if (id !== undefined && !targetIsLive(op, target, call.now)) return null;
-      if (op.event === "ADD" && op.create.key !== undefined) {
-        const k = keyOfOp(op)!;
+      const k = keyOfOp(op);
+      if (k) {
+        // The key's holder as this transaction sees it: one an earlier op wrote, else the row read.
         let holder = [...writes.values()].find(
           (r) => r.key === k.key && r.state === "current" && r.entity === k.entity && r.namespace === k.namespace,
         );
-        if (!holder) {
-          read = holders.get(JSON.stringify([k.namespace, k.entity, k.key]));
-          holder = read && (writes.get(read.id) ?? read);
-        } else read = targets.get(holder.id) ?? holders.get(JSON.stringify([k.namespace, k.entity, k.key]));
-        const outcome = keyedOutcome(op, holder, call.now);
-        if (outcome === "unchanged") return null;
-        if (outcome === "update") target = holder;
+        const row = holders.get(JSON.stringify([k.namespace, k.entity, k.key]));
+        if (!holder) holder = row && (writes.get(row.id) ?? row);
+        if (op.event === "REVERT") checkKeyFree(op, holder);
+        else if (op.event === "ADD") {
+          const outcome = keyedOutcome(op, holder, call.now);
+          if (outcome === "unchanged") return null;
+          if (outcome === "update") {
+            target = holder;
+            read = targets.get(holder!.id) ?? (row?.id === holder!.id ? row : undefined);
+          }
+        }
       }
       const ns = "create" in op ? op.create.namespace : target!.namespace;
       const atMs = nextMs.get(ns)!;
@@ -477,11 +515,7 @@ export async function applyBatch(
   w.add(
     `INSERT INTO memories (${memoryColumns}) SELECT ${memoryColumns}
      FROM json_populate_recordset(NULL::memories, $rows)
-     ON CONFLICT (id) DO UPDATE SET
-       content = EXCLUDED.content, category = EXCLUDED.category, importance = EXCLUDED.importance,
-       tags = EXCLUDED.tags, metadata = EXCLUDED.metadata, source = EXCLUDED.source,
-       updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, state = EXCLUDED.state,
-       observed_at = EXCLUDED.observed_at, key = EXCLUDED.key`,
+     ON CONFLICT (id) DO UPDATE SET ${memoryUpdates}`,
     [...writes.values()].map(memoryJson),
   );
   addIndexWrites(w, change);
@@ -516,6 +550,11 @@ function parseSeqs(v: unknown): number[] {
 
 /** The columns written, named: a column added later takes its default. */
 const memoryColumns = columnList(columns.memories);
+/** A memory row written again: every column but those fixed at its creation takes the new value. */
+const memoryUpdates = columns.memories
+  .filter((c) => !["id", "namespace", "entity", "createdAt"].includes(c.field))
+  .map((c) => `${c.column} = EXCLUDED.${c.column}`)
+  .join(", ");
 const eventColumns = columnList(columns.events);
 
 /** Most calls one shared transaction takes. */
