@@ -476,7 +476,7 @@ export async function listSearch(
  * without lists). A semantic search uses the namespace's in-memory copy once it is built and the
  * scope holds more than `pgVectors.exactBelow` vectors; otherwise it reads every vector of the scope.
  */
-export function pgSearch({ sql, db, vectors, keywordLists }: PgState): Search {
+export function pgSearch({ sql, db, read, vectors, keywordLists }: PgState): Search {
   return {
     // The replica's lists rank as the SQL statement does (BM25, b = BM25.b, no adjacent hits), so
     // that an answer does not depend on whether they are built yet (issue 36's ranking is LMDB's).
@@ -488,14 +488,14 @@ export function pgSearch({ sql, db, vectors, keywordLists }: PgState): Search {
         });
         if (found) return found;
       }
-      return db(() => keywordSearch(sql, scope, terms, filter, limit, now, memoryOf));
+      return read((sql) => keywordSearch(sql, scope, terms, filter, limit, now, memoryOf));
     },
 
     async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
       const space = await vectors.ready(scope.namespace);
       if (space && space.scopeSize(scope.entity) > pgVectors.exactBelow)
-        return db(() => approximateSearch(sql, space, scope, vector, filter, limit, now, memoryOf));
-      return db(() => semanticSearch(sql, scope, vector, filter, limit, now, memoryOf));
+        return read((sql) => approximateSearch(sql, space, scope, vector, filter, limit, now, memoryOf));
+      return read((sql) => semanticSearch(sql, scope, vector, filter, limit, now, memoryOf));
     },
   };
 }
