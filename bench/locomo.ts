@@ -190,6 +190,90 @@ async function ask(
   return { ranked, ms };
 }
 
+export interface ContextRun {
+  set: string;
+  embedder: string;
+  /** The search mode the context block was built with (the server's default). */
+  mode: string;
+  budget: number;
+  /** Questions with evidence. */
+  n: number;
+  /** Share of the questions with any evidence turn in the block, and with all of it. */
+  any: number;
+  all: number;
+  /** The same for multi-hop questions (category 1), and their share of the evidence found. */
+  multiHopAny: number;
+  multiHopAll: number;
+  multiHopRecall: number;
+  /** Mean memories in the block, and tokens. */
+  memories: number;
+  tokens: number;
+  p50: number;
+  p99: number;
+}
+
+/** Each question's POST /v1/memory/context (the question as query, entity-scoped, maxTokens `budget`). */
+async function askContext(
+  t: TestServer,
+  namespace: string,
+  questions: ReturnType<typeof loadLocomo>["questions"],
+  budget: number,
+  scope: "entity" | "namespace",
+): Promise<Omit<ContextRun, "set" | "embedder">> {
+  let any = 0;
+  let all = 0;
+  let n = 0;
+  let mh = 0;
+  let mhAny = 0;
+  let mhAll = 0;
+  let mhRecall = 0;
+  let memories = 0;
+  let tokens = 0;
+  let mode = "";
+  const ms: number[] = [];
+  for (const q of questions) {
+    const t0 = performance.now();
+    const r = await t.json("POST", "/v1/memory/context", {
+      ...where(namespace, q.entity, scope),
+      ...(scope === "namespace" ? { entity: q.entity } : {}),
+      query: q.query,
+      maxTokens: budget,
+    });
+    ms.push(performance.now() - t0);
+    if (r.status !== 200) throw new Error(`context answered ${r.status}: ${JSON.stringify(r.body)}`);
+    if (r.body.tokens > budget) throw new Error(`context of ${r.body.tokens} tokens over ${budget}`);
+    mode = r.body.mode === "importance" ? mode : r.body.mode;
+    const shown = new Set<string>(r.body.memories.map((m: { metadata: { dia_id: string } }) => m.metadata.dia_id));
+    memories += r.body.memories.length;
+    tokens += r.body.tokens;
+    if (q.evidence.length === 0) continue;
+    n++;
+    const found = q.evidence.filter((d) => shown.has(d)).length;
+    if (found > 0) any++;
+    if (found === q.evidence.length) all++;
+    if (q.category === 1) {
+      mh++;
+      if (found > 0) mhAny++;
+      if (found === q.evidence.length) mhAll++;
+      mhRecall += found / q.evidence.length;
+    }
+  }
+  return {
+    mode,
+    budget,
+    n,
+    any: any / (n || 1),
+    all: all / (n || 1),
+    multiHopAny: mhAny / (mh || 1),
+    multiHopAll: mhAll / (mh || 1),
+    multiHopRecall: mhRecall / (mh || 1),
+    memories: memories / questions.length,
+    tokens: tokens / questions.length,
+    p50: quantile(ms, 0.5),
+    p99: quantile(ms, 0.99),
+  };
+}
+
 export async function locomoBench(o: {
   data: string;
   embedders: string[];
@@ -197,6 +281,9 @@ export async function locomoBench(o: {
   modes?: Mode[];
   cacheFile?: string;
   scope?: "entity" | "namespace";
+  /** Context blocks measured on the turns set at these budgets (none: no context figures). */
+  contextBudgets?: number[];
+  contextRuns?: ContextRun[];
   log?: (s: string) => void;
 }): Promise<Run[]> {
   const scope = o.scope ?? "entity";
@@ -232,6 +319,14 @@ export async function locomoBench(o: {
         const t0 = performance.now();
         await load(t, namespace, docs, scope);
         log(`${embedder}: stored ${docs.length} ${set} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+        if (set === "turns")
+          for (const budget of o.contextBudgets ?? []) {
+            const c = { set, embedder, ...(await askContext(t, namespace, data.questions, budget, scope)) };
+            o.contextRuns?.push(c);
+            log(
+              `context ${set} ${c.mode} ${embedder} ${budget} tokens: any ${c.any.toFixed(3)} all ${c.all.toFixed(3)} multi-hop all ${c.multiHopAll.toFixed(3)} memories ${c.memories.toFixed(1)} p50 ${c.p50.toFixed(2)} ms`,
+            );
+          }
         for (const mode of modes) {
           if (embedder === "none" && mode !== "keyword") continue;
           // Keyword search does not depend on the embedder: measured with the first one only.
@@ -318,6 +413,75 @@ export function locomoTargets(runs: Run[]): string[] {
   return [...out, ""];
 }
 
+/**
+ * Issue 36's starting point on the dev half (the code before it, same data and probe), printed
+ * beside each figure: context at 1,000 tokens in keyword mode, keyword search, multi-hop.
+ */
+export const issue36Before = {
+  contextAny: 0.767,
+  contextAll: 0.672,
+  multiHopAll: 0.254,
+  keywordHit5: 0.628,
+  keywordHit10: 0.708,
+  useHybridHit10: 0.739,
+};
+
+/** Issue 36's LoCoMo targets against the runs (turns set), each with its dev-half baseline. */
+export function issue36Targets(runs: Run[], contexts: ContextRun[]): string[] {
+  const ok = (b: boolean) => (b ? "met" : "**missed**");
+  const b = issue36Before;
+  const out = ["| target (issue 36, LoCoMo dev half, turns) | before | now | |", "| --- | --- | --- | --- |"];
+  const kc = contexts.find((c) => c.mode === "keyword" && c.budget === 1000);
+  if (kc) {
+    out.push(
+      `| context 1,000 tokens, keyword: evidence any ≥ 0.85 | ${f3(b.contextAny)} | ${f3(kc.any)} | ${ok(kc.any >= 0.85)} |`,
+    );
+    out.push(
+      `| context 1,000 tokens, keyword: evidence all ≥ 0.75 | ${f3(b.contextAll)} | ${f3(kc.all)} | ${ok(kc.all >= 0.75)} |`,
+    );
+    out.push(
+      `| context 1,000 tokens, keyword: multi-hop all ≥ 0.45 | ${f3(b.multiHopAll)} | ${f3(kc.multiHopAll)} | ${ok(kc.multiHopAll >= 0.45)} |`,
+    );
+    for (const h of contexts.filter((c) => c.mode === "hybrid" && c.budget === 1000))
+      for (const [name, of] of [
+        ["any", (c: ContextRun) => c.any],
+        ["all", (c: ContextRun) => c.all],
+      ] as const)
+        out.push(
+          `| context 1,000 tokens, hybrid (${h.embedder}) evidence ${name} ≥ keyword's | | ${f3(of(h))} against ${f3(of(kc))} | ${ok(of(h) >= of(kc))} |`,
+        );
+  }
+  const kw = runs.find((r) => r.set === "turns" && r.mode === "keyword");
+  if (kw) {
+    out.push(`| keyword hit@5 (no target) | ${f3(b.keywordHit5)} | ${f3(kw.overall.hit5)} | |`);
+    out.push(
+      `| keyword hit@10 ≥ 0.75 | ${f3(b.keywordHit10)} | ${f3(kw.overall.hit10)} | ${ok(kw.overall.hit10 >= 0.75)} |`,
+    );
+  }
+  const use = runs.find((r) => r.set === "turns" && r.mode === "hybrid" && r.embedder === "use");
+  if (use)
+    out.push(
+      `| hybrid (USE-lite) hit@10 ≥ 0.78 | ${f3(b.useHybridHit10)} | ${f3(use.overall.hit10)} | ${ok(use.overall.hit10 >= 0.78)} |`,
+    );
+  return [...out, ""];
+}
+
+/** Markdown table of the context runs. */
+export function contextTable(runs: ContextRun[]): string[] {
+  if (runs.length === 0) return [];
+  return [
+    "#### turns: the context block (POST /v1/memory/context, the question as query)",
+    "",
+    "| mode | embedder | budget | evidence any | all | multi-hop any | multi-hop all | multi-hop recall | memories | tokens | p50 | p99 |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ...runs.map(
+      (r) =>
+        `| ${r.mode} | ${r.embedder} | ${r.budget} | ${f3(r.any)} | ${f3(r.all)} | ${f3(r.multiHopAny)} | ${f3(r.multiHopAll)} | ${f3(r.multiHopRecall)} | ${r.memories.toFixed(1)} | ${r.tokens.toFixed(0)} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms |`,
+    ),
+    "",
+  ];
+}
+
 /** Markdown tables of the runs: overall, then per category. */
 export function locomoTables(runs: Run[]): string[] {
   const out: string[] = [];
@@ -359,6 +523,7 @@ if (import.meta.main) {
       json: { type: "string" },
       cache: { type: "string" },
       scope: { type: "string" },
+      context: { type: "string" },
     },
   });
   const data = values.data ?? defaultData;
@@ -366,15 +531,25 @@ if (import.meta.main) {
     console.error(`no LoCoMo data at ${data}: pass --data PATH (data/locomo10.json of snap-research/LoCoMo)`);
     process.exit(2);
   }
+  const contextRuns: ContextRun[] = [];
   const runs = await locomoBench({
     data,
+    contextBudgets: values.context ? values.context.split(",").map(Number) : [],
+    contextRuns,
     embedders: (values.embedders ?? "builtin,use,fake").split(","),
     sets: (values.sets ?? "turns,observations").split(","),
     modes: values.modes?.split(",") as Mode[] | undefined,
     cacheFile: values.cache,
     scope: values.scope === "namespace" ? "namespace" : "entity",
   });
-  console.log([...locomoTargets(runs), ...locomoTables(runs)].join("\n"));
+  console.log(
+    [
+      ...issue36Targets(runs, contextRuns),
+      ...locomoTargets(runs),
+      ...contextTable(contextRuns),
+      ...locomoTables(runs),
+    ].join("\n"),
+  );
   if (values.json) {
     mkdirSync(dirname(values.json), { recursive: true });
     writeFileSync(values.json, JSON.stringify(runs, null, 1));

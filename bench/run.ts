@@ -8,10 +8,19 @@ import { join } from "node:path";
 import { crashRound } from "../test/crash-run";
 import { startFakeModel } from "../test/fake-model";
 import { createDatabase } from "../test/helpers";
+import { beamBench, beamTable, defaultBeamData } from "./beam";
 import { contextBench } from "./context";
 import { costBench, defaultEmbedderLines, paraphraseBench } from "./default-embedder";
 import { lifecycleBench } from "./lifecycle";
-import { defaultData, locomoBench, locomoTables, locomoTargets } from "./locomo";
+import {
+  type ContextRun,
+  contextTable,
+  defaultData,
+  issue36Targets,
+  locomoBench,
+  locomoTables,
+  locomoTargets,
+} from "./locomo";
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
 import { timeBench } from "./time";
@@ -435,16 +444,21 @@ lines.push(
   const data = process.env.BENCH_LOCOMO_DATA ?? defaultData;
   lines.push("## Recall on LoCoMo (issue 21)", "");
   if (await Bun.file(data).exists()) {
+    const contextRuns: ContextRun[] = [];
     const runs = await locomoBench({
       data,
-      embedders: ["builtin", "use", "fake"],
+      embedders: ["none", "builtin", "use", "fake"],
       sets: ["turns", "observations"],
+      contextBudgets: [1000, 2000],
+      contextRuns,
       log,
     });
     lines.push(
-      `Data: ${data.replace(`${root}/`, "")}. bench/locomo.ts (also runnable alone): each turn (or observation) one raw memory of its conversation's entity; each question an entity-scoped search, limit 10. builtin: the built-in embedder (no endpoint set; the default); USE-lite: bench/use-embedder.ts; fake: test/fake-embedder.ts (256 dimensions, trigrams). Keyword rows do not depend on the embedder. Latency as the client sees it, in the bench's own process.`,
+      `Data: ${data.replace(`${root}/`, "")}. bench/locomo.ts (also runnable alone): each turn (or observation) one raw memory of its conversation's entity; each question an entity-scoped search, limit 10, and (turns) a context block (POST /v1/memory/context, the question as query): keyword mode on a server without an embedder, hybrid with each. builtin: the built-in embedder (no endpoint set; the default); none: --embedder none. USE-lite: bench/use-embedder.ts; fake: test/fake-embedder.ts (256 dimensions, trigrams). Keyword rows do not depend on the embedder. Latency as the client sees it, in the bench's own process. "Before": issue 36's starting point on the same data.`,
       "",
+      ...issue36Targets(runs, contextRuns),
       ...locomoTargets(runs),
+      ...contextTable(contextRuns),
       ...locomoTables(runs),
     );
   } else
@@ -456,6 +470,23 @@ lines.push(
 // Issue 38: the built-in embedder on a paraphrase set of its own (USE-lite beside it), and its
 // costs against --embedder none: bench/default-embedder.ts, also runnable alone.
 lines.push(...defaultEmbedderLines(await paraphraseBench({ use: true, log }), await costBench(log)));
+// Issue 36: long memories, BEAM's 100K chats (kept outside the repository: BENCH_BEAM_DATA).
+{
+  const data = process.env.BENCH_BEAM_DATA ?? defaultBeamData;
+  lines.push("## Long memories: BEAM (issue 36)", "");
+  if (await Bun.file(join(data, "1", "chat.json")).exists()) {
+    const r = await beamBench({ data, log });
+    lines.push(
+      "bench/beam.ts (also runnable alone): every message of each chat one raw memory of the chat's entity; each probing question with evidence an entity-scoped keyword search, limit 10. Before issue 36 (same data, same probe): hit@5 0.216, hit@10 0.266; textbook BM25 0.323 / 0.389 (the issue's figures).",
+      "",
+      ...beamTable(r, data.replace(`${root}/`, "")),
+    );
+  } else
+    lines.push(
+      `Not run: no data at ${data} (set BENCH_BEAM_DATA to chats/100K of github:mohammadtavakoli78/BEAM).`,
+      "",
+    );
+}
 // Lifecycle figures (export, import, erase, list paging): bench/lifecycle.ts, also runnable alone.
 lines.push(await lifecycleBench(1_000_000, log));
 // Search at a million memories (issue 26): keyword search from outside (bench/scale.ts: first

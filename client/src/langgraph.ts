@@ -13,7 +13,6 @@
 import {
   BaseStore,
   type GetOperation,
-  getTextAtPath,
   type Item,
   type ListNamespacesOperation,
   type MatchCondition,
@@ -25,6 +24,7 @@ import {
   validateNamespace,
 } from "@langchain/langgraph-checkpoint";
 import type { MemdClient } from "./client.js";
+import { textsAt } from "./langgraph-paths.js";
 import type { Memory } from "./types.gen.js";
 
 export interface MemdStoreOptions {
@@ -38,9 +38,10 @@ export interface MemdStoreOptions {
 }
 
 const SEPARATOR = ".";
-/** memd answers at most 100 search hits; a page of a list at most 1000 memories. */
+/** memd answers at most 100 search hits; a page of a list at most 1000 memories; a query of 1000 characters. */
 const SEARCH_DEPTH = 100;
 const LIST_PAGE = 1000;
+const QUERY_CHARS = 1000;
 
 /**
  * A LangGraph `BaseStore` backed by memd. Reads of a batch see the state before its puts, and of
@@ -93,7 +94,7 @@ export class MemdStore extends BaseStore {
       return;
     }
     const fields = op.index === false ? [] : (op.index ?? this.fields);
-    const texts = fields.flatMap((f) => (f === "$" ? [JSON.stringify(op.value)] : getTextAtPath(op.value, f)));
+    const texts = fields.flatMap((f) => textsAt(op.value, f));
     // A memory needs content: an item with nothing to index is found by its key.
     const content = texts.filter((t) => t.trim() !== "").join("\n") || op.key;
     await this.client.store({ namespace: this.namespace, entity, key: op.key, content, metadata: op.value });
@@ -106,25 +107,27 @@ export class MemdStore extends BaseStore {
     const limit = op.limit ?? 10;
     const wanted = (m: Memory) =>
       m.key !== undefined && under(m.entity, prefix) && matchesFilter(m.metadata ?? {}, op.filter);
-    if (op.query) {
-      const { results } = await this.client.search({
-        namespace: this.namespace,
-        query: op.query,
-        limit: SEARCH_DEPTH,
-        ...(prefix === undefined ? {} : { entityPrefix: prefix }),
-      });
-      return results
-        .filter(wanted)
-        .slice(offset, offset + limit)
-        .map((m) => ({ ...itemOf(m), score: m.score }));
+    // Every item under the prefix, in the order InMemoryStore keeps them: namespaces by their first
+    // item, items by when they were first put (memd's ids grow with time; an update keeps its id).
+    const all = async () => byFirstPut((await this.memories(prefix)).filter(wanted));
+    const query = [...(op.query ?? "").trim()].slice(0, QUERY_CHARS).join("");
+    if (!query) return (await all()).slice(offset, offset + limit).map((m) => ({ ...itemOf(m), score: undefined }));
+    // The prefix's own entity, and those below it (a plain text prefix would also take "usersX").
+    const scopes = prefix === undefined ? [{}] : [{ entity: prefix }, { entityPrefix: prefix + SEPARATOR }];
+    const answers = await Promise.all(
+      scopes.map((scope) => this.client.search({ namespace: this.namespace, query, limit: SEARCH_DEPTH, ...scope })),
+    );
+    const hits = answers
+      .flatMap((a) => a.results)
+      .filter(wanted)
+      .sort((a, b) => b.score - a.score);
+    const found: SearchItem[] = hits.map((m) => ({ ...itemOf(m), score: m.score }));
+    // As InMemoryStore does with items it cannot score: after the scored ones, without a score.
+    if (found.length < offset + limit) {
+      const scored = new Set(hits.map((m) => m.id));
+      for (const m of await all()) if (!scored.has(m.id)) found.push({ ...itemOf(m), score: undefined });
     }
-    const found: SearchItem[] = [];
-    for await (const m of this.memories(prefix)) {
-      if (!wanted(m)) continue;
-      found.push({ ...itemOf(m), score: undefined });
-      if (found.length >= offset + limit) break;
-    }
-    return found.slice(offset);
+    return found.slice(offset, offset + limit);
   }
 
   private async listNamespacesOp(op: ListNamespacesOperation): Promise<string[][]> {
@@ -155,8 +158,9 @@ export class MemdStore extends BaseStore {
     return matched.slice(op.offset ?? 0, (op.offset ?? 0) + (op.limit ?? matched.length));
   }
 
-  /** Every current memory under an entity prefix, newest first, a page at a time. */
-  private async *memories(prefix: string | undefined): AsyncGenerator<Memory> {
+  /** Every current memory under an entity prefix, a page at a time. */
+  private async memories(prefix: string | undefined): Promise<Memory[]> {
+    const out: Memory[] = [];
     let cursor: string | undefined;
     do {
       const page = await this.client.list({
@@ -165,15 +169,27 @@ export class MemdStore extends BaseStore {
         ...(prefix === undefined ? {} : { entityPrefix: prefix }),
         ...(cursor ? { cursor } : {}),
       });
-      yield* page.memories;
+      out.push(...page.memories);
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
+    return out;
   }
 }
 
+/** Items grouped by namespace in the order of each one's first item, each group oldest first. */
+function byFirstPut(memories: Memory[]): Memory[] {
+  const groups = new Map<string, Memory[]>();
+  for (const m of [...memories].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) {
+    const group = groups.get(m.entity);
+    if (group) group.push(m);
+    else groups.set(m.entity, [m]);
+  }
+  return [...groups.values()].flat();
+}
+
+/** LangGraph's rules for a namespace, as InMemoryStore applies them (BaseStore.put refuses the "langgraph" root). */
 function checkNamespace(namespace: string[]) {
-  validateNamespace(namespace);
-  // memd's entity is the labels joined by ".", which LangGraph's validation already keeps out.
+  validateNamespace(namespace, { allowReservedRoot: true });
 }
 
 const entityOf = (namespace: string[]) => namespace.join(SEPARATOR);

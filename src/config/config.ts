@@ -43,6 +43,11 @@ export interface Config {
   embedTimeoutMs: number;
   /** The built-in embedder, used when no embedding endpoint is set (src/embedding/builtin.ts). */
   embedder: "builtin" | "none";
+  // Issue 36: the optional reranker (search/rerank.ts).
+  rerankBaseUrl: string | undefined;
+  rerankModel: string | undefined;
+  rerankApiKey: string | undefined;
+  rerankTimeoutMs: number;
   rateLimit: RateLimit | undefined;
   maxModelCallsPerKey: number;
   metricsPublic: boolean;
@@ -292,6 +297,39 @@ export const settings: Setting[] = [
     default: 10000,
     parse: int(1, 600000),
     help: "embedding call timeout in milliseconds",
+  },
+  // Issue 36: the optional reranker (search/rerank.ts).
+  {
+    key: "rerankBaseUrl",
+    flag: "--rerank-base-url",
+    env: "MEMD_RERANK_BASE_URL",
+    default: undefined,
+    parse: text,
+    help: "reranker endpoint ending in /v1 (POST /v1/rerank: Cohere, Jina, Voyage, vLLM, llama.cpp, TEI); unset: no reranking",
+  },
+  {
+    key: "rerankModel",
+    flag: "--rerank-model",
+    env: "MEMD_RERANK_MODEL",
+    default: undefined,
+    parse: text,
+    help: "reranker model name sent to the endpoint, e.g. bge-reranker-v2-m3",
+  },
+  {
+    key: "rerankApiKey",
+    flag: "--rerank-api-key",
+    env: "MEMD_RERANK_API_KEY",
+    default: undefined,
+    parse: text,
+    help: "bearer key for the reranker endpoint (optional)",
+  },
+  {
+    key: "rerankTimeoutMs",
+    flag: "--rerank-timeout-ms",
+    env: "MEMD_RERANK_TIMEOUT_MS",
+    default: 5000,
+    parse: int(1, 600000),
+    help: "reranker call timeout in milliseconds (past it, the search's own order is answered)",
   },
   {
     key: "embedder",

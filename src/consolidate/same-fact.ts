@@ -59,7 +59,7 @@ export function factKey(text: string): FactKey {
   const folded = raw.map(fold);
   const detected = detectLanguage(folded);
   // Texts too short to show their language are taken as English (memd's default).
-  const language = detected < 0 ? 0 : detected;
+  const language = Math.max(detected, 0);
   const parts: string[] = [];
   const words = new Map<string, number>();
   const capitalized = new Set<string>();

@@ -6,14 +6,17 @@ import type { Core } from "../core";
 import type { EmbedCost } from "../embedding/client";
 import { toMemory } from "../memory/service";
 import { keywordAsOf } from "../search/asof";
+import { RERANK_DEPTH, rerank } from "../search/rerank";
 import { maxQueryChars, rank, resolveMode } from "../search/service";
 import { matchesFilter } from "../storage/ops";
 import { isCurrent, type MemoryRecord, observedOf } from "../storage/records";
 import type { Scored, SearchFilter } from "../storage/storage";
+import type { QueryTerm } from "../text/scoring";
 import { countTokens, tokenizerName } from "../text/token-count";
 import { queryTerms } from "../text/tokens";
 import { invalidField } from "../wire/errors";
 import { instantField } from "../wire/time";
+import { excerpt, oneLine } from "./excerpt";
 import { type ContextRequest, type ContextResponse, contextTokens } from "./model";
 
 /** With a query: the search's best this many hits are the candidates. */
@@ -24,6 +27,10 @@ export const CONTEXT_SCAN = 2000;
 export const RECENCY_HALF_LIFE_DAYS = 30;
 /** Without a query a memory scores IMPORTANCE_WEIGHT × importance + (1 − it) × recency (0 to 1). */
 export const IMPORTANCE_WEIGHT = 0.5;
+/** The memories adjacent in time to this many of the best hits are placed right after them. */
+export const CONTEXT_ADJACENT_OF = 5;
+/** A memory too long for what is left gets an excerpt when at least this many tokens are left. */
+export const EXCERPT_MIN_TOKENS = 16;
 /** Once this many candidates in a row did not fit, the rest are not tried (each costs a count). */
 const MISSES_BEFORE_STOP = 50;
 
@@ -66,30 +73,71 @@ function importantAndRecent(records: readonly MemoryRecord[], now: number): Scor
     );
 }
 
+/**
+ * The candidates with the memories adjacent in time to the best few (adjacent.ts) placed right
+ * after each: the turn before and after a strong hit often holds what it is about.
+ */
+async function withAdjacent(core: Core, candidates: Scored[], filter: SearchFilter, now: number): Promise<Scored[]> {
+  const strong = candidates.slice(0, CONTEXT_ADJACENT_OF);
+  if (strong.length === 0) return candidates;
+  const pairs = await core.storage.adjacentMemories(
+    strong.map((c) => c.memory),
+    now,
+  );
+  const near = new Map<string, MemoryRecord[]>();
+  for (const [of, m] of pairs)
+    if (matchesFilter(m, filter)) {
+      const l = near.get(of);
+      if (l) l.push(m);
+      else near.set(of, [m]);
+    }
+  const out: Scored[] = [];
+  const placed = new Set<string>();
+  const put = (c: Scored) => {
+    if (placed.has(c.memory.id)) return;
+    placed.add(c.memory.id);
+    out.push(c);
+  };
+  for (const c of candidates) {
+    put(c);
+    // Shown with the score of the hit they sit next to (or their own, when higher).
+    for (const m of near.get(c.memory.id) ?? [])
+      put({ memory: m, score: Math.max(c.score, candidates.find((x) => x.memory.id === m.id)?.score ?? 0) });
+  }
+  return out;
+}
+
+/** A memory chosen for the block, and its text there when that is an excerpt (excerpt.ts). */
+type Chosen = Scored & { text?: string };
+
 /** The text of the chosen memories: groups by category in the order of their best member. */
-export function renderContext(chosen: readonly MemoryRecord[]): string {
-  const groups = new Map<string, MemoryRecord[]>();
-  for (const m of chosen) {
-    const g = groups.get(m.category);
-    if (g) g.push(m);
-    else groups.set(m.category, [m]);
+export function renderContext(chosen: readonly Chosen[]): string {
+  const groups = new Map<string, Chosen[]>();
+  for (const c of chosen) {
+    const g = groups.get(c.memory.category);
+    if (g) g.push(c);
+    else groups.set(c.memory.category, [c]);
   }
   const parts: string[] = [];
-  for (const [category, ms] of groups) parts.push(`## ${category}\n${ms.map(line).join("\n")}`);
+  for (const [category, cs] of groups)
+    parts.push(`## ${category}\n${cs.map((c) => line(c.memory, c.text)).join("\n")}`);
   return parts.join("\n\n");
 }
 
-/** One memory's line: the date the fact was observed (UTC) and its content on one line. */
-const line = (m: MemoryRecord) =>
-  `- [${new Date(observedOf(m)).toISOString().slice(0, 10)}] ${m.content.replace(/\s*[\r\n]+\s*/g, " ").trim()}`;
+/** One memory's line prefix: the date the fact was observed (UTC). */
+const dated = (m: MemoryRecord) => `- [${new Date(observedOf(m)).toISOString().slice(0, 10)}] `;
+/** One memory's line: its date and its content (or the excerpt of it) on one line. */
+const line = (m: MemoryRecord, text?: string) => dated(m) + (text ?? oneLine(m.content));
 
 /**
  * The best candidates that fit in `maxTokens`, in candidate order. Each is tried in turn with
- * its line's cost (and its group heading's, for a new category); the whole text is then counted
- * and the last chosen dropped until it fits, so the answer is never over the budget.
+ * its line's cost (and its group heading's, for a new category); one that does not fit in what
+ * is left gets an excerpt instead (the part that holds the query's words, at most a quarter of
+ * the budget: excerpt.ts) when at least EXCERPT_MIN_TOKENS are left. The whole text is then
+ * counted and the last chosen dropped until it fits, so the answer is never over the budget.
  */
-export function fitToBudget(candidates: readonly Scored[], maxTokens: number) {
-  const chosen: Scored[] = [];
+export function fitToBudget(candidates: readonly Scored[], maxTokens: number, terms: readonly QueryTerm[] = []) {
+  const chosen: Chosen[] = [];
   const groups = new Set<string>();
   let used = 0;
   let misses = 0;
@@ -100,20 +148,26 @@ export function fitToBudget(candidates: readonly Scored[], maxTokens: number) {
       break;
     }
     const heading = groups.has(c.memory.category) ? 0 : countTokens(`\n\n## ${c.memory.category}`);
-    const cost = heading + countTokens(`\n${line(c.memory)}`);
+    let cost = heading + countTokens(`\n${line(c.memory)}`);
+    let text: string | undefined;
     if (used + cost > maxTokens) {
       truncated = true;
-      misses++;
-      continue;
+      const room = Math.min(maxTokens - used - heading, Math.floor(maxTokens / 4));
+      text = room >= EXCERPT_MIN_TOKENS ? excerpt(c.memory.content, terms, `\n${dated(c.memory)}`, room) : undefined;
+      if (text === undefined) {
+        misses++;
+        continue;
+      }
+      cost = heading + countTokens(`\n${line(c.memory, text)}`);
     }
     misses = 0;
     used += cost;
     groups.add(c.memory.category);
-    chosen.push(c);
+    chosen.push(text === undefined ? c : { ...c, text });
   }
   // Ordered as they appear: grouped, best group first.
-  const order = (list: Scored[]) => {
-    const byCategory = new Map<string, Scored[]>();
+  const order = (list: Chosen[]) => {
+    const byCategory = new Map<string, Chosen[]>();
     for (const c of list) {
       const g = byCategory.get(c.memory.category);
       if (g) g.push(c);
@@ -123,7 +177,7 @@ export function fitToBudget(candidates: readonly Scored[], maxTokens: number) {
   };
   for (;;) {
     const shown = order(chosen);
-    const context = renderContext(shown.map((c) => c.memory));
+    const context = renderContext(shown);
     const tokens = countTokens(context);
     if (tokens <= maxTokens) return { shown, context, tokens, truncated };
     chosen.pop();
@@ -175,7 +229,14 @@ export async function buildContext(core: Core, req: ContextRequest, cost: EmbedC
         // A memory that only happens to be in the entity is no context for the question.
         relevantOnly: true,
       });
-      candidates = found.hits.filter((h) => isCurrent(h.memory, now));
+      // With a reranker, the best RERANK_DEPTH are reordered by it (search/rerank.ts).
+      const hits = await rerank(
+        core,
+        req.query,
+        found.hits.filter((h) => isCurrent(h.memory, now)),
+        RERANK_DEPTH,
+      );
+      candidates = await withAdjacent(core, hits, filter, now);
       mode = found.mode;
     }
     if (candidates.length === 0) {
@@ -183,7 +244,11 @@ export async function buildContext(core: Core, req: ContextRequest, cost: EmbedC
       mode = "importance";
     }
   }
-  const { shown, context, tokens, truncated } = fitToBudget(candidates, maxTokens);
+  const { shown, context, tokens, truncated } = fitToBudget(
+    candidates,
+    maxTokens,
+    req.query === undefined ? [] : queryTerms(req.query),
+  );
   return {
     context,
     memories: shown.map((c) => ({ ...toMemory(c.memory), score: c.score })),

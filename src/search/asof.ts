@@ -6,7 +6,7 @@
 import { byScoreThenNewer, matchesFilter } from "../storage/ops";
 import type { MemoryRecord } from "../storage/records";
 import type { AsOfTexts, Scored, SearchFilter } from "../storage/storage";
-import { bm25, idf, type QueryTerm } from "../text/scoring";
+import { bm25n, idf, lengthNormOf, type QueryTerm } from "../text/scoring";
 import { termCounts } from "../text/tokens";
 
 type Counts = ReturnType<typeof termCounts>;
@@ -42,13 +42,11 @@ export function keywordAsOf(
   const terms = [...weightOf.keys()];
   if (docs.length === 0 || terms.length === 0) return [];
   const counts = docs.map((d) => countsOf(d.content));
-  let total = 0;
   const df = new Map<string, number>(terms.map((t) => [t, 0]));
   for (const c of counts) {
-    total += c.length;
     for (const t of terms) if (c.tf.has(t)) df.set(t, df.get(t)! + 1);
   }
-  const avg = total / docs.length;
+  const avg = lengthNormOf(counts.map((c) => c.length));
   const weights = terms.map((t) => weightOf.get(t)! * idf(docs.length, df.get(t)!));
   const hits: Scored[] = [];
   docs.forEach((memory, i) => {
@@ -59,7 +57,7 @@ export function keywordAsOf(
       const tf = c.tf.get(t);
       if (tf === undefined) return;
       matched = true;
-      score += bm25(weights[q], tf, c.length, avg);
+      score += bm25n(weights[q], tf, c.length, avg);
     });
     if (matched && matchesFilter(memory, filter)) hits.push({ memory, score });
   });
@@ -82,13 +80,11 @@ export async function keywordAsOfTexts(
   const terms = [...weightOf.keys()];
   if (texts.length === 0 || terms.length === 0) return [];
   const counts = texts.map((d) => countsOf(d.content));
-  let total = 0;
   const df = new Map<string, number>(terms.map((t) => [t, 0]));
   for (const c of counts) {
-    total += c.length;
     for (const t of terms) if (c.tf.has(t)) df.set(t, df.get(t)! + 1);
   }
-  const avg = total / texts.length;
+  const avg = lengthNormOf(counts.map((c) => c.length));
   const weights = terms.map((t) => weightOf.get(t)! * idf(texts.length, df.get(t)!));
   const matched: { id: string; score: number }[] = [];
   texts.forEach(({ id }, i) => {
@@ -99,7 +95,7 @@ export async function keywordAsOfTexts(
       const tf = c.tf.get(t);
       if (tf === undefined) return;
       hit = true;
-      score += bm25(weights[q], tf, c.length, avg);
+      score += bm25n(weights[q], tf, c.length, avg);
     });
     if (hit) matched.push({ id, score });
   });

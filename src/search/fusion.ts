@@ -18,8 +18,10 @@
 //    same sum: keyword hits at least FUSION.keywordGateZ standard deviations above their list's
 //    mean that share a word with the query other than its stop words (a strong match of the
 //    query's own words is rarely wrong), and semantic hits at least FUSION.semanticGateZ above
-//    theirs, whatever the model's share (one memory that means what the query asks, when the
-//    keyword list holds only weak matches); at most FUSION.gateMax of each list.
+//    theirs when the model's share is above 0 (one memory that means what the query asks, when
+//    the keyword list holds only weak matches; a lexical model's standout hit is a word overlap,
+//    which keyword ranks better: with it, hybrid fell 0.002 below keyword's hit@10 on LoCoMo once
+//    keyword ranked adjacent hits, issue 36); at most FUSION.gateMax of each list.
 // A keyword list none of whose hits shares a word with the query other than its stop words is no
 // evidence and takes no part: the answer is then the semantic ranking.
 // The answer's score is the sum, plus FUSION.gateBonus for the gated hits (so it is higher for
@@ -42,8 +44,13 @@ export const FUSION = {
   semanticGateZ: 4.5,
   /** At most this many hits of each list are gated. */
   gateMax: 5,
-  /** Weight of the semantic z-score for a model that ranks every probe right (times its share). */
-  semanticWeight: 1.25,
+  /**
+   * Weight of the semantic z-score for a model that ranks every probe right (times its share).
+   * 1.25 with issue 21's keyword ranking; once keyword ranked adjacent hits with the scope's b
+   * (issue 36) USE-lite's hybrid fell below keyword alone (hit@5 / hit@10 0.675 / 0.777 against
+   * 0.678 / 0.783 on LoCoMo's dev half); at 0.6 it is 0.681 / 0.787 (bench/notes.md).
+   */
+  semanticWeight: 0.6,
   /** Least weight of the semantic z-score of a memory that only semantic found. */
   semanticOnlyMinWeight: 0.05,
   /** Added to a gated hit's score. */
@@ -99,8 +106,11 @@ export function fuse(
       gated.add(keyword[i].memory.id);
       n++;
     }
-  for (let i = 0; i < semantic.length && i < FUSION.gateMax && sz(semantic[i].score) >= FUSION.semanticGateZ; i++)
-    gated.add(semantic[i].memory.id);
+  // Only a model that has shown it knows meaning (share > 0): a lexical one's standout hit is a
+  // word overlap, which the keyword list already ranks (and better).
+  if (w > 0)
+    for (let i = 0; i < semantic.length && i < FUSION.gateMax && sz(semantic[i].score) >= FUSION.semanticGateZ; i++)
+      gated.add(semantic[i].memory.id);
   return [...fused.values()]
     .map((f) => ({
       memory: f.memory,

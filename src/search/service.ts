@@ -7,7 +7,17 @@ import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedd
 import { catchUp } from "../embedding/worker";
 import { requireEntityForAsOf, toMemory } from "../memory/service";
 import { isCurrent, type MemoryRecord } from "../storage/records";
-import type { AsOfReads, Embeddings, EventReads, MemoryScope, Scored, Search, SearchFilter } from "../storage/storage";
+import type {
+  AsOfReads,
+  Embeddings,
+  EventReads,
+  MemoryReads,
+  MemoryScope,
+  Scored,
+  Search,
+  SearchFilter,
+} from "../storage/storage";
+import { NEIGHBOUR_SHARE } from "../text/scoring";
 import { indexTerms, queryTerms } from "../text/tokens";
 import { ApiError, invalidField } from "../wire/errors";
 import { instantField } from "../wire/time";
@@ -15,13 +25,16 @@ import { keywordAsOf, keywordAsOfTexts } from "./asof";
 import { FUSION, fuse } from "./fusion";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
 import { embedQueryWithShare } from "./probe";
+import { RERANK_DEPTH, rerank, rerankSettings } from "./rerank";
 
 /**
- * What search reads: the ranked reads, the as-of reads for `asOf` (and its newest event,
- * readAsOf), and the embedding queue (the built-in embedder's backlog is embedded before a
- * search: embedding/worker.ts's catchUp).
+ * What search reads: the ranked reads, the memories adjacent to a hit (adjacent.ts), the as-of
+ * reads for `asOf` (and its newest event, readAsOf), and the embedding queue (the built-in
+ * embedder's backlog is embedded before a search: embedding/worker.ts's catchUp).
  */
-type SearchCore = Core<Search & AsOfReads & Pick<EventReads, "newestEvents"> & Embeddings>;
+type SearchCore = Core<
+  Search & AsOfReads & Pick<EventReads, "newestEvents"> & Pick<MemoryReads, "adjacentMemories"> & Embeddings
+>;
 
 /**
  * The mode a request gets: its own, or hybrid when there is an embedder (the built-in one unless
@@ -76,7 +89,8 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
   const filter = o.filter ?? {};
   const now = Date.now();
   const terms = queryTerms(o.query);
-  const keyword = (limit: number) => core.storage.keywordSearch(o.scope, terms, filter, limit, now);
+  // Adjacent hits lend a share of their scores (text/scoring.ts NEIGHBOUR_SHARE).
+  const keyword = (limit: number) => core.storage.keywordSearch(o.scope, terms, filter, limit, now, NEIGHBOUR_SHARE);
   if (o.mode === "keyword") return { hits: await keyword(o.limit), mode: "keyword" };
   const settings = embedSettings(core.config)!;
   if (settings.builtin) await catchUp(core);
@@ -133,14 +147,20 @@ export async function search(core: SearchCore, req: SearchRequest, cost: EmbedCo
   const asOf = await readAsOf(core.storage, req.namespace, req.asOf);
   if (asOf !== undefined) return searchAsOf(core, req, filter, asOf);
   const mode = resolveMode(core, req.mode);
-  const { hits, mode: used } = await rank(core, {
+  const limit = req.limit ?? 10;
+  const reranking = rerankSettings(core.config) !== undefined;
+  const { hits: found, mode: used } = await rank(core, {
     scope: { namespace: req.namespace, entity: req.entity },
     query: req.query,
     mode,
-    limit: req.limit ?? 10,
+    limit: reranking ? Math.max(limit, RERANK_DEPTH) : limit,
     filter,
     cost,
   });
+  // With a reranker, the best RERANK_DEPTH are reordered by it (rerank.ts).
+  const hits = reranking
+    ? (await rerank(core, req.query, found, Math.max(limit, RERANK_DEPTH))).slice(0, limit)
+    : found;
   const now = Date.now();
   const results = hits.filter((h) => isCurrent(h.memory, now)).map((h) => ({ ...toMemory(h.memory), score: h.score }));
   return { results, mode: used };

@@ -336,6 +336,11 @@ export interface MemoryReads {
    * `before` never loses or repeats a memory while others are added or removed.
    */
   listMemories(q: ListMemoriesQuery): Promise<MemoryPage>;
+  /**
+   * For each of `memories`, the current memories just before and just after it in its entity's
+   * id order (creation order: the memories stored next to it in time), as [its id, neighbour] pairs.
+   */
+  adjacentMemories(memories: readonly MemoryRecord[], now: number): Promise<[string, MemoryRecord][]>;
   /** The current memory holding a keyed fact's key (issue 33), or undefined. */
   memoryByKey(namespace: string, entity: string, key: string, now?: number): Promise<MemoryRecord | undefined>;
   /** Current memories whose expiry is at or before `now`, soonest first. */
@@ -394,7 +399,10 @@ export interface Search {
    * over the scope's current memories (text/scoring.ts: k1, b, the terms' weights; document
    * frequencies and lengths of the scope: the entity when given, else the namespace), best first,
    * ties newer first. The index behind it is written in the same transaction as every change
-   * made by apply, so it is never stale.
+   * made by apply, so it is never stale. With `share` (text/scoring.ts NEIGHBOUR_SHARE, which
+   * search passes), in an entity's search each hit's score gains that share of the better score
+   * of the hits stored just before and after it (index/keyword/search.ts); PostgreSQL's SQL
+   * statement, which answers until the replica's lists are built, ranks by BM25 alone.
    */
   keywordSearch(
     scope: MemoryScope,
@@ -402,6 +410,7 @@ export interface Search {
     filter: SearchFilter,
     limit: number,
     now?: number,
+    share?: number,
   ): Promise<Scored[]>;
   /**
    * The `limit` current memories of a scope whose stored vectors are closest to `vector` by cosine

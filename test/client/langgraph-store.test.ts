@@ -74,7 +74,7 @@ describe("MemdStore answers as InMemoryStore does", () => {
     await both(stores, seed);
     for (const prefix of [["users"], ["users", "bob"], ["users", "alice"], ["teams"], [], ["nobody"]]) {
       const [a, b] = await both(stores, (s) => s.search(prefix, { limit: 50 }));
-      expect(unordered(b)).toEqual(unordered(a));
+      expect(b.map(plain)).toEqual(a.map(plain)); // in the same order: namespaces by first put, items by put
     }
     const [a] = await both(stores, (s) => s.search(["users", "bob"], { limit: 50 }));
     expect(a.map((i) => i.namespace.join("/")).sort()).toEqual(["users/bob", "users/bob/work"]);
@@ -96,7 +96,7 @@ describe("MemdStore answers as InMemoryStore does", () => {
     ];
     for (const filter of filters) {
       const [a, b] = await both(stores, (s) => s.search(["users"], { filter, limit: 50 }));
-      expect({ filter, items: unordered(b) }).toEqual({ filter, items: unordered(a) });
+      expect({ filter, items: b.map(plain) }).toEqual({ filter, items: a.map(plain) });
     }
   });
 
@@ -108,8 +108,55 @@ describe("MemdStore answers as InMemoryStore does", () => {
       for (let offset = 0; offset < 10; offset += 2) pages.push(...(await s.search([], { limit: 2, offset })));
       return pages;
     });
-    expect(b.length).toBe(a.length);
-    expect(unordered(b)).toEqual(unordered(a));
+    expect(b.map(plain)).toEqual(a.map(plain));
+    expect(unordered(b).length).toBe(6);
+  });
+
+  test("an overwrite keeps an item's place; a delete and a new put moves it last", async () => {
+    const stores = pair();
+    const [a, b] = await both(stores, async (s) => {
+      for (const k of ["a", "b", "c", "d"]) await s.put(["d"], k, { k });
+      await s.put(["d"], "b", { k: "b2" });
+      await s.delete(["d"], "a");
+      await s.put(["d"], "a", { k: "a2" });
+      return [await s.search(["d"], { limit: 2 }), await s.search(["d"], { limit: 2, offset: 2 })].map((p) =>
+        p.map(plain),
+      );
+    });
+    expect(b).toEqual(a);
+  });
+
+  test("index paths as LangGraph reads them: nested, array items, several fields, numbers; a null on the way", async () => {
+    const stores = pair();
+    const memd = stores[1];
+    await both(stores, async (s) => {
+      await s.put(["books"], "b1", { chapters: [{ content: "the walrus chapter" }, { content: "ice" }] }, [
+        "chapters[*].content",
+      ]);
+      await s.put(["books"], "b2", { n: 424242, o: { x: "zebu" } }, ["n", "o"]);
+      await s.put(["books"], "b3", { profile: null, t: "kept" }, ["profile.city", "t"]);
+      await s.put(["books"], "b4", { a: { b: "okapi" }, c: "quagga" }, ["{a.b,c}"]);
+    });
+    const content = async (key: string) =>
+      (await client.getByKey({ namespace: memd.namespace, entity: "books", key }))!.content;
+    expect(await content("b1")).toBe("the walrus chapter\nice");
+    expect(await content("b2")).toContain("424242");
+    expect(await content("b2")).toContain("zebu");
+    expect(await content("b3")).toBe("kept");
+    expect(await content("b4")).toBe("okapi\nquagga");
+    expect((await memd.search(["books"], { query: "walrus" }))[0].key).toBe("b1");
+  });
+
+  test('the reserved "langgraph" root: reads answer as InMemoryStore\'s, a put is refused by both', async () => {
+    const stores = pair();
+    const [a, b] = await both(stores, async (s) => [
+      plain(await s.get(["langgraph", "x"], "k")),
+      await s.search(["langgraph"]),
+      await s.delete(["langgraph", "x"], "k"),
+      await s.put(["langgraph"], "k", { v: 1 }).catch((e) => e.name),
+    ]);
+    expect(b).toEqual(a);
+    expect(a[3]).toBe("InvalidNamespaceError");
   });
 
   test("listNamespaces: prefix, suffix, wildcards, maxDepth, limit and offset", async () => {
@@ -178,6 +225,16 @@ describe("MemdStore answers as InMemoryStore does", () => {
     // InMemoryStore without embeddings answers a query unranked; it has the same item among its answers.
     const reference = await stores[0].search(["users"], { query: "green tea", limit: 50 });
     expect(reference.map((i) => i.key)).toContain("food");
+    // A query of blanks lists, as none does; a long one is cut to what memd takes, not refused.
+    expect((await memd.search(["users"], { query: "   ", limit: 50 })).length).toBe(5);
+    expect((await memd.search(["users"], { query: `tea ${"x".repeat(1500)}` }))[0].key).toBe("food");
+    // Items the query does not match come after the hits, without a score, as in InMemoryStore.
+    const all = await memd.search(["users"], { query: "green tea", limit: 50 });
+    expect(all.length).toBe(5);
+    expect(all.slice(1).every((i) => i.score === undefined || typeof i.score === "number")).toBe(true);
+    // A sibling whose name starts with the prefix's letters never takes the hits' places.
+    for (let i = 0; i < 105; i++) await memd.put(["usersX"], `k${i}`, { likes: "green tea, green tea" });
+    expect((await memd.search(["users"], { query: "green tea", limit: 3 })).map((h) => h.key)).toContain("food");
     // Only under the prefix: teams' charter is never a hit for users.
     expect((await memd.search(["users"], { query: "ship memd" })).map((h) => h.key)).not.toContain("charter");
     expect((await memd.search(["teams"], { query: "ship memd" })).map((h) => h.key)).toEqual(["charter"]);
@@ -205,7 +262,13 @@ describe("on memd, every put is an audited keyed fact", () => {
     expect((await client.getByKey({ namespace: "lg-index", entity: "docs", key: "a" }))!.content).toBe(
       "penguins live in Antarctica",
     );
-    expect((await store.search(["docs"], { query: "zebra" })).map((h) => h.key)).toEqual(["b"]);
+    // The one hit scored first; the others follow unscored, as InMemoryStore answers items it cannot score.
+    const hits = await store.search(["docs"], { query: "zebra" });
+    expect(hits.map((h) => [h.key, typeof h.score])).toEqual([
+      ["b", "number"],
+      ["a", "undefined"],
+      ["c", "undefined"],
+    ]);
     expect((await client.getByKey({ namespace: "lg-index", entity: "docs", key: "c" }))!.content).toBe("c");
   });
 });

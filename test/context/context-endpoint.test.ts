@@ -158,12 +158,18 @@ describe("budget, grouping and order", () => {
     await store({ namespace: ns, entity: "q", content: "Has a dog named Max", category: "family", importance: 1 });
     const r = await context({ namespace: ns, entity: "q", query: "green tea" });
     expect(r.body.mode).toBe("keyword");
+    // The hits, then (placed after the hit it was stored next to) the memory adjacent in time to
+    // one of the best hits, scored as that hit: scores never rise down the list.
     expect(r.body.memories.map((m: any) => m.content)).toEqual([
       "Prefers green tea over coffee",
       "Drinks tea with the team at work",
+      "Has a dog named Max",
     ]);
+    const scores = r.body.memories.map((m: any) => m.score);
+    expect(scores).toEqual([...scores].sort((a: number, b: number) => b - a));
+    expect(scores[2]).toBeGreaterThan(0);
     expect(r.body.context).toMatch(
-      /^## preference\n- \[\d{4}-\d{2}-\d{2}\] Prefers green tea over coffee\n\n## work\n- \[\d{4}-\d{2}-\d{2}\] Drinks tea with the team at work$/,
+      /^## preference\n- \[\d{4}-\d{2}-\d{2}\] Prefers green tea over coffee\n\n## work\n- \[\d{4}-\d{2}-\d{2}\] Drinks tea with the team at work\n\n## family\n- \[\d{4}-\d{2}-\d{2}\] Has a dog named Max$/,
     );
     const onlyWork = await context({ namespace: ns, entity: "q", query: "green tea", categories: ["work", "health"] });
     expect(onlyWork.body.memories.map((m: any) => m.content)).toEqual(["Drinks tea with the team at work"]);
@@ -181,5 +187,33 @@ describe("budget, grouping and order", () => {
     const r = await context({ namespace: ns, entity: "long", maxTokens: 60 });
     expect(r.body.memories.map((m: any) => m.content)).toEqual(["Short and less important"]);
     expect(r.body.truncated).toBe(true);
+  });
+
+  test("a memory longer than what is left of the budget gets an excerpt: the sentences that hold the query's words", async () => {
+    const filler = (n: number) =>
+      Array.from({ length: n }, (_, i) => `Step ${i + 1} of the plan is to review the notes and keep going.`).join(" ");
+    const long = `${filler(60)} The project uses Flask, SQLAlchemy and Celery for the backend. ${filler(60)}`;
+    await store({ namespace: ns, entity: "excerpt", content: long });
+    await store({ namespace: ns, entity: "excerpt", content: "Likes hiking on weekends" });
+    const r = await context({
+      namespace: ns,
+      entity: "excerpt",
+      query: "which libraries: Flask, SQLAlchemy?",
+      maxTokens: 200,
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.tokens).toBeLessThanOrEqual(200);
+    expect(r.body.truncated).toBe(true);
+    expect(r.body.memories[0].content).toBe(long);
+    const shown: string = r.body.context.split("\n")[1];
+    expect(shown).toMatch(
+      /^- \[\d{4}-\d{2}-\d{2}\] … .*The project uses Flask, SQLAlchemy and Celery for the backend\..* …$/,
+    );
+    // At most a quarter of the budget (with its date), far less than the memory.
+    expect(r.body.tokens).toBeLessThan(200 / 4 + 20);
+    // Without a query: the memory's beginning.
+    const plain = await context({ namespace: ns, entity: "excerpt", maxTokens: 120 });
+    const first: string = plain.body.context.split("\n").find((l: string) => l.includes("Step 1 of the plan")) ?? "";
+    expect(first).toMatch(/^- \[\d{4}-\d{2}-\d{2}\] Step 1 of the plan .* …$/);
   });
 });

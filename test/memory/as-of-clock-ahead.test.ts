@@ -1,6 +1,6 @@
 // @targets lmdb postgres
 // The event clock hands out one millisecond per event, so a bulk load stamps its events ahead
-// of the wall clock: here 20,000 events in applies of 5,000 (the cheapest kind, SKIP_DUPLICATE,
+// of the wall clock: here 8,000 events in applies of 4,000 (the cheapest kind, SKIP_DUPLICATE,
 // which writes an event and nothing else), which puts the namespace's clock seconds ahead however
 // busy the machine. An asOf up to the newest event's time is what memd already knows: accepted
 // by every as-of read (of another entity of the namespace, whose history is short); one past it
@@ -12,7 +12,7 @@ import { startTestServer, type TestServer } from "../helpers";
 let s: TestServer;
 const ns = "clock-ahead";
 const iso = (ms: number) => new Date(ms).toISOString();
-const bulk = 20_000;
+const bulk = 8_000;
 
 beforeAll(async () => {
   s = await startTestServer();
@@ -31,11 +31,11 @@ test("an asOf at the newest event's time is accepted while the clock runs ahead 
   const repeat: MemoryOp = { event: "SKIP_DUPLICATE", target, newContent: "a fact" };
   const t0 = performance.now();
   await s.server.core.storage.apply([add], null);
-  for (let i = 0; i < bulk; i += 5000) await s.server.core.storage.apply(Array(5000).fill(repeat), null);
+  for (let i = 0; i < bulk; i += 4000) await s.server.core.storage.apply(Array(4000).fill(repeat), null);
   console.log(`loaded ${bulk} events in ${Math.round(performance.now() - t0)} ms`);
   const [newest] = (await s.json("GET", `/v1/memory/events?namespace=${ns}&limit=1`)).body;
   const newestMs = Date.parse(newest.createdAt);
-  // The premise: the load's events are stamped ahead of the wall clock (by up to 20 s).
+  // The premise: the load's events are stamped ahead of the wall clock (by up to 8 s).
   expect(newestMs).toBeGreaterThan(Date.now());
 
   const asOf = encodeURIComponent(iso(newestMs));

@@ -126,3 +126,19 @@ describe("consolidation with a model", () => {
     expect(await contents(withModel, "m2")).toEqual(["Carol runs", "carol runs"]);
   });
 });
+
+describe("consolidation in the background", () => {
+  test("MEMD_CONSOLIDATE_EVERY merges the entities changed since the last pass (no actor)", async () => {
+    const t = await startTestServer({ env: { MEMD_CONSOLIDATE_EVERY: "1" } });
+    try {
+      await raw(t, "bg", "Dora keeps bees");
+      await raw(t, "bg", "dora keeps bees!");
+      for (let i = 0; i < 100 && (await contents(t, "bg")).length > 1; i++) await Bun.sleep(50);
+      expect(await contents(t, "bg")).toHaveLength(1);
+      const merge = (await events(t, "bg")).find((e: any) => e.event === "MERGE");
+      expect(merge).toMatchObject({ actorKeyId: null, mergedIds: [expect.any(String)] });
+    } finally {
+      await t.stop();
+    }
+  }, 20_000);
+});

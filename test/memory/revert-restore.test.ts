@@ -364,3 +364,26 @@ describe("restore", () => {
     expect((await current(e)).map((m) => m.content).sort()).toEqual([...want, ...after].sort());
   });
 });
+
+describe("Idempotency-Key", () => {
+  test("a revert or restore sent twice with one key is done once; the second gets the first answer", async () => {
+    const m = await raw("idem", "Gus likes plums");
+    const [add] = await memoryEvents(m.id);
+    await patch(m.id, { content: "Gus likes pears" });
+    const send = (path: string, body: object, key: string) =>
+      s.api("POST", path, body, { headers: { "content-type": "application/json", "idempotency-key": key } });
+    const first = await send(`/v1/memory/${m.id}/revert`, { toEvent: add.id }, "rev-1");
+    const again = await send(`/v1/memory/${m.id}/revert`, { toEvent: add.id }, "rev-1");
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await again.json()).toEqual(await first.json());
+    expect((await memoryEvents(m.id)).length).toBe(3);
+    const at = new Date(Date.parse(add.createdAt)).toISOString();
+    await patch(m.id, { content: "Gus likes figs" });
+    const r1 = await send("/v1/memory/restore", { namespace: ns, entity: "idem", asOf: at }, "res-1");
+    const r2 = await send("/v1/memory/restore", { namespace: ns, entity: "idem", asOf: at }, "res-1");
+    expect(r2.headers.get("idempotent-replayed")).toBe("true");
+    expect(await r2.json()).toEqual(await r1.json());
+    expect((await memoryEvents(m.id)).length).toBe(5);
+    expect((await s.json("GET", `/v1/memory/${m.id}`)).body.content).toBe("Gus likes plums");
+  });
+});

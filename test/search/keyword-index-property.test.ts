@@ -7,7 +7,7 @@ import { KeywordSpace } from "../../src/index/keyword";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { isCurrent, type MemoryRecord } from "../../src/storage/records";
 import type { MemoryOp, Storage } from "../../src/storage/storage";
-import { bm25, idf, type QueryTerm } from "../../src/text/scoring";
+import { bm25n, idf, lengthNormOf, type QueryTerm } from "../../src/text/scoring";
 import { queryTerms, termCounts } from "../../src/text/tokens";
 import { backend, freshDatabase, seededRandom, tempDir } from "../helpers";
 
@@ -60,12 +60,13 @@ function bruteForce(scope: { namespace: string; entity?: string }, terms: QueryT
     const { tf, length } = termCounts(r.content);
     docs.push({ id, tf, len: length });
   }
-  const avg = docs.reduce((a, d) => a + d.len, 0) / docs.length;
+  // The scope's average length and b (text/scoring.ts lengthNormB: the spread of its lengths).
+  const avg = lengthNormOf(docs.map((d) => d.len));
   const w = terms.map((t) => t.weight * idf(docs.length, docs.filter((d) => d.tf.has(t.term)).length));
   return docs
     .map((d) => ({
       id: d.id,
-      score: terms.reduce((a, t, i) => a + (d.tf.has(t.term) ? bm25(w[i], d.tf.get(t.term)!, d.len, avg) : 0), 0),
+      score: terms.reduce((a, t, i) => a + (d.tf.has(t.term) ? bm25n(w[i], d.tf.get(t.term)!, d.len, avg) : 0), 0),
     }))
     .filter((h) => h.score > 0 && isCurrent(dbs.memories.get(h.id) as MemoryRecord | undefined, now))
     .map((h) => h.score)

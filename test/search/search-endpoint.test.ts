@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startFakeEmbedder } from "../fake-embedder";
 import { startFakeModel } from "../fake-model";
-import { startTestServer, type TestServer } from "../helpers";
+import { backend, startTestServer, type TestServer } from "../helpers";
 
 const embedder = startFakeEmbedder({ similar: [["vegetarian", "meat", "vegan"]] });
 const model = startFakeModel();
@@ -110,10 +110,14 @@ describe("scoping and permission", () => {
 describe("keyword search", () => {
   test("ranking of a hand-made set: BM25 order, ties newer first, public shape plus score", async () => {
     const ns = "rank";
+    // Each hit stored apart from the others (a memory without the query's words between): hits
+    // stored next to each other lend each other a share of their scores (adjacent-hits test below).
     await store(plain, { namespace: ns, entity: "u", content: "The user owns a dog named Rex" });
-    await store(plain, { namespace: ns, entity: "u", content: "Dog food: the dog eats dry dog food twice a day" });
     await store(plain, { namespace: ns, entity: "u", content: "Allergic to cats" });
+    await store(plain, { namespace: ns, entity: "u", content: "Dog food: the dog eats dry dog food twice a day" });
+    await store(plain, { namespace: ns, entity: "u", content: "Allergic to pollen" });
     const older = await store(plain, { namespace: ns, entity: "u", content: "Walks the dog daily" });
+    await store(plain, { namespace: ns, entity: "u", content: "Allergic to dust" });
     const newer = await store(plain, {
       namespace: ns,
       entity: "u",
@@ -139,6 +143,36 @@ describe("keyword search", () => {
     expect(typeof r.body.results[1].createdAt).toBe("string");
     expect(contents(await search(plain, { namespace: ns, query: "dog", limit: 2 }))).toHaveLength(2);
     expect(contents(await search(plain, { namespace: ns, query: "giraffe" }))).toEqual([]);
+  });
+
+  test("adjacent hits: a hit stored next to a strong one gains half its score; a memory without the query's words never comes in", async () => {
+    const ns = "adjacent";
+    const turns = [
+      "Melanie: what did you research last week, Caroline?",
+      "Caroline: adoption agencies for my family",
+      "Caroline: the weather was lovely",
+      "Caroline: I painted a lake at sunrise",
+      "Melanie: I baked bread",
+    ];
+    for (const content of turns) await store(plain, { namespace: ns, entity: "c", content });
+    // Within an entity on LMDB (over a whole namespace, and on PostgreSQL: BM25 alone).
+    for (const scope of [{ entity: "c" }]) {
+      const r = await search(plain, { namespace: ns, ...scope, query: "What did Caroline research?" });
+      expect(contents(r)[0]).toBe(turns[0]);
+      expect(contents(r)).not.toContain(turns[4]);
+      if (backend === "postgres") {
+        // BM25 alone: the shortest of the three "Caroline" turns second.
+        expect(contents(r)[1]).toBe(turns[2]);
+        continue;
+      }
+      expect(contents(r)).toEqual([turns[0], turns[1], turns[2], turns[3]]);
+      const [first, second, third] = r.body.results.map((x: { score: number }) => x.score);
+      // BM25 alone ranks the shortest of the three "Caroline" turns second; the reply to the
+      // question gains half the question's score, the others half their best neighbour's.
+      expect(second).toBeGreaterThan(third);
+      expect(second).toBeGreaterThan(first / 2);
+      expect(first).toBeGreaterThan(second);
+    }
   });
 
   test("category and tags filter", async () => {

@@ -6,9 +6,9 @@
 // namespace's current memories (computed here from what the test stored), including after
 // stores and deletes made while a namespace was released.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { bm25, idf } from "../../src/text/scoring";
+import { BM25, bm25n, idf, lengthNormOf } from "../../src/text/scoring";
 import { queryTerms, termCounts } from "../../src/text/tokens";
-import { seededRandom, startTestServer, type TestServer } from "../helpers";
+import { backend, seededRandom, startTestServer, type TestServer } from "../helpers";
 
 let t: TestServer;
 beforeAll(async () => {
@@ -31,20 +31,26 @@ async function store(ns: string, content: string) {
   docs.get(ns)!.push({ id: r.body.memories[0].id, content });
 }
 
-/** BM25 over the namespace's current memories, as the search must score them. */
+/**
+ * BM25 over the namespace's current memories, as a namespace-wide search must score them, with the
+ * namespace's b (the spread of its lengths; adjacent hits are ranked within an entity only).
+ */
 function expected(ns: string, query: string): Map<string, number> {
   const ds = docs.get(ns)!.map((d) => ({ id: d.id, ...termCounts(d.content) }));
-  const avg = ds.reduce((a, d) => a + d.length, 0) / ds.length;
+  // LMDB: the namespace's b (the spread of its lengths); PostgreSQL: BM25.b, as its SQL statement.
+  const norm =
+    backend === "postgres"
+      ? { avg: ds.reduce((a, d) => a + d.length, 0) / ds.length, b: BM25.b }
+      : lengthNormOf(ds.map((d) => d.length));
   const terms = queryTerms(query);
   const w = terms.map((q) => q.weight * idf(ds.length, ds.filter((d) => d.tf.has(q.term)).length));
+  const own = ds.map((d) =>
+    terms.reduce((a, q, i) => a + (d.tf.has(q.term) ? bm25n(w[i], d.tf.get(q.term)!, d.length, norm) : 0), 0),
+  );
   const out = new Map<string, number>();
-  for (const d of ds) {
-    const score = terms.reduce(
-      (a, q, i) => a + (d.tf.has(q.term) ? bm25(w[i], d.tf.get(q.term)!, d.length, avg) : 0),
-      0,
-    );
-    if (score > 0) out.set(d.id, score);
-  }
+  ds.forEach((d, i) => {
+    if (own[i] > 0) out.set(d.id, own[i]);
+  });
   return out;
 }
 

@@ -14,7 +14,7 @@ import {
   maxScoreTuning,
   type SpaceParts,
 } from "../../src/index/keyword";
-import { bm25, idf, type QueryTerm } from "../../src/text/scoring";
+import { bm25n, idf, lengthNormOf, type QueryTerm } from "../../src/text/scoring";
 import { queryTerms } from "../../src/text/tokens";
 import { seededRandom } from "../helpers";
 
@@ -74,7 +74,8 @@ type Doc = { id: string; len: number; created: number; tf: Map<string, number> }
  */
 function bruteForce(live: Map<string, Doc>, terms: QueryTerm[], limit: number, accept: (id: string) => boolean) {
   const docs = [...live.values()];
-  const avg = docs.reduce((a, d) => a + d.len, 0) / docs.length;
+  // The scope's average length and b (text/scoring.ts lengthNormB: the spread of its lengths).
+  const avg = lengthNormOf(docs.map((d) => d.len));
   const weights = new Map<string, number>();
   for (const t of terms) weights.set(t.term, Math.max(weights.get(t.term) ?? 0, t.weight));
   const ts = [...weights]
@@ -86,7 +87,7 @@ function bruteForce(live: Map<string, Doc>, terms: QueryTerm[], limit: number, a
     .filter((d) => ts.some((t) => d.tf.has(t.term)) && accept(d.id))
     .map((d) => {
       let score = 0;
-      for (const t of ts) if (d.tf.has(t.term)) score += bm25(t.w, Math.min(65535, d.tf.get(t.term)!), d.len, avg);
+      for (const t of ts) if (d.tf.has(t.term)) score += bm25n(t.w, Math.min(65535, d.tf.get(t.term)!), d.len, avg);
       return { d, score };
     })
     .sort((a, b) => b.score - a.score || b.d.created - a.d.created || (a.d.id < b.d.id ? 1 : -1))

@@ -202,7 +202,8 @@ class Memd:
         return self._call(_api.events(request, fields))
 
     def search(self, request: SearchRequest | None = None, /, **fields: Any) -> SearchResponse:
-        """Ranked search over current memories: ``namespace``, ``query``, ``entity``, ``limit``,
+        """Ranked search over current memories: ``namespace``, ``query``, ``entity``,
+        ``entity_prefix`` (``entityPrefix``: only entities whose name starts with it), ``limit``,
         ``mode`` (keyword, semantic, hybrid), ``category``, ``tags``; ``as_of`` (``asOf``, ISO 8601:
         the memories current at that instant; keyword only, with ``entity``), ``observed_after``,
         ``observed_before``."""
@@ -217,7 +218,8 @@ class Memd:
 
     def list(self, request: Fields | None = None, /, **fields: Any) -> ListResponse:
         """Current memories of a namespace or entity, newest first, a page at a time:
-        ``namespace``, ``entity``, ``category``, ``tags`` (all must match), ``limit``, ``cursor``
+        ``namespace``, ``entity``, ``entity_prefix`` (``entityPrefix``), ``category``, ``tags`` (all
+        must match), ``limit``, ``cursor``
         (the previous page's ``nextCursor``), ``as_of`` (``asOf``, ISO 8601: the memories current at
         that instant, replayed from the audit trail), ``observed_after``, ``observed_before``."""
         return self._call(_api.list_(request, fields))
@@ -306,7 +308,8 @@ class Memd:
         return self._call(_api.namespaces(request, fields))
 
     def entities(self, request: Fields | None = None, /, **fields: Any) -> EntitiesResponse:
-        """Entities of a namespace with their memory counts: ``namespace``, ``limit``, ``cursor``."""
+        """Entities of a namespace with their memory counts: ``namespace``, ``prefix`` (only names
+        starting with it), ``limit``, ``cursor``."""
         return self._call(_api.entities(request, fields))
 
     def export(self, request: Fields | None = None, /, **fields: Any) -> Iterator[dict[str, Any]]:

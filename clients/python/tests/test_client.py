@@ -242,3 +242,15 @@ def test_context_for_a_prompt(server):
     with pytest.raises(MemdError) as e:
         c.context(namespace="ctx", entity="u", max_tokens=10)
     assert e.value.status == 400 and [d["field"] for d in e.value.details] == ["maxTokens"]
+
+
+def test_entity_prefix_on_list_search_and_entities(server):
+    c = server.client
+    for entity in ("acme.alice", "acme.bob", "acmecorp.carol"):
+        c.store(namespace="prefixes", entity=entity, content="likes sailing", infer=False)
+    listed = c.list(namespace="prefixes", entity_prefix="acme.")
+    assert sorted(m["entity"] for m in listed["memories"]) == ["acme.alice", "acme.bob"]
+    found = c.search(namespace="prefixes", query="sailing", entity_prefix="acme.")
+    assert sorted(r["entity"] for r in found["results"]) == ["acme.alice", "acme.bob"]
+    names = c.entities(namespace="prefixes", prefix="acme")
+    assert [e["entity"] for e in names["entities"]] == ["acme.alice", "acme.bob", "acmecorp.carol"]

@@ -39,9 +39,10 @@ export class DocumentTable {
   entityDocs: Int32Array[] = [];
   entityCount: number[] = [];
   entityLive: number[] = [];
-  /** Live documents and the sum of their lengths. */
+  /** Live documents, the sum of their lengths and of the lengths' squares. */
   live = 0;
   totalLength = 0;
+  totalSquares = 0;
   readonly lists = new Map<string, List>();
   listById: List[] = [];
   /** Scratch for an entity's search: its candidates and their scores. */

@@ -2,7 +2,7 @@
 // lists) or an entity's documents (each looked at once, here). The search checks every candidate
 // through the caller's `accept`, so what it returns is whatever the caller's store holds as
 // current and matching: the engine knows documents and scores, the caller its records.
-import { bm25, idf, type QueryTerm as Term } from "../../text/scoring";
+import { bm25n, idf, type LengthNorm, lengthNormB, type QueryTerm as Term } from "../../text/scoring";
 import type { List } from "./lists";
 import type { KeywordSpace } from "./space";
 import { type Accept, type Hit, namespaceTop, type QueryTerm } from "./walk";
@@ -25,6 +25,13 @@ export function keywordSearch<R extends object, S extends object>(
   terms: readonly Term[],
   limit: number,
   acceptId: Accept<R>,
+  /**
+   * The share of an adjacent hit's score a hit gains (text/scoring.ts NEIGHBOUR_SHARE; search
+   * passes it): 0, BM25's own scores.
+   */
+  share = 0,
+  /** A fixed b instead of the scope's (PostgreSQL: its SQL statement's, BM25.b, so both agree). */
+  fixedB?: number,
 ): Hit<R>[] {
   if (terms.length === 0) return EMPTY;
   const space = of.expanded();
@@ -32,13 +39,21 @@ export function keywordSearch<R extends object, S extends object>(
   const ofEntity = scope.entity === undefined ? undefined : space.entityDocuments(scope.entity);
   const docsOf = ofEntity?.docs;
   let { docs, totalLength } = space.stats;
+  let totalSquares = space.totalSquares;
   if (scope.entity !== undefined) {
     docs = ofEntity?.live ?? 0;
     totalLength = 0;
-    if (docsOf) for (const d of docsOf) if (!space.gone[d]) totalLength += space.docLen[d];
+    totalSquares = 0;
+    if (docsOf)
+      for (const d of docsOf)
+        if (!space.gone[d]) {
+          totalLength += space.docLen[d];
+          totalSquares += space.docLen[d] * space.docLen[d];
+        }
   }
   if (docs === 0) return EMPTY;
-  const avg = totalLength / docs;
+  // BM25's avgdl, and b from the spread of the scope's lengths (text/scoring.ts lengthNormB).
+  const avg: LengthNorm = { avg: totalLength / docs, b: fixedB ?? lengthNormB(docs, totalLength, totalSquares) };
   const accepted = new Map<string, R | null>();
   const accept: Accept<R> = (id) => {
     let r = accepted.get(id);
@@ -57,32 +72,43 @@ export function keywordSearch<R extends object, S extends object>(
     .map(({ term, weight, list }) => ({ term, weight, list, idf: weight * idf(docs, list.live) }))
     .sort((a, b) => b.idf - a.idf || (a.term < b.term ? -1 : 1));
   if (ts.length === 0) return EMPTY;
+  // Adjacent hits need an entity's order: over a namespace, BM25 alone.
   if (!docsOf) return namespaceTop(space, ts, avg, limit, accept);
   if (space.touched.length < docsOf.length) {
     const room = Math.max(1024, docsOf.length + (docsOf.length >> 3));
     space.touched = new Int32Array(room);
     space.values = new Float64Array(room);
   }
-  return pickAccepted(space, entityCandidates(space, docsOf, ts, docs, avg), limit, accept);
+  return pickAccepted(space, entityCandidates(space, docsOf, ts, docs, avg, share), limit, accept);
 }
 
 /**
  * An entity's candidates into (space.touched, space.values): its documents, each looked at once
  * for which of the query's lists hold it. Returns how many.
  */
-function entityCandidates(space: KeywordSpace, docsOf: Int32Array, ts: QueryTerm[], docs: number, avg: number) {
+function entityCandidates(
+  space: KeywordSpace,
+  docsOf: Int32Array,
+  ts: QueryTerm[],
+  docs: number,
+  avg: LengthNorm,
+  share: number,
+) {
   const { touched, values } = space;
   const listIds = ts.map((t) => t.list.id);
-  const hits: number[] = []; // document, then (list index, tf) pairs, then -1
+  const hits: number[] = []; // document, its position among the entity's live ones, then (list index, tf) pairs, then -1
   const df = ts.map(() => 0);
+  const positions = new Int32Array(docsOf.length);
+  let at = -1;
   for (const d of docsOf) {
     if (space.gone[d]) continue;
+    at++;
     let found = false;
     const n = space.listsOf(d);
     for (let k = 0; k < n; k++) {
       const q = listIds.indexOf(space.termIds[k]);
       if (q < 0) continue;
-      if (!found) hits.push(d);
+      if (!found) hits.push(d, at);
       found = true;
       hits.push(q, space.termTfs[k]);
       df[q]++;
@@ -94,16 +120,29 @@ function entityCandidates(space: KeywordSpace, docsOf: Int32Array, ts: QueryTerm
   let count = 0;
   for (let i = 0; i < hits.length; ) {
     const d = hits[i++];
+    const at = hits[i++];
     parts.fill(0);
-    for (; hits[i] !== -1; i += 2) parts[hits[i]] = bm25(w[hits[i]], hits[i + 1], space.docLen[d], avg);
+    for (; hits[i] !== -1; i += 2) parts[hits[i]] = bm25n(w[hits[i]], hits[i + 1], space.docLen[d], avg);
     i++;
     let sum = 0;
     for (const p of parts) sum += p;
     touched[count] = d;
+    positions[count] = at;
     values[count++] = sum;
+  }
+  // The better of the adjacent hits (the entity's live documents just before and after, when they
+  // are candidates too) lends a share of its score.
+  if (share > 0) {
+    const own = values.slice(0, count);
+    for (let c = 0; c < count; c++) {
+      const before = c > 0 && positions[c - 1] === positions[c] - 1 ? own[c - 1] : 0;
+      const after = c + 1 < count && positions[c + 1] === positions[c] + 1 ? own[c + 1] : 0;
+      values[c] += share * Math.max(before, after);
+    }
   }
   return count;
 }
+
 /**
  * The best `limit` accepted of a search's candidates (space.touched, space.values)[0, count):
  * score high to low, then newer first (createdAt, then id), as byScoreThenNewer orders them, so

@@ -254,7 +254,10 @@ export function thaw(s: DocumentTable, p: SpaceParts) {
   s.gone = new Uint8Array(n + 1 + (n >> 3));
   for (const [d, id] of p.otherIds) s.otherIds.set(d, id);
   s.live = n;
-  for (let d = 0; d < n; d++) s.totalLength += p.docLen[d];
+  for (let d = 0; d < n; d++) {
+    s.totalLength += p.docLen[d];
+    s.totalSquares += p.docLen[d] * p.docLen[d];
+  }
   p.terms.forEach((term, i) => {
     const l = new List(i);
     const len = p.listN[i];

@@ -152,6 +152,7 @@ export class KeywordSpace extends DocumentTable {
     const pool = this.pool;
     this.docLen[d] = length;
     this.totalLength += length;
+    this.totalSquares += length * length;
     this.docCreated[d] = v[1] as number;
     let k = start;
     for (let i = 3; i < v.length; i += 2) {
@@ -211,6 +212,7 @@ export class KeywordSpace extends DocumentTable {
     this.live--;
     this.gone[d] = 1;
     this.totalLength -= this.docLen[d];
+    this.totalSquares -= this.docLen[d] * this.docLen[d];
     const n = this.listsOf(d);
     for (let i = 0; i < n; i++) this.listById[this.termIds[i]].live--;
     this.entityLive[this.docEntity[d]]--;

@@ -1,6 +1,6 @@
 // A namespace's best documents for a query, document at a time by MaxScore over cursors on the
 // query's lists (search.ts decides the scope and the terms).
-import { bm25 } from "../../text/scoring";
+import { bm25n, type LengthNorm } from "../../text/scoring";
 import { type List, NONE, SKY } from "./lists";
 import type { KeywordSpace } from "./space";
 
@@ -92,10 +92,10 @@ class Cursor {
  * The most a term of idf (times its weight) `w` adds to a document's score: the highest bm25 of
  * its list's skyline (List.sky), each tf at its shortest document.
  */
-function boundOf(sky: Int32Array, skyTf: number, w: number, avg: number): number {
+function boundOf(sky: Int32Array, skyTf: number, w: number, avg: LengthNorm): number {
   let most = 0;
-  for (let t = 1; t < SKY; t++) if (sky[t] !== NONE) most = Math.max(most, bm25(w, t, sky[t], avg));
-  if (sky[SKY] !== NONE) most = Math.max(most, bm25(w, skyTf, sky[SKY], avg));
+  for (let t = 1; t < SKY; t++) if (sky[t] !== NONE) most = Math.max(most, bm25n(w, t, sky[t], avg));
+  if (sky[SKY] !== NONE) most = Math.max(most, bm25n(w, skyTf, sky[SKY], avg));
   return most;
 }
 
@@ -115,7 +115,7 @@ function boundOf(sky: Int32Array, skyTf: number, w: number, avg: number): number
 export function namespaceTop<R>(
   space: KeywordSpace,
   ts: QueryTerm[],
-  avg: number,
+  avg: LengthNorm,
   limit: number,
   accept: Accept<R>,
 ): Hit<R>[] {
@@ -124,7 +124,7 @@ export function namespaceTop<R>(
   // Most postings have tf 1: their contribution by length, from a table.
   const ones = ts.map((t) => {
     const one = new Float64Array(t.list.maxLen + 1);
-    for (let l = 0; l < one.length; l++) one[l] = bm25(t.idf, 1, l, avg);
+    for (let l = 0; l < one.length; l++) one[l] = bm25n(t.idf, 1, l, avg);
     return one;
   });
   const bounds = Float64Array.from(ts, (t) => boundOf(space.skylineOf(t.list), t.list.skyTf, t.idf, avg));
@@ -236,7 +236,7 @@ function maxScore(
   bounds: Float64Array,
   order: Int32Array,
   below: Float64Array,
-  avg: number,
+  avg: LengthNorm,
   limit: number,
   accept: Accept<unknown> | undefined,
 ): { docs: Int32Array; scores: Float64Array } {
@@ -265,7 +265,7 @@ function seedPass(
   bounds: Float64Array,
   order: Int32Array,
   below: Float64Array,
-  avg: number,
+  avg: LengthNorm,
   top: Top,
   parts: Float64Array,
 ) {
@@ -280,7 +280,7 @@ function seedPass(
     if (gone[d]) continue;
     const len = docLen[d];
     const tf0 = c.tfNow();
-    parts[seed] = tf0 === 1 ? ones[seed][len] : bm25(w[seed], tf0, len, avg);
+    parts[seed] = tf0 === 1 ? ones[seed][len] : bm25n(w[seed], tf0, len, avg);
     let upper = parts[seed] + below[m - 1];
     if (upper < cutoff) continue;
     // The other lists, highest bound first, while the document can still reach the top (the
@@ -294,7 +294,7 @@ function seedPass(
       cq.seek(d);
       if (cq.d === d) {
         const tf = cq.tfNow();
-        const p = tf === 1 ? ones[q][len] : bm25(w[q], tf, len, avg);
+        const p = tf === 1 ? ones[q][len] : bm25n(w[q], tf, len, avg);
         parts[q] = p;
         upper += p;
       } else parts[q] = 0;
@@ -319,7 +319,7 @@ function walkPass(
   bounds: Float64Array,
   order: Int32Array,
   below: Float64Array,
-  avg: number,
+  avg: LengthNorm,
   top: Top,
   parts: Float64Array,
   done: Cursor | undefined,
@@ -346,7 +346,7 @@ function walkPass(
       const q = order[e];
       if (c.d === d) {
         const tf = c.tfNow();
-        const p = tf === 1 ? ones[q][len] : bm25(w[q], tf, len, avg);
+        const p = tf === 1 ? ones[q][len] : bm25n(w[q], tf, len, avg);
         parts[q] = p;
         upper += p;
         c.next();
@@ -363,7 +363,7 @@ function walkPass(
       c.seek(d);
       if (c.d === d) {
         const tf = c.tfNow();
-        const p = tf === 1 ? ones[q][len] : bm25(w[q], tf, len, avg);
+        const p = tf === 1 ? ones[q][len] : bm25n(w[q], tf, len, avg);
         parts[q] = p;
         upper += p;
       } else parts[q] = 0;

@@ -231,7 +231,7 @@ export function keywordCache(
         state.set(s, { ns, changes: 0, queued: false, from: found?.at });
         return s;
       },
-      load: (s, ns, after, limit) => {
+      load: (s, ns, after, limit, later) => {
         const st = state.get(s)!;
         if (st.from !== undefined) {
           // Restored: re-read every memory the namespace's events name since the snapshot.
@@ -253,6 +253,7 @@ export function keywordCache(
           return undefined;
         }
         return loadSlice(dbs.namespaceMemories, ns, after, limit, (key) => {
+          if (later?.(key[1] as string)) return;
           const terms = termsOf(ns, key[1] as string);
           if (terms) s.add(key[1] as string, terms, true);
         });

@@ -9,6 +9,8 @@ import { enqueue, write } from "./writes";
 
 /** How many index entries one filtered list page reads at most before it answers a short page. */
 const MAX_LIST_SCAN = 5000;
+/** How many index entries adjacentMemories reads on each side at most. */
+const ADJACENT_SCAN = 8;
 
 /** Whether a memory passes a list query's filters. */
 export function listed(r: MemoryRecord | undefined, q: ListMemoriesQuery, now: number) {
@@ -70,6 +72,31 @@ export function lmdbMemories(s: LmdbState): MemoryWrites & MemoryReads {
         lastScanned = id;
       }
       return { memories: out };
+    },
+
+    async adjacentMemories(memories, now) {
+      const out: [string, MemoryRecord][] = [];
+      for (const m of memories) {
+        const prefix = [m.namespace, m.entity];
+        for (const reverse of [true, false]) {
+          // The nearest current one; entries of memories just retired (or past their TTL) are passed over.
+          let scanned = 0;
+          for (const key of dbs.entityMemories.getKeys({
+            start: [...prefix, m.id],
+            end: reverse ? prefix : [...prefix, END],
+            exclusiveStart: true,
+            reverse,
+          })) {
+            const r = getRecord(s, (key as string[]).at(-1)!);
+            if (isCurrent(r, now)) {
+              out.push([m.id, r!]);
+              break;
+            }
+            if (++scanned >= ADJACENT_SCAN) break;
+          }
+        }
+      }
+      return out;
     },
 
     async memoryByKey(namespace, entity, key, now = Date.now()) {

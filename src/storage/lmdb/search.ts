@@ -200,12 +200,19 @@ export function semanticSearch(
 export function lmdbSearch(s: LmdbState): Search {
   const { dbs, keywordCache, vectorCache } = s;
   return {
-    async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
+    async keywordSearch(scope, terms, filter, limit, now = Date.now(), share = 0) {
       const space = await keywordCache.get(scope.namespace);
-      return keywordSearch(space, scope, terms, limit, (id) => {
-        const m = dbs.memories.get(id) as MemoryRecord | undefined;
-        return isCurrent(m, now) && m.namespace === scope.namespace && matchesFilter(m, filter) ? m : null;
-      });
+      return keywordSearch(
+        space,
+        scope,
+        terms,
+        limit,
+        (id) => {
+          const m = dbs.memories.get(id) as MemoryRecord | undefined;
+          return isCurrent(m, now) && m.namespace === scope.namespace && matchesFilter(m, filter) ? m : null;
+        },
+        share,
+      );
     },
 
     async semanticSearch(scope, vector, filter, limit, now = Date.now()) {

@@ -38,9 +38,16 @@ export interface CacheSource<S, V> {
   /**
    * Reads up to `limit` entries of `namespace` from LMDB into `s`, starting after the key
    * `after` (from the start when undefined); returns the last key read, or undefined when the
-   * namespace had no more.
+   * namespace had no more. Entries of a memory for which `later` is true may be left out: a
+   * write committed during the load touched it, and it is read again once the load ends.
    */
-  load(s: S, namespace: string, after: Key[] | undefined, limit: number): Key[] | undefined;
+  load(
+    s: S,
+    namespace: string,
+    after: Key[] | undefined,
+    limit: number,
+    later?: (id: string) => boolean,
+  ): Key[] | undefined;
   /** After a first load (spare room can be dropped). */
   loaded?(s: S): void;
   /** After a reload: `now` took the place of `old`, which is no longer followed. */
@@ -72,7 +79,7 @@ export const loading = {
   background: (): Promise<unknown> => new Promise((resolve) => setTimeout(resolve, 1)),
 };
 
-type LoadEntry<S> = { done: Promise<S>; touched: Touched[]; background: boolean };
+type LoadEntry<S> = { done: Promise<S>; touched: Touched[]; ids: Set<string>; background: boolean };
 
 /**
  * In-memory copies of an index, per namespace: loaded from LMDB on first use, in slices so that a
@@ -121,7 +128,7 @@ export class NamespaceCache<S, V> {
 
   private start(namespace: string, background: boolean): Promise<S> {
     // In the map before the first slice runs: a namespace that loads at once removes it again.
-    const entry: LoadEntry<S> = { touched: [], done: undefined as never, background };
+    const entry: LoadEntry<S> = { touched: [], ids: new Set(), done: undefined as never, background };
     this.loads.set(namespace, entry);
     entry.done = this.load(namespace, entry);
     return entry.done;
@@ -168,7 +175,7 @@ export class NamespaceCache<S, V> {
   reload(namespace: string) {
     const old = this.ready.get(namespace);
     if (!old || this.loads.has(namespace)) return;
-    const entry: LoadEntry<S> = { touched: [], done: undefined as never, background: false };
+    const entry: LoadEntry<S> = { touched: [], ids: new Set(), done: undefined as never, background: false };
     this.loads.set(namespace, entry);
     entry.done = this.load(namespace, entry, old);
   }
@@ -183,11 +190,13 @@ export class NamespaceCache<S, V> {
     }
     try {
       const slice = () => (entry.background ? loading.backgroundSlice : loading.slice);
-      for (let after = this.source.load(s, namespace, undefined, slice()); after !== undefined; ) {
+      // (What writes touch meanwhile is read once, at the end: the slices may leave it out.)
+      const later = (id: string) => entry.ids.has(id);
+      for (let after = this.source.load(s, namespace, undefined, slice(), later); after !== undefined; ) {
         await (entry.background ? loading.background() : loading.between());
         // A background load stops once the cache is cleared (a rebuild, or the store closing).
         if (entry.background && generation !== this.generation) throw new Error("background load called off");
-        after = this.source.load(s, namespace, after, slice());
+        after = this.source.load(s, namespace, after, slice(), later);
       }
       this.apply(touched, (ns) => (ns === namespace ? s : undefined));
       this.source.loaded?.(s);
@@ -216,7 +225,13 @@ export class NamespaceCache<S, V> {
         if (!this.ready.has(ns) && !this.loads.has(ns)) this.source.unloaded(ns, j - i);
         i = j;
       }
-    if (this.loads.size > 0) for (const t of touched) this.loads.get(t[0])?.touched.push(t);
+    if (this.loads.size > 0)
+      for (const t of touched) {
+        const entry = this.loads.get(t[0]);
+        if (!entry) continue;
+        entry.touched.push(t);
+        entry.ids.add(t[2]);
+      }
     if (this.ready.size === 0) return;
     this.apply(touched, (ns) => this.ready.get(ns));
     if (!this.memory) return;

@@ -16,7 +16,7 @@ const noCursor = "ffffffff-ffff-ffff-ffff-ffffffffffff";
 /** Memories one namespace-wide as-of page looks at, at most, before it answers a short page. */
 const NAMESPACE_SCAN = 1000;
 
-export function pgAsOf({ sql, db }: PgState): AsOfReads {
+export function pgAsOf({ sql, read }: PgState): AsOfReads {
   const kinds = sql.array([...stateKinds], "text");
 
   /**
@@ -34,8 +34,8 @@ export function pgAsOf({ sql, db }: PgState): AsOfReads {
     for (let seen = 0; seen < NAMESPACE_SCAN; ) {
       const chunk = Math.min(200, NAMESPACE_SCAN - seen);
       const ids: string[] = (
-        await db(
-          () => sql`
+        await read(
+          (sql) => sql`
             WITH RECURSIVE ids(mid) AS (
               (SELECT memory_id FROM events WHERE namespace = ${namespace} AND memory_id < ${before}::uuid
                  ORDER BY memory_id DESC LIMIT 1)
@@ -48,8 +48,8 @@ export function pgAsOf({ sql, db }: PgState): AsOfReads {
         )
       ).map((r: Row) => String(r.mid));
       if (ids.length === 0) return { memories: out };
-      const rows = await db(
-        () => sql`
+      const rows = await read(
+        (sql) => sql`
           SELECT m.mid, e.* FROM unnest(${sql.array(ids, "text")}::uuid[]) AS m(mid)
           CROSS JOIN LATERAL (
             SELECT * FROM (
@@ -66,7 +66,9 @@ export function pgAsOf({ sql, db }: PgState): AsOfReads {
       const live = ids.filter((id) => latest.has(id));
       const records = new Map<string, MemoryRecord>();
       if (live.length > 0)
-        for (const r of await db(() => sql`SELECT * FROM memories WHERE id = ANY(${sql.array(live, "text")}::uuid[])`))
+        for (const r of await read(
+          (sql) => sql`SELECT * FROM memories WHERE id = ANY(${sql.array(live, "text")}::uuid[])`,
+        ))
           records.set(r.id as string, memoryOf(r));
       for (const id of live) {
         const v = versionAt(id, latest.get(id)!, records.get(id), asOf);
@@ -90,8 +92,8 @@ export function pgAsOf({ sql, db }: PgState): AsOfReads {
    * narrow columns come back; the events of the memories used are read by seq afterwards.
    */
   const latestOf = (namespace: string, entity: string, asOf: number, before: string): Promise<Row[]> =>
-    db(
-      () => sql`
+    read(
+      (sql) => sql`
         SELECT mid, seq, new_content, importance IS NOT NULL AS full FROM (
           SELECT DISTINCT ON (t.mid) t.mid, e.seq, e.event, e.memory_id, e.expires_at, e.new_content, e.importance
           FROM events e
@@ -114,12 +116,12 @@ export function pgAsOf({ sql, db }: PgState): AsOfReads {
       "text",
     );
     const events = new Map<number, EventRecord>(
-      (await db(() => sql`SELECT * FROM events WHERE seq = ANY(${seqs}::bigint[])`)).map(
+      (await read((sql) => sql`SELECT * FROM events WHERE seq = ANY(${seqs}::bigint[])`)).map(
         (r: Row) => [Number(r.seq), eventOf(r)] as const,
       ),
     );
     const records = new Map<string, MemoryRecord>(
-      (await db(() => sql`SELECT * FROM memories WHERE id = ANY(${sql.array(ids, "text")}::uuid[])`)).map(
+      (await read((sql) => sql`SELECT * FROM memories WHERE id = ANY(${sql.array(ids, "text")}::uuid[])`)).map(
         (r: Row) => [r.id as string, memoryOf(r)] as const,
       ),
     );
@@ -167,11 +169,11 @@ export function pgAsOf({ sql, db }: PgState): AsOfReads {
 
     async memoryAsOf(id, asOf) {
       if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
-      const [m] = await db(() => sql`SELECT * FROM memories WHERE id = ${id}`);
+      const [m] = await read((sql) => sql`SELECT * FROM memories WHERE id = ${id}`);
       if (!m) return undefined;
       const record = memoryOf(m);
-      const [r] = await db(
-        () => sql`
+      const [r] = await read(
+        (sql) => sql`
           SELECT * FROM events WHERE namespace = ${record.namespace} AND (memory_id = ${id} OR merged_from_id = ${id})
             AND at_ms <= ${asOf} AND event = ANY(${kinds}::text[])
           ORDER BY at_ms DESC LIMIT 1`,

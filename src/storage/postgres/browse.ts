@@ -4,13 +4,13 @@ import type { Row } from "./rows";
 import type { PgState } from "./state";
 
 export function pgBrowse(s: PgState): Browse {
-  const { sql, db } = s;
+  const { read } = s;
   return {
     async namespaces({ prefix, after, limit }) {
       // namespace_clock has one row per namespace that has events, so this reads namespaces, not
       // events. Byte order (COLLATE "C") is LMDB's order, and keeps a prefix one contiguous range.
-      const rows = await db(
-        () => sql`
+      const rows = await read(
+        (sql) => sql`
           SELECT c.namespace,
             (SELECT max(at_ms) FROM events e WHERE e.namespace = c.namespace) AS last_ms,
             (SELECT count(*) FROM memories m WHERE m.state = 'current' AND m.namespace = c.namespace) AS memories
@@ -30,8 +30,8 @@ export function pgBrowse(s: PgState): Browse {
 
     async entities(namespace, { prefix, after, limit }) {
       // A skip scan over events_by_entity: one index probe per entity, in the database's collation.
-      const rows = await db(
-        () => sql`
+      const rows = await read(
+        (sql) => sql`
           WITH RECURSIVE n(entity) AS (
             (SELECT entity FROM events WHERE namespace = ${namespace}
                AND (${after ?? null}::text IS NULL OR entity > ${after ?? null}::text)

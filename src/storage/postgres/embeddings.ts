@@ -8,11 +8,11 @@ import { rebuildIndex, writeIndex } from "./search";
 import type { PgState } from "./state";
 
 export function pgEmbeddings(s: PgState): Embeddings {
-  const { sql, db, write } = s;
+  const { sql, db, read, write } = s;
   return {
     async pendingEmbeddings(limit) {
-      const rows = await db(
-        () => sql`SELECT m.id, m.content, m.updated_at FROM embed_pending p JOIN memories m ON m.id = p.memory_id
+      const rows = await read(
+        (sql) => sql`SELECT m.id, m.content, m.updated_at FROM embed_pending p JOIN memories m ON m.id = p.memory_id
                   WHERE m.state = 'current' ORDER BY p.memory_id LIMIT ${limit}`,
       );
       return rows.map((r: Row) => ({
@@ -55,7 +55,12 @@ export function pgEmbeddings(s: PgState): Embeddings {
     },
 
     async rebuildSearchIndex(options = {}) {
-      const n = await db(() => sql.begin((tx) => rebuildIndex(tx, options.embeddings ?? false, memoryOf)));
+      const n = await db(() =>
+        sql.begin(async (tx) => {
+          await tx`SET LOCAL statement_timeout = 0`; // as long as the store is large
+          return rebuildIndex(tx, options.embeddings ?? false, memoryOf);
+        }),
+      );
       if (options.embeddings) s.vectors.clear();
       return n;
     },

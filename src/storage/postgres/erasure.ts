@@ -7,7 +7,7 @@ import { erasureOf, erasureRow, type Row } from "./rows";
 import type { PgState } from "./state";
 
 export function pgErasure(s: PgState): Erasure {
-  const { sql, db, write, applyIn } = s;
+  const { sql, read, write, applyIn } = s;
   return {
     erase(namespace, entity, actorKeyId, now = Date.now()) {
       return write(async (tx) => {
@@ -55,7 +55,7 @@ export function pgErasure(s: PgState): Erasure {
     },
 
     async erasures(namespace, entity) {
-      const rows = await db(() =>
+      const rows = await read((sql) =>
         entity === undefined
           ? sql`SELECT * FROM erasures WHERE namespace = ${namespace} ORDER BY at_ms`
           : sql`SELECT * FROM erasures WHERE namespace = ${namespace} AND entity = ${entity} ORDER BY at_ms`,

@@ -5,14 +5,14 @@ import { eventOf } from "./rows";
 import type { PgState } from "./state";
 
 export function pgEvents(s: PgState): EventReads {
-  const { sql, db } = s;
+  const { read } = s;
   return {
     async newestEvents(scope, limit) {
-      return (await db(() => eventsQuery(sql, scope, undefined, limit))).map(eventOf);
+      return (await read((sql) => eventsQuery(sql, scope, undefined, limit))).map(eventOf);
     },
 
     async eventsAfter(scope, afterMs, limit) {
-      return (await db(() => eventsQuery(sql, scope, afterMs, limit))).map(eventOf);
+      return (await read((sql) => eventsQuery(sql, scope, afterMs, limit))).map(eventOf);
     },
   };
 }

@@ -4,11 +4,11 @@ import type { Idempotency } from "../storage";
 import type { PgState } from "./state";
 
 export function pgIdempotency(s: PgState): Idempotency {
-  const { sql, db } = s;
+  const { read } = s;
   return {
     async idempotentAnswer(keyId, key, now) {
-      const [r] = await db(
-        () => sql`SELECT * FROM idempotency WHERE key_id = ${keyId} AND idem_key = ${key}
+      const [r] = await read(
+        (sql) => sql`SELECT * FROM idempotency WHERE key_id = ${keyId} AND idem_key = ${key}
           AND state = 'done' AND expires_at > ${now}`,
       );
       if (!r) return undefined;
@@ -26,8 +26,8 @@ export function pgIdempotency(s: PgState): Idempotency {
     },
 
     async sweepIdempotency(now, limit) {
-      const rows = await db(
-        () => sql`DELETE FROM idempotency WHERE (key_id, idem_key) IN (
+      const rows = await read(
+        (sql) => sql`DELETE FROM idempotency WHERE (key_id, idem_key) IN (
           SELECT key_id, idem_key FROM idempotency WHERE expires_at <= ${now} LIMIT ${limit}) RETURNING 1`,
       );
       return rows.length;

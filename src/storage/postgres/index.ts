@@ -63,15 +63,29 @@ export interface PostgresStorage extends Storage {
 
 /** Connects, migrates the schema, and returns the storage. Fails with a clear message if the database cannot be reached. */
 export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage> {
+  // Without a pooler, the server bounds every statement as well (reads run outside a transaction,
+  // where no SET LOCAL reaches them), and probes a memd that vanished (TCP keepalives: its
+  // connections, and any lock they hold, end within about a minute). Poolers refuse such startup
+  // parameters: behind one, set them on the role (docs/postgres.md).
+  const serverSide: Record<string, number> =
+    (o.pooler ?? "none") === "none"
+      ? {
+          statement_timeout: Math.trunc(o.statementTimeoutMs),
+          tcp_keepalives_idle: 30,
+          tcp_keepalives_interval: 10,
+          tcp_keepalives_count: 3,
+        }
+      : {};
   const connect = (max: number) =>
     new SQL({
       url: o.url,
       max,
       connectionTimeout: Math.max(1, Math.ceil(o.connectTimeoutMs / 1000)),
       idleTimeout: 60,
-      // No startup parameters but the application's name (poolers refuse or drop the others):
-      // the statement timeout and synchronous_commit are set in each write transaction (writes.ts).
-      connection: { application_name: "memd" },
+      // Behind a pooler no startup parameters but the application's name (poolers refuse or drop
+      // the others): the statement timeout and synchronous_commit are set in each write
+      // transaction (writes.ts).
+      connection: { application_name: "memd", ...serverSide },
       prepare: o.pooler !== "transaction",
     });
   const sql = connect(o.pool);
@@ -87,6 +101,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   }
   // Memories stored before the search index existed: indexed once, by the first process to get here.
   await sql.begin(async (tx) => {
+    await tx`SET LOCAL statement_timeout = 0`; // a rebuild takes as long as the store is large
     const [s] = await tx`SELECT needs_rebuild FROM search_state WHERE id = 1 FOR UPDATE`;
     if (!s?.needs_rebuild) return;
     await rebuildIndex(tx, false, memoryOf);
@@ -99,6 +114,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   // it answers storage_unavailable. Writes have theirs in writes.ts, checked before COMMIT.
   const writes: WriteSettings = { statementTimeoutMs: o.statementTimeoutMs, commitTimeoutMs: o.statementTimeoutMs };
   const db = reads(o.statementTimeoutMs);
+  const read = reservedReads(sql, db);
   // One follower per namespace keeps its keyword lists and its vectors in step (follow.ts).
   const followers = pgFollowers(sql, db);
   const searchMemory = new SearchMemory((o.searchMemoryMb ?? 256) * 1024 * 1024);
@@ -111,6 +127,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     keywordLists,
     entityLocks: keyedMutex(),
     db,
+    read,
     write: <T>(work: (tx: ReservedSQL) => Promise<T>) => writeAlone(sql, writes, work),
     groupCommit: new GroupCommit(sql, writes),
     applyIn: async (tx, ops, actorKeyId, now) => {
@@ -139,6 +156,47 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     ...pgIdempotency(s),
     ...pgWebhooks(s),
     ...pgUpkeep(s),
+  };
+}
+
+/**
+ * Reads on a connection reserved for each (`db`'s deadline and mapping). A connection that has not
+ * answered by the deadline is closed: a database gone silent without a reset leaves it waiting
+ * for TCP to give up or to retransmit (minutes, with its backoff, even after the network is
+ * back), and a pooled one would hold every later read that got it. Closed, the pool opens a new
+ * one (within the connect timeout) for the next read.
+ */
+function reservedReads(sql: SQL, db: PgState["db"]): PgState["read"] {
+  return <T>(fn: (q: SQL) => Promise<T>, limitMs?: number) => {
+    let conn: ReservedSQL | undefined;
+    let settled = false;
+    let abandoned = false;
+    return db(async () => {
+      const c = await sql.reserve();
+      if (abandoned) {
+        c.close().catch(() => undefined);
+        throw new StorageError("storage_unavailable", unavailableMessage);
+      }
+      conn = c;
+      try {
+        const value = await fn(c);
+        settled = true;
+        c.release();
+        return value;
+      } catch (e) {
+        settled = true;
+        // The database answered an error (a SQLSTATE): the connection is sound.
+        if (/^[0-9A-Z]{5}$/.test(String((e as { errno?: string })?.errno ?? ""))) c.release();
+        else c.close().catch(() => undefined);
+        throw e;
+      }
+    }, limitMs).catch((e) => {
+      if (!settled) {
+        abandoned = true;
+        conn?.close().catch(() => undefined);
+      }
+      throw e;
+    });
   };
 }
 

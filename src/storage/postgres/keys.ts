@@ -4,7 +4,7 @@ import { keyOf, keyRow } from "./rows";
 import type { PgState } from "./state";
 
 export function pgKeys(s: PgState): KeyStore {
-  const { sql, db, write } = s;
+  const { read, write } = s;
   return {
     async insertKey(k, options = {}) {
       return write(async (tx) => {
@@ -20,17 +20,17 @@ export function pgKeys(s: PgState): KeyStore {
 
     async getKey(id) {
       if (id.includes("\0")) return undefined; // PostgreSQL text cannot hold NUL, so no key has it
-      const [r] = await db(() => sql`SELECT * FROM api_keys WHERE id = ${id}`);
+      const [r] = await read((sql) => sql`SELECT * FROM api_keys WHERE id = ${id}`);
       return r ? keyOf(r) : undefined;
     },
 
     async keyByHash(hash) {
-      const [r] = await db(() => sql`SELECT * FROM api_keys WHERE hash = ${hash}`);
+      const [r] = await read((sql) => sql`SELECT * FROM api_keys WHERE hash = ${hash}`);
       return r ? keyOf(r) : undefined;
     },
 
     async listKeys() {
-      return (await db(() => sql`SELECT * FROM api_keys ORDER BY created_at, id`)).map(keyOf);
+      return (await read((sql) => sql`SELECT * FROM api_keys ORDER BY created_at, id`)).map(keyOf);
     },
 
     async revokeKey(id, at) {
@@ -42,7 +42,7 @@ export function pgKeys(s: PgState): KeyStore {
     },
 
     async touchKey(id, at) {
-      await db(() => sql`UPDATE api_keys SET last_used_at = ${at} WHERE id = ${id}`);
+      await read((sql) => sql`UPDATE api_keys SET last_used_at = ${at} WHERE id = ${id}`);
     },
   };
 }

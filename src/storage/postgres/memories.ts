@@ -1,6 +1,7 @@
 // The PostgreSQL memory roles: apply (writes.ts: one transaction per call, raw stores of one
 // namespace grouped), per-entity serialization across replicas (a row lock), and reads of
 // current memories.
+import type { MemoryRecord } from "../records";
 import type { MemoryOp, MemoryReads, MemoryWrites } from "../storage";
 import { StorageError } from "../storage";
 import { memoryOf, type Row } from "./rows";
@@ -8,7 +9,7 @@ import type { PgState } from "./state";
 import { unavailableMessage } from "./writes";
 
 export function pgMemories(s: PgState): MemoryWrites & MemoryReads {
-  const { sql, lockSql, db, entityLocks } = s;
+  const { sql, lockSql, db, read, entityLocks } = s;
   return {
     apply(ops, actorKeyId, now = Date.now(), idempotency) {
       if (ops.length === 0 && !idempotency) return Promise.resolve([]);
@@ -59,13 +60,13 @@ export function pgMemories(s: PgState): MemoryWrites & MemoryReads {
 
     async getMemory(id) {
       if (!/^[0-9a-f-]{36}$/i.test(id)) return undefined;
-      const [r] = await db(() => sql`SELECT * FROM memories WHERE id = ${id}`);
+      const [r] = await read((sql) => sql`SELECT * FROM memories WHERE id = ${id}`);
       return r ? memoryOf(r) : undefined;
     },
 
     async currentMemories(scope, limit) {
       const now = Date.now();
-      const rows = await db(() =>
+      const rows = await read((sql) =>
         scope.entity === undefined
           ? sql`SELECT * FROM memories WHERE state = 'current' AND namespace = ${scope.namespace}
                 AND (expires_at IS NULL OR expires_at > ${now}) ORDER BY id LIMIT ${limit}`
@@ -80,8 +81,8 @@ export function pgMemories(s: PgState): MemoryWrites & MemoryReads {
       const before = q.before ?? "ffffffff-ffff-ffff-ffff-ffffffffffff";
       // Tags are written as JSON text into a json column (a JSON string holding the array); read either form.
       const tags = q.tags?.length ? sql.array(q.tags, "text") : null;
-      const rows = await db(
-        () => sql`SELECT * FROM memories WHERE state = 'current' AND namespace = ${q.namespace}
+      const rows = await read(
+        (sql) => sql`SELECT * FROM memories WHERE state = 'current' AND namespace = ${q.namespace}
           AND (${q.entity ?? null}::text IS NULL OR entity = ${q.entity ?? null})
           AND (${q.entityPrefix ?? null}::text IS NULL OR starts_with(entity, ${q.entityPrefix ?? null}::text))
           AND (${q.category ?? null}::text IS NULL OR category = ${q.category ?? null})
@@ -97,17 +98,35 @@ export function pgMemories(s: PgState): MemoryWrites & MemoryReads {
       return { memories, next: rows.length > q.limit ? memories.at(-1)!.id : undefined };
     },
 
+    async adjacentMemories(memories, now) {
+      if (memories.length === 0) return [];
+      const ids = sql.array(
+        memories.map((m) => m.id),
+        "text",
+      );
+      const rows = await db(
+        () => sql`SELECT h.id AS of_id, n.* FROM memories h, LATERAL (
+            (SELECT * FROM memories p WHERE p.state = 'current' AND p.namespace = h.namespace AND p.entity = h.entity
+              AND p.id < h.id AND (p.expires_at IS NULL OR p.expires_at > ${now}) ORDER BY p.id DESC LIMIT 1)
+            UNION ALL
+            (SELECT * FROM memories q WHERE q.state = 'current' AND q.namespace = h.namespace AND q.entity = h.entity
+              AND q.id > h.id AND (q.expires_at IS NULL OR q.expires_at > ${now}) ORDER BY q.id LIMIT 1)
+          ) n WHERE h.id = ANY(${ids}::uuid[])`,
+      );
+      return rows.map((r: Row) => [String(r.of_id), memoryOf(r)] as [string, MemoryRecord]);
+    },
+
     async memoryByKey(namespace, entity, key, now = Date.now()) {
-      const [r] = await db(
-        () => sql`SELECT * FROM memories WHERE namespace = ${namespace} AND entity = ${entity} AND key = ${key}
+      const [r] = await read(
+        (sql) => sql`SELECT * FROM memories WHERE namespace = ${namespace} AND entity = ${entity} AND key = ${key}
           AND state = 'current' AND (expires_at IS NULL OR expires_at > ${now})`,
       );
       return r ? memoryOf(r) : undefined;
     },
 
     async dueExpiries(now, limit) {
-      const rows = await db(
-        () => sql`SELECT id, expires_at FROM memories WHERE state = 'current' AND expires_at <= ${now}
+      const rows = await read(
+        (sql) => sql`SELECT id, expires_at FROM memories WHERE state = 'current' AND expires_at <= ${now}
                   ORDER BY expires_at LIMIT ${limit}`,
       );
       return rows.map((r: Row) => ({ id: r.id as string, expiresAt: Number(r.expires_at) }));

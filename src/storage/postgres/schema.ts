@@ -249,6 +249,7 @@ export async function migrate(sql: SQL): Promise<void> {
     }
   }
   await sql.begin(async (tx) => {
+    await tx`SET LOCAL statement_timeout = 0`; // a migration takes as long as the store is large
     const [row] = await tx`SELECT version FROM memd_schema WHERE id = 1 FOR UPDATE`;
     const version = Number(row.version);
     if (version > SCHEMA_VERSION)

@@ -3,7 +3,7 @@
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import { type KeywordSpace, keywordSearch as spaceSearch } from "../../index/keyword";
 import { ann, exactReads, type VectorSpace } from "../../index/vector";
-import { bm25Sql, type QueryTerm } from "../../text/scoring";
+import { BM25, bm25Sql, type QueryTerm } from "../../text/scoring";
 import { termCounts } from "../../text/tokens";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
@@ -441,12 +441,20 @@ export async function listSearch(
   const known = new Map<string, MemoryRecord | null>();
   for (let round = 0; round < LIST_ROUNDS; round++) {
     const missing: string[] = [];
-    const out = spaceSearch(space, scope, terms, limit, (id) => {
-      const k = known.get(id);
-      if (k !== undefined) return k;
-      missing.push(id);
-      return { id } as MemoryRecord;
-    });
+    const out = spaceSearch(
+      space,
+      scope,
+      terms,
+      limit,
+      (id) => {
+        const k = known.get(id);
+        if (k !== undefined) return k;
+        missing.push(id);
+        return { id } as MemoryRecord;
+      },
+      0,
+      BM25.b,
+    );
     if (missing.length === 0) return out;
     const rows = await sql`SELECT * FROM memories WHERE id = ANY(${sql.array(missing, "text")}::uuid[])`;
     const byId = new Map<string, MemoryRecord>(rows.map((r: Record<string, unknown>) => [r.id as string, memoryOf(r)]));
@@ -468,8 +476,10 @@ export async function listSearch(
  * without lists). A semantic search uses the namespace's in-memory copy once it is built and the
  * scope holds more than `pgVectors.exactBelow` vectors; otherwise it reads every vector of the scope.
  */
-export function pgSearch({ sql, db, vectors, keywordLists }: PgState): Search {
+export function pgSearch({ sql, db, read, vectors, keywordLists }: PgState): Search {
   return {
+    // The replica's lists rank as the SQL statement does (BM25, b = BM25.b, no adjacent hits), so
+    // that an answer does not depend on whether they are built yet (issue 36's ranking is LMDB's).
     async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
       if (terms.length > 0 && keywordLists) {
         const found = await db(async () => {
@@ -478,14 +488,14 @@ export function pgSearch({ sql, db, vectors, keywordLists }: PgState): Search {
         });
         if (found) return found;
       }
-      return db(() => keywordSearch(sql, scope, terms, filter, limit, now, memoryOf));
+      return read((sql) => keywordSearch(sql, scope, terms, filter, limit, now, memoryOf));
     },
 
     async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
       const space = await vectors.ready(scope.namespace);
       if (space && space.scopeSize(scope.entity) > pgVectors.exactBelow)
-        return db(() => approximateSearch(sql, space, scope, vector, filter, limit, now, memoryOf));
-      return db(() => semanticSearch(sql, scope, vector, filter, limit, now, memoryOf));
+        return read((sql) => approximateSearch(sql, space, scope, vector, filter, limit, now, memoryOf));
+      return read((sql) => semanticSearch(sql, scope, vector, filter, limit, now, memoryOf));
     },
   };
 }

@@ -27,6 +27,11 @@ export interface PgState {
    * statement timeout) to storage_unavailable.
    */
   db<T>(fn: () => Promise<T>, limitMs?: number): Promise<T>;
+  /**
+   * A read as `db` runs it, on a connection of its own (`q`, reserved from `sql`): one that has
+   * not answered by the deadline is closed, never pooled again (see index.ts reservedReads).
+   */
+  read<T>(fn: (q: SQL) => Promise<T>, limitMs?: number): Promise<T>;
   /** A write in a transaction of its own (writes.ts: deadline before COMMIT, its own bound after). */
   write<T>(work: (tx: ReservedSQL) => Promise<T>): Promise<T>;
   /**

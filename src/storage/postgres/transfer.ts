@@ -20,7 +20,7 @@ const idOf = (r: ExportRecord): string =>
   r.type === "event" ? String(r.seq) : r.type === "erasure" ? `${r.namespace}\0${r.entity}\0${r.atMs}` : r.id;
 
 export function pgTransfer(s: PgState): Transfer {
-  const { sql, db, write } = s;
+  const { sql, db, read, write } = s;
   /** Stored records with the ids of `records`, by type and id. */
   async function found(q: SQL, records: readonly ExportRecord[]): Promise<Map<string, unknown>> {
     const by = (t: ExportRecord["type"]) => records.filter((r) => r.type === t);
@@ -85,7 +85,7 @@ export function pgTransfer(s: PgState): Transfer {
     },
 
     async existing(records) {
-      const stored = await db(() => found(sql, records));
+      const stored = await read((sql) => found(sql, records));
       return records.map((r) => {
         const s = stored.get(`${r.type} ${idOf(r)}`);
         if (s === undefined) return "absent";

@@ -4,12 +4,12 @@ import type { PgState } from "./state";
 import { storageError } from "./writes";
 
 export function pgUpkeep(s: PgState): Upkeep {
-  const { sql, lockSql, db, keywordLists, vectors, searchMemory } = s;
+  const { sql, lockSql, read, keywordLists, vectors, searchMemory } = s;
   return {
     async notReadyReason() {
       try {
         // A database that takes no writes (a standby after a failover) is not ready either.
-        const [r] = await db(() => sql`SELECT current_setting('transaction_read_only') AS ro`);
+        const [r] = await read((sql) => sql`SELECT current_setting('transaction_read_only') AS ro`);
         if (r.ro === "on") return "the database is read-only";
         return undefined;
       } catch (e) {
@@ -19,8 +19,8 @@ export function pgUpkeep(s: PgState): Upkeep {
     },
 
     async stats() {
-      const [r] = await db(
-        () => sql`SELECT
+      const [r] = await read(
+        (sql) => sql`SELECT
           (SELECT count(*) FROM memories WHERE state = 'current') AS current,
           (SELECT count(*) FROM memories) AS records,
           (SELECT count(*) FROM events) AS events,

@@ -143,6 +143,14 @@ export async function transact<T>(
     return { gaveUp: true };
   }
   let done: Work<T>;
+  // Once every caller's deadline has passed with the work still unanswered, the connection is
+  // given up: closed (the database rolls back), not left waiting for a database gone silent,
+  // which would hold it, and the group's next transaction behind it, until TCP gives up.
+  let givenUp: ReturnType<typeof setTimeout> | undefined;
+  const lastDeadline = Math.max(...callers.map((c) => c.deadline));
+  const silent = new Promise<"silent">((resolve) => {
+    givenUp = setTimeout(() => resolve("silent"), Math.max(0, lastDeadline - Date.now()) + 50);
+  });
   try {
     // One message: the statement timeout and durability hold for this transaction only, so the
     // connection carries nothing to the next client of a transaction-mode pooler.
@@ -152,16 +160,26 @@ export async function transact<T>(
       )
       .simple()
       .execute();
-    done = await work(conn, begun);
+    const working = work(conn, begun);
+    const first = await Promise.race([working, silent]);
+    if (first === "silent") {
+      working.catch(() => undefined);
+      conn.close().catch(() => undefined);
+      return { gaveUp: true };
+    }
+    done = first;
   } catch (e) {
-    await end(conn, "ROLLBACK");
+    await end(conn, "ROLLBACK", s.statementTimeoutMs);
     return { failed: e };
+  } finally {
+    clearTimeout(givenUp);
   }
   const last = done.last ?? [];
   // The deadline, before COMMIT: a caller answered 503 meanwhile must find nothing committed.
   if (callers.some((c) => c.state !== "waiting")) {
-    await Promise.allSettled(last);
-    await end(conn, "ROLLBACK");
+    const settled = await within(Promise.allSettled(last), s.statementTimeoutMs);
+    if (settled) await end(conn, "ROLLBACK", s.statementTimeoutMs);
+    else conn.close().catch(() => undefined);
     return { gaveUp: true };
   }
   for (const c of callers) {
@@ -208,13 +226,40 @@ function rearm(c: Caller<never> | Caller<unknown>) {
   c.timer = setTimeout(() => fail(c, unavailable()), Math.max(0, c.deadline - Date.now()));
 }
 
-/** Ends the transaction; a connection that cannot is closed, never pooled in a transaction. */
-async function end(conn: ReservedSQL, how: "ROLLBACK") {
+/**
+ * Ends the transaction; a connection that cannot (or does not answer within `limitMs`) is
+ * closed, never pooled in a transaction.
+ */
+async function end(conn: ReservedSQL, how: "ROLLBACK", limitMs: number) {
   try {
-    await conn.unsafe(how);
+    const ended = conn.unsafe(how).execute();
+    if (!(await within(ended, limitMs))) {
+      ended.catch(() => undefined);
+      throw new Error("no answer");
+    }
+    await ended;
     conn.release();
   } catch {
     conn.close().catch(() => undefined);
+  }
+}
+
+/** Whether `p` settles (either way) within `ms`. */
+async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([
+      p.then(
+        () => true as const,
+        () => true as const,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
