@@ -75,18 +75,32 @@ function importantAndRecent(records: readonly MemoryRecord[], now: number): Scor
 
 /**
  * The candidates with the memories adjacent in time to the best few (adjacent.ts) placed right
- * after each: the turn before and after a strong hit often holds what it is about.
+ * after each: the turn before and after a strong hit often holds what it is about, when it shares
+ * a word with that hit or with the question.
  */
-async function withAdjacent(core: Core, candidates: Scored[], filter: SearchFilter, now: number): Promise<Scored[]> {
+async function withAdjacent(
+  core: Core,
+  candidates: Scored[],
+  filter: SearchFilter,
+  now: number,
+  query: string,
+): Promise<Scored[]> {
   const strong = candidates.slice(0, CONTEXT_ADJACENT_OF);
   if (strong.length === 0) return candidates;
   const pairs = await core.storage.adjacentMemories(
     strong.map((c) => c.memory),
     now,
   );
+  // A neighbour comes along only when it shares a word (not a stop word) with its hit or with the
+  // question: the turn that continues a topic, not an unrelated fact stored next to it.
+  const words = (text: string) => new Set(queryTerms(text).flatMap((t) => (t.weight === 1 ? [t.term] : [])));
+  const asked = words(query);
+  const hitWords = new Map(strong.map((c) => [c.memory.id, words(c.memory.content)]));
+  const related = (of: string, m: MemoryRecord) =>
+    [...words(m.content)].some((w) => asked.has(w) || hitWords.get(of)?.has(w));
   const near = new Map<string, MemoryRecord[]>();
   for (const [of, m] of pairs)
-    if (matchesFilter(m, filter)) {
+    if (matchesFilter(m, filter) && related(of, m)) {
       const l = near.get(of);
       if (l) l.push(m);
       else near.set(of, [m]);
@@ -236,7 +250,7 @@ export async function buildContext(core: Core, req: ContextRequest, cost: EmbedC
         found.hits.filter((h) => isCurrent(h.memory, now)),
         RERANK_DEPTH,
       );
-      candidates = await withAdjacent(core, hits, filter, now);
+      candidates = await withAdjacent(core, hits, filter, now, req.query);
       mode = found.mode;
     }
     if (candidates.length === 0) {
