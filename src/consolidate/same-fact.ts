@@ -50,7 +50,9 @@ function wordsOf(text: string): string[] {
     .replace(/\bcannot\b/gi, "can not")
     // A possessive or a contracted "is": the word stays, the "s" goes.
     .replace(/['’]s\b/gi, "");
-  return opened.match(/[\p{L}\p{N}]+/gu) ?? [];
+  // A number stays whole with its parts ("2025-03-04", "10:05", "1.5", "-5"): split, the parts of
+  // two different dates or times would sort into the same words.
+  return opened.match(/(?<![\p{L}\p{N}])-?\p{N}+(?:[.,:/-]\p{N}+)*|[\p{L}\p{N}]+/gu) ?? [];
 }
 
 /** The comparison key of a memory's text (see FactKey). */
@@ -65,7 +67,8 @@ export function factKey(text: string): FactKey {
   const capitalized = new Set<string>();
   raw.forEach((w, i) => {
     const f = folded[i];
-    if (w[0] !== w[0].toLowerCase()) capitalized.add(f);
+    // A capital marks a name, except on the text's first word ("Prefers window seats").
+    if (i > 0 && w[0] !== w[0].toLowerCase()) capitalized.add(f);
     if (stopWords.has(f)) return;
     words.set(f, (words.get(f) ?? 0) + 1);
     if (/\p{N}/u.test(f) || protectedWords.has(f)) parts.push(`=${f}`);

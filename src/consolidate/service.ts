@@ -179,7 +179,11 @@ export async function consolidateEntity(
         events: applied.filter((a): a is Applied => a !== null).map((a) => toAuditEvent(a.event)),
       };
     };
-    if (req.dryRun || plans.length === 0) return answer([]);
+    if (req.dryRun) return answer([]);
+    if (plans.length === 0) {
+      consolidationStats.runs++; // an applied run that found nothing to merge is a run too
+      return answer([]);
+    }
     const ops = plans.flatMap(opsOf);
     (ops[0] as { entityLastEventAtMs?: number }).entityLastEventAtMs = newest?.atMs ?? 0;
     const embedded = plans.some((p) => p.by === "model") ? await withVectors(core, ops, newCost()) : ops;
