@@ -14,7 +14,9 @@ let server: TestServer;
 let client: MemdClient;
 let run = 0;
 beforeAll(async () => {
-  server = await startTestServer();
+  // Keyword search (no embedder): hits are exactly the items sharing a word with the query, so
+  // the unmatched ones are known (with the built-in embedder every item is a semantic hit).
+  server = await startTestServer({ env: { MEMD_EMBEDDER: "none" } });
   client = createClient({ url: server.url, key: rootSecret });
 });
 afterAll(() => server.stop());
