@@ -89,7 +89,12 @@ beforeAll(async () => {
   proxy = commitCutter({ hostname: u.hostname, port: Number(u.port) });
   const through = `postgres://${u.username}@127.0.0.1:${proxy.port}${u.pathname}`;
   // Unnamed statements (as behind a transaction-mode pooler): every COMMIT carries its text.
-  s = await startTestServer({ args: ["--database-url", through, "--database-pooler", "transaction"] });
+  // Without the built-in embedder: its background write of a store's vector is a transaction of
+  // its own, whose COMMIT the proxy could cut instead of the store's.
+  s = await startTestServer({
+    args: ["--database-url", through, "--database-pooler", "transaction"],
+    env: { MEMD_EMBEDDER: "none" },
+  });
 });
 
 afterAll(async () => {
