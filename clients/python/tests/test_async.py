@@ -13,7 +13,11 @@ from memd.testing import start_memd
 
 @pytest.fixture(scope="module")
 def server():
-    with start_memd(model=[{"operations": [{"fact": "User is vegetarian", "decision": "ADD", "category": "diet"}]}]) as s:
+    # Keyword search (no embedder), as the sync client's test.
+    with start_memd(
+        model=[{"operations": [{"fact": "User is vegetarian", "decision": "ADD", "category": "diet"}]}],
+        env={"MEMD_EMBEDDER": "none"},
+    ) as s:
         yield s
 
 

@@ -22,7 +22,8 @@ def model(request: dict) -> object:
 
 @pytest.fixture(scope="module")
 def server():
-    with start_memd(model=model) as s:
+    # Keyword search (no embedder): the answers below are the memories sharing a word with the query.
+    with start_memd(model=model, env={"MEMD_EMBEDDER": "none"}) as s:
         yield s
 
 

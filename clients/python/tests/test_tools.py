@@ -18,7 +18,8 @@ from memd.tools import TOOL_NAMES, AsyncMemoryTools, MemoryTools, memory_tools
 
 @pytest.fixture(scope="module")
 def server():
-    with start_memd() as s:
+    # Keyword search (no embedder): a query finds only memories sharing a word with it.
+    with start_memd(env={"MEMD_EMBEDDER": "none"}) as s:
         yield s
 
 
