@@ -39,7 +39,15 @@ async function start(dataDir: string, env: Record<string, string> = {}): Promise
   const port = nextPort++;
   const cmd = fromSource ? [process.execPath, "run", join(root, "src/main.ts")] : [join(root, "dist/memd")];
   const proc = Bun.spawn([...cmd, "serve", "--port", String(port), "--data-dir", dataDir], {
-    env: { PATH: process.env.PATH!, MEMD_API_KEY: key, MEMD_LOG_LEVEL: "warn", ...env },
+    // (Keyword figures: the built-in embedder, on by default, is off unless BENCH_TENANTS_EMBEDDER
+    // names one: its background work would be counted in the stores' CPU.)
+    env: {
+      PATH: process.env.PATH!,
+      MEMD_API_KEY: key,
+      MEMD_LOG_LEVEL: "warn",
+      MEMD_EMBEDDER: process.env.BENCH_TENANTS_EMBEDDER ?? "none",
+      ...env,
+    },
     stdout: "ignore",
     stderr: "inherit",
   });

@@ -97,6 +97,16 @@ export const prebuildStats = { written: 0, checks: 0 };
 /** Namespaces whose lists were loaded to be followed as they grew, unsearched (startFollowing), in this process (for tests). */
 export const followStats = { followed: 0 };
 
+/** The keyword lists with what keywordCache adds: saves, snapshots ahead of a search, figures. */
+export type LoadedKeywordCache = KeywordCache & {
+  save(): Promise<void>;
+  persist(ns: string): Promise<number>;
+  counters(): Record<string, [string, number]>;
+  forget(ns: string): void;
+  wake(): void;
+  stop(): void;
+};
+
 export type PrebuildLog = (msg: string, fields: Record<string, unknown>) => void;
 
 /**
@@ -110,7 +120,7 @@ export function keywordCache(
   dataDir?: string,
   settledSeq: () => number = () => Number.POSITIVE_INFINITY,
   options: { prebuild?: number; log?: PrebuildLog; memory?: SearchMemory } = {},
-): KeywordCache & { save(): Promise<void>; forget(ns: string): void; wake(): void; stop(): void } {
+): LoadedKeywordCache {
   /**
    * A memory's terms, from its record, if namespace_memories lists it under `namespace`: a memory
    * is listed exactly while its record is current (both written in one transaction), and never
@@ -149,6 +159,8 @@ export function keywordCache(
     from?: { atMs: number; atSeq: number };
   };
   const state = new Map<KeywordSpace, State>();
+  /** Namespaces' lists read from a snapshot at a first load, and built from the records (/metrics). */
+  const loads = { snapshot: 0, records: 0 };
   /** Spaces built from the records (not read from a snapshot): on the heap whole. */
   const built = new WeakSet<KeywordSpace>();
   /** Saves run one at a time, in the order queued. */
@@ -224,7 +236,10 @@ export function keywordCache(
         const found = dataDir ? readSnapshot(dataDir, ns, stamp(), !reload) : undefined;
         if (reload && !found) return undefined;
         if (found && reload) snapshotStats.reloaded++;
-        else if (found) snapshotStats.restored++;
+        else if (found) {
+          snapshotStats.restored++;
+          loads.snapshot++;
+        } else loads.records++;
         // (Built from the records: packed while small, see KeywordSpace.)
         const s = found ? KeywordSpace.fromParts(found.parts) : new KeywordSpace(undefined, true);
         if (!found) built.add(s);
@@ -539,6 +554,34 @@ export function keywordCache(
     async save() {
       for (const [s, st] of state) if (st.changes !== 0 && st.from === undefined) queue(s);
       await saving;
+    },
+    counters: (): Record<string, [string, number]> => ({
+      memd_keyword_lists_restored_total: [
+        "Namespaces whose keyword lists were read from their snapshot (caught up) when loaded: a first search after a restart or an import, or brought back after a release.",
+        loads.snapshot,
+      ],
+      memd_keyword_lists_built_total: [
+        "Namespaces whose keyword lists were built from their memories' records when loaded (no usable snapshot).",
+        loads.records,
+      ],
+    }),
+    /**
+     * Builds a namespace's lists now (from its snapshot, caught up, or its records) and saves them
+     * (after an import: `memd import` leaves every large namespace it wrote with a snapshot, so the
+     * first search of a server reads it instead of building); resolves with its documents.
+     */
+    async persist(ns: string): Promise<number> {
+      const s = await cache.get(ns);
+      const docs = s.stats.docs;
+      const st = state.get(s);
+      if (st && docs > 0) {
+        st.changes = Math.max(st.changes, 1);
+        queue(s);
+      }
+      await saving;
+      // (The importing process holds none of them afterwards.)
+      evict(ns);
+      return docs;
     },
     /**
      * Deletes a namespace's snapshot (after an erasure in it; a save under way is called off,

@@ -48,7 +48,7 @@ export function lmdbUpkeep(s: LmdbState): Upkeep {
           ],
           ...memory.gauges,
         },
-        counters: memory.counters,
+        counters: { ...memory.counters, ...keywordCache.counters() },
       };
     },
 
