@@ -24,6 +24,8 @@ Records whose id already exists are refused unless --skip-existing (which leaves
 are), and so is an id that appears twice in FILE. Events are never left out for their sequence
 number: when one of FILE's is held by another event here, FILE's events take new numbers (their
 times, contents and order kept). An interrupted import is completed by running the same command again.
+On LMDB it then saves the keyword lists of every namespace it gave at least MEMD_KEYWORD_PREBUILD
+(default 20,000; 0: none) current memories, so their first search reads them.
 `;
 
 export const compactUsage = `Usage:
