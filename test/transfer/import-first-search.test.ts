@@ -57,6 +57,7 @@ beforeAll(async () => {
   try {
     const stores = [
       ...Array.from({ length: big }, () => ["big", text()]),
+      ...Array.from({ length: 3 }, (_, i) => ["big", `xylophone ${text()} ${i}`]),
       ...Array.from({ length: 12 }, () => ["small", text()]),
     ];
     let next = 0;
@@ -105,6 +106,35 @@ test("into a running server: the first search after the import reads the lists i
     expect(await answers(s)).toEqual(expected);
     expect(await counter(s, "memd_keyword_lists_restored_total")).toBe(1);
     expect(await counter(s, "memd_keyword_lists_built_total")).toBe(1);
+  } finally {
+    await s.stop();
+  }
+}, 120_000);
+
+test("a server whose lists of the namespace were loaded before the import drops them: its next search sees every imported memory, and so does the next start", async () => {
+  const dir = join(tmp.dir, "loaded");
+  let s = await startTestServer({ dataDir: dir, env });
+  const found = async (query: string) => {
+    const r = await s.json("POST", "/v1/memory/search", { namespace: "big", query, limit: 50, mode: "keyword" });
+    expect(r.status).toBe(200);
+    return (r.body.results as { content: string }[]).map((x) => x.content).sort();
+  };
+  try {
+    for (const content of ["quartz one", "quartz two"])
+      expect(
+        (await s.json("POST", "/v1/memory", { namespace: "big", entity: "e0", content, infer: false })).status,
+      ).toBe(200);
+    expect(await found("quartz")).toEqual(["quartz one", "quartz two"]);
+    expect(await found("xylophone")).toEqual([]);
+    const r = await memd(["import", file, "--data-dir", dir]);
+    expect(r.code).toBe(0);
+    const xylophones = await found("xylophone");
+    expect(xylophones.length).toBe(3);
+    expect(await found("quartz")).toEqual(["quartz one", "quartz two"]);
+    await s.stop();
+    s = await startTestServer({ dataDir: dir, env });
+    expect(await found("xylophone")).toEqual(xylophones);
+    expect(await found("quartz")).toEqual(["quartz one", "quartz two"]);
   } finally {
     await s.stop();
   }

@@ -157,8 +157,18 @@ export function keywordCache(
     queued: boolean;
     job?: SnapshotJob;
     from?: { atMs: number; atSeq: number };
+    /** meta "clockEpoch" when it was read (see seen). */
+    epoch: number;
   };
   const state = new Map<KeywordSpace, State>();
+  /**
+   * meta "clockEpoch", which `memd import` bumps, as of the lists loaded now: an import by another
+   * process (the command, into a running server's data dir) is not followed by them, so a search
+   * finding it changed drops them all and loads again (from the snapshot the import saved, or the
+   * records), and lists read before it are never saved.
+   */
+  const epochNow = () => (dbs.meta.get("clockEpoch") as number | undefined) ?? 0;
+  let seen = epochNow();
   /** Namespaces' lists read from a snapshot at a first load, and built from the records (/metrics). */
   const loads = { snapshot: 0, records: 0 };
   /** Spaces built from the records (not read from a snapshot): on the heap whole. */
@@ -172,6 +182,8 @@ export function keywordCache(
     // (A small namespace's lists are packed, and built again from its records at a first search
     // in about the time a snapshot takes to read: not saved.)
     if (!dataDir || s.stats.docs === 0 || s.packed) return;
+    // (Read before an import by another process, they may miss what it wrote: never saved.)
+    if (epochNow() !== st.epoch) return;
     // Both in the same turn as the lists: every event up to the settled seq is committed and
     // followed by them; the load catches up from its time on. What the snapshot holds is fixed
     // here (freeze); the lists go on following commits while it is written.
@@ -243,7 +255,7 @@ export function keywordCache(
         // (Built from the records: packed while small, see KeywordSpace.)
         const s = found ? KeywordSpace.fromParts(found.parts) : new KeywordSpace(undefined, true);
         if (!found) built.add(s);
-        state.set(s, { ns, changes: 0, queued: false, from: found?.at });
+        state.set(s, { ns, changes: 0, queued: false, from: found?.at, epoch: epochNow() });
         return s;
       },
       load: (s, ns, after, limit, later) => {
@@ -537,7 +549,16 @@ export function keywordCache(
     };
   }
   const clear = cache.clear.bind(cache);
+  const get = cache.get.bind(cache);
   return Object.assign(cache, {
+    get(ns: string) {
+      const now = epochNow();
+      if (now !== seen) {
+        seen = now;
+        this.clear();
+      }
+      return get(ns);
+    },
     wake: () => prebuild.wake(),
     /** Stops background snapshots (at close, before the saves are awaited). */
     stop: () => {
