@@ -227,6 +227,13 @@ export const migrations: string[] = [
   `
   ALTER TABLE events ADD COLUMN merged_ids json, ADD COLUMN merged_into uuid;
   `,
+  // An erasure's place in the trail (issue 34): a seq of event_seq taken after its DELETEs, which
+  // no event has, so webhooks deliver the erasure itself in order (postgres/webhooks.ts). NULL on
+  // erasures made before, and on imported ones.
+  `
+  ALTER TABLE erasures ADD COLUMN seq bigint;
+  CREATE UNIQUE INDEX erasures_by_seq ON erasures (seq) WHERE seq IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;
