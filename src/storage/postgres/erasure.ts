@@ -50,6 +50,14 @@ export function pgErasure(s: PgState): Erasure {
           events: scrubbed.length,
         };
         await tx`INSERT INTO erasures ${tx(erasureRow(erasure))}`;
+        // Search snapshots of the namespace may hold the erased memories (snapshots.ts).
+        await tx`DELETE FROM search_snapshot_parts WHERE namespace = ${namespace}`;
+        await tx`DELETE FROM search_snapshots WHERE namespace = ${namespace}`;
+        return erasure;
+      }).then((erasure) => {
+        // This replica writes its copies again once they have followed the erasure.
+        s.keywordLists?.erased(namespace);
+        s.vectors.erased(namespace);
         return erasure;
       });
     },

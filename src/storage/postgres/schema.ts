@@ -227,6 +227,34 @@ export const migrations: string[] = [
   `
   ALTER TABLE events ADD COLUMN merged_ids json, ADD COLUMN merged_into uuid;
   `,
+  // Search snapshots (issue 32, postgres/snapshots.ts): a namespace's keyword lists and vectors
+  // as one replica built them, read by the others (and after a restart) instead of building them
+  // again, then caught up from the events table. A snapshot's row names its parts (by token);
+  // an erasure deletes its namespace's rows in its transaction.
+  `
+  CREATE TABLE search_snapshots (
+    namespace   text NOT NULL,
+    kind        text NOT NULL,
+    build       text NOT NULL,
+    epoch       bigint NOT NULL,
+    upto        bigint NOT NULL,
+    token       uuid NOT NULL,
+    parts       int NOT NULL,
+    bytes       bigint NOT NULL,
+    header      text NOT NULL,
+    written_at  bigint NOT NULL,
+    PRIMARY KEY (namespace, kind)
+  );
+  CREATE TABLE search_snapshot_parts (
+    namespace  text NOT NULL,
+    kind       text NOT NULL,
+    token      uuid NOT NULL,
+    part       int NOT NULL,
+    data       bytea NOT NULL,
+    PRIMARY KEY (namespace, kind, token, part)
+  );
+  ALTER TABLE search_snapshot_parts ALTER COLUMN data SET STORAGE EXTERNAL;
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;
