@@ -232,9 +232,12 @@ export function preloadSnapshots(
   let finished = false;
   const done = (async () => {
     const all = (await listSnapshots(db, sql)).filter((s) => load[s.kind] !== undefined);
+    // (The newest namespace's even when larger than the budget: the budget keeps the namespace
+    // searched last whatever its size.)
     let room = budget;
+    const first = all[0]?.namespace;
     const chosen = all.filter((s) => {
-      if (s.bytes > room) return false;
+      if (s.bytes > room && s.namespace !== first) return false;
       room -= s.bytes;
       return true;
     });
