@@ -227,6 +227,19 @@ export const migrations: string[] = [
   `
   ALTER TABLE events ADD COLUMN merged_ids json, ADD COLUMN merged_into uuid;
   `,
+  // Keyword ranking (issue 36): BM25's b is each scope's own, from the spread of its memories'
+  // lengths (text/scoring.ts lengthNormB), which needs the sum of their squares beside their sum.
+  `
+  ALTER TABLE search_stats ADD COLUMN total_sq bigint NOT NULL DEFAULT 0;
+  UPDATE search_stats s SET total_sq = x.sq
+    FROM (SELECT namespace, entity, sum(doc_len::bigint * doc_len) AS sq
+          FROM (SELECT DISTINCT ON (memory_id) namespace, entity, doc_len FROM memory_terms ORDER BY memory_id) d
+          GROUP BY namespace, entity) x
+    WHERE s.namespace = x.namespace AND s.entity = x.entity;
+  UPDATE search_stats s SET total_sq = x.sq
+    FROM (SELECT namespace, sum(total_sq) AS sq FROM search_stats WHERE entity <> '' GROUP BY namespace) x
+    WHERE s.namespace = x.namespace AND s.entity = '';
+  `,
   // Search snapshots (issue 32, postgres/snapshots.ts): a namespace's keyword lists and vectors
   // as one replica built them, read by the others (and after a restart) instead of building them
   // again, then caught up from the events table. A snapshot's row names its parts (by token);
