@@ -268,6 +268,13 @@ export const migrations: string[] = [
   );
   ALTER TABLE search_snapshot_parts ALTER COLUMN data SET STORAGE EXTERNAL;
   `,
+  // An erasure's place in the trail (issue 34): a seq of event_seq taken after its DELETEs, which
+  // no event has, so webhooks deliver the erasure itself in order (postgres/webhooks.ts). NULL on
+  // erasures made before, and on imported ones.
+  `
+  ALTER TABLE erasures ADD COLUMN seq bigint;
+  CREATE UNIQUE INDEX erasures_by_seq ON erasures (seq) WHERE seq IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;
