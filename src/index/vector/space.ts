@@ -196,6 +196,16 @@ export class VectorSpace {
     return e === undefined ? 0 : (this.byEntity.get(e)?.size ?? 0);
   }
 
+  /** The row of `id`'s vector: -2 when it is of another length than the codes', -1 when it has none. */
+  rowOfId(id: string): number {
+    return this.rowOf.get(id) ?? (this.odd.has(id) ? -2 : -1);
+  }
+
+  /** The ids of its vectors of another length than the codes'. */
+  oddIds(): string[] {
+    return [...this.odd.keys()];
+  }
+
   /** How many vectors it holds. */
   get size() {
     return this.rows + this.odd.size;
