@@ -516,6 +516,28 @@ if (pgUrl?.startsWith("postgres")) {
   });
   lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/scale.ts on PostgreSQL failed: exit ${p.exitCode})\n`);
 }
+// No slow first semantic search after a restart (issue 32, LMDB): bench/vector-restart.ts, the
+// first search building the copy from every vector against the one reading its snapshot after a
+// restart, same run (BENCH_RESTART_N, default 1,000,000). Replicas ready at start (issue 32,
+// PostgreSQL): bench/pg-ready.ts on a fresh database of the throwaway PostgreSQL, a replica reading
+// the search snapshots against one building its copies (BENCH_READY_N, default 1,000,000).
+{
+  log("first semantic search after a restart: vector-restart.ts");
+  const p = Bun.spawnSync([process.execPath, "run", join(import.meta.dir, "vector-restart.ts")], {
+    cwd: root,
+    stderr: "inherit",
+  });
+  lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/vector-restart.ts failed: exit ${p.exitCode})\n`);
+}
+if (pgUrl?.startsWith("postgres")) {
+  log("replicas ready at start on PostgreSQL: pg-ready.ts");
+  const p = Bun.spawnSync([process.execPath, "run", join(import.meta.dir, "pg-ready.ts")], {
+    cwd: root,
+    stderr: "inherit",
+    env: { ...process.env, BENCH_READY_DATABASE_URL: pgUrl },
+  });
+  lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/pg-ready.ts failed: exit ${p.exitCode})\n`);
+}
 // Many tenants against one namespace, under a budget, and the first search after a bulk load
 // (issue 32): bench/tenants.ts against dist/memd, on LMDB and on the throwaway PostgreSQL
 // (BENCH_TENANTS_BULK: the bulk sizes, default 100,000 and 1,000,000).
