@@ -434,10 +434,11 @@ lines.push(
   "",
 );
 // Issue 21: the context endpoint on an entity of 1,000 memories, and recall on LoCoMo.
-{
-  const dir = join(work, "context");
-  const c = await startMemd(dir);
-  lines.push(...(await contextBench(c.url, key, log)));
+for (const embedder of ["none", "builtin"] as const) {
+  // Issue 36's target is without an embedder (keyword search); the built-in embedder's row beside it.
+  const dir = join(work, `context-${embedder}`);
+  const c = await startMemd(dir, { MEMD_EMBEDDER: embedder });
+  lines.push(...(await contextBench(c.url, key, log, embedder)));
   await stop(c);
 }
 {
