@@ -23,6 +23,7 @@ import { type EmbedStats, type ModelStats, metricsRoutes, RequestMetrics } from 
 import { openapiRoutes } from "./ops/openapi";
 import { revertRoutes } from "./revert/index";
 import { searchRoutes } from "./search/index";
+import { rerankMetrics } from "./search/rerank";
 import { transferRoutes } from "./transfer/index";
 import { uiRoutes } from "./ui/index";
 import type { Deliverer } from "./webhooks/deliverer";
@@ -88,7 +89,11 @@ export function buildApp(core: Core, options: AppOptions = {}) {
         modelStats: options.modelStats,
         embedStats: options.embedStats,
         requests,
-        extra: [() => webhookMetrics(core, options.webhooks), async () => consolidationMetrics()],
+        extra: [
+          () => webhookMetrics(core, options.webhooks),
+          async () => consolidationMetrics(),
+          async () => rerankMetrics(),
+        ],
       }),
     )
     .use(openapiRoutes())

@@ -2,12 +2,20 @@
 // libraries do the same): HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>" keyed with
 // the secret's bytes, compared with each `v1,` signature of the header, and the timestamp within
 // a tolerance. Web Crypto only: Bun, Node 18+, Deno, browsers.
-import type { AuditEvent } from "./types.gen.js";
+import type { AuditEvent, Erasure } from "./types.gen.js";
 
-/** A delivery's body (docs/webhooks.md). */
-export interface WebhookPayload {
+/** A delivery's body for an event (docs/webhooks.md). */
+export interface WebhookEventPayload {
   /** `memory.` and the event kind in lower case: `memory.add`, `memory.delete`, …; `memory.erased` for an erasure's DELETE. */
-  type: string;
+  type:
+    | "memory.add"
+    | "memory.merge"
+    | "memory.replace"
+    | "memory.delete"
+    | "memory.skip_duplicate"
+    | "memory.keep_existing"
+    | "memory.update"
+    | "memory.erased";
   /** The event's time, ISO 8601. */
   timestamp: string;
   /** The subscription's id. */
@@ -15,6 +23,19 @@ export interface WebhookPayload {
   /** The event as GET /v1/memory/events shows it, with its seq (the trail's order). */
   data: AuditEvent & { seq: number };
 }
+
+/** A delivery's body for an erasure: sent after the `memory.erased` messages of its DELETEs, also when it had none. */
+export interface WebhookErasurePayload {
+  type: "entity.erased";
+  /** The erasure's time, ISO 8601. */
+  timestamp: string;
+  webhookId: string;
+  /** The erasure as GET /v1/memory/erasures lists it, with its seq in the trail. */
+  data: Erasure & { seq: number };
+}
+
+/** A delivery's body: tell them apart by `type` (`entity.erased` is an erasure). */
+export type WebhookPayload = WebhookEventPayload | WebhookErasurePayload;
 
 /** A delivery that does not verify: missing headers, a timestamp too far off, or no matching signature. */
 export class WebhookVerificationError extends Error {

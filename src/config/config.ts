@@ -28,6 +28,7 @@ export interface Config {
   dbConnectTimeoutMs: number;
   dbStatementTimeoutMs: number;
   pgKeywordLists: boolean;
+  pgSnapshotFrom: number;
   keywordPrebuild: number;
   searchMemoryMb: number;
   logLevel: LogLevel;
@@ -193,6 +194,14 @@ export const settings: Setting[] = [
     default: true,
     parse: bool,
     help: "on PostgreSQL, keep each searched namespace's keyword lists in this process's memory (false: every keyword search is SQL)",
+  },
+  {
+    key: "pgSnapshotFrom",
+    flag: "--pg-snapshot-from",
+    env: "MEMD_PG_SNAPSHOT_FROM",
+    default: 10000,
+    parse: int(0, 1000000000),
+    help: "on PostgreSQL, write the keyword lists and vectors of every namespace of at least this many memories to the database once built, so other replicas and restarts read them instead of building them (0: off)",
   },
   {
     key: "keywordPrebuild",

@@ -17,7 +17,7 @@ export const searchRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
       detail: {
         summary: "Search current memories by words and by meaning",
         description:
-          "mode keyword: BM25 (k1 1.2, b 0.25) over words stemmed in their text's language, a query's stop words weighing 0.35; semantic: cosine over stored embeddings; hybrid: the two lists' z-scores summed, hits standing far out of their list first (src/search/fusion.ts).",
+          "mode keyword: BM25 (k1 1.2, b the spread of the scope's lengths; within an entity a hit gains half its better adjacent hit's score) over words stemmed in their text's language, a query's stop words weighing 0.35; semantic: cosine over stored embeddings; hybrid: the two lists' z-scores summed, hits standing far out of their list first (src/search/fusion.ts).",
         responses: jsonAnswer(SearchResponse),
       },
     });

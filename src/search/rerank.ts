@@ -29,8 +29,25 @@ export function rerankSettings(config: Config): RerankSettings | undefined {
   };
 }
 
-/** Running totals since start (logged with each failure; /metrics reads them through rerankStats). */
-export const rerankingStats = { calls: 0, errors: 0, latencyMs: 0 };
+/** Running totals since start, for /metrics (rerankMetrics). */
+export const rerankingStats = { calls: 0, errors: 0, documents: 0, latencyMs: 0 };
+
+/** rerankingStats in Prometheus text (the memd_embed_* counters' counterparts). */
+export function rerankMetrics(): string {
+  const s = rerankingStats;
+  const line = (name: string, help: string, v: number) =>
+    `# HELP ${name} ${help}\n# TYPE ${name} counter\n${name} ${v}`;
+  return [
+    line("memd_rerank_calls_total", "Reranker calls made by searches and context blocks.", s.calls),
+    line(
+      "memd_rerank_call_errors_total",
+      "Reranker calls that failed, timed out or answered something else (the search's own order was answered).",
+      s.errors,
+    ),
+    line("memd_rerank_documents_total", "Documents sent to the reranker.", s.documents),
+    line("memd_rerank_call_seconds_total", "Time spent waiting for the reranker.", s.latencyMs / 1000),
+  ].join("\n");
+}
 
 /** What the reranker cost one request, for the x-memd-rerank-calls header. */
 export interface RerankCost {
@@ -56,6 +73,7 @@ export async function rerank(
   const signal = core.shutdown ? AbortSignal.any([timeout, core.shutdown]) : timeout;
   const started = performance.now();
   rerankingStats.calls++;
+  rerankingStats.documents += head.length;
   if (cost) cost.calls++;
   try {
     const r = await fetch(`${s.baseUrl}/rerank`, {

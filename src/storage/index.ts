@@ -21,6 +21,8 @@ export interface StorageSettings {
   dbConnectTimeoutMs?: number;
   dbStatementTimeoutMs?: number;
   pgKeywordLists?: boolean;
+  /** PostgreSQL: search snapshots in the database of namespaces of at least this many memories (0: off). */
+  pgSnapshotFrom?: number;
   /** LMDB: background keyword snapshots of namespaces of at least this many memories (0: off). */
   keywordPrebuild?: number;
   /** The search-memory budget in MiB (search-memory.ts); unset: 256. */
@@ -40,6 +42,7 @@ export async function openStorage(
       connectTimeoutMs: s.dbConnectTimeoutMs ?? 5000,
       statementTimeoutMs: s.dbStatementTimeoutMs ?? 5000,
       keywordLists: s.pgKeywordLists ?? true,
+      snapshotFrom: s.pgSnapshotFrom,
       searchMemoryMb: s.searchMemoryMb,
     });
   }

@@ -520,6 +520,9 @@ export interface TrailFilter {
   kinds: readonly EventKind[];
 }
 
+/** An erasure at its place in the trail (the seq it took; erasures imported or made before it had one are not there). */
+export type TrailErasure = ErasureRecord & { seq: number };
+
 /**
  * Webhook subscriptions, their delivery log, and the audit trail in seq order for them.
  * Changes are read-modify-write functions run inside one transaction, so that the deliverer's
@@ -550,14 +553,16 @@ export interface Webhooks {
    * Up to `limit` events matching `filter` with seq above `afterSeq`, in seq order, that no later
    * commit can precede: on LMDB every committed event (seq is commit order); on PostgreSQL those
    * up to the horizon below which every transaction that took a seq has ended (seqs are taken in
-   * the order of each namespace's clock, not across namespaces). `scannedTo` is the seq the scan
-   * is past (matching or not): a cursor may move there.
+   * the order of each namespace's clock, not across namespaces). With them, the erasures of the
+   * filter's namespaces (whatever its kinds) whose seq is in the same range: an erasure takes a
+   * seq of the trail after its DELETEs, no event has it. `scannedTo` is the seq the scan is past
+   * (matching or not): a cursor may move there.
    */
   trailAfter(
     afterSeq: number,
     filter: TrailFilter,
     limit: number,
-  ): Promise<{ events: EventRecord[]; scannedTo: number }>;
+  ): Promise<{ events: EventRecord[]; erasures: TrailErasure[]; scannedTo: number }>;
   /** One event by seq, as it is now (an erasure scrubs events in place). */
   eventBySeq(seq: number): Promise<EventRecord | undefined>;
   /**

@@ -19,7 +19,12 @@ export function patternParts(patterns: readonly string[]): { all: boolean; exact
 /** Whether `e` is one the filter wants. */
 export function matchesTrail(filter: TrailFilter, e: EventRecord): boolean {
   if (filter.kinds.length > 0 && !filter.kinds.includes(e.event)) return false;
+  return inNamespaces(filter, e.namespace);
+}
+
+/** Whether the filter's patterns cover `namespace` (an erasure is wanted whatever the kinds). */
+export function inNamespaces(filter: TrailFilter, namespace: string): boolean {
   return filter.namespaces.some((p) =>
-    p === "*" ? true : p.endsWith("/*") ? e.namespace.startsWith(p.slice(0, -1)) : p === e.namespace,
+    p === "*" ? true : p.endsWith("/*") ? namespace.startsWith(p.slice(0, -1)) : p === namespace,
   );
 }

@@ -4,9 +4,9 @@
 // The constants were measured on the LoCoMo dev half and BEAM's 100K chats (bench/notes.md).
 
 /**
- * BM25 parameters: k1 = 1.2 (term-frequency saturation); b (length normalisation) = BM25.b on
- * PostgreSQL (its SQL statement and the replica's lists, which must agree; issue 21's value,
- * chosen on LoCoMo's short turns); on LMDB b is the scope's own, lengthNormB.
+ * BM25 parameters: k1 = 1.2 (term-frequency saturation); b (length normalisation) is the scope's
+ * own, lengthNormB, on both backends; BM25.b (issue 21's value, chosen on LoCoMo's short turns)
+ * only where a scope has no length at all.
  */
 export const BM25 = { k1: 1.2, b: 0.25 } as const;
 
@@ -83,11 +83,19 @@ export const bm25n = (idfValue: number, tf: number, length: number, n: LengthNor
   bm25(idfValue, tf, length, n.avg, n.b);
 
 /**
+ * lengthNormB as SQL, over float8 columns `docs`, `avg` (total / docs) and `squares` of `st`: the
+ * same operations in the same order, so both backends compute the same b.
+ */
+export const lengthNormBSql = (st: string): string =>
+  `CASE WHEN ${st}.docs = 0 OR ${st}.avg = 0 THEN ${BM25.b}
+        ELSE least(1, sqrt(greatest(0, ${st}.squares / ${st}.docs - ${st}.avg * ${st}.avg)) / ${st}.avg) END`;
+
+/**
  * The same score as SQL, summed over postings `p` (columns tf, doc_len, df, weight) joined with
- * stats `st` (docs, avg): one expression, so PostgreSQL's ranking is this module's.
+ * stats `st` (docs, avg, b: lengthNormBSql): one expression, so PostgreSQL's ranking is this module's.
  */
 export const bm25Sql = (p: string, st: string): string => {
-  const { k1, b } = BM25;
+  const { k1 } = BM25;
   return `sum(${p}.weight * ln(1 + (${st}.docs - ${p}.df + 0.5) / (${p}.df + 0.5))
-              * (${p}.tf * ${k1 + 1}) / (${p}.tf + ${k1} * (1 - ${b} + ${b} * ${p}.doc_len / ${st}.avg)))`;
+              * (${p}.tf * ${k1 + 1}) / (${p}.tf + ${k1} * (1 - ${st}.b + ${st}.b * ${p}.doc_len / ${st}.avg)))`;
 };

@@ -6,10 +6,19 @@
 import { randomBytes } from "node:crypto";
 import type { Core } from "../core";
 import type { KeyRecord } from "../keys/model";
-import type { DeliveryRecord, EventRecord, WebhookRecord } from "../storage/records";
+import type { DeliveryRecord, WebhookRecord } from "../storage/records";
 import { isoTime } from "../wire/time";
 import { postWebhook } from "./post";
-import { creatorProblem, messageId, payload, signingSecrets, trailFilter } from "./service";
+import {
+  creatorProblem,
+  isErasure,
+  messageId,
+  payload,
+  signingSecrets,
+  type TrailItem,
+  trailFilter,
+  trailItems,
+} from "./service";
 import { signedHeaders } from "./signing";
 
 export interface DeliveryOptions {
@@ -232,7 +241,7 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
       if (!(await this.lease())) return;
       let w = await storage.getWebhook(this.id);
       let pos = w?.cursor ?? 0;
-      let buffer: EventRecord[] = [];
+      let buffer: TrailItem[] = [];
       let attempt = 0;
       let keyCheckedAt = 0;
       let cursorWrittenAt = 0;
@@ -277,10 +286,10 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
         if (buffer.length === 0) {
           scannedAt = performance.now();
           const page = await storage.trailAfter(pos, trailFilter(w), 100);
-          if (page.events.length > 0) {
+          if (page.events.length > 0 || page.erasures.length > 0) {
             // Committed is not yet durable on LMDB: never deliver what a crash could take back.
             await storage.durable();
-            buffer = page.events;
+            buffer = trailItems(page);
             pos = page.scannedTo;
             continue;
           }
@@ -319,7 +328,7 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
         }
         const head = buffer[0];
         // As it is now: an erasure since it was read has scrubbed it.
-        const e = (await storage.eventBySeq(head.seq)) ?? head;
+        const e = isErasure(head) ? head : ((await storage.eventBySeq(head.seq)) ?? head);
         const id = messageId(w, e.seq);
         const body = payload(w, e);
         const started = performance.now();
@@ -342,7 +351,7 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
           webhookId: this.id,
           seq: e.seq,
           messageId: id,
-          eventKind: e.event,
+          eventKind: isErasure(e) ? "ERASURE" : e.event,
           namespace: e.namespace,
           atMs: at,
           attempt,

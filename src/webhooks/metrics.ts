@@ -1,6 +1,6 @@
 import type { Core } from "../core";
 import type { Deliverer } from "./deliverer";
-import { trailFilter } from "./service";
+import { trailFilter, trailItems } from "./service";
 
 /** Lag is counted over at most this many events per subscription (a scrape stays cheap). */
 const lagCountLimit = 10_000;
@@ -24,10 +24,10 @@ export async function webhookMetrics(core: Pick<Core, "storage">, deliverer: Del
     const c = counts?.get(w.id);
     delivered.push(`memd_webhook_delivered_total${label(w.id)} ${c?.delivered ?? 0}`);
     failed.push(`memd_webhook_failed_total${label(w.id)} ${c?.failed ?? 0}`);
-    const { events } = await core.storage.trailAfter(w.cursor, trailFilter(w), lagCountLimit);
-    lagEvents.push(`memd_webhook_lag_events${label(w.id)} ${events.length}`);
+    const items = trailItems(await core.storage.trailAfter(w.cursor, trailFilter(w), lagCountLimit));
+    lagEvents.push(`memd_webhook_lag_events${label(w.id)} ${items.length}`);
     lagSeconds.push(
-      `memd_webhook_lag_seconds${label(w.id)} ${events.length ? Math.max(0, (now - events[0].atMs) / 1000) : 0}`,
+      `memd_webhook_lag_seconds${label(w.id)} ${items.length ? Math.max(0, (now - items[0].atMs) / 1000) : 0}`,
     );
   }
   const block = (name: string, help: string, type: string, lines: string[]) =>

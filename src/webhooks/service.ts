@@ -2,8 +2,9 @@ import { randomBytes } from "node:crypto";
 import { toAuditEvent } from "../audit/service";
 import type { KeyRecord } from "../keys/model";
 import { patternOutside, patternProblem, permits, rootKeyId } from "../keys/service";
+import { toErasure } from "../memory/service";
 import { type EventKind, type EventRecord, eventKinds } from "../storage/records";
-import type { KeyStore, TrailFilter, Webhooks } from "../storage/storage";
+import type { KeyStore, TrailErasure, TrailFilter, Webhooks } from "../storage/storage";
 import { ApiError, invalidField } from "../wire/errors";
 import { isoTime } from "../wire/time";
 import { AddressRefused, resolveTarget } from "./address";
@@ -61,15 +62,33 @@ export const trailFilter = (w: WebhookRecord): TrailFilter => ({
   kinds: w.events.length === eventKinds.length ? [] : w.events,
 });
 
-/** A DELETE an erasure wrote: delivered as `memory.erased`, the erasure itself reaching the receiver. */
+/** A DELETE an erasure wrote: delivered as `memory.erased`, the erased memory reaching the receiver. */
 const erasedBy = (e: EventRecord) => e.event === "DELETE" && e.reason === "erased";
 
+/** What a subscription delivers: the trail's events, and the erasures at their seqs. */
+export type TrailItem = EventRecord | TrailErasure;
+
+export const isErasure = (x: TrailItem): x is TrailErasure => !("memoryId" in x);
+
+/** A page of the trail as one list in seq order. */
+export const trailItems = (page: { events: EventRecord[]; erasures: TrailErasure[] }): TrailItem[] =>
+  page.erasures.length === 0 ? page.events : [...page.events, ...page.erasures].sort((a, b) => a.seq - b.seq);
+
 /**
- * The body of a delivery: `type` (`memory.` and the event kind in lower case; `memory.erased` for
- * an erasure's DELETE), `timestamp` (the
- * event's time) and `data`, the event as GET /v1/memory/events shows it, with `seq`.
+ * The body of a delivery: `type`, `timestamp` and `data`. For an event: `memory.` and the event
+ * kind in lower case (`memory.erased` for an erasure's DELETE), the event's time, and the event as
+ * GET /v1/memory/events shows it, with `seq`. For an erasure (after the DELETEs it made, whatever
+ * the subscription's kinds): `entity.erased`, its time, and the erasure as GET /v1/memory/erasures
+ * shows it, with `seq`.
  */
-export function payload(w: WebhookRecord, e: EventRecord): string {
+export function payload(w: WebhookRecord, e: TrailItem): string {
+  if (isErasure(e))
+    return JSON.stringify({
+      type: "entity.erased",
+      timestamp: isoTime(e.atMs),
+      webhookId: w.id,
+      data: { ...toErasure(e), seq: e.seq },
+    });
   return JSON.stringify({
     type: erasedBy(e) ? "memory.erased" : `memory.${e.event.toLowerCase()}`,
     timestamp: isoTime(e.atMs),

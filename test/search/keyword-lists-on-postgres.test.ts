@@ -11,6 +11,7 @@ import { pgFollow } from "../../src/storage/postgres/follow";
 import { openPostgres, type PostgresStorage } from "../../src/storage/postgres/index";
 import { keywordLists } from "../../src/storage/postgres/keyword-cache";
 import type { MemoryOp } from "../../src/storage/storage";
+import { NEIGHBOUR_SHARE } from "../../src/text/scoring";
 import { queryTerms } from "../../src/text/tokens";
 import { type ChatRequest, startFakeModel } from "../fake-model";
 import {
@@ -274,11 +275,18 @@ describe("in process", () => {
      * A search's answer: every hit (limit 1000) as [score to 9 places, id], ordered by those, and
      * the scores of the best 10. (SQL sums a memory's terms in any order, so two memories of the
      * same words may differ in the last bit there and tie otherwise: ties are compared as sets.)
+     * Within an entity, adjacent hits lend their share (as the search service asks).
      */
     const answer = async (s: PostgresStorage, q: string, entity?: string) => {
       const scope = { namespace: "slices", entity };
-      const all = (await s.keywordSearch(scope, queryTerms(q), {}, 1000)).map((h) => [h.score.toFixed(9), h.memory.id]);
-      const best = (await s.keywordSearch(scope, queryTerms(q), {}, 10)).map((h) => h.score.toFixed(9));
+      const share = entity === undefined ? 0 : NEIGHBOUR_SHARE;
+      const all = (await s.keywordSearch(scope, queryTerms(q), {}, 1000, undefined, share)).map((h) => [
+        h.score.toFixed(9),
+        h.memory.id,
+      ]);
+      const best = (await s.keywordSearch(scope, queryTerms(q), {}, 10, undefined, share)).map((h) =>
+        h.score.toFixed(9),
+      );
       return { all: all.sort((x, y) => (x[0] !== y[0] ? (x[0] < y[0] ? 1 : -1) : x[1] < y[1] ? -1 : 1)), best };
     };
     let duringBuild = 0;
@@ -289,12 +297,26 @@ describe("in process", () => {
     }
     expect(lists.keywordLists!.isReady("slices")).toBe(true);
     expect(duringBuild).toBeGreaterThan(0);
-    for (const q of queries)
-      for (const entity of [undefined, "e3"]) {
-        const got = await answer(lists, q, entity);
-        expect(got.best).toHaveLength(10);
-        expect(got).toEqual(await answer(sqlOnly, q, entity));
-      }
+    const alike = async () => {
+      for (const q of queries)
+        for (const entity of [undefined, "e3"]) {
+          const got = await answer(lists, q, entity);
+          expect(got.best).toHaveLength(10);
+          expect(got).toEqual(await answer(sqlOnly, q, entity));
+        }
+    };
+    await alike();
+    // Edits: the lists give an edited memory a new place, the entity's order (ids) keeps it.
+    const edited = ops.filter((o) => o.event === "ADD" && o.create.entity === "e3").slice(0, 20);
+    await sqlOnly.apply(
+      edited.map((o, i) => ({
+        event: "UPDATE",
+        target: o.event === "ADD" ? o.create.id : "",
+        patch: { content: i % 2 ? "tea daily tea" : "coffee piano red blue" },
+      })),
+      null,
+    );
+    await alike();
   }, 60_000);
 
   test("the lists follow another replica's changes in pages; too far behind, they are built again, every answer equal to SQL's", async () => {

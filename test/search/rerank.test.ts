@@ -47,6 +47,18 @@ const search = (t: TestServer) =>
   t.json("POST", "/v1/memory/search", { namespace: ns, entity: "u", query: "tea", mode: "keyword" });
 const context = (t: TestServer) => t.json("POST", "/v1/memory/context", { namespace: ns, entity: "u", query: "tea" });
 
+/** The memd_rerank_* counters of a server's /metrics. */
+async function rerankCounters(t: TestServer) {
+  const text = await (await t.api("GET", "/metrics")).text();
+  const of = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+  return {
+    calls: of("memd_rerank_calls_total"),
+    errors: of("memd_rerank_call_errors_total"),
+    documents: of("memd_rerank_documents_total"),
+    seconds: of("memd_rerank_call_seconds_total"),
+  };
+}
+
 describe("reranker", () => {
   test("off by default: the search's own order", async () => {
     const r = await search(plain);
@@ -57,6 +69,7 @@ describe("reranker", () => {
   test("search and context follow the reranker, with its scores; it gets the model, query, documents and top_n", async () => {
     reranker.fail(false);
     const before = reranker.requests.length;
+    const counted = await rerankCounters(withReranker);
     const r = await search(withReranker);
     expect(r.status).toBe(200);
     expect(r.body.mode).toBe("keyword");
@@ -69,11 +82,18 @@ describe("reranker", () => {
     expect(c.status).toBe(200);
     expect(c.body.memories[0].content).toBe(memories[0]);
     expect(reranker.requests.length).toBe(before + 2);
+    // On /metrics: two calls, two documents each, none failed.
+    const now = await rerankCounters(withReranker);
+    expect(now.calls - counted.calls).toBe(2);
+    expect(now.documents - counted.documents).toBe(4);
+    expect(now.errors).toBe(counted.errors);
+    expect(now.seconds).toBeGreaterThan(counted.seconds);
   });
 
   for (const mode of [true, "hang", "garbage"] as const)
     test(`a reranker that ${mode === true ? "answers 500" : mode === "hang" ? "does not answer in time" : "answers garbage"}: the search's own order`, async () => {
       reranker.fail(mode);
+      const counted = await rerankCounters(withReranker);
       try {
         const r = await search(withReranker);
         expect(r.status).toBe(200);
@@ -81,6 +101,10 @@ describe("reranker", () => {
         const c = await context(withReranker);
         expect(c.status).toBe(200);
         expect(c.body.memories[0].content).toBe(memories[1]);
+        // Each failure counted on /metrics.
+        const now = await rerankCounters(withReranker);
+        expect(now.calls - counted.calls).toBe(2);
+        expect(now.errors - counted.errors).toBe(2);
       } finally {
         reranker.fail(false);
       }

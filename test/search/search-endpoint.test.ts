@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startFakeEmbedder } from "../fake-embedder";
 import { startFakeModel } from "../fake-model";
-import { backend, startTestServer, type TestServer } from "../helpers";
+import { startTestServer, type TestServer } from "../helpers";
 
 const embedder = startFakeEmbedder({ similar: [["vegetarian", "meat", "vegan"]] });
 const model = startFakeModel();
@@ -145,7 +145,7 @@ describe("keyword search", () => {
     expect(contents(await search(plain, { namespace: ns, query: "giraffe" }))).toEqual([]);
   });
 
-  test("adjacent hits: a hit stored next to a strong one gains half its score; a memory without the query's words never comes in", async () => {
+  test("adjacent hits: a hit stored next to a strong one gains half its score, on both backends, after an edit too; a memory without the query's words never comes in", async () => {
     const ns = "adjacent";
     const turns = [
       "Melanie: what did you research last week, Caroline?",
@@ -154,17 +154,16 @@ describe("keyword search", () => {
       "Caroline: I painted a lake at sunrise",
       "Melanie: I baked bread",
     ];
-    for (const content of turns) await store(plain, { namespace: ns, entity: "c", content });
-    // Within an entity on LMDB (over a whole namespace, and on PostgreSQL: BM25 alone).
-    for (const scope of [{ entity: "c" }]) {
-      const r = await search(plain, { namespace: ns, ...scope, query: "What did Caroline research?" });
-      expect(contents(r)[0]).toBe(turns[0]);
-      expect(contents(r)).not.toContain(turns[4]);
-      if (backend === "postgres") {
-        // BM25 alone: the shortest of the three "Caroline" turns second.
-        expect(contents(r)[1]).toBe(turns[2]);
-        continue;
+    const ids: string[] = [];
+    for (const content of turns) ids.push(await store(plain, { namespace: ns, entity: "c", content }));
+    // Within an entity (over a whole namespace: BM25 alone). Adjacent means next in the order the
+    // memories were stored in (their ids), so an edit of the question leaves it where it was.
+    for (const edit of [false, true]) {
+      if (edit) {
+        turns[0] = "Melanie: what did you research last month, Caroline?";
+        expect((await plain.json("PATCH", `/v1/memory/${ids[0]}`, { content: turns[0] })).status).toBe(200);
       }
+      const r = await search(plain, { namespace: ns, entity: "c", query: "What did Caroline research?" });
       expect(contents(r)).toEqual([turns[0], turns[1], turns[2], turns[3]]);
       const [first, second, third] = r.body.results.map((x: { score: number }) => x.score);
       // BM25 alone ranks the shortest of the three "Caroline" turns second; the reply to the

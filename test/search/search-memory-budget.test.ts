@@ -6,9 +6,9 @@
 // namespace's current memories (computed here from what the test stored), including after
 // stores and deletes made while a namespace was released.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { BM25, bm25n, idf, lengthNormOf } from "../../src/text/scoring";
+import { bm25n, idf, lengthNormOf } from "../../src/text/scoring";
 import { queryTerms, termCounts } from "../../src/text/tokens";
-import { backend, seededRandom, startTestServer, type TestServer } from "../helpers";
+import { seededRandom, startTestServer, type TestServer } from "../helpers";
 
 let t: TestServer;
 beforeAll(async () => {
@@ -37,11 +37,7 @@ async function store(ns: string, content: string) {
  */
 function expected(ns: string, query: string): Map<string, number> {
   const ds = docs.get(ns)!.map((d) => ({ id: d.id, ...termCounts(d.content) }));
-  // LMDB: the namespace's b (the spread of its lengths); PostgreSQL: BM25.b, as its SQL statement.
-  const norm =
-    backend === "postgres"
-      ? { avg: ds.reduce((a, d) => a + d.length, 0) / ds.length, b: BM25.b }
-      : lengthNormOf(ds.map((d) => d.length));
+  const norm = lengthNormOf(ds.map((d) => d.length));
   const terms = queryTerms(query);
   const w = terms.map((q) => q.weight * idf(ds.length, ds.filter((d) => d.tf.has(q.term)).length));
   const own = ds.map((d) =>

@@ -503,6 +503,44 @@ const cases: Record<string, Case> = {
     expect((await s.eventBySeq(all.events[1].seq))?.event).toBe("DELETE");
   },
 
+  "Webhooks: an erasure takes a seq of the trail after its DELETEs, with no current memory left too": async (s) => {
+    const n = ns("erased");
+    const start = (await s.trailAfter(0, { namespaces: [], kinds: [] }, 1)).scannedTo;
+    const a = add(n, "carol's address", { entity: "carol" });
+    await s.apply([a], "k");
+    await s.apply([{ event: "DELETE", target: idOf(a), reason: "deleted" }], "k");
+    await s.erase(n, "carol", "k");
+    await s.apply([add(`${n}-other`, "not wanted")], "k");
+    await s.erase(`${n}-other`, "e", "k");
+    await s.apply([add(n, "after", { entity: "dave" })], "k");
+    let page = await s.trailAfter(start, { namespaces: [n], kinds: ["ADD"] }, 10);
+    // The horizon may trail a commit by a moment on PostgreSQL.
+    for (let tries = 0; page.events.length < 2 && tries < 100; tries++) {
+      await Bun.sleep(10);
+      page = await s.trailAfter(start, { namespaces: [n], kinds: ["ADD"] }, 10);
+    }
+    expect(page.events.map((e) => e.entity)).toEqual(["carol", "dave"]);
+    expect(page.erasures.map((e) => [e.namespace, e.entity, e.memories])).toEqual([[n, "carol", 1]]);
+    const [erasure] = page.erasures;
+    expect(erasure.seq).toBeGreaterThan(page.events[0].seq);
+    expect(erasure.seq).toBeLessThan(page.events[1].seq);
+    expect(await s.eventBySeq(erasure.seq)).toBeUndefined();
+    // A page that stops before it does not pass it.
+    const first = await s.trailAfter(start, { namespaces: [n], kinds: [] }, 1);
+    expect(first.erasures).toEqual([]);
+    expect(first.scannedTo).toBeLessThan(erasure.seq);
+    // An erasure the last of the trail: the end of the trail is past it.
+    await s.erase(n, "dave", "k");
+    let end = (await s.trailAfter(0, { namespaces: [], kinds: [] }, 1)).scannedTo;
+    for (let tries = 0; end <= page.events[1].seq + 1 && tries < 100; tries++) {
+      await Bun.sleep(10);
+      end = (await s.trailAfter(0, { namespaces: [], kinds: [] }, 1)).scannedTo;
+    }
+    const last = await s.trailAfter(erasure.seq, { namespaces: [n], kinds: [] }, 10);
+    expect(last.erasures.map((e) => e.entity)).toEqual(["dave"]);
+    expect(last.scannedTo).toBe(end);
+  },
+
   "Upkeep: an open store is ready, and its figures count what was written": async (s) => {
     expect(await s.notReadyReason()).toBeUndefined();
     const before = await s.stats();

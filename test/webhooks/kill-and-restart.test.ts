@@ -66,3 +66,53 @@ test("kill -9 mid-delivery, restart: every event delivered in order, repeats onl
     await p.proc.exited;
   }
 });
+
+test("an erasure the last thing written, kill -9, restart: delivered once, and the next event's seq is above it", async () => {
+  const dir = tempDir();
+  const r = startReceiver();
+  const args = ["--data-dir", dir.dir, ...(await backendArgs(dir.dir)), ...fast];
+  const env = { MEMD_API_KEY: rootSecret };
+  let p = await spawnServer(args, env);
+  try {
+    const made = await call(p.url, "POST", "/v1/webhooks", { url: r.url, namespaces: "gone" });
+    expect(made.status).toBe(201);
+    r.secret = made.body.secret;
+    const stored = await call(p.url, "POST", "/v1/memory", {
+      namespace: "gone",
+      entity: "erin",
+      content: "erin's phone is 555-0199",
+      infer: false,
+    });
+    expect(stored.status).toBe(200);
+    expect((await call(p.url, "DELETE", `/v1/memory/${stored.body.memories[0].id}`)).status).toBe(200);
+    expect((await call(p.url, "POST", "/v1/memory/erase", { namespace: "gone", entity: "erin" })).status).toBe(200);
+    const deadline = Date.now() + 20_000;
+    while (!r.accepted.some((a) => a.type === "entity.erased") && Date.now() < deadline) await Bun.sleep(10);
+    const erasure = r.accepted.find((a) => a.type === "entity.erased");
+    expect(erasure).toBeDefined();
+    p.proc.kill("SIGKILL");
+    await p.proc.exited;
+
+    p = await spawnServer(args, env);
+    const after = await call(p.url, "POST", "/v1/memory", {
+      namespace: "gone",
+      entity: "frank",
+      content: "frank likes tea",
+      infer: false,
+    });
+    expect(after.status).toBe(200);
+    const ev = await call(p.url, "GET", "/v1/memory/events?namespace=gone&limit=100");
+    const seqs = (ev.body as { id: string }[]).map((e) => Number(e.id)).sort((a, b) => a - b);
+    expect(seqs.length).toBe(3);
+    expect(seqs[2]).toBeGreaterThan(erasure!.seq);
+    await r.waitFor(seqs);
+    expect(checkDeliveries(r.accepted, [...seqs, erasure!.seq])).toEqual([]);
+    expect([...new Set(r.accepted.filter((a) => a.type === "entity.erased").map((a) => a.id))]).toEqual([erasure!.id]);
+    expect(new Set(r.accepted.map((a) => a.seq)).size).toBe(4);
+  } finally {
+    p.proc.kill("SIGKILL");
+    await p.proc.exited;
+    await r.stop();
+    dir.cleanup();
+  }
+});

@@ -298,6 +298,49 @@ describe("delivery", () => {
     // alice's ADD, not delivered before the erasure, comes without its content.
     expect(kinds).toContainEqual(["memory.add", "alice", "erased"]);
     expect(JSON.stringify(r.accepted)).toContain("bob likes tea");
+    // The erasure itself, after its DELETE.
+    await until("the erasure", () => r.accepted.some((a) => a.type === "entity.erased"));
+    const erasure = r.accepted.find((a) => a.type === "entity.erased")!;
+    expect(erasure.body.data).toMatchObject({ namespace: "erase", entity: "alice", memories: 1 });
+    const del = r.accepted.find((a) => a.type === "memory.erased")!;
+    expect(erasure.seq).toBeGreaterThan(del.seq);
+    expect(checkDeliveries(r.accepted, [...expected, erasure.seq])).toEqual([]);
+  });
+
+  test("an erasure of an entity with no current memory left is delivered too, in order, whatever the kinds", async () => {
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "erase-gone/*", events: ["ADD"] });
+    const id = await store("erase-gone/a", "carol's address is 12 Elm St", "carol");
+    expect((await s.json("DELETE", `/v1/memory/${id}`)).status).toBe(200);
+    const erased = await s.json("POST", "/v1/memory/erase", { namespace: "erase-gone/a", entity: "carol" });
+    expect(erased.status).toBe(200);
+    expect(erased.body.memories).toBe(1);
+    await store("erase-gone/a", "dave likes tea", "dave");
+    const adds = await seqsOf("erase-gone/a", ["ADD"]);
+    expect(adds.length).toBe(2);
+    await r.waitFor(adds);
+    await until("the erasure", () => r.accepted.some((a) => a.type === "entity.erased"));
+    const erasure = r.accepted.find((a) => a.type === "entity.erased")!;
+    expect(erasure.verified).toBe(true);
+    expect(erasure.id).toBe(`msg_${erasure.seq}_${sub.id}`);
+    expect(erasure.body.data).toMatchObject({
+      namespace: "erase-gone/a",
+      entity: "carol",
+      memories: 1,
+      seq: erasure.seq,
+    });
+    // Between carol's DELETE (not wanted: kinds ADD) and dave's ADD, which came after.
+    const [deleteSeq] = await seqsOf("erase-gone/a", ["DELETE"]);
+    expect(erasure.seq).toBeGreaterThan(deleteSeq);
+    expect(erasure.seq).toBeLessThan(adds[1]);
+    expect(checkDeliveries(r.accepted, [...adds, erasure.seq])).toEqual([]);
+    expect(r.accepted.map((a) => a.type)).toEqual(["memory.add", "entity.erased", "memory.add"]);
+    // The deliveries log names it.
+    await until("the erasure in the log", async () =>
+      ((await s.json("GET", `/v1/webhooks/${sub.id}/deliveries`)).body as { event: string }[]).some(
+        (d) => d.event === "ERASURE",
+      ),
+    );
   });
 
   test("a subscription failing longer than the limit is disabled and says why", async () => {

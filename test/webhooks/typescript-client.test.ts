@@ -40,6 +40,7 @@ test("create, list, get, update, deliveries, replay, rotate, delete; a delivery 
   const { body, headers } = raw[0];
   const payload = await verifyWebhook(made.secret, headers, body);
   expect(payload.type).toBe("memory.add");
+  if (payload.type === "entity.erased") throw new Error("an event was expected");
   expect(payload.data.newContent).toBe("hello webhooks");
   expect(new Webhook(made.secret).verify(body, headers)).toEqual(payload);
   expect(await verifyWebhook(made.secret, new Headers(headers), body)).toEqual(payload);
@@ -60,6 +61,20 @@ test("create, list, get, update, deliveries, replay, rotate, delete; a delivery 
   await memd.webhooks.replay(made.id, payload.data.seq);
   while (raw.length < 2 && Date.now() < deadline) await Bun.sleep(10);
   expect(raw[1].headers["webhook-id"]).toBe(headers["webhook-id"]);
+  // An erasure: its DELETE (memory.erased), then the erasure itself (entity.erased), typed apart.
+  await memd.erase({ namespace: "client", entity: "e" });
+  const erasedAt = async () => {
+    for (const r of raw) {
+      const p = await verifyWebhook(made.secret, r.headers, r.body);
+      if (p.type === "entity.erased") return p;
+    }
+  };
+  let erasure = await erasedAt();
+  while (!erasure && Date.now() < deadline) {
+    await Bun.sleep(10);
+    erasure = await erasedAt();
+  }
+  expect(erasure?.data).toMatchObject({ namespace: "client", entity: "e", memories: 1 });
   const rotated = await memd.webhooks.rotateSecret(made.id);
   expect(rotated.secret).not.toBe(made.secret);
   expect(await memd.webhooks.delete(made.id)).toEqual({ id: made.id, deleted: true });

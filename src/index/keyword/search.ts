@@ -30,8 +30,6 @@ export function keywordSearch<R extends object, S extends object>(
    * passes it): 0, BM25's own scores.
    */
   share = 0,
-  /** A fixed b instead of the scope's (PostgreSQL: its SQL statement's, BM25.b, so both agree). */
-  fixedB?: number,
 ): Hit<R>[] {
   if (terms.length === 0) return EMPTY;
   const space = of.expanded();
@@ -53,7 +51,7 @@ export function keywordSearch<R extends object, S extends object>(
   }
   if (docs === 0) return EMPTY;
   // BM25's avgdl, and b from the spread of the scope's lengths (text/scoring.ts lengthNormB).
-  const avg: LengthNorm = { avg: totalLength / docs, b: fixedB ?? lengthNormB(docs, totalLength, totalSquares) };
+  const avg: LengthNorm = { avg: totalLength / docs, b: lengthNormB(docs, totalLength, totalSquares) };
   const accepted = new Map<string, R | null>();
   const accept: Accept<R> = (id) => {
     let r = accepted.get(id);
@@ -100,7 +98,7 @@ function entityCandidates(
   const df = ts.map(() => 0);
   const positions = new Int32Array(docsOf.length);
   let at = -1;
-  for (const d of docsOf) {
+  for (const d of share > 0 ? liveInIdOrder(space, docsOf) : docsOf) {
     if (space.gone[d]) continue;
     at++;
     let found = false;
@@ -141,6 +139,25 @@ function entityCandidates(
     }
   }
   return count;
+}
+
+/**
+ * An entity's live documents in the order of their ids (UUIDv7: the order they were stored in),
+ * which is how adjacent hits are told on either backend (PostgreSQL's SQL statement orders by
+ * id): documents are numbered in the order they were added, and a changed memory gets a new
+ * number, so after an edit that order is not the ids' (nor the same after a restart).
+ */
+function liveInIdOrder(space: KeywordSpace, docsOf: Int32Array): Int32Array {
+  const live = new Int32Array(docsOf.length);
+  let n = 0;
+  let sorted = true;
+  for (const d of docsOf) {
+    if (space.gone[d]) continue;
+    if (n > 0 && sorted && space.idAfter(live[n - 1], d)) sorted = false;
+    live[n++] = d;
+  }
+  const out = live.subarray(0, n);
+  return sorted ? out : out.sort((a, b) => (space.idAfter(a, b) ? 1 : -1));
 }
 
 /**

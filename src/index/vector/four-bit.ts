@@ -76,6 +76,41 @@ export class FourBit implements RowKeeper {
     }
   }
 
+  /** Its rows 0..rows-1 as two copies: the codes, then the scales (VectorSpace.freeze). */
+  freeze(rows: number): ArrayBufferView[] {
+    const codes = new Uint8Array(rows * this.bytes);
+    const scales = new Float32Array(rows);
+    for (let b = 0; b * BLOCK < rows; b++) {
+      const n = Math.min(BLOCK, rows - b * BLOCK);
+      codes.set(this.blocks[b].subarray(0, n * this.bytes), b * BLOCK * this.bytes);
+      scales.set(this.scales[b].subarray(0, n), b * BLOCK);
+    }
+    return [Uint32Array.of(this.dims), codes, scales];
+  }
+
+  /** Takes back what freeze gave, as blocks laid out as put makes them. */
+  thaw(sections: Uint8Array<ArrayBuffer>[], rows: number) {
+    const dims = new Uint32Array(sections[0].buffer, sections[0].byteOffset, 1)[0];
+    if (dims === 0) return;
+    this.dims = dims;
+    this.bytes = Math.ceil(dims / 2);
+    this.out = new Float32Array(dims);
+    const codes = sections[1];
+    const scales = new Float32Array(sections[2].buffer, sections[2].byteOffset, sections[2].byteLength / 4);
+    let first = FIRST;
+    while (first < rows && first < BLOCK) first *= 2;
+    for (let b = 0; b === 0 || b * BLOCK < rows; b++) {
+      const size = rows <= BLOCK ? first : BLOCK;
+      const n = Math.max(0, Math.min(size, rows - b * BLOCK));
+      const block = new Uint8Array(size * this.bytes);
+      block.set(codes.subarray(b * BLOCK * this.bytes, (b * BLOCK + n) * this.bytes));
+      const scale = new Float32Array(size);
+      scale.set(scales.subarray(b * BLOCK, b * BLOCK + n));
+      this.blocks.push(block);
+      this.scales.push(scale);
+    }
+  }
+
   /** What it holds, in bytes (its blocks). */
   heldBytes(): number {
     let n = this.out.byteLength + this.qEven.byteLength * 2;

@@ -64,7 +64,35 @@ export interface RowKeeper {
   dot?(row: number, q: Float32Array): number;
   /** What it holds, in bytes (for the search-memory budget). */
   heldBytes?(): number;
+  /** Copies of what it holds for rows 0..rows-1, for a snapshot (VectorSpace.freeze). */
+  freeze?(rows: number): ArrayBufferView[];
+  /** Takes back what `freeze` gave, for `rows` rows (the arrays may be used as they are). */
+  thaw?(sections: Uint8Array<ArrayBuffer>[], rows: number): void;
 }
+
+/** A space as of one moment, for a snapshot: its sizes and names, and its arrays' copies. */
+export interface FrozenVectors {
+  header: VectorHeader;
+  /** In order: the kernel's memory up to its top, rowEntity, sum, cellOf, placeOf, cellLen, cellAt, cellRoom, every cell's rows, ids (UTF-8, "\n" between), then its keeper's. */
+  sections: ArrayBufferView[];
+}
+
+/** A frozen space's scalars and names (JSON). */
+export interface VectorHeader {
+  dims: number;
+  rows: number;
+  codes: boolean;
+  offsets: number[];
+  capacity: number;
+  added: number;
+  centred: number;
+  cells: number;
+  entityNames: string[];
+  odd: [string, string, number[]][];
+}
+
+/** The scalar offsets a frozen space keeps, in this order. */
+const OFFSETS = ["vAt", "meanAt", "centresAt", "centresRoom", "heap", "top", "wasted", "rowAt", "rowRoom"] as const;
 
 /** Small deterministic generator (xorshift32), for picking cell centres (and a first load's sample). */
 export const xorshift = (seed: number) => () => {
@@ -185,6 +213,122 @@ export class VectorSpace {
     n += this.rows * 200 + this.entityNames.length * 150;
     for (const o of this.odd.values()) n += o.v.byteLength + 200;
     return n + (this.keeper?.heldBytes?.() ?? 0);
+  }
+
+  /**
+   * Copies of everything it holds, as of now (synchronous: the space may change right after), for
+   * a snapshot that `thaw` takes back. Undefined when its keeper cannot be frozen.
+   */
+  freeze(): FrozenVectors | undefined {
+    const keeper = this.keeper;
+    if (keeper && !keeper.freeze) return undefined;
+    const rows = this.rows;
+    const me = this as unknown as Record<string, number>;
+    const header: VectorHeader = {
+      dims: this.dims,
+      rows,
+      codes: this.kernel !== undefined,
+      offsets: OFFSETS.map((k) => me[k]),
+      capacity: this.capacity,
+      added: this.added,
+      centred: this.centred,
+      cells: this.cells,
+      entityNames: [...this.entityNames],
+      odd: [...this.odd].map(([id, o]) => [id, o.entity, Array.from(o.v)]),
+    };
+    const cellRows = new Int32Array(this.cells > 0 ? rows : 0);
+    for (let c = 0, at = 0; c < this.cells; c++) {
+      cellRows.set(this.cellRows[c].subarray(0, this.cellLen[c]), at);
+      at += this.cellLen[c];
+    }
+    const sections: ArrayBufferView[] = [
+      this.kernel ? this.u8.slice(0, this.top) : new Uint8Array(0),
+      this.rowEntity.slice(0, rows),
+      this.sum.slice(),
+      this.cells > 0 ? this.cellOf.slice(0, rows) : new Int32Array(0),
+      this.cells > 0 ? this.placeOf.slice(0, rows) : new Int32Array(0),
+      this.cellLen.slice(0, this.cells),
+      this.cellAt.slice(0, this.cells),
+      this.cellRoom.slice(0, this.cells),
+      cellRows,
+      new TextEncoder().encode(this.ids.slice(0, rows).join("\n")),
+      ...(keeper?.freeze?.(rows) ?? []),
+    ];
+    return { header, sections };
+  }
+
+  /**
+   * A space of what `freeze` gave (`sections` in its order, 8-byte aligned), with `read` and
+   * `keeper` as the constructor takes them; undefined when they do not fit together.
+   */
+  static thaw(
+    header: VectorHeader,
+    sections: Uint8Array<ArrayBuffer>[],
+    read: ReadVector,
+    keeper?: RowKeeper,
+  ): VectorSpace | undefined {
+    const s = new VectorSpace(read, keeper);
+    const i32 = (k: number) => {
+      const b = sections[k] ?? new Uint8Array(0);
+      return new Int32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+    };
+    const { rows, cells, dims } = header;
+    const ids = rows === 0 ? [] : new TextDecoder().decode(sections[9]).split("\n");
+    if (ids.length !== rows || i32(1).length !== rows) return undefined;
+    if (header.codes) {
+      s.init(dims);
+      const me = s as unknown as Record<string, number>;
+      OFFSETS.forEach((k, i) => {
+        me[k] = header.offsets[i];
+      });
+      Object.assign(s, { rows, cells });
+      if (!s.fits(0)) return undefined;
+      s.u8.set(sections[0]);
+      const sum = sections[2];
+      s.sum = new Float64Array(sum.buffer.slice(sum.byteOffset, sum.byteOffset + sum.byteLength));
+    } else s.dims = dims;
+    s.capacity = Math.max(header.capacity, rows);
+    s.rowEntity = new Int32Array(s.capacity);
+    s.rowEntity.set(i32(1));
+    s.added = header.added;
+    s.centred = header.centred;
+    s.rows = rows;
+    if (cells > 0) {
+      s.cellOf = new Int32Array(s.capacity);
+      s.cellOf.set(i32(3));
+      s.placeOf = new Int32Array(s.capacity);
+      s.placeOf.set(i32(4));
+      s.cellLen = i32(5).slice();
+      s.cellAt = i32(6).slice();
+      s.cellRoom = i32(7).slice();
+      const all = i32(8);
+      s.cellRows = [];
+      for (let c = 0, at = 0; c < cells; c++) {
+        const list = new Int32Array(s.cellRoom[c]);
+        list.set(all.subarray(at, at + s.cellLen[c]));
+        s.cellRows.push(list);
+        at += s.cellLen[c];
+      }
+    }
+    header.entityNames.forEach((name, e) => {
+      s.entityNames.push(name);
+      s.entityIndex.set(name, e);
+    });
+    for (let r = 0; r < rows; r++) {
+      const id = ids[r];
+      s.ids[r] = id;
+      s.rowOf.set(id, r);
+      const e = s.rowEntity[r];
+      let set = s.byEntity.get(e);
+      if (!set) {
+        set = new Set();
+        s.byEntity.set(e, set);
+      }
+      set.add(r);
+    }
+    for (const [id, entity, v] of header.odd) s.odd.set(id, { entity, v: Float32Array.from(v) });
+    keeper?.thaw?.(sections.slice(10), rows);
+    return s;
   }
 
   /** Sets (v given) or removes a memory's vector. */

@@ -1,6 +1,12 @@
 import { stampFloor } from "../ops";
 import { type Dbs, END } from "./layout";
 
+/** The largest numeric key of a sub-database keyed by seq (0 when empty). */
+export const lastKey = (db: Dbs["events"]): number => {
+  const [k] = db.getKeys({ reverse: true, limit: 1 });
+  return typeof k === "number" ? k : 0;
+};
+
 /** How many namespaces keep their last time in memory; others are read back from the index. */
 const MAX_NAMESPACES = 10_000;
 
@@ -25,10 +31,11 @@ export class EventClock {
 
   private reload() {
     this.epoch = this.dbs.meta.get("clockEpoch");
-    const last = [...this.dbs.events.getKeys({ reverse: true, limit: 1 })][0];
+    const last = lastKey(this.dbs.events);
     // An import reserves the seqs of its events before writing them (meta "seqFloor").
     const floor = (this.dbs.meta.get("seqFloor") as number | undefined) ?? 0;
-    this.seq = Math.max(typeof last === "number" ? last : 0, floor);
+    // An erasure's seq is in the trail but no event has it.
+    this.seq = Math.max(last, lastKey(this.dbs.erasureSeqs), floor);
     this.lastMs.clear();
   }
 

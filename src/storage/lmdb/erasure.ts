@@ -87,6 +87,8 @@ export function lmdbErasure(s: LmdbState): Erasure {
           events: seqs.size + deleted,
         };
         w.put(dbs.erasures, keys.erasure(namespace, entity, atMs), erasure);
+        // Its place in the trail, after its DELETEs: webhooks deliver the erasure itself from there.
+        w.put(dbs.erasureSeqs, clock.next(namespace, now).seq, erasure);
         return erasure;
       });
       // Its keyword snapshot is deleted (it may hold the erased words).

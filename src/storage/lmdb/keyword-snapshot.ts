@@ -28,9 +28,8 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { commit, version } from "../../build-info";
 import type { FrozenSpace, Piece, SpaceParts } from "../../index/keyword";
-import { termCounts } from "../../text/tokens";
+import { snapshotBuild } from "../snapshot-build";
 
 const MAGIC = "memd-keywords-8";
 
@@ -40,22 +39,7 @@ export const snapshotDir = (dataDir: string) => join(dataDir, "search");
 const fileOf = (dataDir: string, namespace: string) =>
   join(snapshotDir(dataDir), `keywords-${Bun.hash(namespace).toString(16)}.bin`);
 
-/**
- * Which build wrote it: the terms of a text depend on the tokenizer, stemmers and stop words of
- * the release (a snapshot of another build is not used), and from source on a sample's terms.
- */
-let buildStamp: string | undefined;
-const build = () => (buildStamp ??= `${version}+${commit}:${Bun.hash(JSON.stringify(sampleTerms())).toString(16)}`);
-
-/** A sample text's terms as src/index/keyword/space.ts packs them (packTerms(sample, 0, "")). */
-function sampleTerms(): (string | number)[] {
-  const sample =
-    "The runners were running to the cafés of Straße Lisbon, 北京烤鸭 and ümlauts; les enfants mangeaient des pommes 2024";
-  const { tf, length } = termCounts(sample);
-  const v: (string | number)[] = [length, 0, ""];
-  for (const [term, n] of tf) v.push(term, n);
-  return v;
-}
+const build = snapshotBuild;
 
 /** Which state of the store a snapshot belongs to. */
 /**

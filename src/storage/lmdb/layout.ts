@@ -29,6 +29,9 @@ import type { Database } from "lmdb";
  *                                                             adds, revives or retires it: one holder per key)
  *   webhooks           [webhookId]                         -> WebhookRecord (issue 34; its cursor is an event seq)
  *   webhook_deliveries [webhookId, atMs, seq, attempt]     -> DeliveryRecord (the newest 100 per webhook kept)
+ *   erasure_seqs       seq                                 -> ErasureRecord (issue 34: the seq of the trail an
+ *                                                             erasure took after its DELETEs, so webhooks deliver
+ *                                                             it in order; no event has that seq; the clock stays above)
  *
  * Every msgpack sub-database also holds its shared structures (format 6) under the symbol key
  * Symbol.for("structures"), outside every range.
@@ -86,6 +89,7 @@ export const dbNames = {
   memoryKeys: "memory_keys",
   webhooks: "webhooks",
   webhookDeliveries: "webhook_deliveries",
+  erasureSeqs: "erasure_seqs",
 } as const;
 
 /** The open sub-databases, by their name in dbNames. */

@@ -1,8 +1,9 @@
 // The LMDB webhooks role: subscriptions (webhooks), their delivery log (webhook_deliveries), and
 // the trail by seq. One process owns a data dir, so leases always hold; seq is commit order.
-import type { DeliveryRecord, EventRecord, WebhookRecord } from "../records";
-import type { Webhooks } from "../storage";
-import { matchesTrail } from "../trail-filter";
+import type { DeliveryRecord, ErasureRecord, EventRecord, WebhookRecord } from "../records";
+import type { TrailErasure, Webhooks } from "../storage";
+import { inNamespaces, matchesTrail } from "../trail-filter";
+import { lastKey } from "./clock";
 import { END, keys } from "./layout";
 import type { LmdbState } from "./state";
 import { write } from "./writes";
@@ -67,22 +68,39 @@ export function lmdbWebhooks(s: LmdbState): Webhooks {
     },
 
     async trailAfter(afterSeq, filter, limit) {
-      if (filter.namespaces.length === 0) {
-        const [last] = dbs.events.getKeys({ reverse: true, limit: 1 });
-        return { events: [], scannedTo: typeof last === "number" ? Math.max(last, afterSeq) : afterSeq };
-      }
+      if (filter.namespaces.length === 0)
+        return {
+          events: [],
+          erasures: [],
+          scannedTo: Math.max(lastKey(dbs.events), lastKey(dbs.erasureSeqs), afterSeq),
+        };
       const events: EventRecord[] = [];
       let scannedTo = afterSeq;
+      let read = 0;
+      let full = false;
       for (const { key, value } of dbs.events.getRange({ start: afterSeq + 1, limit: scanLimit })) {
         if (typeof key !== "number") break;
         const e = value as EventRecord;
         if (matchesTrail(filter, e)) {
-          if (events.length === limit) break;
+          if (events.length === limit) {
+            full = true;
+            break;
+          }
           events.push(e);
         }
         scannedTo = key;
+        read++;
       }
-      return { events, scannedTo };
+      // A scan that read every event to the end is past the erasures after them too.
+      const toEnd = !full && read < scanLimit;
+      const erasures: TrailErasure[] = [];
+      for (const { key, value } of dbs.erasureSeqs.getRange({ start: afterSeq + 1 })) {
+        if (typeof key !== "number" || (!toEnd && key > scannedTo)) break;
+        const r = value as ErasureRecord;
+        if (inNamespaces(filter, r.namespace)) erasures.push({ ...r, seq: key });
+        scannedTo = Math.max(scannedTo, key);
+      }
+      return { events, erasures, scannedTo };
     },
 
     async eventBySeq(seq) {

@@ -50,6 +50,18 @@ export function pgErasure(s: PgState): Erasure {
           events: scrubbed.length,
         };
         await tx`INSERT INTO erasures ${tx(erasureRow(erasure))}`;
+        // Its place in the trail, after its DELETEs (webhooks deliver the erasure from there); taken
+        // once the transaction has its id (the insert), as the trail's horizon requires (webhooks.ts).
+        await tx`UPDATE erasures SET seq = nextval('event_seq')
+            WHERE namespace = ${namespace} AND entity = ${entity} AND at_ms = ${erasure.atMs}`;
+        // Search snapshots of the namespace may hold the erased memories (snapshots.ts).
+        await tx`DELETE FROM search_snapshot_parts WHERE namespace = ${namespace}`;
+        await tx`DELETE FROM search_snapshots WHERE namespace = ${namespace}`;
+        return erasure;
+      }).then((erasure) => {
+        // This replica writes its copies again once they have followed the erasure.
+        s.keywordLists?.erased(namespace);
+        s.vectors.erased(namespace);
         return erasure;
       });
     },

@@ -20,6 +20,7 @@ import { pgMemories } from "./memories";
 import { memoryOf } from "./rows";
 import { migrate } from "./schema";
 import { pgSearch, rebuildIndex } from "./search";
+import { preloadSnapshots } from "./snapshots";
 import type { PgState } from "./state";
 import { pgTransfer } from "./transfer";
 import { pgUpkeep } from "./upkeep";
@@ -48,6 +49,11 @@ export interface PostgresOptions {
   keywordLists?: boolean;
   /** The search-memory budget of this replica in MiB (../search-memory.ts); unset: 256. */
   searchMemoryMb?: number;
+  /**
+   * Keyword lists and vectors of namespaces of at least this many memories are written to the
+   * database once built and read by other replicas and restarts (snapshots.ts); unset: 10,000; 0: off.
+   */
+  snapshotFrom?: number;
 }
 
 export interface PostgresStorage extends Storage {
@@ -118,12 +124,23 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   // One follower per namespace keeps its keyword lists and its vectors in step (follow.ts).
   const followers = pgFollowers(sql, db);
   const searchMemory = new SearchMemory((o.searchMemoryMb ?? 256) * 1024 * 1024);
-  const keywordLists = o.keywordLists === false ? undefined : pgKeywordLists(sql, followers, searchMemory);
+  const keywordLists =
+    o.keywordLists === false ? undefined : pgKeywordLists(sql, db, followers, searchMemory, o.snapshotFrom ?? 10000);
+  const vectors = new PgVectorCache(sql, db, followers, searchMemory, o.snapshotFrom ?? 10000);
+  // The snapshots other replicas wrote (or this one before a restart), read before it is ready.
+  const preload =
+    (o.snapshotFrom ?? 10000) > 0
+      ? preloadSnapshots(db, sql, searchMemory.budget, {
+          ...(keywordLists ? { keyword: (ns: string) => keywordLists.load(ns) } : {}),
+          vector: (ns) => vectors.preload(ns),
+        })
+      : undefined;
   const s: PgState = {
     sql,
+    preload,
     lockSql,
     searchMemory,
-    vectors: new PgVectorCache(sql, db, followers, searchMemory),
+    vectors,
     keywordLists,
     entityLocks: keyedMutex(),
     db,

@@ -227,6 +227,54 @@ export const migrations: string[] = [
   `
   ALTER TABLE events ADD COLUMN merged_ids json, ADD COLUMN merged_into uuid;
   `,
+  // Keyword ranking (issue 36): BM25's b is each scope's own, from the spread of its memories'
+  // lengths (text/scoring.ts lengthNormB), which needs the sum of their squares beside their sum.
+  `
+  ALTER TABLE search_stats ADD COLUMN total_sq bigint NOT NULL DEFAULT 0;
+  UPDATE search_stats s SET total_sq = x.sq
+    FROM (SELECT namespace, entity, sum(doc_len::bigint * doc_len) AS sq
+          FROM (SELECT DISTINCT ON (memory_id) namespace, entity, doc_len FROM memory_terms ORDER BY memory_id) d
+          GROUP BY namespace, entity) x
+    WHERE s.namespace = x.namespace AND s.entity = x.entity;
+  UPDATE search_stats s SET total_sq = x.sq
+    FROM (SELECT namespace, sum(total_sq) AS sq FROM search_stats WHERE entity <> '' GROUP BY namespace) x
+    WHERE s.namespace = x.namespace AND s.entity = '';
+  `,
+  // Search snapshots (issue 32, postgres/snapshots.ts): a namespace's keyword lists and vectors
+  // as one replica built them, read by the others (and after a restart) instead of building them
+  // again, then caught up from the events table. A snapshot's row names its parts (by token);
+  // an erasure deletes its namespace's rows in its transaction.
+  `
+  CREATE TABLE search_snapshots (
+    namespace   text NOT NULL,
+    kind        text NOT NULL,
+    build       text NOT NULL,
+    epoch       bigint NOT NULL,
+    upto        bigint NOT NULL,
+    token       uuid NOT NULL,
+    parts       int NOT NULL,
+    bytes       bigint NOT NULL,
+    header      text NOT NULL,
+    written_at  bigint NOT NULL,
+    PRIMARY KEY (namespace, kind)
+  );
+  CREATE TABLE search_snapshot_parts (
+    namespace  text NOT NULL,
+    kind       text NOT NULL,
+    token      uuid NOT NULL,
+    part       int NOT NULL,
+    data       bytea NOT NULL,
+    PRIMARY KEY (namespace, kind, token, part)
+  );
+  ALTER TABLE search_snapshot_parts ALTER COLUMN data SET STORAGE EXTERNAL;
+  `,
+  // An erasure's place in the trail (issue 34): a seq of event_seq taken after its DELETEs, which
+  // no event has, so webhooks deliver the erasure itself in order (postgres/webhooks.ts). NULL on
+  // erasures made before, and on imported ones.
+  `
+  ALTER TABLE erasures ADD COLUMN seq bigint;
+  CREATE UNIQUE INDEX erasures_by_seq ON erasures (seq) WHERE seq IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;

@@ -3,7 +3,7 @@
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import { type KeywordSpace, keywordSearch as spaceSearch } from "../../index/keyword";
 import { ann, exactReads, type VectorSpace } from "../../index/vector";
-import { BM25, bm25Sql, type QueryTerm } from "../../text/scoring";
+import { bm25Sql, lengthNormBSql, type QueryTerm } from "../../text/scoring";
 import { termCounts } from "../../text/tokens";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
@@ -48,7 +48,7 @@ export interface IndexChange {
   /** Memories whose postings go. */
   removeIds: string[];
   postings: { namespace: string; entity: string; term: string; memory_id: string; tf: number; doc_len: number }[];
-  stats: { namespace: string; entity: string; docs: number; total_len: number }[];
+  stats: { namespace: string; entity: string; docs: number; total_len: number; total_sq: number }[];
   /** Memories whose vector and queue entry go. */
   dropIds: string[];
   /** New vectors: float32 little-endian, base64 (rows travel as JSON). */
@@ -60,12 +60,14 @@ export interface IndexChange {
 export function indexChange(touched: Iterable<IndexTouch>): IndexChange {
   const removeIds: string[] = [];
   const postings: IndexChange["postings"] = [];
-  const stats = new Map<string, { namespace: string; entity: string; docs: number; total_len: number }>();
+  const stats = new Map<string, IndexChange["stats"][number]>();
+  /** `docs` (1 or -1) memories of length `len` added to the scope's stats. */
   const bump = (namespace: string, entity: string, docs: number, len: number) => {
     const k = JSON.stringify([namespace, entity]);
-    const s = stats.get(k) ?? { namespace, entity, docs: 0, total_len: 0 };
+    const s = stats.get(k) ?? { namespace, entity, docs: 0, total_len: 0, total_sq: 0 };
     s.docs += docs;
-    s.total_len += len;
+    s.total_len += docs * len;
+    s.total_sq += docs * len * len;
     stats.set(k, s);
   };
   const dropIds = new Set<string>();
@@ -79,8 +81,8 @@ export function indexChange(touched: Iterable<IndexTouch>): IndexChange {
     if (changed && was) {
       const { length } = termCounts(before!.content);
       removeIds.push(before!.id);
-      bump(before!.namespace, "", -1, -length);
-      bump(before!.namespace, before!.entity, -1, -length);
+      bump(before!.namespace, "", -1, length);
+      bump(before!.namespace, before!.entity, -1, length);
     }
     if (changed && is) {
       const { tf, length } = termCounts(after.content);
@@ -109,7 +111,7 @@ export function indexChange(touched: Iterable<IndexTouch>): IndexChange {
       });
   }
   const rows = [...stats.values()]
-    .filter((s) => s.docs !== 0 || s.total_len !== 0)
+    .filter((s) => s.docs !== 0 || s.total_len !== 0 || s.total_sq !== 0)
     .sort((a, b) => (a.namespace + a.entity < b.namespace + b.entity ? -1 : 1));
   return { removeIds, postings, stats: rows, dropIds: [...dropIds], vectors, pending };
 }
@@ -165,10 +167,11 @@ export function addIndexWrites(w: Statement, c: IndexChange) {
     c.postings,
   );
   w.add(
-    `INSERT INTO search_stats AS s (namespace, entity, docs, total_len)
-     SELECT namespace, entity, docs, total_len FROM json_populate_recordset(NULL::search_stats, $rows)
+    `INSERT INTO search_stats AS s (namespace, entity, docs, total_len, total_sq)
+     SELECT namespace, entity, docs, total_len, total_sq FROM json_populate_recordset(NULL::search_stats, $rows)
      ON CONFLICT (namespace, entity) DO UPDATE
-       SET docs = s.docs + EXCLUDED.docs, total_len = s.total_len + EXCLUDED.total_len`,
+       SET docs = s.docs + EXCLUDED.docs, total_len = s.total_len + EXCLUDED.total_len,
+           total_sq = s.total_sq + EXCLUDED.total_sq`,
     c.stats,
   );
   w.add(
@@ -218,10 +221,13 @@ function filterSql(filter: SearchFilter, now: number, params: unknown[]): string
 }
 
 /**
- * BM25 (text/scoring.ts: k1, b, the terms' weights) over the scope's postings, in one statement; best first, ties newer first.
- * The postings of the query's terms are read once (df by a window over them), and only the best
- * `pool` scores (with every tie at the cut) are joined to their memories and filtered; when fewer
- * than `limit` of those pass the filter, the statement runs again over all of them.
+ * BM25 (text/scoring.ts: k1, the scope's b, the terms' weights) over the scope's postings, in one
+ * statement; best first, ties newer first. The postings of the query's terms are read once (df by
+ * a window over them). Within an entity, with `share` > 0, each candidate gains that share of the
+ * better score of the entity's current memories just before and after it in id order, when they
+ * are candidates too (adjacent hits, as src/index/keyword/search.ts). Only the best `pool` scores
+ * (with every tie at the cut) are joined to their memories and filtered; when fewer than `limit`
+ * of those pass the filter, the statement runs again over all of them.
  */
 export async function keywordSearch(
   sql: SQL,
@@ -231,6 +237,7 @@ export async function keywordSearch(
   limit: number,
   now: number,
   memoryOf: (r: Record<string, unknown>) => MemoryRecord,
+  share = 0,
 ): Promise<Scored[]> {
   if (terms.length === 0) return [];
   const weights = new Map<string, number>();
@@ -242,19 +249,33 @@ export async function keywordSearch(
       `{${[...weights.keys()].map(pgArrayItem).join(",")}}`,
       pool,
       `{${[...weights.values()].join(",")}}`,
+      share,
     ];
     const byEntity = scope.entity !== undefined ? "AND t.entity = $2" : "";
+    // The entity's current memories just before and after a candidate (memories_current_by_entity).
+    const next = (cmp: "<" | ">", order: "DESC" | "ASC") =>
+      `(SELECT n.id FROM memories n WHERE n.namespace = $1 AND n.entity = $2 AND n.state = 'current'
+          AND n.id ${cmp} own.memory_id ORDER BY n.id ${order} LIMIT 1)`;
+    const adjacent =
+      scope.entity !== undefined && share > 0
+        ? `SELECT own.memory_id, own.score + $6::float8 * greatest(
+                    COALESCE((SELECT s.score FROM own0 s WHERE s.memory_id = ${next("<", "DESC")}), 0),
+                    COALESCE((SELECT s.score FROM own0 s WHERE s.memory_id = ${next(">", "ASC")}), 0)) AS score
+           FROM own0 own`
+        : "SELECT * FROM own0";
     const where = filterSql(filter, now, params);
     params.push(limit);
     return sql.unsafe(
-      `WITH st AS (SELECT docs::float8 AS docs, total_len::float8 / docs AS avg FROM search_stats
-                   WHERE namespace = $1 AND entity = $2 AND docs > 0),
+      `WITH st0 AS (SELECT docs::float8 AS docs, total_len::float8 / docs AS avg, total_sq::float8 AS squares
+                    FROM search_stats WHERE namespace = $1 AND entity = $2 AND docs > 0),
+            st AS (SELECT docs, avg, ${lengthNormBSql("st0")} AS b FROM st0),
             q AS (SELECT * FROM unnest($3::text[], $5::float8[]) AS q(term, weight)),
             p AS (SELECT t.memory_id, t.tf, t.doc_len, q.weight, count(*) OVER (PARTITION BY t.term)::float8 AS df
                   FROM memory_terms t JOIN q ON q.term = t.term
                   WHERE t.namespace = $1 ${byEntity} AND t.term = ANY($3::text[])),
-            sc AS (SELECT p.memory_id, ${bm25Sql("p", "st")} AS score
-                   FROM p CROSS JOIN st GROUP BY p.memory_id),
+            own0 AS (SELECT p.memory_id, ${bm25Sql("p", "st")} AS score
+                     FROM p CROSS JOIN st GROUP BY p.memory_id),
+            sc AS (${adjacent}),
             top AS (SELECT * FROM sc WHERE $4::int IS NULL OR sc.score >= COALESCE(
                       (SELECT score FROM sc ORDER BY score DESC OFFSET $4::int - 1 LIMIT 1), '-Infinity'::float8))
        SELECT m.*, top.score FROM top JOIN memories m ON m.id = top.memory_id
@@ -437,6 +458,7 @@ export async function listSearch(
   limit: number,
   now: number,
   memoryOf: (r: Record<string, unknown>) => MemoryRecord,
+  share = 0,
 ): Promise<Scored[] | undefined> {
   const known = new Map<string, MemoryRecord | null>();
   for (let round = 0; round < LIST_ROUNDS; round++) {
@@ -452,8 +474,7 @@ export async function listSearch(
         missing.push(id);
         return { id } as MemoryRecord;
       },
-      0,
-      BM25.b,
+      share,
     );
     if (missing.length === 0) return out;
     const rows = await sql`SELECT * FROM memories WHERE id = ANY(${sql.array(missing, "text")}::uuid[])`;
@@ -478,17 +499,17 @@ export async function listSearch(
  */
 export function pgSearch({ sql, db, read, vectors, keywordLists }: PgState): Search {
   return {
-    // The replica's lists rank as the SQL statement does (BM25, b = BM25.b, no adjacent hits), so
-    // that an answer does not depend on whether they are built yet (issue 36's ranking is LMDB's).
-    async keywordSearch(scope, terms, filter, limit, now = Date.now()) {
+    // The replica's lists rank as the SQL statement does (the scope's b, adjacent hits within an
+    // entity), so that an answer does not depend on whether they are built yet.
+    async keywordSearch(scope, terms, filter, limit, now = Date.now(), share = 0) {
       if (terms.length > 0 && keywordLists) {
         const found = await db(async () => {
           const space = await keywordLists.get(scope.namespace);
-          return space && listSearch(sql, space, scope, terms, filter, limit, now, memoryOf);
+          return space && listSearch(sql, space, scope, terms, filter, limit, now, memoryOf, share);
         });
         if (found) return found;
       }
-      return read((sql) => keywordSearch(sql, scope, terms, filter, limit, now, memoryOf));
+      return read((sql) => keywordSearch(sql, scope, terms, filter, limit, now, memoryOf, share));
     },
 
     async semanticSearch(scope, vector, filter, limit, now = Date.now()) {

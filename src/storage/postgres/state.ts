@@ -5,6 +5,7 @@ import type { keyedMutex } from "../mutex";
 import type { SearchMemory } from "../search-memory";
 import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
 import type { PgKeywordLists } from "./keyword-cache";
+import type { Preload } from "./snapshots";
 import type { PgVectorCache } from "./vector-cache";
 
 export interface PgState {
@@ -20,6 +21,8 @@ export interface PgState {
   readonly vectors: PgVectorCache;
   /** This replica's keyword lists per namespace searched (keyword-cache.ts); undefined: keyword search by SQL only. */
   readonly keywordLists: PgKeywordLists | undefined;
+  /** The reading of the search snapshots at start (snapshots.ts), when they are on. */
+  readonly preload?: Preload;
   /** One waiter per entity per process (MemoryWrites.serialize). */
   readonly entityLocks: ReturnType<typeof keyedMutex>;
   /**

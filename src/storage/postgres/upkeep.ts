@@ -4,14 +4,15 @@ import type { PgState } from "./state";
 import { storageError } from "./writes";
 
 export function pgUpkeep(s: PgState): Upkeep {
-  const { sql, lockSql, read, keywordLists, vectors, searchMemory } = s;
+  const { sql, lockSql, read, keywordLists, vectors, searchMemory, preload } = s;
   return {
     async notReadyReason() {
       try {
         // A database that takes no writes (a standby after a failover) is not ready either.
         const [r] = await read((sql) => sql`SELECT current_setting('transaction_read_only') AS ro`);
         if (r.ro === "on") return "the database is read-only";
-        return undefined;
+        // Ready once the namespaces whose snapshots it read answer from memory (snapshots.ts).
+        return preload?.reason();
       } catch (e) {
         const mapped = storageError(e);
         return mapped instanceof StorageError ? mapped.message : `the database answered: ${(e as Error).message}`;
@@ -51,7 +52,29 @@ export function pgUpkeep(s: PgState): Upkeep {
           memd_pg_vector_vectors: ["Vectors in this process's in-memory copies.", vectors.stats().vectors],
           ...searchMemory.metrics().gauges,
         } as Record<string, [string, number]>,
-        counters: searchMemory.metrics().counters,
+        counters: {
+          ...searchMemory.metrics().counters,
+          ...(keywordLists
+            ? {
+                memd_pg_keyword_snapshots_read_total: [
+                  "Keyword snapshots this process read from the database instead of building the lists.",
+                  keywordLists.snapshots.read,
+                ],
+                memd_pg_keyword_snapshots_written_total: [
+                  "Keyword snapshots this process wrote to the database.",
+                  keywordLists.snapshots.written,
+                ],
+              }
+            : {}),
+          memd_pg_vector_snapshots_read_total: [
+            "Vector snapshots this process read from the database instead of building the copies.",
+            vectors.snapshots.read,
+          ],
+          memd_pg_vector_snapshots_written_total: [
+            "Vector snapshots this process wrote to the database.",
+            vectors.snapshots.written,
+          ],
+        },
       };
     },
 

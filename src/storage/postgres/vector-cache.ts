@@ -12,9 +12,10 @@
 // the namespace's clock. A rebuild of the vectors bumps search_state.vector_epoch, and a replica
 // that sees a new epoch drops every copy.
 import type { SQL } from "bun";
-import { FourBit, VectorSpace } from "../../index/vector";
+import { FourBit, type VectorHeader, VectorSpace } from "../../index/vector";
 import type { SearchMemory } from "../search-memory";
 import { type Change, type Copy, type PgFollowers, startingPoint } from "./follow";
+import { pgSnapshots, readSnapshot, writeSnapshot } from "./snapshots";
 
 /** Sizes (tests make them small). */
 export const pgVectors = {
@@ -39,12 +40,16 @@ export const pgVectors = {
 class Vectors implements Copy {
   readonly wants = "vectors";
   dropped?: Copy["dropped"];
+  /** Changes applied since its last snapshot (or since it was read), and whether one is being written. */
+  changed = 0;
+  saving = false;
   constructor(
     readonly space: VectorSpace,
     public upto: number,
     readonly epoch: number,
   ) {}
   apply(c: Change) {
+    this.changed++;
     this.space.set(c.id, c.vectorEntity ?? "", c.vector === null ? undefined : asFloats(c.vector));
   }
 }
@@ -62,12 +67,20 @@ export class PgVectorCache {
   private epoch = -1;
   private closed = false;
 
-  /** `memory`: the replica's search-memory budget, which counts every namespace's copy once built. */
+  /** Snapshots read from the database and written to it, since the start. */
+  readonly snapshots = { read: 0, written: 0 };
+
+  /**
+   * `memory`: the replica's search-memory budget, which counts every namespace's copy once built.
+   * `snapshotFrom`: copies of at least this many vectors are written to the database once built
+   * (snapshots.ts), and a first load reads the namespace's snapshot when there is one (0: neither).
+   */
   constructor(
     private readonly sql: SQL,
     private readonly db: <T>(fn: () => Promise<T>) => Promise<T>,
     private readonly followers: PgFollowers,
     private readonly memory?: SearchMemory,
+    private readonly snapshotFrom = 0,
   ) {}
 
   /** Counts the copy in the budget as it is now (which may release others'). */
@@ -96,6 +109,7 @@ export class PgVectorCache {
     if (c.dropped) this.dropped(namespace, c);
     if (this.copies.get(namespace) === c) {
       this.held(namespace, c);
+      this.save(namespace, c);
       return c.space;
     }
     // Dropped (another epoch, or too far behind): built again.
@@ -124,6 +138,51 @@ export class PgVectorCache {
     this.copies.clear();
   }
 
+  /** Loads the namespace's copy now (from its snapshot when there is one), if it has none. */
+  async preload(namespace: string) {
+    if (this.copies.has(namespace) || this.closed) return;
+    await this.ready(namespace);
+    await this.loads.get(namespace);
+  }
+
+  /** An erasure deleted the namespace's snapshot: its copy is written again at its next search. */
+  erased(namespace: string) {
+    const c = this.copies.get(namespace);
+    if (c) c.changed = Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Writes the copy to the database in the background when it is large enough and has changed
+   * enough since it was read or last written (a reader's catching up is that long). Its arrays
+   * are copied first (the follower changes it right after): a transient copy of its size.
+   */
+  private save(namespace: string, c: Vectors) {
+    const size = c.space.size;
+    if (this.snapshotFrom <= 0 || c.saving || size < this.snapshotFrom || c.changed < size * pgSnapshots.again) return;
+    const f = c.space.freeze();
+    if (!f) return;
+    c.saving = true;
+    c.changed = 0;
+    const at = { upto: c.upto, epoch: c.epoch };
+    const pieces = f.sections.map((b, i) => [i, b] as [number, ArrayBufferView]);
+    writeSnapshot(
+      this.sql,
+      namespace,
+      "vector",
+      at,
+      pieces,
+      { ...f.header },
+      () => this.closed || this.copies.get(namespace) !== c,
+    )
+      .then((done) => {
+        if (done) this.snapshots.written++;
+      })
+      .catch(() => undefined) // written again after more changes
+      .finally(() => {
+        c.saving = false;
+      });
+  }
+
   /** Whether a load is under way (tests). */
   loading(namespace: string): Promise<void> | undefined {
     return this.loads.get(namespace);
@@ -147,10 +206,28 @@ export class PgVectorCache {
    */
   private async load(namespace: string) {
     const start = await this.db(() => startingPoint(this.sql, namespace));
-    const keeper = new FourBit();
-    const space = new VectorSpace((_id, _entity, row) => keeper.read(row), keeper);
+    let keeper = new FourBit();
+    let space = new VectorSpace((_id, _entity, row) => keeper.read(row), keeper);
+    // Another replica's (or this one's before a restart) snapshot, caught up below from its time.
+    const snap =
+      this.snapshotFrom > 0
+        ? await readSnapshot<VectorHeader>(this.db, this.sql, namespace, "vector", start.vectorEpoch)
+        : undefined;
+    let fromSnapshot = false;
+    if (snap) {
+      const k = new FourBit();
+      const read = VectorSpace.thaw(snap.header, snap.sections, (_id, _entity, row) => k.read(row), k);
+      if (read) {
+        keeper = k;
+        space = read;
+        start.upto = snap.upto;
+        fromSnapshot = true;
+        this.snapshots.read++;
+      }
+    }
     let after = "00000000-0000-0000-0000-000000000000";
     for (;;) {
+      if (fromSnapshot) break;
       const rows = await this.db(
         () => this.sql`SELECT memory_id, entity, vector FROM memory_vectors
             WHERE namespace = ${namespace} AND memory_id > ${after} ORDER BY memory_id LIMIT ${pgVectors.slice}`,
@@ -177,5 +254,8 @@ export class PgVectorCache {
     this.copies.set(namespace, copy);
     this.followers.attach(namespace, copy);
     this.held(namespace, copy);
+    // Built from the rows: written for the other replicas (and the next start).
+    if (!fromSnapshot) copy.changed = Number.POSITIVE_INFINITY;
+    this.save(namespace, copy);
   }
 }

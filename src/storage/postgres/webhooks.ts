@@ -3,9 +3,9 @@
 // still running can commit below (see TrailHorizon).
 import type { SQL } from "bun";
 import type { DeliveryRecord, EventRecord, WebhookRecord } from "../records";
-import type { Webhooks } from "../storage";
+import type { TrailErasure, Webhooks } from "../storage";
 import { patternParts } from "../trail-filter";
-import { eventOf, json, type Row } from "./rows";
+import { erasureOf, eventOf, json, type Row } from "./rows";
 import type { PgState } from "./state";
 
 /** Delivery attempts kept per subscription. */
@@ -68,7 +68,7 @@ export function pgWebhooks(s: PgState): Webhooks {
 
     async trailAfter(afterSeq, filter, limit) {
       const safe = await horizon.get();
-      if (safe <= afterSeq) return { events: [], scannedTo: afterSeq };
+      if (safe <= afterSeq) return { events: [], erasures: [], scannedTo: afterSeq };
       const { all, exact, prefixes } = patternParts(filter.namespaces);
       const rows = await db(
         () => sql`SELECT * FROM events WHERE seq > ${afterSeq} AND seq <= ${safe}
@@ -80,7 +80,15 @@ export function pgWebhooks(s: PgState): Webhooks {
       );
       const events: EventRecord[] = rows.map(eventOf);
       // A full page ends at its last event; a short one saw everything up to the horizon.
-      return { events, scannedTo: events.length === limit ? events[events.length - 1].seq : safe };
+      const scannedTo = events.length === limit ? events[events.length - 1].seq : safe;
+      const erased = await db(
+        () => sql`SELECT * FROM erasures WHERE seq > ${afterSeq} AND seq <= ${scannedTo}
+            AND (${all} OR namespace = ANY(${sql.array(exact, "text")}::text[])
+                 OR namespace LIKE ANY(${sql.array(prefixes.map(likePrefix), "text")}::text[]))
+            ORDER BY seq`,
+      );
+      const erasures: TrailErasure[] = erased.map((r: Row) => ({ ...erasureOf(r), seq: Number(r.seq) }));
+      return { events, erasures, scannedTo };
     },
 
     async eventBySeq(seq) {
@@ -151,7 +159,12 @@ class TrailHorizon {
   private async step(): Promise<number> {
     const { sql, db } = this;
     const page = 2000;
-    const seqs = await db(() => sql`SELECT seq FROM events WHERE seq > ${this.safe} ORDER BY seq LIMIT ${page}`);
+    // Erasures take seqs too (erasure.ts).
+    const seqs = await db(
+      () => sql`(SELECT seq FROM events WHERE seq > ${this.safe} ORDER BY seq LIMIT ${page})
+          UNION ALL (SELECT seq FROM erasures WHERE seq > ${this.safe} ORDER BY seq LIMIT ${page})
+          ORDER BY seq LIMIT ${page}`,
+    );
     let i = 0;
     while (i < seqs.length && Number(seqs[i].seq) === this.safe + 1) {
       this.safe++;

@@ -1,0 +1,179 @@
+// @targets postgres pgbouncer
+// Replicas ready at start (issue 32): a replica that builds a namespace's keyword lists writes them
+// to the database (storage/postgres/snapshots.ts), and a replica started later reads them before
+// it reports ready, caught up with every change committed since: its first search answers from
+// memory, equal to the SQL path's. An erasure deletes the namespace's snapshot in its transaction,
+// and the one written after it holds none of the erased words.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { SQL } from "bun";
+import {
+  freshDatabase,
+  poolerUrl,
+  rootSecret,
+  type ServerProcess,
+  spawnServer,
+  tempDir,
+  throughPooler,
+} from "../helpers";
+
+const dir = tempDir("memd-pg-snapshots-");
+let direct = "";
+let url = "";
+let db: SQL;
+let a: ServerProcess;
+let sqlOnly: ServerProcess;
+const running: ServerProcess[] = [];
+const ns = "snap";
+
+async function call(s: { url: string }, method: string, path: string, body?: unknown) {
+  const res = await fetch(s.url + path, {
+    method,
+    headers: {
+      authorization: `Bearer ${rootSecret}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  const json = res.headers.get("content-type")?.includes("application/json");
+  return { status: res.status, body: json && text ? (JSON.parse(text) as any) : undefined, text };
+}
+
+/** A replica on the shared database (keyword only: no embedder writing vectors in the background). */
+async function start(name: string, env: Record<string, string> = {}) {
+  const s = await spawnServer(
+    [
+      "--database-url",
+      url,
+      ...(poolerUrl() ? ["--database-pooler", "transaction"] : []),
+      "--data-dir",
+      `${dir.dir}/${name}`,
+    ],
+    { MEMD_API_KEY: rootSecret, MEMD_EMBEDDER: "none", MEMD_PG_SNAPSHOT_FROM: "20", ...env },
+  );
+  running.push(s);
+  return s;
+}
+
+/** Gauge or counter `name` of a server's /metrics. */
+async function metric(s: ServerProcess, name: string): Promise<number> {
+  const r = await call(s, "GET", "/metrics");
+  const m = new RegExp(`^${name} (\\S+)$`, "m").exec(r.text);
+  return m ? Number(m[1]) : Number.NaN;
+}
+
+/** Waits (bounded, 60 s) for `check` to hold. */
+async function until(what: string, check: () => Promise<boolean>) {
+  const deadline = Date.now() + 60_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within 60 s: ${what}`);
+    await Bun.sleep(50);
+  }
+}
+
+const ready = (s: ServerProcess) => until("ready", async () => (await call(s, "GET", "/readyz")).status === 200);
+
+/** A keyword search's answer as contents and scores (to 9 places). */
+async function search(s: ServerProcess, query: string) {
+  const r = await call(s, "POST", "/v1/memory/search", { namespace: ns, query, mode: "keyword", limit: 10 });
+  expect(r.status).toBe(200);
+  return (r.body.results as any[]).map((h) => [h.content, Number(h.score).toFixed(9)]);
+}
+
+const store = async (entity: string, content: string) => {
+  const r = await call(a, "POST", "/v1/memory", { namespace: ns, entity, content, infer: false });
+  expect(r.status).toBe(200);
+  return r.body.memories[0].id as string;
+};
+
+/** The namespace's snapshot row (its clock time), if any. */
+const snapshotUpto = async (): Promise<number | undefined> => {
+  const [r] = await db`SELECT upto FROM search_snapshots WHERE namespace = ${ns} AND kind = 'keyword'`;
+  return r ? Number(r.upto) : undefined;
+};
+
+/** Whether the namespace's snapshots hold `word` (a term: the header holds the terms), in a row or a part. */
+const partsHold = async (word: string): Promise<boolean> => {
+  const [r] = await db`SELECT
+      (SELECT count(*) FROM search_snapshots WHERE namespace = ${ns} AND position(${word} IN header) > 0) +
+      (SELECT count(*) FROM search_snapshot_parts
+        WHERE namespace = ${ns} AND position(convert_to(${word}, 'UTF8') IN data) > 0) AS n`;
+  return Number(r.n) > 0;
+};
+
+beforeAll(async () => {
+  direct = await freshDatabase();
+  url = throughPooler(direct);
+  db = new SQL({ url: direct, max: 2 });
+  [a, sqlOnly] = await Promise.all([start("a"), start("sql", { MEMD_PG_KEYWORD_LISTS: "false" })]);
+}, 120_000);
+
+afterAll(async () => {
+  for (const s of running) s.proc.kill("SIGKILL");
+  await Promise.all(running.map((s) => s.proc.exited));
+  await db?.close();
+  dir.cleanup();
+});
+
+const words = ["tea", "piano", "garden", "river", "lamp", "violet", "harbour", "cedar"];
+
+describe("keyword lists persisted in PostgreSQL", () => {
+  test("a replica started later reads them before it is ready, caught up with the changes since", async () => {
+    for (let i = 0; i < 60; i++)
+      await store(`user${i % 5}`, `memory ${i} about ${words[i % words.length]} and ${words[(i * 3) % words.length]}`);
+    // A builds its lists at its first search and, past 20 memories, writes them.
+    await until("A's lists built", async () => {
+      await search(a, "tea");
+      return (await metric(a, "memd_pg_keyword_namespaces")) === 1;
+    });
+    await until("A's snapshot written", async () => (await snapshotUpto()) !== undefined);
+    expect(await metric(a, "memd_pg_keyword_snapshots_written_total")).toBe(1);
+    // Changes after the snapshot: new memories (one with a new word), a delete.
+    const gone = await store("user1", "a tea memory deleted after the snapshot");
+    await store("user2", "zephyr tea stored after the snapshot");
+    expect((await call(a, "DELETE", `/v1/memory/${gone}?namespace=${ns}`)).status).toBeLessThan(300);
+
+    const b = await start("b");
+    await ready(b);
+    // Ready: it holds the lists already, read from the snapshot, not built from the memories.
+    expect(await metric(b, "memd_pg_keyword_namespaces")).toBe(1);
+    expect(await metric(b, "memd_pg_keyword_snapshots_read_total")).toBe(1);
+    for (const q of ["tea", "zephyr", "deleted", "piano garden", "memory 7"]) {
+      const got = await search(b, q);
+      expect({ q, got }).toEqual({ q, got: await search(sqlOnly, q) });
+    }
+    expect((await search(b, "zephyr")).map(([c]) => c)).toEqual(["zephyr tea stored after the snapshot"]);
+    expect(await search(b, "deleted")).toEqual([]);
+    // Its first search answered from memory: still one namespace, no build started.
+    expect(await metric(b, "memd_pg_keyword_snapshots_read_total")).toBe(1);
+  }, 180_000);
+
+  test("an erasure deletes the snapshot; the next one written holds none of the erased words", async () => {
+    await store("eve", "eve keeps a quokka named ziggurat in the garden");
+    await search(a, "quokka"); // A's lists follow it
+    // Written again once a quarter of the namespace changed: more memories, then a search.
+    for (let i = 0; i < 20; i++) await store("user3", `filler ${i} about ${words[i % words.length]}`);
+    await until("a snapshot holding eve's words", async () => {
+      await search(a, "garden");
+      return partsHold("ziggurat");
+    });
+    const r = await call(a, "POST", "/v1/memory/erase", { namespace: ns, entity: "eve" });
+    expect(r.status).toBeLessThan(300);
+    expect(await snapshotUpto()).toBeUndefined();
+    expect(await partsHold("ziggurat")).toBe(false);
+    // A writes its lists again at its next search, after following the erasure.
+    await until("A's snapshot written again", async () => {
+      await search(a, "garden");
+      return (await snapshotUpto()) !== undefined;
+    });
+    expect(await partsHold("ziggurat")).toBe(false);
+    expect(await partsHold("quokka")).toBe(false);
+    // A replica started now reads it: eve's memory is in no answer.
+    const c = await start("c");
+    await ready(c);
+    expect(await metric(c, "memd_pg_keyword_snapshots_read_total")).toBe(1);
+    expect(await search(c, "quokka ziggurat")).toEqual([]);
+    expect(await search(c, "garden")).toEqual(await search(sqlOnly, "garden"));
+  }, 180_000);
+});
