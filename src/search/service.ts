@@ -25,7 +25,7 @@ import { keywordAsOf, keywordAsOfTexts } from "./asof";
 import { FUSION, fuse } from "./fusion";
 import type { SearchMode, SearchRequest, SearchResponse } from "./model";
 import { embedQueryWithShare } from "./probe";
-import { RERANK_DEPTH, rerank, rerankSettings } from "./rerank";
+import { RERANK_DEPTH, type RerankCost, rerank, rerankSettings } from "./rerank";
 
 /**
  * What search reads: the ranked reads, the memories adjacent to a hit (adjacent.ts), the as-of
@@ -134,7 +134,12 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
 export const maxQueryChars = 1000;
 
 /** POST /v1/memory/search: never a memory that is not current at the time of the answer. */
-export async function search(core: SearchCore, req: SearchRequest, cost: EmbedCost): Promise<SearchResponse> {
+export async function search(
+  core: SearchCore,
+  req: SearchRequest,
+  cost: EmbedCost,
+  rerankCost?: RerankCost,
+): Promise<SearchResponse> {
   if (req.query.length > maxQueryChars && [...req.query].length > maxQueryChars)
     throw invalidField("query", `must be a string of 1 to ${maxQueryChars} characters, not blank`);
   const filter: SearchFilter = {
@@ -159,7 +164,7 @@ export async function search(core: SearchCore, req: SearchRequest, cost: EmbedCo
   });
   // With a reranker, the best RERANK_DEPTH are reordered by it (rerank.ts).
   const hits = reranking
-    ? (await rerank(core, req.query, found, Math.max(limit, RERANK_DEPTH))).slice(0, limit)
+    ? (await rerank(core, req.query, found, Math.max(limit, RERANK_DEPTH), rerankCost)).slice(0, limit)
     : found;
   const now = Date.now();
   const results = hits.filter((h) => isCurrent(h.memory, now)).map((h) => ({ ...toMemory(h.memory), score: h.score }));
