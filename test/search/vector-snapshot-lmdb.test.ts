@@ -157,13 +157,20 @@ test("an erasure deletes the namespace's vector snapshot", async () => {
   vectorSnapshots.from = 100;
   try {
     const draw = clustered(73, 32);
-    const s = await openLmdb(d.dir);
+    let s = await openLmdb(d.dir);
     await s.apply(
       Array.from({ length: 400 }, (_, i) => create(Bun.randomUUIDv7(), i, draw())),
       null,
     );
     await s.semanticSearch({ namespace: ns }, draw(), {}, 5);
     await until("the snapshot written", () => s.vectorCacheStats().written === 1);
+    // (The embedding worker never wrote here: read back without walking the keys.)
+    vectorSnapshots.from = Number.POSITIVE_INFINITY;
+    await s.close();
+    s = await openLmdb(d.dir);
+    expect((await s.semanticSearch({ namespace: ns }, draw(), {}, 500)).length).toBe(400);
+    expect(s.vectorCacheStats()).toMatchObject({ read: 1, walked: 0 });
+    vectorSnapshots.from = 100;
     const vectorFiles = () => readdirSync(join(d.dir, "search")).filter((f) => f.startsWith("vectors-"));
     expect(vectorFiles()).toHaveLength(1);
     await s.erase(ns, "e1", null);

@@ -164,7 +164,7 @@ export function vectorCache(
       }
       st.changes = ids.size;
       // No vector of the worker's committed since (its mark unchanged): nothing else to read.
-      if (st.at.mark !== null && dbs.meta.get("vectorMark") === st.at.mark) {
+      if (st.at.mark !== null && ((dbs.meta.get("vectorMark") as number | undefined) ?? 0) === st.at.mark) {
         caughtUp.set(s, st.changes);
         restored.delete(s);
         return undefined;
