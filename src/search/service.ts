@@ -82,6 +82,12 @@ export const RELEVANT_SEMANTIC_Z = 1;
 export const BUILTIN_SHARE = { value: 0.5 };
 
 /**
+ * Keyword hits that keep their places ahead of the built-in embedder's (fusion.ts keywordHead):
+ * the first five, so that hybrid's hit@5 is keyword's, and the semantic list reorders the rest.
+ */
+export const BUILTIN_KEYWORD_HEAD = 5;
+
+/**
  * The best current memories for a query, best first, and the mode used. Hybrid falls back to
  * keyword (and says so) when the embedding call fails; semantic answers 503 then.
  */
@@ -120,7 +126,11 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
   // Only a keyword hit that shares a word of the query other than its stop words may be gated.
   const words = new Set(terms.filter((t) => t.weight === 1).map((t) => t.term));
   const sharesContentWord = (m: MemoryRecord) => indexTerms(m.content).some((t) => words.has(t));
-  const hits = fuse(k, s, o.limit, { share, sharesContentWord });
+  const hits = fuse(k, s, o.limit, {
+    share,
+    sharesContentWord,
+    keywordHead: settings.builtin ? BUILTIN_KEYWORD_HEAD : 0,
+  });
   if (!o.relevantOnly || !settings.builtin) return { hits, mode: "hybrid" };
   const evidence = new Set(k.filter((h) => sharesContentWord(h.memory)).map((h) => h.memory.id));
   const stats = s.slice(0, FUSION.semanticStatsDepth);

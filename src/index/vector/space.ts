@@ -166,7 +166,12 @@ export class VectorSpace {
   private readonly entityNames: string[] = [];
   private readonly entityIndex = new Map<string, number>();
   private readonly rowOf = new Map<string, number>();
-  private readonly byEntity = new Map<number, Set<number>>();
+  /**
+   * Each entity's rows. Made on first use after a thaw (a million Set entries take a second: the
+   * first namespace-wide search after a restart does not wait for them); until then undefined,
+   * and rowEntity alone says it.
+   */
+  private rowsOf: Map<number, Set<number>> | undefined = new Map();
   private readonly odd = new Map<string, Odd>();
   /** Sum and count of every vector added: the mean codes are taken against. */
   private sum = new Float64Array(0);
@@ -194,6 +199,24 @@ export class VectorSpace {
     if (entity === undefined) return this.rows;
     const e = this.entityIndex.get(entity);
     return e === undefined ? 0 : (this.byEntity.get(e)?.size ?? 0);
+  }
+
+  /** Each entity's rows (made now if a thaw left them to be made). */
+  private get byEntity(): Map<number, Set<number>> {
+    if (this.rowsOf === undefined) {
+      const m = new Map<number, Set<number>>();
+      for (let r = 0; r < this.rows; r++) {
+        const e = this.rowEntity[r];
+        let set = m.get(e);
+        if (!set) {
+          set = new Set();
+          m.set(e, set);
+        }
+        set.add(r);
+      }
+      this.rowsOf = m;
+    }
+    return this.rowsOf;
   }
 
   /** The row of `id`'s vector: -2 when it is of another length than the codes', -1 when it has none. */
@@ -328,14 +351,8 @@ export class VectorSpace {
       const id = ids[r];
       s.ids[r] = id;
       s.rowOf.set(id, r);
-      const e = s.rowEntity[r];
-      let set = s.byEntity.get(e);
-      if (!set) {
-        set = new Set();
-        s.byEntity.set(e, set);
-      }
-      set.add(r);
     }
+    s.rowsOf = undefined;
     for (const [id, entity, v] of header.odd) s.odd.set(id, { entity, v: Float32Array.from(v) });
     keeper?.thaw?.(sections.slice(10), rows);
     return s;
@@ -373,12 +390,14 @@ export class VectorSpace {
     }
     this.rowEntity[r] = e;
     this.rowOf.set(id, r);
-    let rows = this.byEntity.get(e);
-    if (!rows) {
-      rows = new Set<number>();
-      this.byEntity.set(e, rows);
+    if (this.rowsOf) {
+      let rows = this.rowsOf.get(e);
+      if (!rows) {
+        rows = new Set<number>();
+        this.rowsOf.set(e, rows);
+      }
+      rows.add(r);
     }
-    rows.add(r);
     if (!codes) {
       if (this.rows > ann.rescore) this.makeCodes();
       return;
@@ -445,9 +464,9 @@ export class VectorSpace {
     if (r === undefined) return;
     this.rowOf.delete(id);
     const e = this.rowEntity[r];
-    const rows = this.byEntity.get(e)!;
-    rows.delete(r);
-    if (rows.size === 0) this.byEntity.delete(e);
+    const rows = this.rowsOf?.get(e);
+    rows?.delete(r);
+    if (rows?.size === 0) this.rowsOf!.delete(e);
     if (this.cells > 0) this.unassign(r);
     // The last row moves into the hole, so rows stay dense (with cells its code stays put).
     const last = --this.rows;
@@ -457,9 +476,9 @@ export class VectorSpace {
       this.ids[r] = lastId;
       this.rowEntity[r] = this.rowEntity[last];
       this.rowOf.set(lastId, r);
-      const its = this.byEntity.get(this.rowEntity[r])!;
-      its.delete(last);
-      its.add(r);
+      const its = this.rowsOf?.get(this.rowEntity[r]);
+      its?.delete(last);
+      its?.add(r);
       if (this.cells > 0) {
         const c = this.cellOf[last];
         this.cellOf[r] = c;

@@ -50,6 +50,7 @@ export function lmdbUpkeep(s: LmdbState): Upkeep {
         },
         counters: {
           ...memory.counters,
+          ...keywordCache.counters(),
           memd_vector_snapshots_read_total: [
             "Vector snapshots read at a namespace's first semantic search instead of every vector (lmdb/vector-snapshot.ts).",
             vectorCache.snapshotStats.read,

@@ -19,10 +19,22 @@ import type { VectorHeader } from "../../index/vector";
 import { snapshotBuild } from "../snapshot-build";
 import { snapshotDir } from "./keyword-snapshot";
 
-const MAGIC = "memd-vectors-1";
+const MAGIC = "memd-vectors-2";
 
 /** Which state of the store a snapshot belongs to (as keyword snapshots: keyword-snapshot.ts SnapshotStamp). */
-export type VectorStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number; atSeq: number };
+export type VectorStamp = {
+  format: number;
+  clockEpoch: number;
+  searchEpoch: number;
+  atMs: number;
+  atSeq: number;
+  /**
+   * The embedding worker's mark (meta "vectorMark", a new one per commit of its vectors) when the
+   * copy held every commit made (no write in flight), or null: the load walks the keys unless the
+   * mark is still this one.
+   */
+  mark: number | null;
+};
 
 type Header = {
   magic: string;
@@ -118,8 +130,14 @@ export async function writeVectorSnapshot(
 export function readVectorSnapshot(
   dataDir: string,
   namespace: string,
-  stamp: Omit<VectorStamp, "atMs" | "atSeq">,
-): { space: VectorHeader; sections: Uint8Array<ArrayBuffer>[]; at: { atMs: number; atSeq: number } } | undefined {
+  stamp: Omit<VectorStamp, "atMs" | "atSeq" | "mark">,
+):
+  | {
+      space: VectorHeader;
+      sections: Uint8Array<ArrayBuffer>[];
+      at: { atMs: number; atSeq: number; mark: number | null };
+    }
+  | undefined {
   try {
     // Read into a buffer of its own (8-byte aligned views are made of it).
     const fd = openSync(fileOf(dataDir, namespace), "r");
@@ -159,7 +177,7 @@ export function readVectorSnapshot(
       at += n;
     }
     if (hash.toString(16) !== header.hash) return undefined;
-    return { space: header.space, sections, at: { atMs: s.atMs, atSeq: s.atSeq } };
+    return { space: header.space, sections, at: { atMs: s.atMs, atSeq: s.atSeq, mark: s.mark ?? null } };
   } catch {
     return undefined;
   }
