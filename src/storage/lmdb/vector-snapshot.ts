@@ -19,7 +19,7 @@ import type { VectorHeader } from "../../index/vector";
 import { snapshotBuild } from "../snapshot-build";
 import { snapshotDir } from "./keyword-snapshot";
 
-const MAGIC = "memd-vectors-2";
+const MAGIC = "memd-vectors-3";
 
 /** Which state of the store a snapshot belongs to (as keyword snapshots: keyword-snapshot.ts SnapshotStamp). */
 export type VectorStamp = {
