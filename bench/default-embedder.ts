@@ -11,7 +11,8 @@
 //    the server per store (its own, the background embedding included), anonymous memory
 //    (RssAnon) after, search p50 on an entity of 1,000 memories; and the table's embedding time
 //    per text in this process.
-//   bun run bench/default-embedder.ts [--no-use] [--no-costs] [--runs N (pairs of cost runs, default 2)]
+//   bun run bench/default-embedder.ts [--no-use] [--no-costs] [--no-paraphrases] [--runs N (pairs of cost runs, default 2)]
+//                                     [--stores N (stores, then searches, a cost run; default 10,000)]
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -190,10 +191,10 @@ async function costRun(embedder: "builtin" | "none", texts: string[], queries: s
 }
 
 /** Costs of the built-in embedder against --embedder none, and its embedding time per text. */
-export async function costBench(log: (s: string) => void, pairsOfRuns = 2) {
-  const texts = templateTexts(10_000);
+export async function costBench(log: (s: string) => void, pairsOfRuns = 2, stores = 10_000) {
+  const texts = templateTexts(stores);
   const queries = [...pairs.map((p) => p[1]), ...templateTexts(12_000).filter((t) => t.endsWith("?"))];
-  const qs = Array.from({ length: 10_000 }, (_, i) => queries[i % queries.length]);
+  const qs = Array.from({ length: stores }, (_, i) => queries[i % queries.length]);
   const runs: CostRun[] = [];
   // Alternated, so that a change of load on the machine touches both.
   for (const e of Array.from({ length: pairsOfRuns }, () => ["none", "builtin"] as const).flat()) {
@@ -270,10 +271,18 @@ export function defaultEmbedderLines(para: ParaphraseRun[], costs?: Awaited<Retu
 
 if (import.meta.main) {
   const { values } = parseArgs({
-    options: { "no-use": { type: "boolean" }, "no-costs": { type: "boolean" }, runs: { type: "string" } },
+    options: {
+      "no-use": { type: "boolean" },
+      "no-costs": { type: "boolean" },
+      "no-paraphrases": { type: "boolean" },
+      runs: { type: "string" },
+      stores: { type: "string" },
+    },
   });
   const log = (s: string) => console.error(s);
-  const para = await paraphraseBench({ use: !values["no-use"], log });
-  const costs = values["no-costs"] ? undefined : await costBench(log, Number(values.runs ?? 2));
+  const para = values["no-paraphrases"] ? [] : await paraphraseBench({ use: !values["no-use"], log });
+  const costs = values["no-costs"]
+    ? undefined
+    : await costBench(log, Number(values.runs ?? 2), Number(values.stores ?? 10_000));
   console.log(defaultEmbedderLines(para, costs).join("\n"));
 }
