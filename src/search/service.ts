@@ -75,9 +75,9 @@ export const RELEVANT_SEMANTIC_Z = 1;
  * search. It is not probed: the probes tell a model that knows meaning from a lexical one, and a
  * static table, however distilled, fails them by construction (a paraphrase shares no token with
  * its anchor, the distractor shares several), though its neighbours are the teacher's. Measured
- * instead on LoCoMo's dev half, evidence in the top 5 / top 10 with shares 0.25, 0.5 and 1: turns
- * 0.632/0.716, 0.635/0.716, 0.628/0.715 (keyword 0.628/0.708); observations 0.627/0.673,
- * 0.631/0.680, 0.633/0.687 (keyword 0.619/0.667).
+ * instead on LoCoMo's dev half, evidence in the top 5 / top 10, with BUILTIN_KEYWORD_HEAD: share
+ * 0.5, turns 0.678/0.791, observations 0.640/0.700; share 1, 0.677/0.785 and 0.640/0.704 (keyword
+ * 0.678/0.783 and 0.640/0.689).
  */
 export const BUILTIN_SHARE = { value: 0.5 };
 

@@ -470,6 +470,8 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
       } catch (e) {
         logger.error("webhook supervisor failed", { error: String(e) });
       }
+      // A stop during the read above found no sleep to cut short: it must not wait for one.
+      if (stopped) break;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, o.pollMs * 2);
         wakeSupervisor = () => {

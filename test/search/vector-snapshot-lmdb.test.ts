@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { RowIds } from "../../src/index/vector/row-ids";
 import { ann } from "../../src/index/vector/space";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { vectorSnapshots } from "../../src/storage/lmdb/vector-cache";
@@ -212,3 +213,42 @@ test("a namespace growing past the threshold is followed and saved without a sea
     d.cleanup();
   }
 }, 60_000);
+
+test("row ids (the row of an id, in typed arrays): as a list of ids through sets, deletes, moves, freeze and thaw", () => {
+  let ids = new RowIds();
+  const rows: string[] = [];
+  let seed = 7;
+  const rand = () => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) / 4294967296;
+  };
+  for (let step = 0; step < 20000; step++) {
+    if (rows.length === 0 || rand() < 0.6) {
+      const id = rand() < 0.1 ? `other-${step}` : Bun.randomUUIDv7();
+      ids.reserve(rows.length + 1);
+      ids.set(rows.length, id);
+      rows.push(id);
+    } else {
+      const r = Math.floor(rand() * rows.length);
+      const last = rows.length - 1;
+      ids.delete(r);
+      if (r !== last) {
+        ids.move(last, r);
+        rows[r] = rows[last];
+      }
+      rows.pop();
+    }
+    if (step % 5000 === 4999) {
+      const f = ids.freeze(rows.length);
+      ids = RowIds.thaw(f.words, f.uuid, f.other, rows.length)!;
+      ids.reserve(rows.length + 1000);
+    }
+  }
+  rows.forEach((id, r) => {
+    expect(ids.find(id)).toBe(r);
+    expect(ids.idAt(r)).toBe(id);
+  });
+  expect(ids.find(Bun.randomUUIDv7())).toBe(-1);
+});

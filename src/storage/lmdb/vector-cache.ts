@@ -195,7 +195,7 @@ export function vectorCache(
       if (n === want) return [ns];
     }
     const gone: string[] = [];
-    for (let r = 0; r < st.rows; r++) if (!st.seen![r]) gone.push(s.ids[r]);
+    for (let r = 0; r < st.rows; r++) if (!st.seen![r]) gone.push(s.idAt(r));
     for (const id of s.oddIds()) if (!st.oddSeen.has(id) && s.rowOfId(id) === -2) gone.push(id);
     for (const id of gone) s.set(id, "", undefined);
     st.changes += gone.length;
