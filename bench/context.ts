@@ -1,7 +1,9 @@
-// POST /v1/memory/context latency for an entity of 1,000 memories (issue 21: p50 < 5 ms), one
-// caller, over HTTP: without a query (importance and recency), and with a 3-word query (keyword
-// search), each at the default budget of 1,000 tokens and at 4,000.
-//   bun run bench/context.ts            (starts dist/memd on a temp data dir)
+// POST /v1/memory/context latency for an entity of 1,000 memories (issues 21 and 36: p50 < 5 ms
+// without an embedder), one caller, over HTTP: without a query (importance and recency), and
+// with a 3-word query, each at the default budget of 1,000 tokens and at 4,000. The query is
+// searched by keyword on a server without an embedder (MEMD_EMBEDDER=none, the target's case),
+// hybrid with the built-in one (its row says which).
+//   bun run bench/context.ts [--embedder none|builtin]   (starts dist/memd on a temp data dir; none by default)
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,7 +15,13 @@ const words =
   );
 const categories = ["preference", "work", "family", "health", "travel", "general"];
 
-export async function contextBench(url: string, key: string, log: (s: string) => void = console.log) {
+export async function contextBench(
+  url: string,
+  key: string,
+  log: (s: string) => void = console.log,
+  /** The server's embedder: none (the target's case: keyword search) or builtin (hybrid). */
+  embedder: "none" | "builtin" = "none",
+) {
   const rand = seededRandom(21);
   const pick = () => words[Math.floor(rand() * words.length)];
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
@@ -40,11 +48,12 @@ export async function contextBench(url: string, key: string, log: (s: string) =>
     }),
   );
   const rows: { label: string; p50: number; p99: number; tokens: number; memories: number }[] = [];
+  const searched = embedder === "none" ? "keyword" : "hybrid, built-in embedder";
   for (const [label, extra] of [
     ["no query, maxTokens 1000", {}],
     ["no query, maxTokens 4000", { maxTokens: 4000 }],
-    ["3-word query (keyword), maxTokens 1000", { query: "tea garden piano" }],
-    ["3-word query (keyword), maxTokens 4000", { query: "tea garden piano", maxTokens: 4000 }],
+    [`3-word query (${searched}), maxTokens 1000`, { query: "tea garden piano" }],
+    [`3-word query (${searched}), maxTokens 4000`, { query: "tea garden piano", maxTokens: 4000 }],
   ] as const) {
     const body = { namespace: "bench-context", entity: "user-1", ...extra };
     let last: { tokens: number; memories: unknown[] } = { tokens: 0, memories: [] };
@@ -60,9 +69,9 @@ export async function contextBench(url: string, key: string, log: (s: string) =>
     log(`context ${label}: p50 ${ms[150].toFixed(2)} ms`);
   }
   return [
-    "## Context endpoint (issue 21)",
+    `## Context endpoint (issues 21 and 36), ${embedder === "none" ? "without an embedder" : "with the built-in embedder"}`,
     "",
-    "POST /v1/memory/context on an entity of 1,000 memories (6–20 words each, 6 categories), one caller over HTTP, 300 calls after 30 of warm-up (bench/context.ts). Target: p50 < 5 ms.",
+    `POST /v1/memory/context on an entity of 1,000 memories (6–20 words each, 6 categories), one caller over HTTP, 300 calls after 30 of warm-up (bench/context.ts). ${embedder === "none" ? "Target: p50 < 5 ms (MEMD_EMBEDDER=none)." : "No target (the query is embedded on each call)."}`,
     "",
     "| request | p50 | p99 | tokens | memories in the context |",
     "| --- | --- | --- | --- | --- |",
@@ -77,8 +86,9 @@ if (import.meta.main) {
   const dir = mkdtempSync(join(tmpdir(), "memd-context-bench-"));
   const key = "memd_bench_root_key_0123456789abcdef";
   const port = 13000 + Math.floor(Math.random() * 5000);
+  const embedder = process.argv.includes("builtin") ? "builtin" : "none";
   const proc = Bun.spawn([join(import.meta.dir, "../dist/memd"), "serve", "--port", String(port), "--data-dir", dir], {
-    env: { PATH: process.env.PATH!, MEMD_API_KEY: key, MEMD_LOG_LEVEL: "warn" },
+    env: { PATH: process.env.PATH!, MEMD_API_KEY: key, MEMD_LOG_LEVEL: "warn", MEMD_EMBEDDER: embedder },
     stdout: "ignore",
     stderr: "inherit",
   });
@@ -91,7 +101,7 @@ if (import.meta.main) {
     await Bun.sleep(10);
   }
   try {
-    console.log((await contextBench(url, key)).join("\n"));
+    console.log((await contextBench(url, key, console.log, embedder)).join("\n"));
   } finally {
     proc.kill("SIGTERM");
     await proc.exited;

@@ -26,7 +26,7 @@ import { startTestServer, type TestServer } from "../test/helpers";
 import { startUseEmbedder } from "./use-embedder";
 
 type Turn = { speaker: string; dia_id: string; text: string; blip_caption?: string };
-type Qa = { question: string; evidence: string[]; category: number };
+type Qa = { question: string; evidence: string[]; category: number; answer?: unknown };
 type Sample = {
   sample_id: string;
   conversation: Record<string, unknown>;
@@ -80,6 +80,7 @@ export function loadLocomo(path: string) {
       query: q.question,
       category: q.category,
       evidence: evidenceIds(q.evidence),
+      answer: q.answer === undefined ? "" : String(q.answer),
     })),
   );
   return { turns, observations, questions, conversations: samples.length };
@@ -205,12 +206,24 @@ export interface ContextRun {
   multiHopAny: number;
   multiHopAll: number;
   multiHopRecall: number;
+  /**
+   * The share of a question's answer words (the data set's answer, lower-cased, a few function
+   * words left out; categories 1-4) found in the block's text, on average: what a shortened line
+   * (an excerpt) costs shows here, where evidence counts a memory however little of it is shown.
+   */
+  answerWords: number;
   /** Mean memories in the block, and tokens. */
   memories: number;
   tokens: number;
   p50: number;
   p99: number;
 }
+
+/** A text's words, lower-cased. */
+const wordsOf = (s: string) => new Set(s.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
+const FUNCTION_WORDS = new Set(
+  "a an the and or of in on at to for with is was by from her his their she he it they".split(" "),
+);
 
 /** Each question's POST /v1/memory/context (the question as query, entity-scoped, maxTokens `budget`). */
 async function askContext(
@@ -229,6 +242,8 @@ async function askContext(
   let mhRecall = 0;
   let memories = 0;
   let tokens = 0;
+  let answered = 0;
+  let answerWords = 0;
   let mode = "";
   const ms: number[] = [];
   for (const q of questions) {
@@ -246,6 +261,12 @@ async function askContext(
     const shown = new Set<string>(r.body.memories.map((m: { metadata: { dia_id: string } }) => m.metadata.dia_id));
     memories += r.body.memories.length;
     tokens += r.body.tokens;
+    const wanted = [...wordsOf(q.answer)].filter((w) => !FUNCTION_WORDS.has(w));
+    if (q.category !== 5 && wanted.length > 0) {
+      const inBlock = wordsOf(r.body.context);
+      answered++;
+      answerWords += wanted.filter((w) => inBlock.has(w)).length / wanted.length;
+    }
     if (q.evidence.length === 0) continue;
     n++;
     const found = q.evidence.filter((d) => shown.has(d)).length;
@@ -267,6 +288,7 @@ async function askContext(
     multiHopAny: mhAny / (mh || 1),
     multiHopAll: mhAll / (mh || 1),
     multiHopRecall: mhRecall / (mh || 1),
+    answerWords: answerWords / (answered || 1),
     memories: memories / questions.length,
     tokens: tokens / questions.length,
     p50: quantile(ms, 0.5),
@@ -324,7 +346,7 @@ export async function locomoBench(o: {
             const c = { set, embedder, ...(await askContext(t, namespace, data.questions, budget, scope)) };
             o.contextRuns?.push(c);
             log(
-              `context ${set} ${c.mode} ${embedder} ${budget} tokens: any ${c.any.toFixed(3)} all ${c.all.toFixed(3)} multi-hop all ${c.multiHopAll.toFixed(3)} memories ${c.memories.toFixed(1)} p50 ${c.p50.toFixed(2)} ms`,
+              `context ${set} ${c.mode} ${embedder} ${budget} tokens: any ${c.any.toFixed(3)} all ${c.all.toFixed(3)} multi-hop all ${c.multiHopAll.toFixed(3)} answer words ${c.answerWords.toFixed(3)} memories ${c.memories.toFixed(1)} p50 ${c.p50.toFixed(2)} ms`,
             );
           }
         for (const mode of modes) {
@@ -472,11 +494,11 @@ export function contextTable(runs: ContextRun[]): string[] {
   return [
     "#### turns: the context block (POST /v1/memory/context, the question as query)",
     "",
-    "| mode | embedder | budget | evidence any | all | multi-hop any | multi-hop all | multi-hop recall | memories | tokens | p50 | p99 |",
-    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    "| mode | embedder | budget | evidence any | all | multi-hop any | multi-hop all | multi-hop recall | answer words in the block | memories | tokens | p50 | p99 |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ...runs.map(
       (r) =>
-        `| ${r.mode} | ${r.embedder} | ${r.budget} | ${f3(r.any)} | ${f3(r.all)} | ${f3(r.multiHopAny)} | ${f3(r.multiHopAll)} | ${f3(r.multiHopRecall)} | ${r.memories.toFixed(1)} | ${r.tokens.toFixed(0)} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms |`,
+        `| ${r.mode} | ${r.embedder} | ${r.budget} | ${f3(r.any)} | ${f3(r.all)} | ${f3(r.multiHopAny)} | ${f3(r.multiHopAll)} | ${f3(r.multiHopRecall)} | ${f3(r.answerWords)} | ${r.memories.toFixed(1)} | ${r.tokens.toFixed(0)} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms |`,
     ),
     "",
   ];

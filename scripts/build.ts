@@ -108,7 +108,8 @@ const zodMiniDirect: BunPlugin = {
 // The web page's script, bundled first and embedded as a constant (src/ui/bundle.ts).
 const pageJs = await buildPageScript();
 const result = await Bun.build({
-  entrypoints: [entry],
+  // The built-in embedder's thread is a Worker: the binary needs its entry point as well.
+  entrypoints: [entry, resolve(root, "src/embedding/embed-thread.ts")],
   compile: { target, outfile },
   // Elysia's deploy guide: skip identifier mangling (keeps class/function names in errors & traces).
   minify: { whitespace: true, syntax: true, identifiers: false },

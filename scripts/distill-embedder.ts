@@ -5,6 +5,8 @@
 //
 //   bun run scripts/distill-embedder.ts teacher   # the teacher embeds the corpus (~30 min of one core; cached)
 //   bun run scripts/distill-embedder.ts fit       # fits the table, writes src/embedding/default-embedder.bin
+//   (DISTILL_CACHE: another cache directory; DISTILL_OUT: another table file; DISTILL_SIF_A,
+//   DISTILL_DIMS, DISTILL_VOCAB_WEIGHT, DISTILL_ITERATIONS, DISTILL_MAX_TEXTS: the fit's options)
 //   (make embedder runs both)
 //
 // Inputs, all text we may use and ship what is learned from (scripts/distill/corpus.ts says more):
@@ -16,12 +18,12 @@
 // vectors matches the teacher's embedding of the text, with a pull towards the start that keeps
 // rare tokens near it. Token weights are SIF (a / (a + p(token))), p from the teacher's unigram
 // log-probabilities. Then PCA to `dims` dimensions and int8 with one scale per dimension.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { rng, templateTexts, wordnetTexts } from "./distill/corpus";
 
 const root = resolve(import.meta.dir, "..");
-const cacheDir = join(root, ".cache/distill");
+const cacheDir = process.env.DISTILL_CACHE ?? join(root, ".cache/distill");
 const teacherDims = 512;
 const batch = 64;
 
@@ -93,11 +95,19 @@ async function teacher() {
   const itemsFile = join(cacheDir, "items.json");
   const vecFile = join(cacheDir, "teacher.f32");
   const itemsJson = JSON.stringify(items);
-  if (!existsSync(itemsFile) || readFileSync(itemsFile, "utf8") !== itemsJson) {
-    writeFileSync(itemsFile, itemsJson);
-    writeFileSync(vecFile, new Uint8Array(0));
+  // The cached vectors are kept for the longest run of items the corpus still starts with, so
+  // that texts appended to the corpus cost only their own teacher time.
+  let keep = 0;
+  if (existsSync(itemsFile) && existsSync(vecFile)) {
+    const before = JSON.parse(readFileSync(itemsFile, "utf8")) as Item[];
+    const embedded = Math.min(before.length, Math.floor(statSync(vecFile).size / (teacherDims * 4)));
+    while (keep < embedded && keep < items.length && JSON.stringify(before[keep]) === JSON.stringify(items[keep]))
+      keep++;
   }
-  let done = Math.floor(statSync(vecFile).size / (teacherDims * 4));
+  if (keep === 0) writeFileSync(vecFile, new Uint8Array(0));
+  else if (keep * teacherDims * 4 < statSync(vecFile).size) truncateSync(vecFile, keep * teacherDims * 4);
+  writeFileSync(itemsFile, itemsJson);
+  let done = keep;
   console.log(`corpus: ${items.length} texts (${done} embedded before)`);
   const started = performance.now();
   const from = done;

@@ -6,7 +6,7 @@ import type { Core } from "../core";
 import type { EmbedCost } from "../embedding/client";
 import { toMemory } from "../memory/service";
 import { keywordAsOf } from "../search/asof";
-import { RERANK_DEPTH, rerank } from "../search/rerank";
+import { RERANK_DEPTH, type RerankCost, rerank } from "../search/rerank";
 import { maxQueryChars, rank, resolveMode } from "../search/service";
 import { matchesFilter } from "../storage/ops";
 import { isCurrent, type MemoryRecord, observedOf } from "../storage/records";
@@ -199,7 +199,12 @@ export function fitToBudget(candidates: readonly Scored[], maxTokens: number, te
   }
 }
 
-export async function buildContext(core: Core, req: ContextRequest, cost: EmbedCost): Promise<ContextResponse> {
+export async function buildContext(
+  core: Core,
+  req: ContextRequest,
+  cost: EmbedCost,
+  rerankCost?: RerankCost,
+): Promise<ContextResponse> {
   if (req.query !== undefined && req.query.length > maxQueryChars && [...req.query].length > maxQueryChars)
     throw invalidField("query", `must be a string of 1 to ${maxQueryChars} characters, not blank`);
   const maxTokens = req.maxTokens ?? contextTokens.default;
@@ -249,6 +254,7 @@ export async function buildContext(core: Core, req: ContextRequest, cost: EmbedC
         req.query,
         found.hits.filter((h) => isCurrent(h.memory, now)),
         RERANK_DEPTH,
+        rerankCost,
       );
       candidates = await withAdjacent(core, hits, filter, now, req.query);
       mode = found.mode;

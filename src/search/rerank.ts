@@ -7,6 +7,7 @@
 import type { Config } from "../config/config";
 import type { Core } from "../core";
 import type { Scored } from "../storage/storage";
+import { ApiError } from "../wire/errors";
 
 /** Hits a search hands the reranker: its best this many (or the request's limit, when larger). */
 export const RERANK_DEPTH = 30;
@@ -52,6 +53,29 @@ export function rerankMetrics(): string {
 /** What the reranker cost one request, for the x-memd-rerank-calls header. */
 export interface RerankCost {
   calls: number;
+}
+
+/**
+ * Runs a request's work with a fresh RerankCost and reports the reranker calls it made in the
+ * answer's x-memd-rerank-calls header (when a reranker is configured), on a refusal (ApiError) as
+ * on success: as withEmbedCost does for the embedder.
+ */
+export async function withRerankCost<T>(
+  core: Pick<Core, "config">,
+  set: { headers: object },
+  run: (cost: RerankCost) => Promise<T>,
+): Promise<T> {
+  if (!rerankSettings(core.config)) return run({ calls: 0 });
+  const cost: RerankCost = { calls: 0 };
+  const headers = () => ({ "x-memd-rerank-calls": String(cost.calls) });
+  try {
+    const res = await run(cost);
+    Object.assign(set.headers, headers());
+    return res;
+  } catch (e) {
+    if (e instanceof ApiError) throw new ApiError(e.code, e.message, e.details, { ...e.headers, ...headers() });
+    throw e;
+  }
 }
 
 /**

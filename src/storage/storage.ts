@@ -494,6 +494,12 @@ export interface Transfer {
     records: readonly ExportRecord[],
     options: ImportOptions,
   ): Promise<{ written: number; skipped: number }>;
+  /**
+   * After an import: makes the first search of each namespace as fast as after a restart (LMDB:
+   * builds and saves its keyword snapshot; backends that build nothing ahead leave it out).
+   * Returns how many namespaces were prepared.
+   */
+  prepareSearch?(namespaces: readonly string[]): Promise<number>;
 }
 
 /** Answers kept for Idempotency-Keys (written by MemoryWrites.apply). */

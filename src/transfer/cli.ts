@@ -24,6 +24,8 @@ Records whose id already exists are refused unless --skip-existing (which leaves
 are), and so is an id that appears twice in FILE. Events are never left out for their sequence
 number: when one of FILE's is held by another event here, FILE's events take new numbers (their
 times, contents and order kept). An interrupted import is completed by running the same command again.
+On LMDB it then saves the keyword lists of every namespace it gave at least MEMD_KEYWORD_PREBUILD
+(default 20,000; 0: none) current memories, so their first search reads them.
 `;
 
 export const compactUsage = `Usage:
@@ -40,14 +42,18 @@ const stdio: Out = { out: (s) => process.stdout.write(s), err: process.stderr };
 const parseArgs = (args: string[], valued: string[], bare: string[]) =>
   parseCommandLine(args, { valued, switches: bare });
 
-/** Where the store is, from --data-dir and --database-url (else their MEMD_* variables, else the default data dir). */
-function site(flags: Map<string, string[]>) {
+/** The settings, with --data-dir and --database-url (else their MEMD_* variables, else the defaults). */
+function config(flags: Map<string, string[]>) {
   const dataDir = flags.get("--data-dir")?.[0];
   const url = flags.get("--database-url")?.[0];
-  return storageSite(
-    loadConfig([...(dataDir !== undefined ? ["--data-dir", dataDir] : []), ...(url ? ["--database-url", url] : [])]),
-  );
+  return loadConfig([
+    ...(dataDir !== undefined ? ["--data-dir", dataDir] : []),
+    ...(url ? ["--database-url", url] : []),
+  ]);
 }
+
+/** Where the store is, from --data-dir and --database-url (else their MEMD_* variables, else the default data dir). */
+const site = (flags: Map<string, string[]>) => storageSite(config(flags));
 
 /** Opens the store; `create` makes a new LMDB data dir (an import into a fresh store). */
 async function open(flags: Map<string, string[]>, create = false): Promise<{ storage: Storage }> {
@@ -98,6 +104,23 @@ export async function runTransferCommand(
       const writing = new Progress("import: writing", plan.records, io.err);
       const done = await runImport(storage, file, plan, { skipExisting }, writing);
       writing.finish();
+      // The namespaces it made large get their keyword lists saved now (LMDB), so that their first
+      // search, by a server running or started next, reads them instead of building them.
+      const from = config(flags).keywordPrebuild;
+      const large = [...done.current].filter(([, n]) => from > 0 && n >= from).map(([ns]) => ns);
+      if (large.length > 0 && storage.prepareSearch) {
+        const preparing = new Progress("import: keyword lists", large.length, io.err);
+        let prepared = 0;
+        for (const ns of large) {
+          prepared += await storage.prepareSearch([ns]);
+          preparing.tick();
+        }
+        preparing.finish();
+        if (prepared > 0)
+          io.err.write(
+            `memd: keyword lists of ${prepared} large namespace${prepared === 1 ? "" : "s"} saved for their first search\n`,
+          );
+      }
       io.err.write(
         `memd: imported ${done.written} records from ${file}; ${done.skipped} already there, left as they were${
           done.renumbered

@@ -271,8 +271,10 @@ export async function runImport(
   plan: ImportPlan,
   options: { skipExisting: boolean },
   progress?: Progress,
-): Promise<{ written: number; skipped: number; renumbered: number }> {
+): Promise<{ written: number; skipped: number; renumbered: number; current: Map<string, number> }> {
   const opts = { skipExisting: options.skipExisting, skipIdentical: true, renumberEvents: plan.renumber };
+  /** Current memories of the file per namespace (what a first search there would build lists of). */
+  const current = new Map<string, number>();
   // Reserve the seqs of the file's events first, so a running server's new events stay above them.
   if (plan.maxSeq > 0 && !plan.renumber) await storage.importRecords([], { ...opts, seqFloor: plan.maxSeq });
   let written = 0;
@@ -303,12 +305,13 @@ export async function runImport(
         continue;
       }
       if (plan.renumber) renumbered++;
-    }
+    } else if (r.type === "memory" && r.state === "current")
+      current.set(r.namespace, (current.get(r.namespace) ?? 0) + 1);
     batch.push(r);
     if (batch.length >= BATCH) await flush();
   }
   if (batch.length) await flush();
-  return { written, skipped, renumbered };
+  return { written, skipped, renumbered, current };
 }
 
 /**

@@ -4,7 +4,8 @@
 // word with it, in search, in the context block and through mem0's routes; --embedder none is
 // keyword search as before.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { runMemd, startTestServer, type TestServer } from "../helpers";
+import { readdirSync, readFileSync } from "node:fs";
+import { runMemd, startTestServer, type TestServer, testBinary } from "../helpers";
 
 let t: TestServer;
 let none: TestServer;
@@ -94,6 +95,55 @@ describe("the built-in embedder (the default)", () => {
     const r = await mem0("/v3/memories/search/", { query: "what does alice drink?", filters: { user_id: "alice" } });
     expect(r.results[0].memory).toBe("I prefer green tea");
   });
+});
+
+/** The server's process: this one, or the binary's child (found by its data dir). */
+function serverPid(s: TestServer): number {
+  if (!testBinary) return process.pid;
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d)))
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(s.dataDir)) return Number(pid);
+    } catch {}
+  throw new Error(`no process serves ${s.dataDir}`);
+}
+
+/** CPU time (clock ticks) of the process's threads named `name`, summed. */
+function threadTicks(pid: number, name: string): number {
+  let ticks = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`))
+    try {
+      if (readFileSync(`/proc/${pid}/task/${task}/comm`, "utf8").trim() !== name) continue;
+      const f = readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8").split(") ")[1].split(" ");
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {}
+  return ticks;
+}
+
+test("stored memories are embedded on a thread of their own (a Worker), not on the one serving requests", async () => {
+  const pid = serverPid(t);
+  const before = threadTicks(pid, "Worker");
+  // Long texts, so that embedding them takes a few hundred milliseconds of CPU.
+  const n = 200;
+  for (let i = 0; i < n; i++) {
+    const content = `Note ${i}: ${Array.from({ length: 300 }, (_, j) => `word${(i * 7 + j) % 997}`).join(" ")}`;
+    expect(
+      (await t.json("POST", "/v1/memory", { namespace: "thread", entity: "e", content, infer: false })).status,
+    ).toBe(200);
+  }
+  // Every one embedded: a semantic search answers only memories that have a vector.
+  for (let i = 0; ; i++) {
+    const r = await t.json("POST", "/v1/memory/search", {
+      namespace: "thread",
+      entity: "e",
+      query: "note",
+      mode: "semantic",
+      limit: 100,
+    });
+    if (r.body.results.length === 100) break;
+    if (i > 600) throw new Error("the stored memories were not embedded within 60 s");
+    await Bun.sleep(100);
+  }
+  expect(threadTicks(pid, "Worker")).toBeGreaterThan(before);
 });
 
 describe("--embedder none", () => {

@@ -1,7 +1,7 @@
 // @targets lmdb
 // The optional reranker (src/search/rerank.ts) over real HTTP, with a fake reranker speaking the
 // shared protocol (test/fake-reranker.ts): off by default; when set, search and context follow
-// its order and its scores; when it fails, hangs past MEMD_RERANK_TIMEOUT_MS or answers
+// its order and its scores (counted in x-memd-rerank-calls and /metrics); when it fails, hangs past MEMD_RERANK_TIMEOUT_MS or answers
 // something else, the search's own order is answered, never an error. (Above the storage: one
 // backend is enough.)
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -64,6 +64,8 @@ describe("reranker", () => {
     const r = await search(plain);
     expect(r.status).toBe(200);
     expect(r.body.results.map((m: any) => m.content)).toEqual([memories[1], memories[0]]);
+    expect(r.headers.get("x-memd-rerank-calls")).toBeNull();
+    expect((await context(plain)).headers.get("x-memd-rerank-calls")).toBeNull();
   });
 
   test("search and context follow the reranker, with its scores; it gets the model, query, documents and top_n", async () => {
@@ -82,6 +84,9 @@ describe("reranker", () => {
     expect(c.status).toBe(200);
     expect(c.body.memories[0].content).toBe(memories[0]);
     expect(reranker.requests.length).toBe(before + 2);
+    // Each answer says what it cost, as x-memd-embed-calls does for the embedder.
+    expect(r.headers.get("x-memd-rerank-calls")).toBe("1");
+    expect(c.headers.get("x-memd-rerank-calls")).toBe("1");
     // On /metrics: two calls, two documents each, none failed.
     const now = await rerankCounters(withReranker);
     expect(now.calls - counted.calls).toBe(2);
@@ -98,6 +103,7 @@ describe("reranker", () => {
         const r = await search(withReranker);
         expect(r.status).toBe(200);
         expect(r.body.results.map((m: any) => m.content)).toEqual([memories[1], memories[0]]);
+        expect(r.headers.get("x-memd-rerank-calls")).toBe("1"); // tried, counted
         const c = await context(withReranker);
         expect(c.status).toBe(200);
         expect(c.body.memories[0].content).toBe(memories[1]);

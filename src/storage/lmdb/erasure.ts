@@ -93,6 +93,8 @@ export function lmdbErasure(s: LmdbState): Erasure {
       });
       // Its keyword snapshot is deleted (it may hold the erased words).
       s.keywordCache.forget(namespace);
+      // And its vector snapshot (it holds the erased memories' vectors).
+      s.vectorCache.forget(namespace);
       return done;
     },
 

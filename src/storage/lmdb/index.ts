@@ -38,6 +38,8 @@ export interface LmdbStorage extends Storage {
   readonly dbs: Dbs;
   /** Runs a write plan durably (see writeDurably); for backend-level tools such as bulk loads. */
   write<T>(plan: (w: Writes) => T): Promise<T>;
+  /** Vector snapshots read and written since the start (vector-snapshot.ts; tests and benches). */
+  vectorCacheStats(): { read: number; written: number; walked: number };
 }
 
 /**
@@ -59,7 +61,17 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     dbs,
     clock: new EventClock(dbs),
     searchMemory,
-    vectorCache: vectorCache(dbs, searchMemory),
+    // Vector snapshots are taken as of the settled seq too (vector-snapshot.ts).
+    // Namespaces growing past vectorSnapshots.from are followed in the background (as keyword
+    // lists are, with --keyword-prebuild): vector-cache.ts.
+    vectorCache: vectorCache(
+      dbs,
+      searchMemory,
+      options.searchIndex === false ? undefined : dataDir,
+      () => settledSeq(s),
+      (options.keywordPrebuild ?? 0) > 0,
+      () => s.inflight.size === 0,
+    ),
     // Keyword snapshots are taken as of the settled seq, which the state tells.
     keywordCache: keywordCache(dbs, options.searchIndex === false ? undefined : dataDir, () => settledSeq(s), {
       prebuild: options.keywordPrebuild,
@@ -76,6 +88,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     env,
     dbs,
     write: (plan) => write(s, plan),
+    vectorCacheStats: () => ({ ...s.vectorCache.snapshotStats }),
     ...lmdbMemories(s),
     ...lmdbEvents(s),
     ...lmdbAsOf(s),

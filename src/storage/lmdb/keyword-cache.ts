@@ -97,6 +97,16 @@ export const prebuildStats = { written: 0, checks: 0 };
 /** Namespaces whose lists were loaded to be followed as they grew, unsearched (startFollowing), in this process (for tests). */
 export const followStats = { followed: 0 };
 
+/** The keyword lists with what keywordCache adds: saves, snapshots ahead of a search, figures. */
+export type LoadedKeywordCache = KeywordCache & {
+  save(): Promise<void>;
+  persist(ns: string): Promise<number>;
+  counters(): Record<string, [string, number]>;
+  forget(ns: string): void;
+  wake(): void;
+  stop(): void;
+};
+
 export type PrebuildLog = (msg: string, fields: Record<string, unknown>) => void;
 
 /**
@@ -110,7 +120,7 @@ export function keywordCache(
   dataDir?: string,
   settledSeq: () => number = () => Number.POSITIVE_INFINITY,
   options: { prebuild?: number; log?: PrebuildLog; memory?: SearchMemory } = {},
-): KeywordCache & { save(): Promise<void>; forget(ns: string): void; wake(): void; stop(): void } {
+): LoadedKeywordCache {
   /**
    * A memory's terms, from its record, if namespace_memories lists it under `namespace`: a memory
    * is listed exactly while its record is current (both written in one transaction), and never
@@ -147,8 +157,20 @@ export function keywordCache(
     queued: boolean;
     job?: SnapshotJob;
     from?: { atMs: number; atSeq: number };
+    /** meta "clockEpoch" when it was read (see seen). */
+    epoch: number;
   };
   const state = new Map<KeywordSpace, State>();
+  /**
+   * meta "clockEpoch", which `memd import` bumps, as of the lists loaded now: an import by another
+   * process (the command, into a running server's data dir) is not followed by them, so a search
+   * finding it changed drops them all and loads again (from the snapshot the import saved, or the
+   * records), and lists read before it are never saved.
+   */
+  const epochNow = () => (dbs.meta.get("clockEpoch") as number | undefined) ?? 0;
+  let seen = epochNow();
+  /** Namespaces' lists read from a snapshot at a first load, and built from the records (/metrics). */
+  const loads = { snapshot: 0, records: 0 };
   /** Spaces built from the records (not read from a snapshot): on the heap whole. */
   const built = new WeakSet<KeywordSpace>();
   /** Saves run one at a time, in the order queued. */
@@ -160,6 +182,8 @@ export function keywordCache(
     // (A small namespace's lists are packed, and built again from its records at a first search
     // in about the time a snapshot takes to read: not saved.)
     if (!dataDir || s.stats.docs === 0 || s.packed) return;
+    // (Read before an import by another process, they may miss what it wrote: never saved.)
+    if (epochNow() !== st.epoch) return;
     // Both in the same turn as the lists: every event up to the settled seq is committed and
     // followed by them; the load catches up from its time on. What the snapshot holds is fixed
     // here (freeze); the lists go on following commits while it is written.
@@ -224,11 +248,14 @@ export function keywordCache(
         const found = dataDir ? readSnapshot(dataDir, ns, stamp(), !reload) : undefined;
         if (reload && !found) return undefined;
         if (found && reload) snapshotStats.reloaded++;
-        else if (found) snapshotStats.restored++;
+        else if (found) {
+          snapshotStats.restored++;
+          loads.snapshot++;
+        } else loads.records++;
         // (Built from the records: packed while small, see KeywordSpace.)
         const s = found ? KeywordSpace.fromParts(found.parts) : new KeywordSpace(undefined, true);
         if (!found) built.add(s);
-        state.set(s, { ns, changes: 0, queued: false, from: found?.at });
+        state.set(s, { ns, changes: 0, queued: false, from: found?.at, epoch: epochNow() });
         return s;
       },
       load: (s, ns, after, limit, later) => {
@@ -522,7 +549,16 @@ export function keywordCache(
     };
   }
   const clear = cache.clear.bind(cache);
+  const get = cache.get.bind(cache);
   return Object.assign(cache, {
+    get(ns: string) {
+      const now = epochNow();
+      if (now !== seen) {
+        seen = now;
+        this.clear();
+      }
+      return get(ns);
+    },
     wake: () => prebuild.wake(),
     /** Stops background snapshots (at close, before the saves are awaited). */
     stop: () => {
@@ -539,6 +575,34 @@ export function keywordCache(
     async save() {
       for (const [s, st] of state) if (st.changes !== 0 && st.from === undefined) queue(s);
       await saving;
+    },
+    counters: (): Record<string, [string, number]> => ({
+      memd_keyword_lists_restored_total: [
+        "Namespaces whose keyword lists were read from their snapshot (caught up) when loaded: a first search after a restart or an import, or brought back after a release.",
+        loads.snapshot,
+      ],
+      memd_keyword_lists_built_total: [
+        "Namespaces whose keyword lists were built from their memories' records when loaded (no usable snapshot).",
+        loads.records,
+      ],
+    }),
+    /**
+     * Builds a namespace's lists now (from its snapshot, caught up, or its records) and saves them
+     * (after an import: `memd import` leaves every large namespace it wrote with a snapshot, so the
+     * first search of a server reads it instead of building); resolves with its documents.
+     */
+    async persist(ns: string): Promise<number> {
+      const s = await cache.get(ns);
+      const docs = s.stats.docs;
+      const st = state.get(s);
+      if (st && docs > 0) {
+        st.changes = Math.max(st.changes, 1);
+        queue(s);
+      }
+      await saving;
+      // (The importing process holds none of them afterwards.)
+      evict(ns);
+      return docs;
     },
     /**
      * Deletes a namespace's snapshot (after an erasure in it; a save under way is called off,

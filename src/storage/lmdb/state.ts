@@ -6,7 +6,7 @@ import type { MemoryRecord } from "../records";
 import type { SearchMemory } from "../search-memory";
 import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
 import type { EventClock } from "./clock";
-import type { KeywordCache } from "./keyword-cache";
+import type { LoadedKeywordCache } from "./keyword-cache";
 import type { Dbs } from "./layout";
 import type { VectorCache } from "./vector-cache";
 
@@ -31,7 +31,7 @@ export interface LmdbState {
   /** Each namespace's vectors in memory, following every commit (vector-cache.ts). */
   readonly vectorCache: VectorCache;
   /** Each namespace's keyword lists in memory, following every commit (keyword-cache.ts). */
-  readonly keywordCache: KeywordCache & { save(): Promise<void>; forget(ns: string): void; wake(): void; stop(): void };
+  readonly keywordCache: LoadedKeywordCache;
   /** false: the in-memory keyword lists do not follow applies (only for bench/search.ts's index-off baseline). */
   readonly indexOn: boolean;
   /** Smart stores of one entity, one at a time (MemoryWrites.serialize). */

@@ -79,6 +79,13 @@ export const loading = {
   background: (): Promise<unknown> => new Promise((resolve) => setTimeout(resolve, 1)),
 };
 
+/**
+ * What keeping a copy costs beside the copy itself: its entries in the maps of this cache, of its
+ * source's state and of the budget, and the closure that releases it (measured: ~0.9 KiB a
+ * namespace of 20 memories, heap after a collection, 10,000 namespaces).
+ */
+const ENTRY_BYTES = 1024;
+
 type LoadEntry<S> = { done: Promise<S>; touched: Touched[]; ids: Set<string>; background: boolean };
 
 /**
@@ -157,7 +164,7 @@ export class NamespaceCache<S, V> {
     this.memory?.hold(
       namespace,
       this.kind,
-      this.source.bytes(s),
+      this.source.bytes(s) + ENTRY_BYTES,
       () => {
         if (this.ready.get(namespace) !== s) return;
         this.ready.delete(namespace);

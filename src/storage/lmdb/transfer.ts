@@ -133,5 +133,12 @@ export function lmdbTransfer(s: LmdbState): Transfer {
       if (done.written > 0) s.keywordCache.wake();
       return done;
     },
+
+    async prepareSearch(namespaces) {
+      if (!s.indexOn) return 0;
+      let n = 0;
+      for (const ns of namespaces) if ((await s.keywordCache.persist(ns)) > 0) n++;
+      return n;
+    },
   };
 }

@@ -48,13 +48,23 @@ export function lmdbUpkeep(s: LmdbState): Upkeep {
           ],
           ...memory.gauges,
         },
-        counters: memory.counters,
+        counters: {
+          ...memory.counters,
+          ...keywordCache.counters(),
+          memd_vector_snapshots_read_total: [
+            "Vector snapshots read at a namespace's first semantic search instead of every vector (lmdb/vector-snapshot.ts).",
+            vectorCache.snapshotStats.read,
+          ],
+          memd_vector_snapshots_written_total: ["Vector snapshots written.", vectorCache.snapshotStats.written],
+        },
       };
     },
 
     async close() {
       keywordCache.stop();
+      vectorCache.stop();
       await keywordCache.save();
+      await vectorCache.save();
       vectorCache.clear();
       keywordCache.clear();
       await flushed(s);
