@@ -290,6 +290,17 @@ log("webhooks: backlog, lag, store path with ten subscriptions");
 const ws = await startMemd(join(work, "webhooks"), { MEMD_WEBHOOK_ALLOW_PRIVATE: "1" });
 const webhookFigures = await webhookBench(ws.url, key, { seconds });
 await stop(ws);
+// The same on the throwaway PostgreSQL (a fresh database), when there is one.
+let webhookFiguresPg: Awaited<ReturnType<typeof webhookBench>> | undefined;
+if (pgUrl?.startsWith("postgres")) {
+  log("webhooks on PostgreSQL");
+  const wp = await startMemd(join(work, "webhooks-pg"), {
+    MEMD_WEBHOOK_ALLOW_PRIVATE: "1",
+    MEMD_DATABASE_URL: await createDatabase(pgUrl),
+  });
+  webhookFiguresPg = await webhookBench(wp.url, key, { seconds });
+  await stop(wp);
+}
 
 // 4. Crash soak: 20 rounds of SIGKILL under 32 writers on one data dir.
 log(`crash soak, ${soakRounds} rounds`);
@@ -407,9 +418,12 @@ lines.push(
   "",
   "## Webhooks",
   "",
-  `One POST per event to receivers in the bench process (Bun.serve, answering 200 at once); raw stores from 32 connections for ${seconds} s; the store path's figures are the same run's, without subscriptions before and after (bench/webhooks.ts). The receivers share the bench process's CPU with the writers.`,
+  `One POST per event to receivers in a process of their own (bench/webhook-receivers.ts: Bun.serve, answering 200 at once); raw stores from 32 connections for ${seconds} s; the store path's figures are the same run's and the same server's (so the same embedder setting), each run with ten delivering against the runs without beside it (bench/webhooks.ts). While stores keep memd's event loop busy, deliveries yield to them (at most one per commit: docs/webhooks.md), and catch up after.`,
+  "",
+  "LMDB:",
   "",
   ...webhookTable(webhookFigures),
+  ...(webhookFiguresPg ? ["", "PostgreSQL:", "", ...webhookTable(webhookFiguresPg)] : []),
   "",
   "## Process",
   "",
@@ -516,6 +530,28 @@ if (pgUrl?.startsWith("postgres")) {
     },
   });
   lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/scale.ts on PostgreSQL failed: exit ${p.exitCode})\n`);
+}
+// No slow first semantic search after a restart (issue 32, LMDB): bench/vector-restart.ts, the
+// first search building the copy from every vector against the one reading its snapshot after a
+// restart, same run (BENCH_RESTART_N, default 1,000,000). Replicas ready at start (issue 32,
+// PostgreSQL): bench/pg-ready.ts on a fresh database of the throwaway PostgreSQL, a replica reading
+// the search snapshots against one building its copies (BENCH_READY_N, default 1,000,000).
+{
+  log("first semantic search after a restart: vector-restart.ts");
+  const p = Bun.spawnSync([process.execPath, "run", join(import.meta.dir, "vector-restart.ts")], {
+    cwd: root,
+    stderr: "inherit",
+  });
+  lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/vector-restart.ts failed: exit ${p.exitCode})\n`);
+}
+if (pgUrl?.startsWith("postgres")) {
+  log("replicas ready at start on PostgreSQL: pg-ready.ts");
+  const p = Bun.spawnSync([process.execPath, "run", join(import.meta.dir, "pg-ready.ts")], {
+    cwd: root,
+    stderr: "inherit",
+    env: { ...process.env, BENCH_READY_DATABASE_URL: pgUrl },
+  });
+  lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/pg-ready.ts failed: exit ${p.exitCode})\n`);
 }
 // Issue 32's checks, each against its target (bench/tenants.ts, also runnable alone): many
 // tenants against one namespace (BENCH_TENANTS_MANY, default the issue's "10000 20"), the same

@@ -5,6 +5,8 @@
 //
 //   bun run scripts/distill-embedder.ts teacher   # the teacher embeds the corpus (~30 min of one core; cached)
 //   bun run scripts/distill-embedder.ts fit       # fits the table, writes src/embedding/default-embedder.bin
+//   (DISTILL_CACHE: another cache directory; DISTILL_OUT: another table file; DISTILL_SIF_A,
+//   DISTILL_DIMS, DISTILL_VOCAB_WEIGHT, DISTILL_ITERATIONS, DISTILL_MAX_TEXTS: the fit's options)
 //   (make embedder runs both)
 //
 // Inputs, all text we may use and ship what is learned from (scripts/distill/corpus.ts says more):
@@ -21,7 +23,7 @@ import { join, resolve } from "node:path";
 import { rng, templateTexts, wordnetTexts } from "./distill/corpus";
 
 const root = resolve(import.meta.dir, "..");
-const cacheDir = join(root, ".cache/distill");
+const cacheDir = process.env.DISTILL_CACHE ?? join(root, ".cache/distill");
 const teacherDims = 512;
 const batch = 64;
 

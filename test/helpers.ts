@@ -29,12 +29,15 @@ export function postgresUrl(): string {
   return url;
 }
 
-/** A new empty database on the PostgreSQL server of `serverUrl` (tests and benchmarks); its URL. */
-export async function createDatabase(serverUrl: string): Promise<string> {
+/**
+ * A new empty database on the PostgreSQL server of `serverUrl` (tests and benchmarks); its URL.
+ * With `template`, a copy of that database (which nobody may be connected to).
+ */
+export async function createDatabase(serverUrl: string, template?: string): Promise<string> {
   const name = `memd_t_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
   const admin = new SQL(serverUrl);
   try {
-    await admin.unsafe(`CREATE DATABASE ${name}`);
+    await admin.unsafe(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ""}`);
   } finally {
     await admin.close();
   }
@@ -43,6 +46,26 @@ export async function createDatabase(serverUrl: string): Promise<string> {
 
 /** A new empty database on the test PostgreSQL; its URL. */
 export const freshDatabase = () => createDatabase(postgresUrl());
+
+/** The database this test process migrated once, to copy (see migratedDatabase). */
+let migratedTemplate: Promise<string> | undefined;
+
+/**
+ * A new database holding memd's schema and nothing else, copied from one that this process
+ * migrated once: a server started on it finds its schema current instead of making it (half a
+ * second or more per server start, under load). Migrations themselves are tested on
+ * freshDatabase (the storage contract, replicas-on-postgres, keyword-terms-upgrade) and behind
+ * PgBouncer, where backendArgs keeps fresh databases.
+ */
+export async function migratedDatabase(): Promise<string> {
+  migratedTemplate ??= (async () => {
+    const url = await freshDatabase();
+    const storage = await openStorage({ dataDir: "/nonexistent", databaseUrl: url });
+    await storage.close(); // a template must have no connection
+    return new URL(url).pathname.slice(1);
+  })();
+  return createDatabase(postgresUrl(), await migratedTemplate);
+}
 
 /** mulberry32: a small seeded generator of numbers in [0, 1), so a failure or a figure can be replayed. */
 export function seededRandom(seed: number): () => number {
@@ -82,7 +105,7 @@ export async function backendArgs(dataDir: string): Promise<string[]> {
   if (backend !== "postgres") return [];
   let url = databaseOf.get(dataDir);
   if (!url) {
-    url = throughPooler(await freshDatabase());
+    url = poolerUrl() ? throughPooler(await freshDatabase()) : await migratedDatabase();
     databaseOf.set(dataDir, url);
   }
   return ["--database-url", url, ...(poolerUrl() ? ["--database-pooler", "transaction"] : [])];

@@ -548,6 +548,7 @@ export interface Delivery {
   seq: number;
   /** the webhook-id header sent: the same for every attempt of one event */
   messageId: string;
+  /** the event's kind, or ERASURE for an erasure (its entity.erased message) */
   event: string;
   namespace: string;
   /** ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z */

@@ -23,10 +23,9 @@ const entry = import.meta.url.startsWith("file:///$bunfs/")
 /** Longest wait for one batch's answer before it is refused (the thread is stuck or gone). */
 const answerTimeoutMs = 60_000;
 
+/** The thread, started on its first batch (a server that stores nothing never starts one). */
 export function startEmbedThread(): EmbedThread {
-  const worker = new Worker(entry);
-  // The thread does not keep the process alive: a server stops it when it stops.
-  worker.unref();
+  let worker: Worker | undefined;
   const waiting = new Map<number, { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void }>();
   let next = 0;
   let stopped = false;
@@ -34,15 +33,23 @@ export function startEmbedThread(): EmbedThread {
     for (const w of waiting.values()) w.reject(new Error(message));
     waiting.clear();
   };
-  worker.onmessage = (event: MessageEvent<EmbedAnswer>) => {
-    const { id, vectors, error } = event.data;
-    const w = waiting.get(id);
-    if (!w) return;
-    waiting.delete(id);
-    if (vectors) w.resolve(vectors.map((b) => new Float32Array(b)));
-    else w.reject(new Error(`the embedding thread failed: ${error}`));
+  const started = (): Worker => {
+    if (worker) return worker;
+    const w = new Worker(entry);
+    // The thread does not keep the process alive: a server stops it when it stops.
+    w.unref();
+    w.onmessage = (event: MessageEvent<EmbedAnswer>) => {
+      const { id, vectors, error } = event.data;
+      const call = waiting.get(id);
+      if (!call) return;
+      waiting.delete(id);
+      if (vectors) call.resolve(vectors.map((b) => new Float32Array(b)));
+      else call.reject(new Error(`the embedding thread failed: ${error}`));
+    };
+    w.onerror = (event) => failAll(`the embedding thread failed: ${event.message}`);
+    worker = w;
+    return w;
   };
-  worker.onerror = (event) => failAll(`the embedding thread failed: ${event.message}`);
   return {
     embed(texts) {
       if (stopped) return Promise.reject(new Error("the embedding thread is stopped"));
@@ -64,13 +71,13 @@ export function startEmbedThread(): EmbedThread {
             reject(e);
           },
         });
-        worker.postMessage({ id, texts } satisfies EmbedRequest);
+        started().postMessage({ id, texts } satisfies EmbedRequest);
       });
     },
     stop() {
       stopped = true;
       failAll("the embedding thread is stopped");
-      worker.terminate();
+      worker?.terminate();
     },
   };
 }

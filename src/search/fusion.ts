@@ -73,6 +73,19 @@ export interface FuseOptions {
   share: number;
   /** Whether a keyword hit shares a word with the query other than its stop words (only those are gated). */
   sharesContentWord: (memory: Scored["memory"]) => boolean;
+  /**
+   * The built-in embedder's fusion (service.ts), a weak semantic list beside a strong keyword
+   * one, so that it can only add to keyword's answers:
+   * - keyword's first `keywordHead` hits keep their places, ahead of the rest, in keyword's
+   *   order (hit@5 is then keyword's, whatever the semantic list says), up to the last of them
+   *   that shares a content word with the query;
+   * - the rest are ranked by the sum above, where a keyword hit's semantic z-score is its own
+   *   wherever it stands in the semantic list read (FUSION.semanticStatsDepth hits) and one not
+   *   in it gets the z-score of that list's last hit (it scored lower than all of them), not
+   *   of the FUSION.depth-th: so the semantic list reorders keyword's deeper hits by their
+   *   meaning, which is where it finds what keyword ranked too low (LoCoMo dev: bench/notes.md).
+   */
+  keywordHead?: number;
 }
 
 /** The best `limit` of a keyword and a semantic ranking, fused as described above. */
@@ -92,9 +105,17 @@ export function fuse(
   const w = FUSION.semanticWeight * Math.min(1, Math.max(0, o.share));
   const wOnly = Math.max(w, FUSION.semanticOnlyMinWeight);
   const keywordFloor = keyword.length ? kz(0) : 0;
-  const semanticFloor = semantic.length ? sz(semantic[semantic.length - 1].score) : 0;
+  const head = o.keywordHead ?? 0;
+  // With a keyword head (the built-in embedder), the whole semantic list read is known.
+  const known = head > 0 ? allSemantic.slice(0, FUSION.semanticStatsDepth) : semantic;
+  const semanticFloor = known.length ? sz(known[known.length - 1].score) : 0;
   const fused = new Map<string, { memory: Scored["memory"]; k?: number; s?: number }>();
   for (const h of keyword) fused.set(h.memory.id, { memory: h.memory, k: kz(h.score) });
+  if (head > 0)
+    for (const h of known) {
+      const f = fused.get(h.memory.id);
+      if (f) f.s = sz(h.score);
+    }
   for (const h of semantic) {
     const f = fused.get(h.memory.id);
     if (f) f.s = sz(h.score);
@@ -111,12 +132,18 @@ export function fuse(
   if (w > 0)
     for (let i = 0; i < semantic.length && i < FUSION.gateMax && sz(semantic[i].score) >= FUSION.semanticGateZ; i++)
       gated.add(semantic[i].memory.id);
+  // Keyword's head: above every gated hit, in keyword's order; it ends with its last hit that
+  // shares a content word (a hit sharing only stop words is no reason to keep a place).
+  let headLength = Math.min(head, keyword.length);
+  while (headLength > 0 && !o.sharesContentWord(keyword[headLength - 1].memory)) headLength--;
+  const headRank = new Map(keyword.slice(0, headLength).map((h, i) => [h.memory.id, headLength - i]));
   return [...fused.values()]
     .map((f) => ({
       memory: f.memory,
       score:
         (f.k === undefined ? keywordFloor + wOnly * (f.s ?? semanticFloor) : f.k + w * (f.s ?? semanticFloor)) +
-        (gated.has(f.memory.id) ? FUSION.gateBonus : 0),
+        (gated.has(f.memory.id) ? FUSION.gateBonus : 0) +
+        2 * FUSION.gateBonus * (headRank.get(f.memory.id) ?? 0),
     }))
     .sort(byScoreThenNewer)
     .slice(0, limit);

@@ -110,7 +110,8 @@ export function storageSite(s: StorageSettings): StorageSite {
       claim: async () => () => {},
       label: "PostgreSQL",
       missing: () => undefined,
-      open: () => openStorage(s),
+      // (A command neither reads the search snapshots at start nor writes any: the server does.)
+      open: () => openStorage({ ...s, pgSnapshotFrom: 0 }),
       holdAlone: async () => () => {},
       backup: async () => {
         throw new ToolAdvice(postgresBackupAdvice);

@@ -8,6 +8,7 @@ import type { Core } from "../core";
 import type { KeyRecord } from "../keys/model";
 import type { DeliveryRecord, WebhookRecord } from "../storage/records";
 import { isoTime } from "../wire/time";
+import { DeliveryPacer } from "./pacer";
 import { postWebhook } from "./post";
 import {
   creatorProblem,
@@ -40,6 +41,25 @@ export interface DeliveryOptions {
 
 /** The least time between two reads of the trail by one idle subscription (ms). */
 const scanSpacingMs = 5;
+/** While stores keep the loop busy (pacer.ts): deliveries per commit at most, the least time
+ * between two reads of the trail by one subscription, and between two cursor writes (ms). */
+const busyDeliveriesPerCommit = 1;
+const busyScanSpacingMs = 20;
+const busyFlushMs = 100;
+/** Delivery attempts the log keeps per subscription (storage keeps the newest 100). */
+const keptDeliveries = 100;
+
+/** Subscription URLs, parsed once. */
+const urls = new Map<string, URL>();
+const url = (raw: string) => {
+  let u = urls.get(raw);
+  if (!u) {
+    if (urls.size > 1000) urls.clear();
+    u = new URL(raw);
+    urls.set(raw, u);
+  }
+  return u;
+};
 
 export const defaultDeliveryOptions: DeliveryOptions = {
   allowPrivate: false,
@@ -104,7 +124,9 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
     for (const w of workers.values()) w.wake(true);
   };
   // A commit wakes the workers only (a flag each); the supervisor reads the subscriptions on changes and polls.
+  const pacer = new DeliveryPacer(busyDeliveriesPerCommit);
   const unsubscribe = core.notifier.subscribeAll(() => {
+    pacer.committed();
     for (const w of workers.values()) w.wake();
   });
 
@@ -131,12 +153,15 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
     readonly done: Promise<void>;
 
     constructor(readonly id: string) {
+      pacer.start();
       this.done = this.run()
         .then(() => this.drain())
         .catch((e) => logger.error("webhook delivery failed", { webhook: id, error: String((e as Error)?.stack ?? e) }))
         .finally(() => {
           clearInterval(this.renewer);
+          clearTimeout(this.flushTimer);
           workers.delete(id);
+          if (workers.size === 0) pacer.stop();
           if (this.leased) storage.releaseWebhook(id, owner).catch(() => {});
         });
     }
@@ -145,11 +170,30 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
       return !this.abort.signal.aborted && !stopped;
     }
 
-    /** Writes the successes waiting (a batch at a time, one write in flight). */
+    private flushTimer: ReturnType<typeof setTimeout> | undefined;
+    private flushedAt = 0;
+
+    /** Writes the successes waiting now, or (while stores keep the loop busy) once busyFlushMs has passed since the last write. */
+    private flushSoon() {
+      if (this.flushing || this.flushTimer || this.delivered.length === 0) return;
+      const wait = pacer.busy ? busyFlushMs - (performance.now() - this.flushedAt) : 0;
+      if (wait <= 0) void this.flush();
+      else
+        this.flushTimer = setTimeout(() => {
+          this.flushTimer = undefined;
+          void this.flush();
+        }, wait);
+    }
+
+    /**
+     * Writes the successes waiting (one write in flight): the cursor moves past the last, and the
+     * log gets the newest of them (it keeps the newest `keptDeliveries` only).
+     */
     private flush(): Promise<void> {
       if (this.flushing || this.delivered.length === 0) return this.flushing ?? Promise.resolve();
-      const batch = this.delivered.splice(0, 100);
+      const batch = this.delivered.splice(0).slice(-keptDeliveries);
       const last = batch[batch.length - 1];
+      this.flushedAt = performance.now();
       const rev = this.rev;
       this.flushing = storage
         .updateWebhook(
@@ -176,7 +220,7 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
         })
         .finally(() => {
           this.flushing = undefined;
-          if (this.delivered.length > 0 && !this.lost) void this.flush();
+          if (!this.lost) this.flushSoon();
         });
       return this.flushing;
     }
@@ -315,7 +359,8 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
           // Commits come in bursts: read the trail at most every few ms, so that a busy store
           // path wakes each subscription a bounded number of times a second, not once per commit.
           const since = performance.now() - scannedAt;
-          if (since < scanSpacingMs) await Bun.sleep(scanSpacingMs - since);
+          const spacing = pacer.busy ? busyScanSpacingMs : scanSpacingMs;
+          if (since < spacing) await Bun.sleep(spacing - since);
           // The stored subscription (edits made on other replicas) at least every poll interval.
           if (this.changed || performance.now() - readAt >= o.pollMs) {
             this.changed = false;
@@ -326,13 +371,24 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
           }
           continue;
         }
+        await pacer.turn();
+        if (!this.running) return;
+        // An edit through the API (a rotated secret, a new filter or URL) is read before the next POST.
+        if (this.changed) {
+          this.changed = false;
+          readAt = performance.now();
+          const fresh = await storage.getWebhook(this.id);
+          if (!fresh) return;
+          adopt(fresh);
+          continue;
+        }
         const head = buffer[0];
         // As it is now: an erasure since it was read has scrubbed it.
         const e = isErasure(head) ? head : ((await storage.eventBySeq(head.seq)) ?? head);
         const id = messageId(w, e.seq);
         const body = payload(w, e);
         const started = performance.now();
-        const r = await postWebhook(new URL(w.url), signedHeaders(signingSecrets(w), id, body), body, {
+        const r = await postWebhook(url(w.url), signedHeaders(signingSecrets(w), id, body), body, {
           connectTimeoutMs: o.connectTimeoutMs,
           answerTimeoutMs: o.answerTimeoutMs,
           allowPrivate: o.allowPrivate,
@@ -362,7 +418,7 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
         };
         if (r.ok) {
           this.delivered.push(record);
-          void this.flush();
+          this.flushSoon();
           buffer.shift();
           attempt = 0;
           continue;
@@ -414,6 +470,8 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
       } catch (e) {
         logger.error("webhook supervisor failed", { error: String(e) });
       }
+      // A stop during the read above found no sleep to cut short: it must not wait for one.
+      if (stopped) break;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, o.pollMs * 2);
         wakeSupervisor = () => {
@@ -431,6 +489,7 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
     counts: () => counts,
     async stop() {
       stopped = true;
+      pacer.stop();
       unsubscribe();
       wakeSupervisor?.();
       for (const w of workers.values()) w.abort.abort();

@@ -72,7 +72,7 @@ export const CreatedWebhook = t.Composite([
 export const Delivery = t.Object({
   seq: DeliveryRecord.properties.seq,
   messageId: t.String({ description: "the webhook-id header sent: the same for every attempt of one event" }),
-  event: t.String(),
+  event: t.String({ description: "the event's kind, or ERASURE for an erasure (its entity.erased message)" }),
   namespace: t.String(),
   at: Timestamp,
   attempt: DeliveryRecord.properties.attempt,

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { RowIds } from "../../src/index/vector/row-ids";
 import { ann } from "../../src/index/vector/space";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { vectorSnapshots } from "../../src/storage/lmdb/vector-cache";
@@ -101,7 +102,8 @@ test("after a restart the first semantic search reads the snapshot, caught up, a
       .map(([id, v]) => [id, dot(v, x)] as const)
       .sort((a, b) => b[1] - a[1]);
   const got = await s.semanticSearch({ namespace: ns }, q, {}, 3);
-  expect(s.vectorCacheStats().read).toBe(1);
+  // Read, and its keys walked: the worker embedded vectors after it.
+  expect(s.vectorCacheStats()).toMatchObject({ read: 1, walked: 1 });
   expect(got[0].memory.id).toBe(added);
   for (let i = 0; i < 15; i++) {
     const x = i === 0 ? vectors.get(ids[5])! : i === 1 ? moved : draw();
@@ -117,6 +119,27 @@ test("after a restart the first semantic search reads the snapshot, caught up, a
   // Every vector is there, and only those.
   const all = await s.semanticSearch({ namespace: ns }, q, {}, 5000);
   expect(new Set(all.map((h) => h.memory.id))).toEqual(new Set(vectors.keys()));
+
+  // Changes with events only since the last snapshot (saved at a close with nothing in flight):
+  // read back without walking the keys, and exact.
+  vectorSnapshots.from = 100;
+  await s.close(); // (saved: its catching up changed it)
+  s = await openLmdb(dir.dir);
+  await s.semanticSearch({ namespace: ns }, q, {}, 1);
+  expect(s.vectorCacheStats()).toMatchObject({ read: 1, walked: 0 });
+  vectorSnapshots.from = Number.POSITIVE_INFINITY;
+  const later = Bun.randomUUIDv7();
+  await s.apply([create(later, 3, q)], null);
+  vectors.set(later, q);
+  entityOf.set(later, "e3");
+  await s.apply([{ event: "DELETE", target: added, reason: "test" }], null);
+  vectors.delete(added);
+  await s.close();
+  s = await openLmdb(dir.dir);
+  const again = await s.semanticSearch({ namespace: ns }, q, {}, 5000);
+  expect(s.vectorCacheStats()).toMatchObject({ read: 1, walked: 0 });
+  expect(again[0].memory.id).toBe(later);
+  expect(new Set(again.map((h) => h.memory.id))).toEqual(new Set(vectors.keys()));
 
   // A reindex bumps the search epoch: the snapshot is not read again.
   vectorSnapshots.from = 100;
@@ -135,13 +158,20 @@ test("an erasure deletes the namespace's vector snapshot", async () => {
   vectorSnapshots.from = 100;
   try {
     const draw = clustered(73, 32);
-    const s = await openLmdb(d.dir);
+    let s = await openLmdb(d.dir);
     await s.apply(
       Array.from({ length: 400 }, (_, i) => create(Bun.randomUUIDv7(), i, draw())),
       null,
     );
     await s.semanticSearch({ namespace: ns }, draw(), {}, 5);
     await until("the snapshot written", () => s.vectorCacheStats().written === 1);
+    // (The embedding worker never wrote here: read back without walking the keys.)
+    vectorSnapshots.from = Number.POSITIVE_INFINITY;
+    await s.close();
+    s = await openLmdb(d.dir);
+    expect((await s.semanticSearch({ namespace: ns }, draw(), {}, 500)).length).toBe(400);
+    expect(s.vectorCacheStats()).toMatchObject({ read: 1, walked: 0 });
+    vectorSnapshots.from = 100;
     const vectorFiles = () => readdirSync(join(d.dir, "search")).filter((f) => f.startsWith("vectors-"));
     expect(vectorFiles()).toHaveLength(1);
     await s.erase(ns, "e1", null);
@@ -183,3 +213,42 @@ test("a namespace growing past the threshold is followed and saved without a sea
     d.cleanup();
   }
 }, 60_000);
+
+test("row ids (the row of an id, in typed arrays): as a list of ids through sets, deletes, moves, freeze and thaw", () => {
+  let ids = new RowIds();
+  const rows: string[] = [];
+  let seed = 7;
+  const rand = () => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) / 4294967296;
+  };
+  for (let step = 0; step < 20000; step++) {
+    if (rows.length === 0 || rand() < 0.6) {
+      const id = rand() < 0.1 ? `other-${step}` : Bun.randomUUIDv7();
+      ids.reserve(rows.length + 1);
+      ids.set(rows.length, id);
+      rows.push(id);
+    } else {
+      const r = Math.floor(rand() * rows.length);
+      const last = rows.length - 1;
+      ids.delete(r);
+      if (r !== last) {
+        ids.move(last, r);
+        rows[r] = rows[last];
+      }
+      rows.pop();
+    }
+    if (step % 5000 === 4999) {
+      const f = ids.freeze(rows.length);
+      ids = RowIds.thaw(f.words, f.uuid, f.other, rows.length)!;
+      ids.reserve(rows.length + 1000);
+    }
+  }
+  rows.forEach((id, r) => {
+    expect(ids.find(id)).toBe(r);
+    expect(ids.idAt(r)).toBe(id);
+  });
+  expect(ids.find(Bun.randomUUIDv7())).toBe(-1);
+});

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { FourBit } from "../../src/index/vector/four-bit";
 import { ann, VectorSpace } from "../../src/index/vector/space";
 import { openPostgres, type PostgresStorage } from "../../src/storage/postgres/index";
+import { pgSnapshots } from "../../src/storage/postgres/snapshots";
 import { pgVectors } from "../../src/storage/postgres/vector-cache";
 import type { MemoryOp } from "../../src/storage/storage";
 import { freshDatabase, throughPooler } from "../helpers";
@@ -181,3 +182,45 @@ test("freeze and thaw: the space thawed answers as the one frozen, through later
   }
   same();
 });
+
+test("an erasure committed while a snapshot is being written: that snapshot is refused, never committed", async () => {
+  const a = await open();
+  const b = await open(0);
+  const draw = clustered(83, 32);
+  const ns = "snap-race";
+  await a.apply(
+    Array.from({ length: 300 }, (_, i) => create(Bun.randomUUIDv7(), ns, i, draw())),
+    null,
+  );
+  // The writer stops after its first part until the erasure has committed.
+  const saved = { ...pgSnapshots };
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  let paused = false;
+  Object.assign(pgSnapshots, {
+    part: 4096,
+    between: async () => {
+      paused = true;
+      await gate;
+    },
+  });
+  try {
+    await a.semanticSearch({ namespace: ns }, draw(), {}, 1);
+    await until("the write under way", () => paused);
+    const { written, refused } = a.vectors.snapshots;
+    await b.erase(ns, "e1", null);
+    release();
+    // Its transaction ends refused: no row, no part, nothing written.
+    await until("the write refused", () => a.vectors.snapshots.refused === refused + 1);
+    const [rows] = await a.sql`SELECT
+        (SELECT count(*) FROM search_snapshots WHERE namespace = ${ns}) +
+        (SELECT count(*) FROM search_snapshot_parts WHERE namespace = ${ns}) AS n`;
+    expect(Number(rows.n)).toBe(0);
+    expect(a.vectors.snapshots.written).toBe(written);
+  } finally {
+    Object.assign(pgSnapshots, saved);
+    release();
+  }
+}, 60_000);

@@ -10,6 +10,13 @@
 // stores since the last one (bounded waits), and nothing asserts a duration. Needs the private
 // PostgreSQL of scripts/with-postgres (it stops and freezes it) and PgBouncer; without either
 // the test fails with the reason.
+//
+// A failure says why: the first error (a fault that could not be made, no progress after one, or
+// a store never acknowledged) stops the writers at once and is the one reported, with the
+// answers the store (or the last stores) got, each with its replica's log line (none: the
+// request was never answered), the database's sessions, the last lines of PostgreSQL's and
+// PgBouncer's logs, and what each replica logged as warnings and errors.
+// MEMD_SOAK_TRACE=<file> writes every answer and fault with its time, to look at a run.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { SQL } from "bun";
@@ -19,6 +26,8 @@ const writersCount = 32;
 const soakSeconds = Number(process.env.MEMD_SOAK_SECONDS ?? 0);
 const namespace = "soak";
 const dir = tempDir("memd-soak-");
+/** How long one store may take, all its retries included, before the soak fails saying why. */
+const storeDeadlineMs = 120_000;
 /** Every request of the soak gets an answer within this, or counts as a cut connection. */
 const requestTimeoutMs = 15_000;
 
@@ -58,7 +67,11 @@ function pgbouncer(serverUrl: string, asPg: string[]) {
   const bin = ["/usr/sbin/pgbouncer", Bun.which("pgbouncer")].find((p) => p && Bun.file(p).size > 0);
   if (!bin) throw new Error("the fault soak needs PgBouncer (Debian's pgbouncer package; make pg-deps installs it)");
   const [, user, host, port] = /^postgres(?:ql)?:\/\/([^@]+)@([^:/]+):(\d+)\//.exec(serverUrl)!;
-  const listen = 20000 + Math.floor(Math.random() * 20000);
+  // A port no socket holds now (the kernel's pick for a listener, let go), not a random one: one
+  // that a connection on this busy machine held made PgBouncer's start fail (1 run in ~35).
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const listen = probe.port;
+  probe.stop(true);
   const ini = `${dir.dir}/pgbouncer.ini`;
   const pidfile = `${dir.dir}/pgbouncer.pid`;
   writeFileSync(`${dir.dir}/users.txt`, `"${user}" ""\n`);
@@ -76,6 +89,10 @@ function pgbouncer(serverUrl: string, asPg: string[]) {
       "pool_mode = transaction",
       "max_client_conn = 1000",
       "default_pool_size = 20",
+      // After a failed server login (PostgreSQL restarting), PgBouncer refuses every client for
+      // this long before it tries again (15 s by default): memd answers 503 meanwhile, which this
+      // test already sees at each restart; a second keeps the wait short.
+      "server_login_retry = 1",
       `logfile = ${dir.dir}/pgbouncer.log`,
       `pidfile = ${pidfile}`,
       "",
@@ -95,9 +112,10 @@ function pgbouncer(serverUrl: string, asPg: string[]) {
     async start() {
       if (asPg.length) Bun.spawnSync(["chown", "-R", asPg[2], dir.dir]);
       const r = Bun.spawnSync([...asPg, bin, "-d", ini], { stdout: "pipe", stderr: "pipe" });
-      if (r.exitCode !== 0) throw new Error(`pgbouncer did not start: ${r.stderr.toString()}`);
+      const log = () => tail(`${dir.dir}/pgbouncer.log`, 8).join("\n");
+      if (r.exitCode !== 0) throw new Error(`pgbouncer did not start: ${r.stderr.toString()}\n${log()}`);
       if (!(await until(10_000, async () => alive() !== undefined)))
-        throw new Error("pgbouncer did not start within 10 s");
+        throw new Error(`pgbouncer did not start within 10 s; its log ends:\n${log()}`);
     },
     async stop() {
       const pid = alive();
@@ -171,13 +189,25 @@ interface Counts {
   faults: string[];
 }
 
+/** One answer to a store, as a failure message shows it. */
+interface Answered {
+  replica: Replica;
+  requestId: string;
+  said: string;
+}
+
 type Answer = { status: number; body: any; replayed: boolean } | { error: string };
 
-async function post(r: Replica, body: object, key: string): Promise<Answer> {
+async function post(r: Replica, body: object, key: string, requestId: string): Promise<Answer> {
   try {
     const res = await fetch(`${r.url}/v1/memory`, {
       method: "POST",
-      headers: { authorization: `Bearer ${rootSecret}`, "content-type": "application/json", "idempotency-key": key },
+      headers: {
+        authorization: `Bearer ${rootSecret}`,
+        "content-type": "application/json",
+        "idempotency-key": key,
+        "x-request-id": requestId,
+      },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(requestTimeoutMs),
     });
@@ -211,16 +241,41 @@ test(
     const unexpected: string[] = [];
     let stopping = false;
 
+    const started = Date.now();
+    // MEMD_SOAK_TRACE=<file>: every answer (ms since the start, ms taken, replica, request, what), and the faults.
+    const trace = process.env.MEMD_SOAK_TRACE ? ([] as string[]) : undefined;
+    let failure: Error | undefined;
+    /** The last answers of all writers (for the message when no store is acknowledged after a fault). */
+    const recent: Answered[] = [];
+    const lastFault = () => counts.faults.at(-1) ?? "none yet";
+
     /** One store, retried with the same key (through any replica) until it is acknowledged. */
     async function store(w: number, i: number) {
       const content = `writer ${w} store ${i}`;
       const key = `soak-${w}-${i}`;
       const body = { namespace, entity: `writer-${w}`, content, infer: false };
-      const deadline = Date.now() + 120_000;
+      const began = Date.now();
+      const deadline = began + storeDeadlineMs;
+      // Every answer this key got, so that a store never acknowledged says why.
+      const answers: Answered[] = [];
       for (let attempt = 0; Date.now() < deadline; attempt++) {
+        if (failure) return; // the test failed elsewhere and says why
         counts.attempts++;
         if (attempt > 0) counts.retried++;
-        const a = await post(replicas[(w + attempt) % replicas.length], body, key);
+        const replica = replicas[(w + attempt) % replicas.length];
+        const requestId = `${key}.${attempt}`;
+        const sent = Date.now();
+        const a = await post(replica, body, key, requestId);
+        const what = "error" in a ? a.error : `${a.status} ${a.body?.error?.code ?? ""}`;
+        if (trace) trace.push(`${sent - started} ${Date.now() - sent} ${replica.name} ${requestId} ${what}`);
+        const answer = {
+          replica,
+          requestId,
+          said: `+${sent - began} ms (at ${sent - started} ms), replica ${replica.name} (pid ${replica.proc.pid}), ${requestId}: ${what} after ${Date.now() - sent} ms (last fault: ${lastFault()})`,
+        };
+        answers.push(answer);
+        recent.push(answer);
+        if (recent.length > 24) recent.shift();
         if ("error" in a) counts.connectionErrors++;
         else if (a.status === 200) {
           const id = a.body.memories[0].id as string;
@@ -235,12 +290,52 @@ test(
         else unexpected.push(`${key}: ${a.status} ${JSON.stringify(a.body)}`);
         await Bun.sleep(Math.min(500, 20 + attempt * 10));
       }
-      throw new Error(`${key} was not acknowledged within 120 s`);
+      throw new Error(`${key} was not acknowledged within ${storeDeadlineMs / 1000} s.\n${await whyNot(answers)}`);
+    }
+
+    /** A store's answers, the log line of each on its replica (none: never answered), and the database's sessions. */
+    async function whyNot(answers: Answered[]) {
+      const shown = answers.length > 24 ? [...answers.slice(0, 8), ...answers.slice(-16)] : answers;
+      const lines = shown.map(({ replica, requestId, said }) => {
+        const logged = `${replica.stdout()}\n${replica.stderr()}`
+          .split("\n")
+          .filter((l) => l.includes(`"${requestId}"`));
+        return `  ${said}\n    log: ${logged.length > 0 ? logged.join("\n    ") : "(no line: never answered)"}`;
+      });
+      const sql = new SQL(postgresUrl());
+      let sessions: string;
+      try {
+        const rows = await sql`SELECT pid, state, wait_event_type, wait_event, now() - xact_start AS in_xact,
+          left(query, 100) AS query FROM pg_stat_activity WHERE datname = ${new URL(databaseUrl).pathname.slice(1)}`;
+        const all =
+          await sql`SELECT datname, state, count(*)::int AS n FROM pg_stat_activity GROUP BY 1, 2 ORDER BY 1, 2`;
+        sessions = [...rows, ...all].map((r: object) => `  ${JSON.stringify(r)}`).join("\n");
+      } catch (e) {
+        sessions = `  (could not read pg_stat_activity: ${e})`;
+      } finally {
+        await sql.close();
+      }
+      return [
+        `faults so far: ${counts.faults.join("; ") || "none"}; acknowledged ${counts.acknowledged}`,
+        `answers (${answers.length}${shown.length < answers.length ? `, ${shown.length} shown` : ""}):`,
+        ...lines,
+        "sessions of the database, then of the server by database and state:",
+        sessions,
+        "PostgreSQL's log (last lines):",
+        ...tail(`${process.env.MEMD_TEST_PG_SOCKET}/server.log`, 16),
+        "PgBouncer's log (last lines):",
+        ...tail(`${dir.dir}/pgbouncer.log`, 12),
+        ...[...new Set(answers.map((a) => a.replica))].map(
+          (r) => `replica ${r.name} (pid ${r.proc.pid}) errors:\n  ${logErrors(r).join("\n  ") || "(none)"}`,
+        ),
+      ].join("\n");
     }
     const writers = Array.from({ length: writersCount }, (_, w) =>
       (async () => {
-        for (let i = 0; !stopping; i++) await store(w, i);
-      })(),
+        for (let i = 0; !stopping && !failure; i++) await store(w, i);
+      })().catch((e) => {
+        failure ??= e;
+      }),
     );
 
     // Readers page the diff from the beginning while the faults happen; each full pass must hold
@@ -263,8 +358,9 @@ test(
     /** Waits for `n` more acknowledged stores: the service came back after the last fault. */
     const progress = async (n: number, after: string) => {
       const from = counts.acknowledged;
-      if (!(await until(60_000, async () => counts.acknowledged >= from + n, 50)))
-        throw new Error(`no ${n} acknowledged stores within 60 s after ${after}`);
+      const done = await until(60_000, async () => failure !== undefined || counts.acknowledged >= from + n, 50);
+      if (failure) throw failure;
+      if (!done) throw new Error(`no ${n} acknowledged stores within 60 s after ${after}.\n${await whyNot(recent)}`);
     };
 
     const faults: [string, () => Promise<void>][] = [
@@ -297,20 +393,26 @@ test(
       ],
     ];
 
-    const started = Date.now();
     try {
       await progress(writersCount, "the start");
       for (let round = 0; round === 0 || Date.now() - started < soakSeconds * 1000; round++)
         for (const [name, inject] of faults) {
+          trace?.push(`${Date.now() - started} fault: ${name}`);
           await inject();
           counts.faults.push(name);
+          trace?.push(`${Date.now() - started} fault done: ${name}`);
           // Service is back: a quarter of the writers got an answer since (more in a long soak).
           await progress(soakSeconds > 0 ? writersCount : writersCount / 4, name);
         }
+    } catch (e) {
+      // A fault that could not be made, or no progress after one: the writers stop at once.
+      failure ??= e as Error;
     } finally {
       stopping = true;
       await Promise.all([...writers, ...readers]);
     }
+    if (trace) writeFileSync(process.env.MEMD_SOAK_TRACE!, `${trace.join("\n")}\n`);
+    if (failure) throw failure;
 
     // Every acknowledged store exactly once; every key one memory; nothing else stored.
     const sql = new SQL(databaseUrl);
@@ -355,6 +457,36 @@ test(
   },
   Math.max(240_000, (soakSeconds + 240) * 1000),
 );
+
+/** The last `n` lines of a log file that start with a time (not a statement's continuation), indented. */
+function tail(path: string, n: number): string[] {
+  try {
+    return readFileSync(path, "utf8")
+      .split("\n")
+      .filter((l) => /^\d{4}-/.test(l))
+      .slice(-n)
+      .map((l) => `  ${l.slice(0, 300)}`);
+  } catch (e) {
+    return [`  (${e})`];
+  }
+}
+
+/** What a replica logged at level warn or error: each message once, with its count and last time. */
+function logErrors(r: Replica): string[] {
+  const seen = new Map<string, { n: number; last: string }>();
+  for (const line of `${r.stdout()}\n${r.stderr()}`.split("\n")) {
+    if (!/"level":"(warn|error)"/.test(line)) continue;
+    let what = line;
+    let last = "?";
+    try {
+      const { time, level, ...rest } = JSON.parse(line);
+      what = `${level} ${JSON.stringify(rest)}`;
+      last = time;
+    } catch {} // a line cut short: shown as it is
+    seen.set(what, { n: (seen.get(what)?.n ?? 0) + 1, last });
+  }
+  return [...seen].map(([what, { n, last }]) => `${n} × ${what} (last at ${last})`);
+}
 
 /** Every memory created in the namespace, through the diff from the beginning, paged by nextSince. */
 async function pageDiff(r: Replica): Promise<{ id: string; createdAt: string }[]> {

@@ -165,3 +165,11 @@ test("a database gone silent: 503 within a bounded time, for stores and reads; s
   expect(list.status).toBe(200);
   expect(list.body.memories.map((m: { content: string }) => m.content)).toContain("after the cut");
 }, 120_000);
+
+test("a stop after the silence ends without waiting for the connections still stalled", async () => {
+  // Queries sent during the silence (and given up at their deadlines) may still be running on
+  // connections that stay stalled for two minutes: closing the pools must not wait for them.
+  const stopped = s.stop().then(() => "stopped" as const);
+  const bound = new Promise<"still closing">((resolve) => setTimeout(() => resolve("still closing"), 30_000));
+  expect(await Promise.race([stopped, bound])).toBe("stopped");
+}, 60_000);

@@ -31,8 +31,14 @@ test("kill -9 mid-delivery, restart: every event delivered in order, repeats onl
     const made = await call(p.url, "POST", "/v1/webhooks", { url: receiver.url, namespaces: "crash/*" });
     expect(made.status).toBe(201);
     receiver.secret = made.body.secret;
-    // Slow answers: a POST is in flight most of the time.
+    // Slow answers: a POST is in flight most of the time. Once 20 are in, the next one is held
+    // (answered 503 after 10 s), so the kill comes mid-delivery however fast the stores went.
     receiver.answer = { status: 200, delayMs: 15 };
+    const deadline = Date.now() + 20_000;
+    const held = (async () => {
+      while (receiver.accepted.length < 20 && Date.now() < deadline) await Bun.sleep(2);
+      receiver.answer = { status: 503, delayMs: 10_000 };
+    })();
     for (let i = 0; i < 60; i++) {
       const r = await call(p.url, "POST", "/v1/memory", {
         namespace: `crash/${i % 3}`,
@@ -42,13 +48,13 @@ test("kill -9 mid-delivery, restart: every event delivered in order, repeats onl
       });
       expect(r.status).toBe(200);
     }
-    const deadline = Date.now() + 20_000;
-    while (receiver.accepted.length < 20 && Date.now() < deadline) await Bun.sleep(5);
+    await held;
     expect(receiver.accepted.length).toBeGreaterThanOrEqual(20);
     p.proc.kill("SIGKILL");
     await p.proc.exited;
     const atKill = receiver.accepted.length;
     expect(atKill).toBeLessThan(60);
+    receiver.answer = { status: 200, delayMs: 0 };
 
     p = await spawnServer(args, env);
     const seqs: number[] = [];
@@ -58,7 +64,6 @@ test("kill -9 mid-delivery, restart: every event delivered in order, repeats onl
     }
     seqs.sort((a, b) => a - b);
     expect(seqs.length).toBe(60);
-    receiver.answer = { status: 200, delayMs: 0 };
     await receiver.waitFor(seqs);
     expect(checkDeliveries(receiver.accepted, seqs)).toEqual([]);
   } finally {

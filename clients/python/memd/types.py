@@ -611,6 +611,7 @@ class Delivery(TypedDict):
     seq: int
     #: the webhook-id header sent: the same for every attempt of one event
     messageId: str
+    #: the event's kind, or ERASURE for an erasure (its entity.erased message)
     event: str
     namespace: str
     #: ISO 8601 UTC with milliseconds, e.g. 2026-01-31T12:00:00.000Z

@@ -17,6 +17,7 @@
 // against its memory record anyway.
 import { type DotKernel, dotKernel } from "./dot";
 import { type HammingKernel, hammingKernel } from "./hamming";
+import { RowIds } from "./row-ids";
 
 /** How the approximate search trades work for recall (tests make them small). */
 export const ann = {
@@ -73,7 +74,7 @@ export interface RowKeeper {
 /** A space as of one moment, for a snapshot: its sizes and names, and its arrays' copies. */
 export interface FrozenVectors {
   header: VectorHeader;
-  /** In order: the kernel's memory up to its top, rowEntity, sum, cellOf, placeOf, cellLen, cellAt, cellRoom, every cell's rows, ids (UTF-8, "\n" between), then its keeper's. */
+  /** In order: the kernel's memory up to its top, rowEntity, sum, cellOf, placeOf, cellLen, cellAt, cellRoom, every cell's rows, the ids' words and UUID flags (row-ids.ts), then its keeper's. */
   sections: ArrayBufferView[];
 }
 
@@ -89,7 +90,14 @@ export interface VectorHeader {
   cells: number;
   entityNames: string[];
   odd: [string, string, number[]][];
+  /** The layout of the sections (thaw refuses another). */
+  format: number;
+  /** Rows whose id is not a UUID, with it (the others are 4 words each in their section). */
+  otherIds: [number, string][];
 }
+
+/** The layout of a frozen space's sections (a snapshot of another is not read). */
+const VECTOR_FORMAT = 2;
 
 /** The scalar offsets a frozen space keeps, in this order. */
 const OFFSETS = ["vAt", "meanAt", "centresAt", "centresRoom", "heap", "top", "wasted", "rowAt", "rowRoom"] as const;
@@ -161,12 +169,17 @@ export class VectorSpace {
   private rowAt = 0;
   private rowRoom = 0;
   rows = 0;
-  readonly ids: string[] = [];
   private rowEntity = new Int32Array(0);
   private readonly entityNames: string[] = [];
   private readonly entityIndex = new Map<string, number>();
-  private readonly rowOf = new Map<string, number>();
-  private readonly byEntity = new Map<number, Set<number>>();
+  /** Each row's id, and the row of an id (row-ids.ts). */
+  private rowIds = new RowIds();
+  /**
+   * Each entity's rows. Made on first use after a thaw (a million Set entries take a second: the
+   * first namespace-wide search after a restart does not wait for them); until then undefined,
+   * and rowEntity alone says it.
+   */
+  private rowsOf: Map<number, Set<number>> | undefined = new Map();
   private readonly odd = new Map<string, Odd>();
   /** Sum and count of every vector added: the mean codes are taken against. */
   private sum = new Float64Array(0);
@@ -196,9 +209,33 @@ export class VectorSpace {
     return e === undefined ? 0 : (this.byEntity.get(e)?.size ?? 0);
   }
 
+  /** Each entity's rows (made now if a thaw left them to be made). */
+  private get byEntity(): Map<number, Set<number>> {
+    if (this.rowsOf === undefined) {
+      const m = new Map<number, Set<number>>();
+      for (let r = 0; r < this.rows; r++) {
+        const e = this.rowEntity[r];
+        let set = m.get(e);
+        if (!set) {
+          set = new Set();
+          m.set(e, set);
+        }
+        set.add(r);
+      }
+      this.rowsOf = m;
+    }
+    return this.rowsOf;
+  }
+
   /** The row of `id`'s vector: -2 when it is of another length than the codes', -1 when it has none. */
   rowOfId(id: string): number {
-    return this.rowOf.get(id) ?? (this.odd.has(id) ? -2 : -1);
+    const r = this.rowIds.find(id);
+    return r >= 0 ? r : this.odd.has(id) ? -2 : -1;
+  }
+
+  /** Row r's id. */
+  idAt(r: number): string {
+    return this.rowIds.idAt(r);
   }
 
   /** The ids of its vectors of another length than the codes'. */
@@ -245,7 +282,11 @@ export class VectorSpace {
       cells: this.cells,
       entityNames: [...this.entityNames],
       odd: [...this.odd].map(([id, o]) => [id, o.entity, Array.from(o.v)]),
+      format: VECTOR_FORMAT,
+      otherIds: [],
     };
+    const ids = this.rowIds.freeze(rows);
+    header.otherIds = ids.other;
     const cellRows = new Int32Array(this.cells > 0 ? rows : 0);
     for (let c = 0, at = 0; c < this.cells; c++) {
       cellRows.set(this.cellRows[c].subarray(0, this.cellLen[c]), at);
@@ -261,7 +302,8 @@ export class VectorSpace {
       this.cellAt.slice(0, this.cells),
       this.cellRoom.slice(0, this.cells),
       cellRows,
-      new TextEncoder().encode(this.ids.slice(0, rows).join("\n")),
+      ids.words,
+      ids.uuid,
       ...(keeper?.freeze?.(rows) ?? []),
     ];
     return { header, sections };
@@ -283,8 +325,10 @@ export class VectorSpace {
       return new Int32Array(b.buffer, b.byteOffset, b.byteLength / 4);
     };
     const { rows, cells, dims } = header;
-    const ids = rows === 0 ? [] : new TextDecoder().decode(sections[9]).split("\n");
-    if (ids.length !== rows || i32(1).length !== rows) return undefined;
+    if (header.format !== VECTOR_FORMAT || i32(1).length !== rows) return undefined;
+    const ids = RowIds.thaw(i32(9), sections[10] ?? new Uint8Array(0), header.otherIds, rows);
+    if (!ids) return undefined;
+    s.rowIds = ids;
     if (header.codes) {
       s.init(dims);
       const me = s as unknown as Record<string, number>;
@@ -298,6 +342,7 @@ export class VectorSpace {
       s.sum = new Float64Array(sum.buffer.slice(sum.byteOffset, sum.byteOffset + sum.byteLength));
     } else s.dims = dims;
     s.capacity = Math.max(header.capacity, rows);
+    s.rowIds.reserve(s.capacity);
     s.rowEntity = new Int32Array(s.capacity);
     s.rowEntity.set(i32(1));
     s.added = header.added;
@@ -324,20 +369,9 @@ export class VectorSpace {
       s.entityNames.push(name);
       s.entityIndex.set(name, e);
     });
-    for (let r = 0; r < rows; r++) {
-      const id = ids[r];
-      s.ids[r] = id;
-      s.rowOf.set(id, r);
-      const e = s.rowEntity[r];
-      let set = s.byEntity.get(e);
-      if (!set) {
-        set = new Set();
-        s.byEntity.set(e, set);
-      }
-      set.add(r);
-    }
+    s.rowsOf = undefined;
     for (const [id, entity, v] of header.odd) s.odd.set(id, { entity, v: Float32Array.from(v) });
-    keeper?.thaw?.(sections.slice(10), rows);
+    keeper?.thaw?.(sections.slice(11), rows);
     return s;
   }
 
@@ -364,7 +398,7 @@ export class VectorSpace {
       for (let j = 0; j < v.length; j++) this.sum[j] += v[j];
       this.added++;
     }
-    this.ids[r] = id;
+    this.rowIds.set(r, id);
     this.keeper?.put(r, v);
     let e = this.entityIndex.get(entity);
     if (e === undefined) {
@@ -372,13 +406,14 @@ export class VectorSpace {
       this.entityIndex.set(entity, e);
     }
     this.rowEntity[r] = e;
-    this.rowOf.set(id, r);
-    let rows = this.byEntity.get(e);
-    if (!rows) {
-      rows = new Set<number>();
-      this.byEntity.set(e, rows);
+    if (this.rowsOf) {
+      let rows = this.rowsOf.get(e);
+      if (!rows) {
+        rows = new Set<number>();
+        this.rowsOf.set(e, rows);
+      }
+      rows.add(r);
     }
-    rows.add(r);
     if (!codes) {
       if (this.rows > ann.rescore) this.makeCodes();
       return;
@@ -397,7 +432,7 @@ export class VectorSpace {
     this.init(this.dims);
     while (this.rowRoom < this.rows) this.growRowBlock();
     for (let r = 0; r < this.rows; r++) {
-      const b = this.read(this.ids[r], this.entityNames[this.rowEntity[r]], r);
+      const b = this.read(this.rowIds.idAt(r), this.entityNames[this.rowEntity[r]], r);
       if (b?.length !== this.dims * 4) continue;
       const v = new Float32Array(b.slice().buffer);
       for (let j = 0; j < this.dims; j++) this.sum[j] += v[j];
@@ -441,25 +476,23 @@ export class VectorSpace {
 
   private remove(id: string) {
     this.odd.delete(id);
-    const r = this.rowOf.get(id);
-    if (r === undefined) return;
-    this.rowOf.delete(id);
+    const r = this.rowIds.find(id);
+    if (r < 0) return;
+    this.rowIds.delete(r);
     const e = this.rowEntity[r];
-    const rows = this.byEntity.get(e)!;
-    rows.delete(r);
-    if (rows.size === 0) this.byEntity.delete(e);
+    const rows = this.rowsOf?.get(e);
+    rows?.delete(r);
+    if (rows?.size === 0) this.rowsOf!.delete(e);
     if (this.cells > 0) this.unassign(r);
     // The last row moves into the hole, so rows stay dense (with cells its code stays put).
     const last = --this.rows;
     if (r !== last) {
       this.keeper?.move(last, r);
-      const lastId = this.ids[last];
-      this.ids[r] = lastId;
+      this.rowIds.move(last, r);
       this.rowEntity[r] = this.rowEntity[last];
-      this.rowOf.set(lastId, r);
-      const its = this.byEntity.get(this.rowEntity[r])!;
-      its.delete(last);
-      its.add(r);
+      const its = this.rowsOf?.get(this.rowEntity[r]);
+      its?.delete(last);
+      its?.add(r);
       if (this.cells > 0) {
         const c = this.cellOf[last];
         this.cellOf[r] = c;
@@ -472,7 +505,6 @@ export class VectorSpace {
           this.rowAt + (last + 1) * this.bytes,
         );
     }
-    this.ids.length = last;
   }
 
   private init(dims: number) {
@@ -524,6 +556,7 @@ export class VectorSpace {
       return b;
     };
     this.rowEntity = grow(this.rowEntity);
+    this.rowIds.reserve(capacity);
     if (this.cells > 0) {
       this.cellOf = grow(this.cellOf);
       this.placeOf = grow(this.placeOf);
@@ -591,7 +624,7 @@ export class VectorSpace {
     this.centred++;
     for (let j = 0; j < this.dims; j++) this.f32[this.meanAt / 4 + j] = this.sum[j] / this.added;
     for (let r = 0; r < this.rows; r++) {
-      const b = this.read(this.ids[r], this.entityNames[this.rowEntity[r]], r);
+      const b = this.read(this.rowIds.idAt(r), this.entityNames[this.rowEntity[r]], r);
       if (b?.length === this.dims * 4) this.encodeBytes(b, this.codeAt(r));
     }
     if (this.cells > 0) this.makeCells();
@@ -726,7 +759,7 @@ export class VectorSpace {
         if (keeper?.dot && !byRead) {
           viaRead = false;
           for (const r of rows) {
-            ids.push(this.ids[r]);
+            ids.push(this.rowIds.idAt(r));
             sims.push(keeper.dot(r, q));
           }
         } else this.rescore(rows, q, ids, sims);
@@ -750,9 +783,9 @@ export class VectorSpace {
     const rows: number[] = [];
     const at = new Map<string, number>();
     ids.forEach((id, i) => {
-      const r = this.rowOf.get(id);
+      const r = this.rowIds.find(id);
       const o = this.odd.get(id);
-      if (r !== undefined && q.length === this.dims) {
+      if (r >= 0 && q.length === this.dims) {
         rows.push(r);
         at.set(id, i);
       } else if (o && o.v.length === q.length) out[i] = dot(o.v, q);
@@ -785,7 +818,7 @@ export class VectorSpace {
     };
     const u8 = new Uint8Array(k.memory.buffer);
     for (const r of rows) {
-      const id = this.ids[r];
+      const id = this.rowIds.idAt(r);
       const b = this.read(id, this.entityNames[this.rowEntity[r]], r);
       if (b?.length !== this.dims * 4) continue;
       u8.set(b, rowsAt + batch.length * stride * 4);

@@ -32,6 +32,9 @@ export function lmdbEmbeddings(s: LmdbState): Embeddings {
           ix.setVector(r, it.vector);
           n++;
         }
+        // A new mark for each commit of the worker's (whose vectors come without an event): a vector
+        // snapshot taken at another mark catches up by walking its namespace's keys (vector-cache.ts).
+        if (n > 0) w.put(dbs.meta, "vectorMark", Math.random());
         return n;
       });
     },

@@ -39,7 +39,7 @@ export interface LmdbStorage extends Storage {
   /** Runs a write plan durably (see writeDurably); for backend-level tools such as bulk loads. */
   write<T>(plan: (w: Writes) => T): Promise<T>;
   /** Vector snapshots read and written since the start (vector-snapshot.ts; tests and benches). */
-  vectorCacheStats(): { read: number; written: number };
+  vectorCacheStats(): { read: number; written: number; walked: number };
 }
 
 /**
@@ -70,6 +70,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       options.searchIndex === false ? undefined : dataDir,
       () => settledSeq(s),
       (options.keywordPrebuild ?? 0) > 0,
+      () => s.inflight.size === 0,
     ),
     // Keyword snapshots are taken as of the settled seq, which the state tells.
     keywordCache: keywordCache(dbs, options.searchIndex === false ? undefined : dataDir, () => settledSeq(s), {

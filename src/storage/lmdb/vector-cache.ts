@@ -49,7 +49,9 @@ export const vectorSnapshots = {
  */
 type Restored = {
   phase: "events" | "keys";
-  at: { atMs: number; atSeq: number };
+  /** Vectors it read again or dropped: saved again when as many as a save's changes (or at close). */
+  changes: number;
+  at: { atMs: number; atSeq: number; mark: number | null };
   cursor?: Key[];
   rows: number;
   seen?: Uint8Array;
@@ -86,7 +88,8 @@ export type VectorCache = NamespaceCache<VectorSpace, Float32Array> & {
   save(): Promise<void>;
   stop(): void;
   forget(namespace: string): void;
-  readonly snapshotStats: { read: number; written: number };
+  /** Snapshots read, written, and read ones whose namespace's keys were walked (see Restored). */
+  readonly snapshotStats: { read: number; written: number; walked: number };
 };
 
 /**
@@ -100,6 +103,7 @@ export function vectorCache(
   dataDir?: string,
   settledSeq: () => number = () => Number.POSITIVE_INFINITY,
   follow = false,
+  quiet: () => boolean = () => false,
 ): VectorCache {
   /**
    * The stored bytes, without a copy: a plain view of lmdb-js's reused buffer (Uint8Array.set
@@ -115,6 +119,8 @@ export function vectorCache(
   };
   const loads = new WeakMap<VectorSpace, Loading>();
   const restored = new WeakMap<VectorSpace, Restored>();
+  /** Per copy read from a snapshot: the vectors its catching up read again or dropped. */
+  const caughtUp = new WeakMap<VectorSpace, number>();
   /** Per copy: its namespace, changes since its last save, and the save being written. */
   const saves = new WeakMap<VectorSpace, { ns: string; changes: number; job?: VectorJob }>();
   const jobs = new Map<string, VectorJob>();
@@ -123,7 +129,7 @@ export function vectorCache(
   const thawedOnce = new WeakSet<VectorSpace>();
   /** Copies loaded whole (caught up): only those are saved. */
   const complete = new WeakSet<VectorSpace>();
-  const snapshotStats = { read: 0, written: 0 };
+  const snapshotStats = { read: 0, written: 0, walked: 0 };
   const stamp = () => ({
     format: (dbs.meta.get("format") as number | undefined) ?? 0,
     clockEpoch: (dbs.meta.get("clockEpoch") as number | undefined) ?? 0,
@@ -156,7 +162,15 @@ export function vectorCache(
         const now = current(ns, id);
         s.set(id, now?.[0] ?? "", now?.[1]);
       }
+      st.changes = ids.size;
+      // No vector of the worker's committed since (its mark unchanged): nothing else to read.
+      if (st.at.mark !== null && ((dbs.meta.get("vectorMark") as number | undefined) ?? 0) === st.at.mark) {
+        caughtUp.set(s, st.changes);
+        restored.delete(s);
+        return undefined;
+      }
       st.phase = "keys";
+      snapshotStats.walked++;
       st.rows = s.rows;
       st.seen = new Uint8Array(s.rows);
       return [ns];
@@ -176,13 +190,16 @@ export function vectorCache(
       else if (r === -1) {
         const v = read(ns, k[1] as string, id);
         if (v) s.set(id, k[1] as string, v);
+        st.changes++;
       }
       if (n === want) return [ns];
     }
     const gone: string[] = [];
-    for (let r = 0; r < st.rows; r++) if (!st.seen![r]) gone.push(s.ids[r]);
+    for (let r = 0; r < st.rows; r++) if (!st.seen![r]) gone.push(s.idAt(r));
     for (const id of s.oddIds()) if (!st.oddSeen.has(id) && s.rowOfId(id) === -2) gone.push(id);
     for (const id of gone) s.set(id, "", undefined);
+    st.changes += gone.length;
+    caughtUp.set(s, st.changes);
     restored.delete(s);
     return undefined;
   };
@@ -196,6 +213,8 @@ export function vectorCache(
     // Both in this turn: every event up to the settled seq is committed and followed by the copy.
     const atSeq = settledSeq();
     const atMs = settledAt(st.ns, atSeq);
+    // (With a write in flight, a vector of the worker's may be committed and not yet followed.)
+    const mark = quiet() ? ((dbs.meta.get("vectorMark") as number | undefined) ?? 0) : null;
     const f = s.freeze();
     if (!f) return Promise.resolve();
     st.changes = 0;
@@ -204,7 +223,7 @@ export function vectorCache(
     jobs.set(st.ns, job);
     const run = async () => {
       try {
-        const stampNow = { ...stamp(), atMs, atSeq };
+        const stampNow = { ...stamp(), atMs, atSeq, mark };
         if (await writeVectorSnapshot(dataDir, st.ns, stampNow, f.header, f.sections, job, vectorSnapshots.between))
           snapshotStats.written++;
       } catch {
@@ -325,7 +344,7 @@ export function vectorCache(
         if (thawed) {
           snapshotStats.read++;
           thawedOnce.add(s);
-          restored.set(s, { phase: "events", at: found!.at, rows: 0, oddSeen: new Set() });
+          restored.set(s, { phase: "events", at: found!.at, rows: 0, oddSeen: new Set(), changes: 0 });
         }
         saves.set(s, { ns, changes: 0 });
         copies.set(ns, s);
@@ -347,10 +366,10 @@ export function vectorCache(
       loaded: (s) => {
         complete.add(s);
         const st = saves.get(s);
-        if (st && !thawedOnce.has(s)) {
-          st.changes = Number.POSITIVE_INFINITY;
-          void save(s);
-        }
+        if (!st) return;
+        if (!thawedOnce.has(s)) st.changes = Number.POSITIVE_INFINITY;
+        else st.changes = caughtUp.get(s) ?? 0;
+        if (st.changes >= Math.max(vectorSnapshots.from, s.size * vectorSnapshots.again)) void save(s);
       },
       keep: (s) => s.size > 0,
       bytes: (s) => s.heldBytes(),

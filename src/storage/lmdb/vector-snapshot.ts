@@ -13,16 +13,28 @@
 // or search epoch (`memd reindex`) is ignored; so is a torn or damaged one (its hash). An erasure
 // deletes its namespace's file (and calls off one being written); `memd compact` deletes them all
 // (the search directory).
-import { closeSync, fstatSync, fsync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fsync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { VectorHeader } from "../../index/vector";
 import { snapshotBuild } from "../snapshot-build";
 import { snapshotDir } from "./keyword-snapshot";
 
-const MAGIC = "memd-vectors-1";
+const MAGIC = "memd-vectors-3";
 
 /** Which state of the store a snapshot belongs to (as keyword snapshots: keyword-snapshot.ts SnapshotStamp). */
-export type VectorStamp = { format: number; clockEpoch: number; searchEpoch: number; atMs: number; atSeq: number };
+export type VectorStamp = {
+  format: number;
+  clockEpoch: number;
+  searchEpoch: number;
+  atMs: number;
+  atSeq: number;
+  /**
+   * The embedding worker's mark (meta "vectorMark", a new one per commit of its vectors) when the
+   * copy held every commit made (no write in flight), or null: the load walks the keys unless the
+   * mark is still this one.
+   */
+  mark: number | null;
+};
 
 type Header = {
   magic: string;
@@ -118,23 +130,19 @@ export async function writeVectorSnapshot(
 export function readVectorSnapshot(
   dataDir: string,
   namespace: string,
-  stamp: Omit<VectorStamp, "atMs" | "atSeq">,
-): { space: VectorHeader; sections: Uint8Array<ArrayBuffer>[]; at: { atMs: number; atSeq: number } } | undefined {
-  try {
-    // Read into a buffer of its own (8-byte aligned views are made of it).
-    const fd = openSync(fileOf(dataDir, namespace), "r");
-    let all: Uint8Array<ArrayBuffer>;
-    try {
-      all = new Uint8Array(fstatSync(fd).size);
-      for (let at = 0; at < all.length; ) {
-        const n = readSync(fd, all, at, all.length - at, at);
-        if (n === 0) return undefined;
-        at += n;
-      }
-    } finally {
-      closeSync(fd);
+  stamp: Omit<VectorStamp, "atMs" | "atSeq" | "mark">,
+):
+  | {
+      space: VectorHeader;
+      sections: Uint8Array<ArrayBuffer>[];
+      at: { atMs: number; atSeq: number; mark: number | null };
     }
-    const length = new DataView(all.buffer).getUint32(0, true);
+  | undefined {
+  try {
+    // Mapped, private (page aligned, so the sections' views are 8-byte aligned): the thaw copies
+    // what it keeps, so no page of the file stays referenced, and nothing is read twice.
+    const all = Bun.mmap(fileOf(dataDir, namespace), { shared: false }) as Uint8Array<ArrayBuffer>;
+    const length = new DataView(all.buffer, all.byteOffset).getUint32(0, true);
     if (8 + length > all.length) return undefined;
     const header = JSON.parse(Buffer.from(all.subarray(8, 8 + length)).toString()) as Header;
     const s = header.stamp;
@@ -153,13 +161,13 @@ export function readVectorSnapshot(
     for (const n of header.lengths) {
       at = align8(at);
       if (at + n > all.length) return undefined;
-      const b = new Uint8Array(all.buffer, at, n);
+      const b = all.subarray(at, at + n);
       hash = Bun.hash(b, hash);
       sections.push(b);
       at += n;
     }
     if (hash.toString(16) !== header.hash) return undefined;
-    return { space: header.space, sections, at: { atMs: s.atMs, atSeq: s.atSeq } };
+    return { space: header.space, sections, at: { atMs: s.atMs, atSeq: s.atSeq, mark: s.mark ?? null } };
   } catch {
     return undefined;
   }

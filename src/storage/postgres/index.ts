@@ -139,6 +139,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     sql,
     preload,
     lockSql,
+    statementTimeoutMs: o.statementTimeoutMs,
     searchMemory,
     vectors,
     keywordLists,

@@ -15,6 +15,8 @@ export interface PgState {
    * a model call: so that they can never take every connection the writes they wait for need.
    */
   readonly lockSql: SQL;
+  /** The statement timeout: also the longest close() waits for queries still running (upkeep.ts). */
+  readonly statementTimeoutMs: number;
   /** What the keyword lists and vectors below hold, within this replica's budget (../search-memory.ts). */
   readonly searchMemory: SearchMemory;
   /** Each namespace's vectors in memory on this replica, followed before each search (vector-cache.ts). */

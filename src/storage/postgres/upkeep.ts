@@ -81,7 +81,11 @@ export function pgUpkeep(s: PgState): Upkeep {
     async close() {
       keywordLists?.close();
       vectors.close();
-      await Promise.all([sql.close(), lockSql.close()]);
+      // Bounded: a query still running now was given up by its caller at its deadline (or runs
+      // past the statement timeout), and one sent to a database gone silent would hold close()
+      // until TCP gives up on it, minutes after the network came back.
+      const bound = { timeout: Math.ceil(s.statementTimeoutMs / 1000) };
+      await Promise.all([sql.close(bound), lockSql.close(bound)]);
     },
   };
 }

@@ -67,8 +67,8 @@ export class PgVectorCache {
   private epoch = -1;
   private closed = false;
 
-  /** Snapshots read from the database and written to it, since the start. */
-  readonly snapshots = { read: 0, written: 0 };
+  /** Snapshots read from the database, written to it, and refused or called off, since the start. */
+  readonly snapshots = { read: 0, written: 0, refused: 0 };
 
   /**
    * `memory`: the replica's search-memory budget, which counts every namespace's copy once built.
@@ -176,6 +176,7 @@ export class PgVectorCache {
     )
       .then((done) => {
         if (done) this.snapshots.written++;
+        else this.snapshots.refused++;
       })
       .catch(() => undefined) // written again after more changes
       .finally(() => {
