@@ -371,11 +371,20 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
           }
           continue;
         }
+        await pacer.turn();
+        if (!this.running) return;
+        // An edit through the API (a rotated secret, a new filter or URL) is read before the next POST.
+        if (this.changed) {
+          this.changed = false;
+          readAt = performance.now();
+          const fresh = await storage.getWebhook(this.id);
+          if (!fresh) return;
+          adopt(fresh);
+          continue;
+        }
         const head = buffer[0];
         // As it is now: an erasure since it was read has scrubbed it.
         const e = isErasure(head) ? head : ((await storage.eventBySeq(head.seq)) ?? head);
-        await pacer.turn();
-        if (!this.running) return;
         const id = messageId(w, e.seq);
         const body = payload(w, e);
         const started = performance.now();

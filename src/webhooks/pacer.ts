@@ -1,7 +1,7 @@
 // Delivery yields to the request path. While this process commits writes (one within the last
 // 50 ms) and its event loop runs behind (a 10 ms timer firing late by more than 1 ms, on
 // average), its deliveries are held to `perCommit` for each commit (a delivery costs about a
-// tenth of a raw store: bench/webhooks.ts); otherwise they go at full speed. So stores at full
+// fifth of a raw store: bench/webhooks.ts); otherwise they go at full speed. So stores at full
 // speed keep nearly all their throughput with subscriptions delivering every event, and what is
 // held back is delivered as soon as the stores ease: later, never lost or reordered.
 

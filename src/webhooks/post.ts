@@ -26,47 +26,72 @@ export interface PostResult {
 
 const headerEnd = Buffer.from("\r\n\r\n");
 /** Idle kept connections per address, port, scheme and host name; closed after idleMs unused. */
-const idle = new Map<string, Socket[]>();
+const idle = new Map<string, Conn[]>();
 const idleMs = 30_000;
 const maxIdlePerTarget = 4;
 
-function keep(key: string, socket: Socket) {
-  const list = idle.get(key) ?? [];
-  if (list.length >= maxIdlePerTarget) return socket.destroy();
-  const drop = () => {
-    socket.destroy();
-    const l = idle.get(key);
+/** What an exchange in progress does with its socket's events. */
+interface Exchange {
+  data(chunk: Buffer): void;
+  /** The socket ended, closed or failed (with the error when there was one). */
+  gone(e?: NodeJS.ErrnoException): void;
+}
+
+/**
+ * A socket with its listeners set once, for its whole life: they pass its events to the exchange
+ * in progress, or (while it waits in the pool) drop it. So a kept connection costs no listener
+ * changes per POST.
+ */
+class Conn {
+  current: Exchange | undefined;
+  key = "";
+  constructor(readonly socket: Socket) {
+    socket.on("data", (c: Buffer) => this.current?.data(c));
+    const gone = (e?: NodeJS.ErrnoException) => {
+      const x = this.current;
+      if (x) x.gone(e);
+      else this.drop();
+    };
+    socket.on("end", () => gone());
+    socket.on("close", () => gone());
+    socket.on("error", (e: NodeJS.ErrnoException) => gone(e));
+    // Idle too long in the pool: closed (an exchange has its own time limit).
+    socket.on("timeout", () => {
+      if (!this.current) this.drop();
+    });
+  }
+
+  /** Closes it and takes it out of the pool. */
+  drop() {
+    this.socket.destroy();
+    const l = idle.get(this.key);
     if (l) {
-      const i = l.indexOf(socket);
+      const i = l.indexOf(this);
       if (i >= 0) l.splice(i, 1);
-      if (l.length === 0) idle.delete(key);
+      if (l.length === 0) idle.delete(this.key);
     }
-  };
-  socket.once("error", drop);
-  socket.once("close", drop);
-  socket.once("end", drop);
-  socket.setTimeout(idleMs, drop);
-  socket.unref();
-  (socket as Socket & { dropIdle?: () => void }).dropIdle = drop;
-  list.push(socket);
+  }
+}
+
+function keep(key: string, c: Conn) {
+  const list = idle.get(key) ?? [];
+  if (list.length >= maxIdlePerTarget) return c.socket.destroy();
+  c.key = key;
+  c.socket.setTimeout(idleMs);
+  c.socket.unref();
+  list.push(c);
   idle.set(key, list);
 }
 
-function take(key: string): Socket | undefined {
+function take(key: string): Conn | undefined {
   const list = idle.get(key);
   while (list && list.length > 0) {
-    const s = list.pop() as Socket & { dropIdle?: () => void };
+    const c = list.pop()!;
     if (list.length === 0) idle.delete(key);
-    if (s.dropIdle) {
-      s.removeListener("error", s.dropIdle);
-      s.removeListener("close", s.dropIdle);
-      s.removeListener("end", s.dropIdle);
-      s.removeListener("timeout", s.dropIdle);
-    }
-    s.setTimeout(0);
-    s.ref();
-    if (!s.destroyed && s.writable) return s;
-    s.destroy();
+    c.socket.setTimeout(0);
+    c.socket.ref();
+    if (!c.socket.destroyed && c.socket.writable) return c;
+    c.socket.destroy();
   }
   return undefined;
 }
@@ -90,19 +115,9 @@ export async function postWebhook(
   const port = Number(url.port || (https ? 443 : 80));
   const host = hostOf(url);
   const key = `${url.protocol}//${target.address}:${port}/${host}`;
-  const payload = Buffer.from(body);
-  const head = Buffer.from(
-    `POST ${url.pathname}${url.search} HTTP/1.1\r\n` +
-      `Host: ${url.host}\r\n` +
-      "User-Agent: memd-webhooks\r\n" +
-      "Content-Type: application/json\r\n" +
-      `Content-Length: ${payload.byteLength}\r\n` +
-      Object.entries(headers)
-        .map(([k, v]) => `${k}: ${v}\r\n`)
-        .join("") +
-      "\r\n",
-  );
-  const request = Buffer.concat([head, payload]);
+  let head = `POST ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nUser-Agent: memd-webhooks\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`;
+  for (const k in headers) head += `${k}: ${headers[k]}\r\n`;
+  const request = `${head}\r\n${body}`;
   const kept = take(key);
   if (kept) {
     const r = await exchange(kept, request, o);
@@ -110,55 +125,56 @@ export async function postWebhook(
     // (at worst a repeat, with the same webhook-id).
     if (!r.nothing) return finish(key, r);
   }
-  const fresh = https
+  const socket = https
     ? tlsConnect({ host: target.address, port, servername: target.address === host ? undefined : host })
     : tcpConnect({ host: target.address, port, family: target.family });
-  return finish(key, await exchange(fresh, request, o, true));
+  return finish(key, await exchange(new Conn(socket), request, o, https ? "secureConnect" : "connect"));
 }
 
 const failed = (error: string): PostResult => ({ status: null, ok: false, error, answer: "" });
 
 function finish(key: string, r: Exchanged): PostResult {
-  if (r.reusable) keep(key, r.socket);
-  else r.socket.destroy();
+  if (r.reusable) keep(key, r.conn);
+  else r.conn.socket.destroy();
   return r.result;
 }
 
 interface Exchanged {
   result: PostResult;
-  socket: Socket;
+  conn: Conn;
   /** The whole answer was read and the receiver keeps the connection open. */
   reusable: boolean;
   /** Not a byte came back (a kept connection found closed). */
   nothing: boolean;
 }
 
-/** Sends `request` on `socket` (connecting first when `connecting`) and reads the answer. */
-function exchange(socket: Socket, request: Buffer, o: PostOptions, connecting = false): Promise<Exchanged> {
+/** Sends `request` on `conn` (once it connects, when `connecting` names the event) and reads the answer. */
+function exchange(
+  conn: Conn,
+  request: string,
+  o: PostOptions,
+  connecting?: "connect" | "secureConnect",
+): Promise<Exchanged> {
+  const { socket } = conn;
   return new Promise<Exchanged>((resolve) => {
     let done = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const chunks: Buffer[] = [];
-    let received = 0;
+    let all: Buffer | undefined;
     const settle = (result: PostResult, reusable = false) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       o.signal?.removeEventListener("abort", onAbort);
-      socket.removeListener("data", onData);
-      socket.removeListener("end", onEnd);
-      socket.removeListener("close", onEnd);
-      socket.removeListener("error", onError);
-      socket.removeListener(connecting ? "secureConnect" : "connect", onConnect);
-      socket.removeListener("connect", onConnect);
-      if (!reusable) socket.on("error", () => {}); // a late error of a socket being destroyed
-      resolve({ result, socket, reusable, nothing: received === 0 && result.status === null });
+      if (connecting) socket.removeListener(connecting, onConnect);
+      conn.current = undefined;
+      resolve({ result, conn, reusable, nothing: all === undefined && result.status === null });
     };
     const onAbort = () => settle(failed("stopped"));
     o.signal?.addEventListener("abort", onAbort);
     /** The answer as far as it came, or undefined while the status line and headers are not all in. */
     const parse = (complete: boolean): [PostResult, boolean] | undefined => {
-      const all = Buffer.concat(chunks);
+      if (all === undefined)
+        return complete ? [failed("the connection closed before an HTTP answer"), false] : undefined;
       const end = all.indexOf(headerEnd);
       if (end < 0) return complete ? [failed("the connection closed before an HTTP answer"), false] : undefined;
       const head = all.subarray(0, end).toString("latin1");
@@ -183,29 +199,28 @@ function exchange(socket: Socket, request: Buffer, o: PostOptions, connecting = 
         whole && bodyIn === length && length <= o.maxAnswerBytes && !complete && !/\r\nconnection:\s*close/i.test(head);
       return [{ status, ok, error, answer }, reusable];
     };
-    const onData = (chunk: Buffer) => {
-      chunks.push(chunk);
-      received += chunk.byteLength;
-      const r = parse(false);
-      if (r) settle(r[0], r[1]);
+    conn.current = {
+      data(chunk) {
+        all = all === undefined ? chunk : Buffer.concat([all, chunk]);
+        const r = parse(false);
+        if (r) settle(r[0], r[1]);
+      },
+      gone(e) {
+        if (e) settle(failed(e.code ? `${e.code}: ${e.message}` : e.message));
+        else {
+          const r = parse(true)!;
+          settle(r[0], false);
+        }
+      },
     };
-    const onEnd = () => {
-      const r = parse(true)!;
-      settle(r[0], false);
-    };
-    const onError = (e: NodeJS.ErrnoException) => settle(failed(e.code ? `${e.code}: ${e.message}` : e.message));
     const onConnect = () => {
       clearTimeout(timer);
       timer = setTimeout(() => settle(failed(`no answer within ${o.answerTimeoutMs} ms`)), o.answerTimeoutMs);
       socket.write(request);
     };
-    socket.on("data", onData);
-    socket.on("end", onEnd);
-    socket.on("close", onEnd);
-    socket.on("error", onError);
     if (connecting) {
       timer = setTimeout(() => settle(failed(`no connection within ${o.connectTimeoutMs} ms`)), o.connectTimeoutMs);
-      socket.once(socket instanceof Object && "encrypted" in socket ? "secureConnect" : "connect", onConnect);
+      socket.once(connecting, onConnect);
     } else onConnect();
   });
 }

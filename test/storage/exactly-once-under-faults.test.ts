@@ -67,7 +67,11 @@ function pgbouncer(serverUrl: string, asPg: string[]) {
   const bin = ["/usr/sbin/pgbouncer", Bun.which("pgbouncer")].find((p) => p && Bun.file(p).size > 0);
   if (!bin) throw new Error("the fault soak needs PgBouncer (Debian's pgbouncer package; make pg-deps installs it)");
   const [, user, host, port] = /^postgres(?:ql)?:\/\/([^@]+)@([^:/]+):(\d+)\//.exec(serverUrl)!;
-  const listen = 20000 + Math.floor(Math.random() * 20000);
+  // A port no socket holds now (the kernel's pick for a listener, let go), not a random one: one
+  // that a connection on this busy machine held made PgBouncer's start fail (1 run in ~35).
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const listen = probe.port;
+  probe.stop(true);
   const ini = `${dir.dir}/pgbouncer.ini`;
   const pidfile = `${dir.dir}/pgbouncer.pid`;
   writeFileSync(`${dir.dir}/users.txt`, `"${user}" ""\n`);
@@ -108,9 +112,10 @@ function pgbouncer(serverUrl: string, asPg: string[]) {
     async start() {
       if (asPg.length) Bun.spawnSync(["chown", "-R", asPg[2], dir.dir]);
       const r = Bun.spawnSync([...asPg, bin, "-d", ini], { stdout: "pipe", stderr: "pipe" });
-      if (r.exitCode !== 0) throw new Error(`pgbouncer did not start: ${r.stderr.toString()}`);
+      const log = () => tail(`${dir.dir}/pgbouncer.log`, 8).join("\n");
+      if (r.exitCode !== 0) throw new Error(`pgbouncer did not start: ${r.stderr.toString()}\n${log()}`);
       if (!(await until(10_000, async () => alive() !== undefined)))
-        throw new Error("pgbouncer did not start within 10 s");
+        throw new Error(`pgbouncer did not start within 10 s; its log ends:\n${log()}`);
     },
     async stop() {
       const pid = alive();
@@ -297,18 +302,22 @@ test(
           .filter((l) => l.includes(`"${requestId}"`));
         return `  ${said}\n    log: ${logged.length > 0 ? logged.join("\n    ") : "(no line: never answered)"}`;
       });
-      const sql = new SQL(postgresUrl());
+      const sql = new SQL({ url: postgresUrl(), max: 1, connectionTimeout: 5 });
       let sessions: string;
       try {
-        const rows = await sql`SELECT pid, state, wait_event_type, wait_event, now() - xact_start AS in_xact,
-          left(query, 100) AS query FROM pg_stat_activity WHERE datname = ${new URL(databaseUrl).pathname.slice(1)}`;
-        const all =
-          await sql`SELECT datname, state, count(*)::int AS n FROM pg_stat_activity GROUP BY 1, 2 ORDER BY 1, 2`;
-        sessions = [...rows, ...all].map((r: object) => `  ${JSON.stringify(r)}`).join("\n");
+        const read = (async () => {
+          const rows = await sql`SELECT pid, state, wait_event_type, wait_event, now() - xact_start AS in_xact,
+            left(query, 100) AS query FROM pg_stat_activity WHERE datname = ${new URL(databaseUrl).pathname.slice(1)}`;
+          const all =
+            await sql`SELECT datname, state, count(*)::int AS n FROM pg_stat_activity GROUP BY 1, 2 ORDER BY 1, 2`;
+          return [...rows, ...all].map((r: object) => `  ${JSON.stringify(r)}`).join("\n");
+        })();
+        const late = Bun.sleep(10_000).then(() => "  (no answer from PostgreSQL within 10 s)");
+        sessions = await Promise.race([read, late]);
       } catch (e) {
         sessions = `  (could not read pg_stat_activity: ${e})`;
       } finally {
-        await sql.close();
+        await sql.close({ timeout: 0 });
       }
       return [
         `faults so far: ${counts.faults.join("; ") || "none"}; acknowledged ${counts.acknowledged}`,
