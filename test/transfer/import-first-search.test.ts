@@ -5,8 +5,10 @@
 // of building them from the records, and answers exactly as the store the file came from.
 // /metrics tells which: memd_keyword_lists_restored_total against memd_keyword_lists_built_total.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { lastKey } from "../../src/storage/lmdb/clock";
+import { openLmdb } from "../../src/storage/lmdb/index";
 import { runMemd, seededRandom, startTestServer, type TestServer, tempDir } from "../helpers";
 
 const tmp = tempDir("memd-import-search-");
@@ -83,8 +85,21 @@ test("memd import saves the lists of the namespaces it made large: a server star
   const r = await memd(["import", file, "--data-dir", dir]);
   expect(r.code).toBe(0);
   expect(r.err).toContain("memd: keyword lists of 1 large namespace saved for their first search");
-  // One snapshot: "big"'s ("small" is below the threshold).
+  // One snapshot: "big"'s ("small" is below the threshold), taken as of the store's last event, so
+  // that a server reading it catches up from there (not from the namespace's first event).
   expect(snapshots(dir).length).toBe(1);
+  // (Its header: a 4-byte length, then JSON at byte 8; keyword-snapshot.ts.)
+  const bytes = readFileSync(join(dir, "search", snapshots(dir)[0]));
+  const header = JSON.parse(bytes.subarray(8, 8 + bytes.readUInt32LE(0)).toString());
+  expect(header.count).toBe(big + 3);
+  const store = await openLmdb(dir);
+  try {
+    expect(header.stamp.clockEpoch).toBe(store.dbs.meta.get("clockEpoch"));
+    expect(header.stamp.atSeq).toBe(lastKey(store.dbs.events));
+    expect(header.stamp.atSeq).toBeGreaterThan(big);
+  } finally {
+    await store.close();
+  }
   const s = await startTestServer({ dataDir: dir, env });
   try {
     expect(await answers(s)).toEqual(expected);
