@@ -12,7 +12,7 @@
 // copy in $TMPDIR) at run time.
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import type { BunPlugin } from "bun";
 import pkg from "../package.json";
 import { buildPageScript } from "../src/ui/bundle";
@@ -128,7 +128,9 @@ if (!result.success) {
   for (const log of result.logs) console.error(log);
   process.exit(1);
 }
-rmSync(`${outfile}.map`, { force: true });
+// Every entry point's sidecar map (memd's and the embedding thread's) is in the binary already.
+for (const name of [`${basename(outfile)}.map`, "embed-thread.js.map"])
+  rmSync(join(dirname(outfile), name), { force: true });
 const size = Bun.file(outfile).size;
 console.log(
   `built ${outfile} (${(size / 1048576).toFixed(1)} MiB) memd ${pkg.version} ${commit} ${target}\n  page script: ${pageJs.length} bytes, ${Bun.gzipSync(pageJs).length} gzipped\n  embedded addons: ${[...embedded.values()].join(", ")}`,

@@ -77,8 +77,10 @@ export interface FuseOptions {
    * The built-in embedder's fusion (service.ts), a weak semantic list beside a strong keyword
    * one, so that it can only add to keyword's answers:
    * - keyword's first `keywordHead` hits keep their places, ahead of the rest, in keyword's
-   *   order (hit@5 is then keyword's, whatever the semantic list says), up to the last of them
-   *   that shares a content word with the query;
+   *   order, so hybrid's first five are keyword's whatever the semantic list says (ending the
+   *   head at its last hit sharing a content word, so that a hit sharing only stop words kept no
+   *   place, gave one more paraphrase of bench/paraphrase-set.json but lost a question of LoCoMo
+   *   dev's turns at hit@5);
    * - the rest are ranked by the sum above, where a keyword hit's semantic z-score is its own
    *   wherever it stands in the semantic list read (FUSION.semanticStatsDepth hits) and one not
    *   in it gets the z-score of that list's last hit (it scored lower than all of them), not
@@ -132,11 +134,8 @@ export function fuse(
   if (w > 0)
     for (let i = 0; i < semantic.length && i < FUSION.gateMax && sz(semantic[i].score) >= FUSION.semanticGateZ; i++)
       gated.add(semantic[i].memory.id);
-  // Keyword's head: above every gated hit, in keyword's order; it ends with its last hit that
-  // shares a content word (a hit sharing only stop words is no reason to keep a place).
-  let headLength = Math.min(head, keyword.length);
-  while (headLength > 0 && !o.sharesContentWord(keyword[headLength - 1].memory)) headLength--;
-  const headRank = new Map(keyword.slice(0, headLength).map((h, i) => [h.memory.id, headLength - i]));
+  // Keyword's head: above every gated hit, in keyword's order.
+  const headRank = new Map(keyword.slice(0, head).map((h, i) => [h.memory.id, head - i]));
   return [...fused.values()]
     .map((f) => ({
       memory: f.memory,

@@ -76,7 +76,7 @@ export const RELEVANT_SEMANTIC_Z = 1;
  * static table, however distilled, fails them by construction (a paraphrase shares no token with
  * its anchor, the distractor shares several), though its neighbours are the teacher's. Measured
  * instead on LoCoMo's dev half, evidence in the top 5 / top 10, with BUILTIN_KEYWORD_HEAD: share
- * 0.5, turns 0.678/0.791, observations 0.640/0.700; share 1, 0.677/0.785 and 0.640/0.704 (keyword
+ * 0.5, turns 0.678/0.792, observations 0.640/0.700; share 1, 0.678/0.786 and 0.640/0.704 (keyword
  * 0.678/0.783 and 0.640/0.689).
  */
 export const BUILTIN_SHARE = { value: 0.5 };

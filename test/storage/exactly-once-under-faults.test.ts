@@ -302,18 +302,22 @@ test(
           .filter((l) => l.includes(`"${requestId}"`));
         return `  ${said}\n    log: ${logged.length > 0 ? logged.join("\n    ") : "(no line: never answered)"}`;
       });
-      const sql = new SQL(postgresUrl());
+      const sql = new SQL({ url: postgresUrl(), max: 1, connectionTimeout: 5 });
       let sessions: string;
       try {
-        const rows = await sql`SELECT pid, state, wait_event_type, wait_event, now() - xact_start AS in_xact,
-          left(query, 100) AS query FROM pg_stat_activity WHERE datname = ${new URL(databaseUrl).pathname.slice(1)}`;
-        const all =
-          await sql`SELECT datname, state, count(*)::int AS n FROM pg_stat_activity GROUP BY 1, 2 ORDER BY 1, 2`;
-        sessions = [...rows, ...all].map((r: object) => `  ${JSON.stringify(r)}`).join("\n");
+        const read = (async () => {
+          const rows = await sql`SELECT pid, state, wait_event_type, wait_event, now() - xact_start AS in_xact,
+            left(query, 100) AS query FROM pg_stat_activity WHERE datname = ${new URL(databaseUrl).pathname.slice(1)}`;
+          const all =
+            await sql`SELECT datname, state, count(*)::int AS n FROM pg_stat_activity GROUP BY 1, 2 ORDER BY 1, 2`;
+          return [...rows, ...all].map((r: object) => `  ${JSON.stringify(r)}`).join("\n");
+        })();
+        const late = Bun.sleep(10_000).then(() => "  (no answer from PostgreSQL within 10 s)");
+        sessions = await Promise.race([read, late]);
       } catch (e) {
         sessions = `  (could not read pg_stat_activity: ${e})`;
       } finally {
-        await sql.close();
+        await sql.close({ timeout: 0 });
       }
       return [
         `faults so far: ${counts.faults.join("; ") || "none"}; acknowledged ${counts.acknowledged}`,

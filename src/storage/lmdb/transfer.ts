@@ -136,6 +136,10 @@ export function lmdbTransfer(s: LmdbState): Transfer {
 
     async prepareSearch(namespaces) {
       if (!s.indexOn) return 0;
+      // The clock re-reads the last seq the imports left (they write their events' own seqs, not
+      // ones it handed out): the snapshots are taken as of it, so a server reading one catches up
+      // from there, not from the namespace's first event (every memory read again).
+      s.clock.sync();
       let n = 0;
       for (const ns of namespaces) if ((await s.keywordCache.persist(ns)) > 0) n++;
       return n;
