@@ -409,7 +409,11 @@ if (doBulk) {
     const file = join(tmpdir(), `memd-tenants-${process.pid}-${k}.jsonl`);
     try {
       // Before issue 32 (LMDB only: PostgreSQL's stores follow nothing either way).
-      const before = databaseUrl ? undefined : await bulkRun(k, { MEMD_KEYWORD_PREBUILD: "0" });
+      // (BENCH_TENANTS_BASELINE=0 leaves it out: half the time, no CPU ratio.)
+      const before =
+        databaseUrl || process.env.BENCH_TENANTS_BASELINE === "0"
+          ? undefined
+          : await bulkRun(k, { MEMD_KEYWORD_PREBUILD: "0" });
       const now = await bulkRun(k, {}, file);
       const imported = await importRun(file);
       results.push([k, now, before, imported]);
