@@ -107,8 +107,18 @@ function pgbouncer(serverUrl: string, asPg: string[]) {
       return undefined;
     }
   };
+  /** Stopped on purpose (the restart fault, the end): not a crash. */
+  let stopped = false;
   return {
     url: (database: string) => `postgres://${user}@127.0.0.1:${listen}/${database}`,
+    /**
+     * PgBouncer gone without a stop. 1.18 can crash under these faults ("FATAL
+     * @src/objects.c:1060 in function disconnect_client(): bad client state: 0", after a cancel
+     * request during the freeze): then every store is refused until it runs again.
+     */
+    crashed: () => !stopped && alive() === undefined,
+    /** Its own last FATAL line (not a server's refusal it logged), if any. */
+    fatal: () => tail(`${dir.dir}/pgbouncer.log`, 40).findLast((l) => /\] FATAL /.test(l)),
     async start() {
       if (asPg.length) Bun.spawnSync(["chown", "-R", asPg[2], dir.dir]);
       const r = Bun.spawnSync([...asPg, bin, "-d", ini], { stdout: "pipe", stderr: "pipe" });
@@ -116,8 +126,10 @@ function pgbouncer(serverUrl: string, asPg: string[]) {
       if (r.exitCode !== 0) throw new Error(`pgbouncer did not start: ${r.stderr.toString()}\n${log()}`);
       if (!(await until(10_000, async () => alive() !== undefined)))
         throw new Error(`pgbouncer did not start within 10 s; its log ends:\n${log()}`);
+      stopped = false;
     },
     async stop() {
+      stopped = true;
       const pid = alive();
       if (pid === undefined) return;
       process.kill(pid, "SIGTERM");
@@ -359,6 +371,22 @@ test(
       })(),
     );
 
+    // PgBouncer runs under a supervisor in production (systemd's Restart=): here too. What this
+    // test checks is memd's answers across the outage, whatever ended PgBouncer.
+    const poolerCrashes: string[] = [];
+    const supervisor = (async () => {
+      while (!stopping) {
+        if (bouncer.crashed()) {
+          poolerCrashes.push(bouncer.fatal() ?? "exited");
+          trace?.push(`${Date.now() - started} PgBouncer crashed: ${poolerCrashes.at(-1)}`);
+          await bouncer.start().catch((e) => {
+            failure ??= e as Error;
+          });
+        }
+        await Bun.sleep(100);
+      }
+    })();
+
     /** Waits for `n` more acknowledged stores: the service came back after the last fault. */
     const progress = async (n: number, after: string) => {
       const from = counts.acknowledged;
@@ -413,7 +441,7 @@ test(
       failure ??= e as Error;
     } finally {
       stopping = true;
-      await Promise.all([...writers, ...readers]);
+      await Promise.all([...writers, ...readers, supervisor]);
     }
     if (trace) writeFileSync(process.env.MEMD_SOAK_TRACE!, `${trace.join("\n")}\n`);
     if (failure) throw failure;
@@ -442,7 +470,7 @@ test(
     const missingFromDiff = [...acked.values()].filter((id) => !diffIds.has(id)).length;
 
     console.log(
-      `soak (${Math.round((Date.now() - started) / 1000)} s): acknowledged ${counts.acknowledged}, retried ${counts.retried} (503 storage_unavailable or not_ready ${counts.unavailable}, 503 outcome_unknown ${counts.outcomeUnknown}, connection errors ${counts.connectionErrors}; ${counts.replayed} answered by replay), faults ${counts.faults.length} (${counts.faults.join("; ")}), duplicates: ${duplicates}, lost: ${lost}`,
+      `soak (${Math.round((Date.now() - started) / 1000)} s): acknowledged ${counts.acknowledged}, retried ${counts.retried} (503 storage_unavailable or not_ready ${counts.unavailable}, 503 outcome_unknown ${counts.outcomeUnknown}, connection errors ${counts.connectionErrors}; ${counts.replayed} answered by replay), faults ${counts.faults.length} (${counts.faults.join("; ")}), PgBouncer crashes restarted ${poolerCrashes.length}${poolerCrashes.length ? ` (${poolerCrashes.join("; ")})` : ""}, duplicates: ${duplicates}, lost: ${lost}`,
     );
     expect(unexpected).toEqual([]);
     expect({ duplicates, lost, unasked, missingFromDiff }).toEqual({
