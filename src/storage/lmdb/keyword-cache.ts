@@ -19,7 +19,7 @@ import {
   writeSnapshot,
 } from "./keyword-snapshot";
 import { type Dbs, END } from "./layout";
-import { loadSlice, NamespaceCache } from "./touched";
+import { loadSlice, NamespaceCache, settledAt, snapshotStamp } from "./touched";
 
 /** The in-memory postings of every namespace searched so far. */
 export type KeywordCache = NamespaceCache<KeywordSpace, DocTerms>;
@@ -132,21 +132,7 @@ export function keywordCache(
       ? packTerms(r.content, r.createdAt, r.entity)
       : undefined;
   };
-  const stamp = () => ({
-    format: (dbs.meta.get("format") as number | undefined) ?? 0,
-    clockEpoch: (dbs.meta.get("clockEpoch") as number | undefined) ?? 0,
-    searchEpoch: (dbs.meta.get("searchEpoch") as number | undefined) ?? 0,
-  });
-  /**
-   * The time of the namespace's newest event whose seq is at most `seq` (0 if none). Per
-   * namespace, times and seqs grow together (both are handed out in commit order), so every
-   * event of a later seq is at that time or after.
-   */
-  const settledAt = (ns: string, seq: number) => {
-    for (const key of dbs.eventsByNs.getKeys({ start: [ns, END], end: [ns], reverse: true }))
-      if ((key as [string, number, number])[2] <= seq) return (key as [string, number, number])[1];
-    return 0;
-  };
+  const stamp = () => snapshotStamp(dbs);
   /**
    * Per loaded space: its namespace, changes since its last save began, whether a save is
    * queued, the save being written, and (restored) the time to catch up from.
@@ -188,7 +174,7 @@ export function keywordCache(
     // followed by them; the load catches up from its time on. What the snapshot holds is fixed
     // here (freeze); the lists go on following commits while it is written.
     const atSeq = settledSeq();
-    const atMs = settledAt(st.ns, atSeq);
+    const atMs = settledAt(dbs, st.ns, atSeq);
     const frozen = s.freeze();
     st.changes = 0;
     const job = snapshotJob(dataDir, st.ns);

@@ -1,6 +1,6 @@
 import type { Database, Key } from "lmdb";
 import type { SearchMemory } from "../search-memory";
-import { END } from "./layout";
+import { type Dbs, END } from "./layout";
 
 /** A memory's key in a namespace-scoped index: [namespace, entity, memoryId]. */
 export type Touched = readonly [string, string, string];
@@ -296,4 +296,22 @@ export function loadSlice(
     n++;
   }
   return n < limit ? undefined : last;
+}
+
+/** What a snapshot file of this data dir must match to be read: its format and epochs now. */
+export const snapshotStamp = (dbs: Dbs) => ({
+  format: (dbs.meta.get("format") as number | undefined) ?? 0,
+  clockEpoch: (dbs.meta.get("clockEpoch") as number | undefined) ?? 0,
+  searchEpoch: (dbs.meta.get("searchEpoch") as number | undefined) ?? 0,
+});
+
+/**
+ * The time of the namespace's newest event whose seq is at most `seq` (0 if none). Per
+ * namespace, times and seqs grow together (both are handed out in commit order), so every
+ * event of a later seq is at that time or after.
+ */
+export function settledAt(dbs: Dbs, ns: string, seq: number): number {
+  for (const key of dbs.eventsByNs.getKeys({ start: [ns, END], end: [ns], reverse: true }))
+    if ((key as [string, number, number])[2] <= seq) return (key as [string, number, number])[1];
+  return 0;
 }

@@ -17,7 +17,7 @@ import { ann, FourBit, VectorSpace, xorshift } from "../../index/vector";
 import type { EventRecord, MemoryRecord } from "../records";
 import type { SearchMemory } from "../search-memory";
 import { type Dbs, END } from "./layout";
-import { loadSlice, NamespaceCache } from "./touched";
+import { loadSlice, NamespaceCache, settledAt, snapshotStamp } from "./touched";
 import {
   dropVectorSnapshot,
   readVectorSnapshot,
@@ -130,17 +130,7 @@ export function vectorCache(
   /** Copies loaded whole (caught up): only those are saved. */
   const complete = new WeakSet<VectorSpace>();
   const snapshotStats = { read: 0, written: 0, walked: 0 };
-  const stamp = () => ({
-    format: (dbs.meta.get("format") as number | undefined) ?? 0,
-    clockEpoch: (dbs.meta.get("clockEpoch") as number | undefined) ?? 0,
-    searchEpoch: (dbs.meta.get("searchEpoch") as number | undefined) ?? 0,
-  });
-  /** The time of the namespace's newest event whose seq is at most `seq` (as keyword-cache.ts'). */
-  const settledAt = (ns: string, seq: number) => {
-    for (const key of dbs.eventsByNs.getKeys({ start: [ns, END], end: [ns], reverse: true }))
-      if ((key as [string, number, number])[2] <= seq) return (key as [string, number, number])[1];
-    return 0;
-  };
+  const stamp = () => snapshotStamp(dbs);
   /** A memory's vector as the namespace holds it now: [entity, vector], or undefined. */
   const current = (ns: string, id: string): [string, Float32Array] | undefined => {
     const r = dbs.memories.get(id) as MemoryRecord | undefined;
@@ -212,7 +202,7 @@ export function vectorCache(
     if (!dataDir || !st || st.job || !complete.has(s) || s.size < vectorSnapshots.from) return Promise.resolve();
     // Both in this turn: every event up to the settled seq is committed and followed by the copy.
     const atSeq = settledSeq();
-    const atMs = settledAt(st.ns, atSeq);
+    const atMs = settledAt(dbs, st.ns, atSeq);
     // (With a write in flight, a vector of the worker's may be committed and not yet followed.)
     const mark = quiet() ? ((dbs.meta.get("vectorMark") as number | undefined) ?? 0) : null;
     const f = s.freeze();
