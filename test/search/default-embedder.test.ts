@@ -82,6 +82,34 @@ describe("the built-in embedder (the default)", () => {
     expect(r.body.context).not.toContain("Lisbon");
   });
 
+  test("the hybrid block keeps what the keyword block holds: a keyword hit sharing only stop words, next to a strong hit", async () => {
+    const ns = "ctx-kept";
+    const turns = [
+      "Books have such power. Which one is your favourite?",
+      'I loved "Becoming Nicole" by Amy Ellis Nutt, a true story.',
+      "What did you take away from it?",
+      "It taught me self-acceptance and how to find support.",
+      "We went camping by the lake last summer.",
+      "My kids loved the dinosaur exhibit at the museum.",
+      "I signed up for a pottery class on Saturdays.",
+      "The violin concert in the park was wonderful.",
+    ];
+    for (const s of [t, none])
+      for (const content of turns)
+        expect((await s.json("POST", "/v1/memory", { namespace: ns, entity: "u", content, infer: false })).status).toBe(
+          200,
+        );
+    const query = 'What did she take away from the book "Becoming Nicole"?';
+    const blocks = await Promise.all(
+      [t, none].map((s) => s.json("POST", "/v1/memory/context", { namespace: ns, entity: "u", query })),
+    );
+    expect(blocks.map((r) => r.body.mode)).toEqual(["hybrid", "keyword"]);
+    for (const r of blocks) {
+      expect(r.body.context).toContain("Becoming Nicole");
+      expect(r.body.context).toContain("What did you take away from it?");
+    }
+  });
+
   test("docs/mem0.md's example: mem0's add, then search for what alice drinks", async () => {
     const mem0 = async (path: string, body: unknown) => {
       const res = await t.api("POST", path, body, {
