@@ -18,9 +18,6 @@ const entry = import.meta.url.startsWith("file:///$bunfs/")
   ? "/$bunfs/root/webhooks/delivery-thread.ts"
   : new URL("./delivery-thread.ts", import.meta.url).href;
 
-/** A thread that fails to start or dies is started again after this long. */
-const restartMs = 1000;
-
 /** Starts the delivery thread; `settings` open the same store as this process's. */
 export function startDeliveryThread(
   core: Pick<Core, "storage" | "notifier" | "logger">,
@@ -35,7 +32,6 @@ export function startDeliveryThread(
   let stopped = false;
   let stopping: Promise<void> | undefined;
   let onStopped: (() => void) | undefined;
-  let restart: ReturnType<typeof setTimeout> | undefined;
   /** Commits since the last wake sent: one message for all of them, at the end of this turn. */
   let wakePending = false;
 
@@ -65,17 +61,33 @@ export function startDeliveryThread(
     worker = w;
     w.postMessage({ type: "init", settings, root, options, nice } satisfies ToThread);
   };
-  /** Ends `w` and starts another a little later (unless stopping). */
+  /** Ends `w`; the next look starts another (unless stopping). */
   const again = (w: Worker) => {
     if (worker !== w) return;
     w.terminate();
     worker = undefined;
-    if (!stopped) restart = setTimeout(start, restartMs);
     onStopped?.();
   };
-  start();
+  // Started once there is an active subscription (a server without one pays nothing for a
+  // thread): looked for now, after each edit through the API, and every other poll (another
+  // replica's subscriptions, on PostgreSQL).
+  let looking = false;
+  const look = async () => {
+    if (worker || stopped || looking) return;
+    looking = true;
+    try {
+      if ((await core.storage.listWebhooks()).some((w) => w.state === "active") && !worker && !stopped) start();
+    } catch (e) {
+      logger.error("webhook supervisor failed", { error: String(e) });
+    } finally {
+      looking = false;
+    }
+  };
+  const poll = setInterval(look, options.pollMs * 2);
+  poll.unref?.();
+  void look();
   const unsubscribe = core.notifier.subscribeAll(() => {
-    if (wakePending) return;
+    if (wakePending || !worker) return;
     wakePending = true;
     setImmediate(() => {
       wakePending = false;
@@ -84,12 +96,12 @@ export function startDeliveryThread(
   });
 
   return {
-    wake: () => send({ type: "wake", edited: true }),
+    wake: () => (worker ? send({ type: "wake", edited: true }) : void look()),
     counts: () => counts,
     stop() {
       stopping ??= (async () => {
         stopped = true;
-        clearTimeout(restart);
+        clearInterval(poll);
         unsubscribe();
         const w = worker;
         if (!w) return;
