@@ -3,6 +3,7 @@
 
 import { readAsOf } from "../audit/service";
 import type { Core } from "../core";
+import { builtinQueryText } from "../embedding/builtin";
 import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedding/client";
 import { catchUp } from "../embedding/worker";
 import { requireEntityForAsOf, toMemory } from "../memory/service";
@@ -59,8 +60,8 @@ export interface RankOptions {
   filter?: SearchFilter;
   cost: EmbedCost;
   /**
-   * Only hits that are evidence (for the context block): in hybrid mode, keyword hits sharing a
-   * word of the query other than its stop words, and semantic hits standing at least
+   * Only hits that are evidence (for the context block): in hybrid mode, keyword's hits when one
+   * of them shares a word of the query other than its stop words, and semantic hits standing at least
    * RELEVANT_SEMANTIC_Z standard deviations above their list's mean. Only with the built-in
    * embedder (a configured endpoint's answers stay as they were); keyword mode is unchanged.
    */
@@ -106,7 +107,13 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
     // Hybrid needs the model's probe share too (probe.ts): measured in the same call the first time.
     if (o.mode === "hybrid" && !settings.builtin)
       ({ vector, share } = await embedQueryWithShare(core, settings, o.query, o.cost));
-    else [vector] = await embedTexts(settings, [o.query], o.cost, core.shutdown);
+    else
+      [vector] = await embedTexts(
+        settings,
+        [settings.builtin ? builtinQueryText(o.query) : o.query],
+        o.cost,
+        core.shutdown,
+      );
     if (settings.builtin) share = BUILTIN_SHARE.value;
   } catch (e) {
     if (!(e instanceof EmbedError)) throw e;
@@ -132,7 +139,10 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
     keywordHead: settings.builtin ? BUILTIN_KEYWORD_HEAD : 0,
   });
   if (!o.relevantOnly || !settings.builtin) return { hits, mode: "hybrid" };
-  const evidence = new Set(k.filter((h) => sharesContentWord(h.memory)).map((h) => h.memory.id));
+  // Keyword's hits are evidence as they are in a keyword-mode block, the one sharing only stop
+  // words with the query too (the turn after a strong hit, "What did you take away from it?"),
+  // unless none shares more: then the list is no evidence (as in fuse).
+  const evidence = new Set(k.some((h) => sharesContentWord(h.memory)) ? k.map((h) => h.memory.id) : []);
   const stats = s.slice(0, FUSION.semanticStatsDepth);
   const mean = stats.reduce((a, h) => a + h.score, 0) / (stats.length || 1);
   const sd = Math.sqrt(stats.reduce((a, h) => a + (h.score - mean) ** 2, 0) / (stats.length || 1));

@@ -80,23 +80,79 @@ const cjk = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hang
 
 /** What is known of a folded word: its stop-word languages, and its stems made so far. */
 interface Word {
+  /** The word itself: one string for every text that has it (its hash is made once, for the lists' maps). */
+  text: string;
   stopBits: number;
   canStem: boolean;
   stems: (string | undefined)[];
 }
-/** Words seen, so that each is looked up and stemmed once per process (until the cache fills). */
-const words = new Map<string, Word>();
+/**
+ * Words seen, so that each is looked up and stemmed once per process (until the cache fills): an
+ * open-addressing table by a hash of the word's characters, so that a plain ASCII text's words
+ * are found without making a string of each (wordsOf; a string per word and a Map lookup took
+ * most of the CPU of tokenizing a memory).
+ */
+let slots = new Int32Array(1024);
+const entries: Word[] = [];
+const hashes: number[] = [];
 const MAX_CACHED_WORDS = 200_000;
 
-function word(w: string): Word {
-  let info = words.get(w);
-  if (info === undefined) {
-    if (words.size >= MAX_CACHED_WORDS) words.clear();
-    info = { stopBits: stopBits.get(w) ?? 0, canStem: stemmable.test(w) && !cjk.test(w), stems: [] };
-    words.set(w, info);
+/** FNV-1a of text[from, to), ASCII capitals lowered when `lower`. */
+function hashOf(text: string, from: number, to: number, lower: boolean): number {
+  let h = 0x811c9dc5;
+  for (let i = from; i < to; i++) {
+    let c = text.charCodeAt(i);
+    if (lower && c >= 65 && c <= 90) c += 32;
+    h = Math.imul(h ^ c, 16777619);
   }
+  return h;
+}
+
+/** Whether `w` is text[from, to) (ASCII capitals lowered when `lower`). */
+function same(w: string, text: string, from: number, to: number, lower: boolean): boolean {
+  if (w.length !== to - from) return false;
+  for (let i = from; i < to; i++) {
+    let c = text.charCodeAt(i);
+    if (lower && c >= 65 && c <= 90) c += 32;
+    if (w.charCodeAt(i - from) !== c) return false;
+  }
+  return true;
+}
+
+/** The cached word text[from, to) (lowered: see hashOf), added if new. */
+function lookup(text: string, from: number, to: number, lower: boolean): Word {
+  const h = hashOf(text, from, to, lower);
+  let mask = slots.length - 1;
+  let s = h & mask;
+  for (let e = slots[s]; e !== 0; s = (s + 1) & mask, e = slots[s])
+    if (hashes[e - 1] === h && same(entries[e - 1].text, text, from, to, lower)) return entries[e - 1];
+  if (entries.length >= MAX_CACHED_WORDS) {
+    entries.length = 0;
+    hashes.length = 0;
+    slots = new Int32Array(1024);
+    mask = slots.length - 1;
+    s = h & mask;
+  } else if ((entries.length + 1) * 2 > slots.length) {
+    slots = new Int32Array(slots.length * 2);
+    mask = slots.length - 1;
+    for (let e = 0; e < entries.length; e++) {
+      let t = hashes[e] & mask;
+      while (slots[t] !== 0) t = (t + 1) & mask;
+      slots[t] = e + 1;
+    }
+    s = h & mask;
+    while (slots[s] !== 0) s = (s + 1) & mask;
+  }
+  let w = text.slice(from, to);
+  if (lower) w = w.toLowerCase();
+  const info = { text: w, stopBits: stopBits.get(w) ?? 0, canStem: stemmable.test(w) && !cjk.test(w), stems: [] };
+  entries.push(info);
+  hashes.push(h);
+  slots[s] = entries.length;
   return info;
 }
+
+const word = (w: string): Word => lookup(w, 0, w.length, false);
 
 /** The Snowball stem of a folded word in a language (its index in `languages`). */
 export function stem(w: string, language: number): string {
@@ -156,6 +212,32 @@ function detect(infos: readonly Word[]): number {
 export function stemText(ws: string[]): number {
   const infos = ws.map(word);
   const language = detect(infos);
-  if (language >= 0) for (let i = 0; i < ws.length; i++) ws[i] = stemOf(ws[i], infos[i], language);
+  for (let i = 0; i < ws.length; i++) ws[i] = language >= 0 ? stemOf(ws[i], infos[i], language) : infos[i].text;
   return language;
 }
+
+/**
+ * stemText of the words of a plain ASCII text that are runs of letters and digits, lowered and
+ * cut to `max` characters (text/tokens.ts's tokenize, whose fast case this is); the same terms.
+ */
+export function stemAscii(text: string, max: number): string[] {
+  const infos: Word[] = [];
+  for (let i = 0; i < text.length; ) {
+    const c = text.charCodeAt(i);
+    if (!isAlnum(c)) {
+      i++;
+      continue;
+    }
+    let j = i + 1;
+    while (j < text.length && isAlnum(text.charCodeAt(j))) j++;
+    infos.push(lookup(text, i, Math.min(j, i + max), true));
+    i = j;
+  }
+  const language = detect(infos);
+  const out = new Array<string>(infos.length);
+  for (let i = 0; i < infos.length; i++)
+    out[i] = language >= 0 ? stemOf(infos[i].text, infos[i], language) : infos[i].text;
+  return out;
+}
+
+const isAlnum = (c: number) => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);

@@ -6,7 +6,7 @@
 // text's language (language.ts; a text of no language keeps its words as they are), and a query
 // weighs its stop words less (see queryTerms). Generic: storage and features both import it.
 import { fold } from "./fold";
-import { detectLanguage, isStopWord, languages, stem, stemText } from "./language";
+import { detectLanguage, isStopWord, languages, stem, stemAscii, stemText } from "./language";
 import { type QueryTerm, STOP_WORD_WEIGHT } from "./scoring";
 
 export { fold };
@@ -68,6 +68,7 @@ export function segmented(text: string): string[] {
 
 /** The index terms of a text in order: its words (tokenize), stemmed in the text's language. */
 export function indexTerms(text: string): string[] {
+  if (plainAscii.test(text) && !joined.test(text)) return stemAscii(text, MAX_TERM_LENGTH);
   const words = tokenize(text);
   stemText(words);
   return words;
@@ -76,9 +77,14 @@ export function indexTerms(text: string): string[] {
 /** Index term frequencies of a text and its length in terms. */
 export function termCounts(text: string): { tf: Map<string, number>; length: number } {
   const terms = indexTerms(text);
+  return { tf: termFrequencies(terms), length: terms.length };
+}
+
+/** How often each term occurs, first seen first. */
+export function termFrequencies(terms: readonly string[]): Map<string, number> {
   const tf = new Map<string, number>();
   for (const t of terms) tf.set(t, (tf.get(t) ?? 0) + 1);
-  return { tf, length: terms.length };
+  return tf;
 }
 
 /**

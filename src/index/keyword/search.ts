@@ -32,7 +32,7 @@ export function keywordSearch<R extends object, S extends object>(
   share = 0,
 ): Hit<R>[] {
   if (terms.length === 0) return EMPTY;
-  const space = of.expanded();
+  const space = of.expanded(of.packed ? new Set(terms.map((t) => t.term)) : undefined);
   // The scope's documents and their average length (BM25's N and avgdl).
   const ofEntity = scope.entity === undefined ? undefined : space.entityDocuments(scope.entity);
   const docsOf = ofEntity?.docs;

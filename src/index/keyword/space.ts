@@ -3,7 +3,7 @@
 // PostgreSQL keeps one per replica and namespace (postgres/keyword-cache.ts, following the events
 // table). Documents are added and removed here; the table they are kept in is documents.ts,
 // each term's postings lists.ts, the search search.ts and walk.ts, the snapshot snapshot.ts.
-import { termCounts } from "../../text/tokens";
+import { indexTerms, termFrequencies } from "../../text/tokens";
 import { DocumentTable } from "./documents";
 import { words } from "./ids";
 import { EMPTY_DOCS, EMPTY_TFS, grown, List, MAX_TF, NONE, SKY, trimmed } from "./lists";
@@ -61,12 +61,26 @@ export class KeywordSpace extends DocumentTable {
 
   /**
    * The space a search reads: itself, or, packed, lists made of its documents as they are now
-   * (not kept: about 2 µs a document).
+   * (not kept: about 2 µs a document), of `terms` only when given.
    */
-  expanded(): KeywordSpace {
+  expanded(terms?: ReadonlySet<string>): KeywordSpace {
     if (this.small === undefined) return this;
     const s = new KeywordSpace(this.compactAfter);
-    for (const [id, v] of this.packedDocs()) s.add(id, v, true);
+    for (const [id, v] of this.packedDocs()) {
+      if (terms) {
+        // (A search's: only its terms' lists, each document's length still all of its terms. The
+        // lists of every term of every document searched made most of a small namespace's
+        // process memory, as the collector's slack: issue 32.)
+        let k = 3;
+        for (let i = 3; i < v.length; i += 2)
+          if (terms.has(v[i] as string)) {
+            v[k++] = v[i];
+            v[k++] = v[i + 1];
+          }
+        v.length = k;
+      }
+      s.add(id, v, true);
+    }
     return s;
   }
 
@@ -138,8 +152,13 @@ export class KeywordSpace extends DocumentTable {
     this.docStart = grown(this.docStart, d + 2);
     this.idWords = grown(this.idWords, (d + 1) * 4);
     const w = words(id);
-    if (w) this.idWords.set(w, d * 4);
-    else {
+    if (w) {
+      const x = this.idWords;
+      x[d * 4] = w[0];
+      x[d * 4 + 1] = w[1];
+      x[d * 4 + 2] = w[2];
+      x[d * 4 + 3] = w[3];
+    } else {
       this.idWords.fill(0, d * 4, d * 4 + 4);
       this.otherIds.set(d, id);
     }
@@ -375,8 +394,19 @@ const NO_F64 = new Float64Array(0);
 export type DocTerms = (string | number)[];
 
 export function packTerms(content: string, createdAt: number, entity: string): DocTerms {
-  const { tf, length } = termCounts(content);
-  const v: DocTerms = [length, createdAt, entity];
-  for (const [term, n] of tf) v.push(term, n);
+  const terms = indexTerms(content);
+  const v: DocTerms = [terms.length, createdAt, entity];
+  if (terms.length > 32) {
+    for (const [term, n] of termFrequencies(terms)) v.push(term, n);
+    return v;
+  }
+  // (Few terms: counted in place, first seen first as the Map would; a Map per memory cost most
+  // of the CPU of following a bulk load's stores.)
+  for (const t of terms) {
+    let j = 3;
+    while (j < v.length && v[j] !== t) j += 2;
+    if (j < v.length) (v[j + 1] as number)++;
+    else v.push(t, 1);
+  }
   return v;
 }

@@ -171,8 +171,10 @@ export function keywordCache(
     // (Read before an import by another process, they may miss what it wrote: never saved.)
     if (epochNow() !== st.epoch) return;
     // Both in the same turn as the lists: every event up to the settled seq is committed and
-    // followed by them; the load catches up from its time on. What the snapshot holds is fixed
-    // here (freeze); the lists go on following commits while it is written.
+    // followed by them (the commits queued are followed first); the load catches up from its time
+    // on. What the snapshot holds is fixed here (freeze); the lists go on following commits while
+    // it is written.
+    cache.follow();
     const atSeq = settledSeq();
     const atMs = settledAt(dbs, st.ns, atSeq);
     const frozen = s.freeze();
@@ -330,6 +332,7 @@ export function keywordCache(
     },
     options.memory,
     "keyword",
+    true,
   );
   /** Drops a namespace's loaded lists (not searched: see save). */
   const evict = (ns: string) => {

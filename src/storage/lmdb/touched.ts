@@ -86,6 +86,15 @@ export const loading = {
  */
 const ENTRY_BYTES = 1024;
 
+/**
+ * A cache made with `deferred` (the keyword lists) follows commits in batches: what a commit
+ * touched is queued, and read into the copies once `batch` keys are queued, `ms` after the first,
+ * or at once when anything reads the copies (a search, a save, a release): never stale. Read
+ * together, a batch's records, words and lists stay in the processor's caches; one at a time,
+ * between the store path's own work, following a bulk load cost ~3x the CPU (issue 32).
+ */
+export const deferring = { batch: 4096, ms: 20 };
+
 type LoadEntry<S> = { done: Promise<S>; touched: Touched[]; ids: Set<string>; background: boolean };
 
 /**
@@ -101,18 +110,24 @@ export class NamespaceCache<S, V> {
   /** Namespaces asked for by get (searched), as opposed to loaded in the background only. */
   private readonly wanted = new Set<string>();
   private generation = 0;
+  /** Commits' touched keys not yet followed (`deferred`: see deferring), and the timer that will. */
+  private queued: Touched[] = [];
+  private timer: ReturnType<typeof setTimeout> | undefined;
   /**
    * `memory`: the budget every loaded copy is counted in, as `kind`; a search (get) makes its
    * namespace the most recent, and the least recently searched are released when over it.
+   * `deferred`: commits are followed in batches (see deferring).
    */
   constructor(
     private readonly source: CacheSource<S, V>,
     private readonly memory?: SearchMemory,
     private readonly kind = "",
+    private readonly deferred = false,
   ) {}
 
   /** The namespace's copy; a promise while it loads (a background load under way is joined and sped up). */
   get(namespace: string): S | Promise<S> {
+    this.follow();
     this.wanted.add(namespace);
     this.memory?.searched(namespace);
     const s = this.ready.get(namespace);
@@ -221,9 +236,29 @@ export class NamespaceCache<S, V> {
     }
   }
 
-  /** After a committed write: follows what it touched in every loaded (or loading) namespace. */
+  /** After a committed write: follows what it touched in every loaded (or loading) namespace (deferred: soon). */
   refresh(touched: readonly Touched[]) {
     if (touched.length === 0) return;
+    if (!this.deferred) return this.refreshNow(touched);
+    for (const t of touched) this.queued.push(t);
+    if (this.queued.length >= deferring.batch) this.follow();
+    else if (this.timer === undefined) {
+      this.timer = setTimeout(() => this.follow(), deferring.ms);
+      this.timer.unref?.();
+    }
+  }
+
+  /** Follows every commit queued so far (deferred); before anything reads the copies. */
+  follow() {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.queued.length === 0) return;
+    const touched = this.queued;
+    this.queued = [];
+    this.refreshNow(touched);
+  }
+
+  private refreshNow(touched: readonly Touched[]) {
     if (this.source.unloaded)
       for (let i = 0; i < touched.length; ) {
         const ns = touched[i][0];
@@ -264,6 +299,7 @@ export class NamespaceCache<S, V> {
 
   /** Forgets every namespace (after a rebuild); loads under way are not kept. */
   clear() {
+    this.follow();
     for (const ns of this.ready.keys()) this.memory?.drop(ns, this.kind);
     this.generation++;
     this.ready.clear();

@@ -34,6 +34,8 @@ export function lmdbUpkeep(s: LmdbState): Upkeep {
       // A msgpack sub-database's shared structures are one entry more, outside every range: not a record.
       const count = (db: Database) =>
         (db.getStats() as { entryCount: number }).entryCount - (db.get(sharedStructuresKey) === undefined ? 0 : 1);
+      // (What the lists hold counts the commits acknowledged so far: they follow them in batches.)
+      keywordCache.follow();
       const memory = searchMemory.metrics();
       return {
         currentMemories: count(dbs.entityMemories),
