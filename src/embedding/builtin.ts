@@ -16,3 +16,16 @@ export function builtinEmbedder(): Promise<StaticEmbedder> {
     .then((b) => parseTable(new Uint8Array(b)));
   return loading;
 }
+
+/**
+ * The text of a query whose vector the built-in embedder makes: the query less the words "user",
+ * "users" and "user's". In a question to memd "the user" names whom the memories are about,
+ * which the memories themselves seldom say ("I moved to Lisbon."), while the table weighs "user"
+ * as a word of software: "where does the user live" ranked "Has a dog named Rex." above "I moved
+ * to Lisbon." (cosines 0.121 and 0.063; without the word, 0.06 and 0.33). A query of nothing
+ * else is kept whole.
+ */
+export function builtinQueryText(query: string): string {
+  const rest = query.replace(/\busers?(?:['’]s)?\b\s*/giu, "");
+  return /[\p{L}\p{N}]/u.test(rest) ? rest : query;
+}

@@ -77,10 +77,16 @@ export interface FuseOptions {
    * The built-in embedder's fusion (service.ts), a weak semantic list beside a strong keyword
    * one, so that it can only add to keyword's answers:
    * - keyword's first `keywordHead` hits keep their places, ahead of the rest, in keyword's
-   *   order, so hybrid's first five are keyword's whatever the semantic list says (ending the
-   *   head at its last hit sharing a content word, so that a hit sharing only stop words kept no
-   *   place, gave one more paraphrase of bench/paraphrase-set.json but lost a question of LoCoMo
-   *   dev's turns at hit@5);
+   *   order, so hybrid's first five are keyword's whatever the semantic list says, when at least
+   *   `keywordHead` of its hits share a content word with the query. A hit sharing only stop
+   *   words is then often the turn after a strong hit, lent its score (text/scoring.ts
+   *   NEIGHBOUR_SHARE): ending the head at the last hit sharing a content word lost two LoCoMo
+   *   dev questions at hit@5. A list with fewer is thin: its hits sharing a content word keep
+   *   their places, and those sharing only stop words are filler, weighed as if keyword had not
+   *   found them, so that the semantic list fills those places ("where does the user live": "My
+   *   sister lives in Toronto", then "My grandfather fought in the war" for its "the"). LoCoMo
+   *   dev, evidence in the top 5 against keyword's: turns equal, observations one more;
+   *   bench/paraphrase-set.json's top 3 0.633 -> 0.683 (bench/notes.md);
    * - the rest are ranked by the sum above, where a keyword hit's semantic z-score is its own
    *   wherever it stands in the semantic list read (FUSION.semanticStatsDepth hits) and one not
    *   in it gets the z-score of that list's last hit (it scored lower than all of them), not
@@ -108,11 +114,14 @@ export function fuse(
   const wOnly = Math.max(w, FUSION.semanticOnlyMinWeight);
   const keywordFloor = keyword.length ? kz(0) : 0;
   const head = o.keywordHead ?? 0;
+  // A thin keyword list (keywordHead): its hits sharing only stop words are no evidence.
+  const thin = head > 0 && keyword.filter((h) => o.sharesContentWord(h.memory)).length < head;
+  const filler = (m: Scored["memory"]) => thin && !o.sharesContentWord(m);
   // With a keyword head (the built-in embedder), the whole semantic list read is known.
   const known = head > 0 ? allSemantic.slice(0, FUSION.semanticStatsDepth) : semantic;
   const semanticFloor = known.length ? sz(known[known.length - 1].score) : 0;
   const fused = new Map<string, { memory: Scored["memory"]; k?: number; s?: number }>();
-  for (const h of keyword) fused.set(h.memory.id, { memory: h.memory, k: kz(h.score) });
+  for (const h of keyword) fused.set(h.memory.id, { memory: h.memory, k: filler(h.memory) ? undefined : kz(h.score) });
   if (head > 0)
     for (const h of known) {
       const f = fused.get(h.memory.id);
@@ -134,8 +143,9 @@ export function fuse(
   if (w > 0)
     for (let i = 0; i < semantic.length && i < FUSION.gateMax && sz(semantic[i].score) >= FUSION.semanticGateZ; i++)
       gated.add(semantic[i].memory.id);
-  // Keyword's head: above every gated hit, in keyword's order.
-  const headRank = new Map(keyword.slice(0, head).map((h, i) => [h.memory.id, head - i]));
+  // Keyword's head: above every gated hit, in keyword's order (a thin list's: its evidence only).
+  const headHits = thin ? keyword.filter((h) => !filler(h.memory)) : keyword.slice(0, head);
+  const headRank = new Map(headHits.map((h, i) => [h.memory.id, head - i]));
   return [...fused.values()]
     .map((f) => ({
       memory: f.memory,

@@ -3,6 +3,7 @@
 
 import { readAsOf } from "../audit/service";
 import type { Core } from "../core";
+import { builtinQueryText } from "../embedding/builtin";
 import { type EmbedCost, EmbedError, embedSettings, embedTexts } from "../embedding/client";
 import { catchUp } from "../embedding/worker";
 import { requireEntityForAsOf, toMemory } from "../memory/service";
@@ -106,7 +107,13 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
     // Hybrid needs the model's probe share too (probe.ts): measured in the same call the first time.
     if (o.mode === "hybrid" && !settings.builtin)
       ({ vector, share } = await embedQueryWithShare(core, settings, o.query, o.cost));
-    else [vector] = await embedTexts(settings, [o.query], o.cost, core.shutdown);
+    else
+      [vector] = await embedTexts(
+        settings,
+        [settings.builtin ? builtinQueryText(o.query) : o.query],
+        o.cost,
+        core.shutdown,
+      );
     if (settings.builtin) share = BUILTIN_SHARE.value;
   } catch (e) {
     if (!(e instanceof EmbedError)) throw e;

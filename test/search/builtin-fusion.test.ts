@@ -1,7 +1,8 @@
 // @targets lmdb postgres binary
 // Hybrid search with the built-in embedder only adds to keyword's answers: keyword's first five
-// hits keep their places, and the built-in embedder's meaning ranks the rest (src/search/fusion.ts
-// keywordHead).
+// hits keep their places when at least five of its hits share a content word with the query (a
+// thin list's keep theirs, and its hits sharing only stop words are no evidence), and the
+// built-in embedder's meaning ranks the rest (src/search/fusion.ts keywordHead).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,7 +15,6 @@ beforeAll(async () => {
 });
 afterAll(() => t.stop());
 
-// bench/paraphrase-set.json's memories (written for memd's benches), in one entity.
 // bench/paraphrase-set.json's memories (written for memd's benches) and some that share words, in one entity.
 const memories = [
   ...(
@@ -46,33 +46,62 @@ const queries = [
   "what is the dog scared of?",
 ];
 
-test("hybrid's first five are keyword's first five; the rest of the ten may come from meaning", async () => {
+test("hybrid's first five are keyword's first five (a thin list's evidence); the rest of the ten may come from meaning", async () => {
   for (const content of memories)
     expect((await t.json("POST", "/v1/memory", { namespace: "f", entity: "u", content, infer: false })).status).toBe(
       200,
     );
-  let compared = 0;
+  let whole = 0;
+  let thin = 0;
   for (const query of queries) {
-    const ask = async (mode: string) => {
-      const r = await t.json("POST", "/v1/memory/search", { namespace: "f", entity: "u", query, mode, limit: 10 });
+    const ask = async (mode: string, limit: number) => {
+      const r = await t.json("POST", "/v1/memory/search", { namespace: "f", entity: "u", query, mode, limit });
       expect(r.status).toBe(200);
       expect(r.body.mode).toBe(mode);
       return r.body.results.map((m: { content: string }) => m.content) as string[];
     };
-    const keyword = await ask("keyword");
-    const hybrid = await ask("hybrid");
-    // Keyword's head: its first five, when one of its hits shares a word other than a stop word
-    // (else keyword's list is no evidence and hybrid is the semantic ranking).
+    // (As deep as the fusion reads keyword's list.)
+    const keyword = await ask("keyword", 30);
+    const hybrid = await ask("hybrid", 10);
     const words = new Set(
       queryTerms(query)
         .filter((q) => q.weight === 1)
         .map((q) => q.term),
     );
-    if (!keyword.some((m) => indexTerms(m).some((w) => words.has(w)))) continue;
-    const head = Math.min(5, keyword.length);
-    if (head < 3) continue;
-    compared++;
-    expect({ query, first: hybrid.slice(0, head) }).toEqual({ query, first: keyword.slice(0, head) });
+    const evidence = keyword.filter((m) => indexTerms(m).some((w) => words.has(w)));
+    // No keyword hit shares a word other than a stop word: keyword's list is no evidence and
+    // hybrid is the semantic ranking.
+    if (evidence.length === 0) continue;
+    if (evidence.length >= 5) {
+      // Keyword's head: its first five, whatever they share.
+      whole++;
+      expect({ query, first: hybrid.slice(0, 5) }).toEqual({ query, first: keyword.slice(0, 5) });
+    } else {
+      // A thin list: its hits sharing a content word first, those sharing only stop words no
+      // evidence (the rest of the ten is ranked by meaning).
+      thin++;
+      expect({ query, first: hybrid.slice(0, evidence.length) }).toEqual({ query, first: evidence });
+    }
   }
-  expect(compared).toBeGreaterThan(4);
+  expect(whole).toBeGreaterThan(2);
+  expect(thin).toBeGreaterThan(2);
+});
+
+test("a thin keyword list's hits sharing only stop words give their places to the memory meant", async () => {
+  // (The memories are stored by the test above.) Keyword finds one hit sharing a content word
+  // ("lives", "weekends", "bread"), then hits sharing only "the", "at", "for": those held places
+  // two and three before, ahead of the paraphrase the query means.
+  for (const [query, meant] of [
+    ["where does the user live", "I moved to Lisbon"],
+    ["what does she cook at the weekend?", "I bake sourdough bread on Sundays"],
+    ["is bread okay for him?", "Cannot eat gluten"],
+  ]) {
+    const r = await t.json("POST", "/v1/memory/search", { namespace: "f", entity: "u", query, limit: 3 });
+    expect(r.status).toBe(200);
+    expect(r.body.mode).toBe("hybrid");
+    expect({ query, top3: r.body.results.map((m: { content: string }) => m.content) }).toEqual({
+      query,
+      top3: expect.arrayContaining([meant]),
+    });
+  }
 });
