@@ -288,7 +288,7 @@ await stop(ss);
 // Webhooks (issue 34): delivery from a backlog, lag under full-speed stores, the store path with ten (bench/webhooks.ts).
 log("webhooks: backlog, lag, store path with ten subscriptions");
 const ws = await startMemd(join(work, "webhooks"), { MEMD_WEBHOOK_ALLOW_PRIVATE: "1" });
-const webhookFigures = await webhookBench(ws.url, key, { seconds });
+const webhookFigures = await webhookBench(ws.url, key, { seconds, pid: ws.proc.pid });
 await stop(ws);
 // The same on the throwaway PostgreSQL (a fresh database), when there is one.
 let webhookFiguresPg: Awaited<ReturnType<typeof webhookBench>> | undefined;
@@ -298,7 +298,7 @@ if (pgUrl?.startsWith("postgres")) {
     MEMD_WEBHOOK_ALLOW_PRIVATE: "1",
     MEMD_DATABASE_URL: await createDatabase(pgUrl),
   });
-  webhookFiguresPg = await webhookBench(wp.url, key, { seconds });
+  webhookFiguresPg = await webhookBench(wp.url, key, { seconds, pid: wp.proc.pid });
   await stop(wp);
 }
 
@@ -418,7 +418,7 @@ lines.push(
   "",
   "## Webhooks",
   "",
-  `One POST per event to receivers in a process of their own (bench/webhook-receivers.ts: Bun.serve, answering 200 at once); raw stores from 32 connections for ${seconds} s; the store path's figures are the same run's and the same server's (so the same embedder setting), each run with ten delivering against the runs without beside it (bench/webhooks.ts). While stores keep memd's event loop busy, deliveries yield to them (at most one per commit: docs/webhooks.md), and catch up after.`,
+  `One POST per event to receivers in a process of their own (bench/webhook-receivers.ts: Bun.serve, answering 200 at once); raw stores from 32 connections for ${seconds} s; the store path's figures are the same run's and the same server's (so the same embedder setting), each run with ten subscriptions (matching other namespaces, or delivering every event) against the runs without beside it (bench/webhooks.ts); CPU a store from /proc, of memd's request thread and of its whole process. Deliveries run on a thread of their own, nicer than the process (docs/webhooks.md, "Under load"): on memd's one busy CPU the stores come first, and deliveries catch up after.`,
   "",
   "LMDB:",
   "",

@@ -7,9 +7,11 @@
 //      second delivered to the fast receiver until the last one arrives.
 //   2. Lag: raw stores from `writers` connections at full speed for `seconds` while one subscription
 //      delivers them: from a store's answer at the writer to its delivery at the receiver (p50, p99).
-//   3. Store path: raw stores per second with no subscription, then with ten active ones (each
-//      wanting every event), then none again; the ratio against the mean of the two without. The
-//      same server (so the same embedder setting) throughout.
+//   3. Store path: `rounds` of (none, ten active subscriptions to other namespaces, none, ten
+//      each delivering every event, none): raw stores per second of each run with ten against the
+//      mean of the two runs without beside it, the same server (so the same embedder setting)
+//      throughout. With memd's pid, also the CPU a store of its request thread (the process's
+//      main thread) and of the whole process, from /proc, in each kind of run.
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,13 +27,17 @@ export interface WebhookFigures {
   lagComplete: boolean;
   storesPerSecNone: number;
   storesPerSecTen: number;
-  /** Each round's stores/s with ten delivering, over the mean of the rounds without beside it. */
+  /** Each round's stores/s with ten delivering, over the mean of the runs without beside it. */
   tenRatios: number[];
   tenComplete: boolean;
   /** Seconds after the last store until the ten subscriptions had every event. */
   tenCatchUpSec: number;
   /** Ten active subscriptions to other namespaces: the store path's own cost, nothing to deliver. */
   storesPerSecTenIdle: number;
+  /** Each round's stores/s with ten to other namespaces, over the mean of the runs without beside it. */
+  idleRatios: number[];
+  /** CPU ms a store (median over the rounds) of memd's request thread and of the whole process, when its pid was given. */
+  cpu?: Record<"none" | "idle" | "ten", { thread: number; process: number }>;
 }
 
 const median = (xs: number[]) => {
@@ -75,7 +81,7 @@ async function startReceivers(n: number) {
 export async function webhookBench(
   url: string,
   key: string,
-  opts: { seconds?: number; writers?: number; backlog?: number; rounds?: number } = {},
+  opts: { seconds?: number; writers?: number; backlog?: number; rounds?: number; pid?: number } = {},
 ): Promise<WebhookFigures> {
   const seconds = opts.seconds ?? 5;
   const writers = opts.writers ?? 32;
@@ -100,10 +106,24 @@ export async function webhookBench(
     });
     return r.memories[0].id as string;
   };
+  /** CPU ms so far of memd's request thread and of its whole process (utime + stime, from /proc). */
+  const tick = 1000 / 100; // USER_HZ
+  const cpuOf = async (path: string) => {
+    const f = (await Bun.file(path).text()).split(") ")[1].split(" ");
+    return (Number(f[11]) + Number(f[12])) * tick;
+  };
+  const cpuNow = async () =>
+    opts.pid === undefined
+      ? undefined
+      : {
+          thread: await cpuOf(`/proc/${opts.pid}/task/${opts.pid}/stat`),
+          process: await cpuOf(`/proc/${opts.pid}/stat`),
+        };
   /** Raw stores from `writers` connections for `seconds`; answers the stores and, per id, when answered. */
   const fullSpeed = async (namespace: string, onAnswer?: (id: string) => void) => {
     const store = storeFor(namespace);
     let n = 0;
+    const cpu0 = await cpuNow();
     const t0 = performance.now();
     const deadline = t0 + seconds * 1000;
     await Promise.all(
@@ -114,7 +134,13 @@ export async function webhookBench(
         }
       }),
     );
-    return { stores: n, perSec: n / ((performance.now() - t0) / 1000) };
+    const perSec = n / ((performance.now() - t0) / 1000);
+    const cpu1 = await cpuNow();
+    const cpu =
+      cpu0 && cpu1
+        ? { thread: (cpu1.thread - cpu0.thread) / n, process: (cpu1.process - cpu0.process) / n }
+        : undefined;
+    return { stores: n, perSec, cpu };
   };
   const rx = await startReceivers(10);
   const now = () => performance.timeOrigin + performance.now();
@@ -180,22 +206,22 @@ export async function webhookBench(
     });
     await call("DELETE", `/v1/webhooks/${hook2.id}`);
 
-    // 3. The store path: none, ten to other namespaces, then `rounds` of (ten delivering every
-    // event, until all are delivered; none), each ratio against the mean of the nones beside it.
+    // 3. The store path: `rounds` of (none, ten to other namespaces, none, ten delivering every
+    // event until all are delivered, none), each run with ten against the mean of the nones beside it.
     const ns3 = `wh-bench-path-${Date.now()}`;
-    const nones = [await fullSpeed(`${ns3}-n0`)];
-    const idleHooks = await Promise.all(
-      Array.from({ length: 10 }, (_, i) =>
-        call("POST", "/v1/webhooks", { url: rx.urls[i], namespaces: `elsewhere-${i}` }),
-      ),
-    );
-    const tenIdle = await fullSpeed(`${ns3}-idle`);
-    for (const h of idleHooks) await call("DELETE", `/v1/webhooks/${h.id}`);
-    nones.push(await fullSpeed(`${ns3}-n1`));
-    const tens: { stores: number; perSec: number }[] = [];
+    type Run = Awaited<ReturnType<typeof fullSpeed>>;
+    const nones: Run[] = [await fullSpeed(`${ns3}-n0`)];
+    const idles: Run[] = [];
+    const tens: Run[] = [];
     let tenComplete = true;
     let tenCatchUpSec = 0;
     for (let round = 0; round < rounds; round++) {
+      const idleHooks = await Promise.all(
+        rx.urls.map((url, i) => call("POST", "/v1/webhooks", { url, namespaces: `elsewhere-${round}-${i}` })),
+      );
+      idles.push(await fullSpeed(`${ns3}-idle-${round}`));
+      for (const h of idleHooks) await call("DELETE", `/v1/webhooks/${h.id}`);
+      nones.push(await fullSpeed(`${ns3}-n${2 * round + 1}`));
       await rx.reset();
       const hooks = await Promise.all(
         rx.urls.map((url) => call("POST", "/v1/webhooks", { url, namespaces: `${ns3}-${round}/*` })),
@@ -206,9 +232,17 @@ export async function webhookBench(
       tenComplete = (await waitFor((got) => got >= ten.stores * 10, 180_000)) && tenComplete;
       tenCatchUpSec = Math.max(tenCatchUpSec, (performance.now() - tenEnd) / 1000);
       for (const h of hooks) await call("DELETE", `/v1/webhooks/${h.id}`);
-      nones.push(await fullSpeed(`${ns3}-n${round + 2}`));
+      nones.push(await fullSpeed(`${ns3}-n${2 * round + 2}`));
     }
-    const ratios = tens.map((t, i) => t.perSec / ((nones[i + 1].perSec + nones[i + 2].perSec) / 2));
+    const beside = (i: number) => (nones[i].perSec + nones[i + 1].perSec) / 2;
+    const idleRatios = idles.map((r, i) => r.perSec / beside(2 * i));
+    const ratios = tens.map((t, i) => t.perSec / beside(2 * i + 1));
+    const mean = (runs: Run[]) => runs.reduce((a, r) => a + r.perSec, 0) / runs.length;
+    const cpuOfRuns = (runs: Run[]) => ({
+      thread: median(runs.map((r) => r.cpu!.thread)),
+      process: median(runs.map((r) => r.cpu!.process)),
+    });
+    const cpu = nones[0].cpu ? { none: cpuOfRuns(nones), idle: cpuOfRuns(idles), ten: cpuOfRuns(tens) } : undefined;
 
     return {
       backlog,
@@ -218,28 +252,37 @@ export async function webhookBench(
       lagP50Ms: pct(lags, 50),
       lagP99Ms: pct(lags, 99),
       lagComplete,
-      storesPerSecNone: nones.slice(1).reduce((a, n) => a + n.perSec, 0) / (nones.length - 1),
-      storesPerSecTen: tens.reduce((a, t) => a + t.perSec, 0) / tens.length,
+      storesPerSecNone: mean(nones),
+      storesPerSecTen: mean(tens),
       tenRatios: ratios,
       tenComplete,
       tenCatchUpSec,
-      storesPerSecTenIdle: tenIdle.perSec,
+      storesPerSecTenIdle: mean(idles),
+      idleRatios,
+      cpu,
     };
   } finally {
     await rx.stop();
   }
 }
 
+const pcts = (rs: number[]) =>
+  `${rs.map((r) => `${(100 * r).toFixed(0)}%`).join(", ")} of the runs without beside each (median ${(100 * median(rs)).toFixed(0)}%)`;
+
 /** The figures as markdown. */
 export function webhookTable(f: WebhookFigures): string[] {
+  const cpu = (k: "none" | "idle" | "ten") =>
+    f.cpu
+      ? `; CPU a store ${f.cpu[k].thread.toFixed(3)} ms request thread, ${f.cpu[k].process.toFixed(3)} ms process`
+      : "";
   return [
     "| figure | value |",
     "|---|---|",
     `| events/s delivered to a fast receiver (a backlog of ${f.backlog.toLocaleString("en-US")}) | ${f.backlogDeliveredPerSec.toFixed(0)} |`,
     `| delivery lag p50 / p99 while raw stores run at ${f.lagStoresPerSec.toFixed(0)}/s | ${f.lagP50Ms.toFixed(1)} ms / ${f.lagP99Ms.toFixed(1)} ms (all delivered: ${f.lagComplete ? "yes" : "no"}) |`,
-    `| raw stores/s, no subscription (mean of ${f.tenRatios.length + 1} runs) | ${f.storesPerSecNone.toFixed(0)} |`,
-    `| raw stores/s, ten active subscriptions to other namespaces (the store path's own cost) | ${f.storesPerSecTenIdle.toFixed(0)} (${((100 * f.storesPerSecTenIdle) / f.storesPerSecNone).toFixed(0)}% of none) |`,
-    `| raw stores/s, ten subscriptions delivering every event (mean of ${f.tenRatios.length} runs) | ${f.storesPerSecTen.toFixed(0)}: ${f.tenRatios.map((r) => `${(100 * r).toFixed(0)}%`).join(", ")} of the runs without beside each (median ${(100 * median(f.tenRatios)).toFixed(0)}%); all delivered: ${f.tenComplete ? `yes, at most ${f.tenCatchUpSec.toFixed(1)} s after the last store` : "no"} |`,
+    `| raw stores/s, no subscription (mean of ${f.tenRatios.length * 2 + 1} runs) | ${f.storesPerSecNone.toFixed(0)}${cpu("none")} |`,
+    `| raw stores/s, ten active subscriptions matching other namespaces (mean of ${f.idleRatios.length} runs) | ${f.storesPerSecTenIdle.toFixed(0)}: ${pcts(f.idleRatios)}${cpu("idle")} |`,
+    `| raw stores/s, ten subscriptions delivering every event (mean of ${f.tenRatios.length} runs) | ${f.storesPerSecTen.toFixed(0)}: ${pcts(f.tenRatios)}${cpu("ten")}; all delivered: ${f.tenComplete ? `yes, at most ${f.tenCatchUpSec.toFixed(1)} s after the last store` : "no"} |`,
   ];
 }
 
@@ -253,8 +296,21 @@ if (import.meta.main) {
   // BENCH_WEBHOOK_PG=1 under scripts/with-postgres: on a fresh database of its PostgreSQL.
   const pg = process.env.BENCH_WEBHOOK_PG === "1" ? process.env.MEMD_TEST_DATABASE_URL : undefined;
   const db = pg ? ["--database-url", await createDatabase(pg)] : [];
+  // BENCH_SERVER_CPU=0: memd pinned to that CPU, as make bench pins it (run this process on another: taskset -c 1).
+  const pin = process.env.BENCH_SERVER_CPU ? ["taskset", "-c", process.env.BENCH_SERVER_CPU] : [];
   const proc = Bun.spawn(
-    [...cmd, "serve", "--port", "0", "--data-dir", dir, "--webhook-allow-private", ...db, ...process.argv.slice(2)],
+    [
+      ...pin,
+      ...cmd,
+      "serve",
+      "--port",
+      "0",
+      "--data-dir",
+      dir,
+      "--webhook-allow-private",
+      ...db,
+      ...process.argv.slice(2),
+    ],
     {
       env: { ...process.env, MEMD_API_KEY: key, MEMD_LOG_LEVEL: "info" },
       stdout: "pipe",
@@ -275,7 +331,7 @@ if (import.meta.main) {
   if (!url) throw new Error(`memd did not start: ${out}`);
   const seconds = Number(process.env.BENCH_SECONDS ?? 5);
   const rounds = Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 3);
-  console.log(webhookTable(await webhookBench(url, key, { seconds, rounds })).join("\n"));
+  console.log(webhookTable(await webhookBench(url, key, { seconds, rounds, pid: proc.pid })).join("\n"));
   proc.kill("SIGTERM");
   await proc.exited;
   await reader;

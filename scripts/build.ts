@@ -108,8 +108,12 @@ const zodMiniDirect: BunPlugin = {
 // The web page's script, bundled first and embedded as a constant (src/ui/bundle.ts).
 const pageJs = await buildPageScript();
 const result = await Bun.build({
-  // The built-in embedder's thread is a Worker: the binary needs its entry point as well.
-  entrypoints: [entry, resolve(root, "src/embedding/embed-thread.ts")],
+  // The built-in embedder's thread and the webhook delivery thread are Workers: the binary needs their entry points as well.
+  entrypoints: [
+    entry,
+    resolve(root, "src/embedding/embed-thread.ts"),
+    resolve(root, "src/webhooks/delivery-thread.ts"),
+  ],
   compile: { target, outfile },
   // Elysia's deploy guide: skip identifier mangling (keeps class/function names in errors & traces).
   minify: { whitespace: true, syntax: true, identifiers: false },
@@ -128,8 +132,8 @@ if (!result.success) {
   for (const log of result.logs) console.error(log);
   process.exit(1);
 }
-// Every entry point's sidecar map (memd's and the embedding thread's) is in the binary already.
-for (const name of [`${basename(outfile)}.map`, "embed-thread.js.map"])
+// Every entry point's sidecar map (memd's and the threads') is in the binary already.
+for (const name of [`${basename(outfile)}.map`, "embed-thread.js.map", "delivery-thread.js.map"])
   rmSync(join(dirname(outfile), name), { force: true });
 const size = Bun.file(outfile).size;
 console.log(

@@ -16,7 +16,8 @@ import { startTtlSweeper } from "./memory/ttl";
 import { openStorage, storageSite } from "./storage/index";
 import { settledStorage } from "./storage/settle";
 import type { Storage } from "./storage/storage";
-import { type Deliverer, defaultDeliveryOptions, startDeliverer } from "./webhooks/deliverer";
+import { type Deliverer, defaultDeliveryOptions } from "./webhooks/deliverer";
+import { startDeliveryThread } from "./webhooks/thread";
 
 /** Where the data lives, for logs: the data dir, or the database host (never the password). */
 export function storageName(config: Config): { dataDir: string } | { database: string } {
@@ -113,15 +114,21 @@ export async function startServer(
     };
     const root: KeyRecord | undefined = config.apiKey ? rootKeyFromSecret(config.apiKey) : undefined;
     const streams = new StreamHub();
-    webhooks = startDeliverer(core, root, {
-      ...defaultDeliveryOptions,
-      allowPrivate: config.webhookAllowPrivate,
-      retryBaseMs: config.webhookRetryBaseMs,
-      retryMaxMs: config.webhookRetryMaxMs,
-      disableAfterMs: config.webhookDisableAfterMs,
-      connectTimeoutMs: config.webhookConnectTimeoutMs,
-      answerTimeoutMs: config.webhookTimeoutMs,
-    });
+    webhooks = startDeliveryThread(
+      core,
+      root,
+      {
+        ...defaultDeliveryOptions,
+        allowPrivate: config.webhookAllowPrivate,
+        retryBaseMs: config.webhookRetryBaseMs,
+        retryMaxMs: config.webhookRetryMaxMs,
+        disableAfterMs: config.webhookDisableAfterMs,
+        connectTimeoutMs: config.webhookConnectTimeoutMs,
+        answerTimeoutMs: config.webhookTimeoutMs,
+      },
+      config,
+      config.webhookThreadNice,
+    );
     const app = buildApp(core, {
       webhooks,
       root,

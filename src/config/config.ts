@@ -61,6 +61,7 @@ export interface Config {
   webhookDisableAfterMs: number;
   webhookConnectTimeoutMs: number;
   webhookTimeoutMs: number;
+  webhookThreadNice: number;
   /** Issue 33: consolidation in the background every this many seconds; 0: off. */
   consolidateEverySeconds: number;
 }
@@ -456,6 +457,14 @@ export const settings: Setting[] = [
     default: 10_000,
     parse: int(1, 600_000),
     help: "a webhook receiver must answer within this time of the request",
+  },
+  {
+    key: "webhookThreadNice",
+    flag: "--webhook-thread-nice",
+    env: "MEMD_WEBHOOK_THREAD_NICE",
+    default: 10,
+    parse: int(0, 19),
+    help: "the webhook delivery thread runs this much nicer than the process (Linux): on a busy core, requests come first and deliveries catch up after (0: as the process)",
   },
 ];
 

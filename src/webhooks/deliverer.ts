@@ -8,7 +8,6 @@ import type { Core } from "../core";
 import type { KeyRecord } from "../keys/model";
 import type { DeliveryRecord, WebhookRecord } from "../storage/records";
 import { isoTime } from "../wire/time";
-import { DeliveryPacer } from "./pacer";
 import { postWebhook } from "./post";
 import {
   creatorProblem,
@@ -41,11 +40,6 @@ export interface DeliveryOptions {
 
 /** The least time between two reads of the trail by one idle subscription (ms). */
 const scanSpacingMs = 5;
-/** While stores keep the loop busy (pacer.ts): deliveries per commit at most, the least time
- * between two reads of the trail by one subscription, and between two cursor writes (ms). */
-const busyDeliveriesPerCommit = 1;
-const busyScanSpacingMs = 20;
-const busyFlushMs = 100;
 /** Delivery attempts the log keeps per subscription (storage keeps the newest 100). */
 const keptDeliveries = 100;
 
@@ -102,8 +96,17 @@ export interface Deliverer {
 
 type DelivererCore = Pick<Core, "storage" | "notifier" | "logger">;
 
-/** Starts delivering; `root` is the MEMD_API_KEY key (subscriptions it made deliver while it is set). */
-export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined, o: DeliveryOptions): Deliverer {
+/**
+ * Starts delivering; `root` is the MEMD_API_KEY key (subscriptions it made deliver while it is
+ * set). `beforeWrite` is called before each write of a subscription's state (delivery-thread.ts
+ * sends the counts on then, so /metrics has them by the time the cursor has moved).
+ */
+export function startDeliverer(
+  core: DelivererCore,
+  root: KeyRecord | undefined,
+  o: DeliveryOptions,
+  beforeWrite: () => void = () => {},
+): Deliverer {
   const { storage, logger } = core;
   const owner = `r_${randomBytes(8).toString("hex")}`;
   const workers = new Map<string, Worker>();
@@ -124,9 +127,7 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
     for (const w of workers.values()) w.wake(true);
   };
   // A commit wakes the workers only (a flag each); the supervisor reads the subscriptions on changes and polls.
-  const pacer = new DeliveryPacer(busyDeliveriesPerCommit);
   const unsubscribe = core.notifier.subscribeAll(() => {
-    pacer.committed();
     for (const w of workers.values()) w.wake();
   });
 
@@ -153,15 +154,12 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
     readonly done: Promise<void>;
 
     constructor(readonly id: string) {
-      pacer.start();
       this.done = this.run()
         .then(() => this.drain())
         .catch((e) => logger.error("webhook delivery failed", { webhook: id, error: String((e as Error)?.stack ?? e) }))
         .finally(() => {
           clearInterval(this.renewer);
-          clearTimeout(this.flushTimer);
           workers.delete(id);
-          if (workers.size === 0) pacer.stop();
           if (this.leased) storage.releaseWebhook(id, owner).catch(() => {});
         });
     }
@@ -170,19 +168,9 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
       return !this.abort.signal.aborted && !stopped;
     }
 
-    private flushTimer: ReturnType<typeof setTimeout> | undefined;
-    private flushedAt = 0;
-
-    /** Writes the successes waiting now, or (while stores keep the loop busy) once busyFlushMs has passed since the last write. */
+    /** Writes the successes waiting, unless a write is in flight (its end writes them). */
     private flushSoon() {
-      if (this.flushing || this.flushTimer || this.delivered.length === 0) return;
-      const wait = pacer.busy ? busyFlushMs - (performance.now() - this.flushedAt) : 0;
-      if (wait <= 0) void this.flush();
-      else
-        this.flushTimer = setTimeout(() => {
-          this.flushTimer = undefined;
-          void this.flush();
-        }, wait);
+      if (!this.flushing && this.delivered.length > 0) void this.flush();
     }
 
     /**
@@ -193,8 +181,8 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
       if (this.flushing || this.delivered.length === 0) return this.flushing ?? Promise.resolve();
       const batch = this.delivered.splice(0).slice(-keptDeliveries);
       const last = batch[batch.length - 1];
-      this.flushedAt = performance.now();
       const rev = this.rev;
+      beforeWrite();
       this.flushing = storage
         .updateWebhook(
           this.id,
@@ -359,8 +347,7 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
           // Commits come in bursts: read the trail at most every few ms, so that a busy store
           // path wakes each subscription a bounded number of times a second, not once per commit.
           const since = performance.now() - scannedAt;
-          const spacing = pacer.busy ? busyScanSpacingMs : scanSpacingMs;
-          if (since < spacing) await Bun.sleep(spacing - since);
+          if (since < scanSpacingMs) await Bun.sleep(scanSpacingMs - since);
           // The stored subscription (edits made on other replicas) at least every poll interval.
           if (this.changed || performance.now() - readAt >= o.pollMs) {
             this.changed = false;
@@ -371,8 +358,6 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
           }
           continue;
         }
-        await pacer.turn();
-        if (!this.running) return;
         // An edit through the API (a rotated secret, a new filter or URL) is read before the next POST.
         if (this.changed) {
           this.changed = false;
@@ -427,6 +412,7 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
         await this.drain();
         if (this.lost) return;
         const rev = w.rev;
+        beforeWrite();
         const next = await storage.updateWebhook(
           this.id,
           (cur) => {
@@ -489,7 +475,6 @@ export function startDeliverer(core: DelivererCore, root: KeyRecord | undefined,
     counts: () => counts,
     async stop() {
       stopped = true;
-      pacer.stop();
       unsubscribe();
       wakeSupervisor?.();
       for (const w of workers.values()) w.abort.abort();

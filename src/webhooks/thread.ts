@@ -1,0 +1,124 @@
+// Webhook delivery off the request thread: deliverer.ts runs in a Worker (delivery-thread.ts)
+// with its own handle on the store. This thread tells it of commits (one message per event-loop
+// turn at most, however many commits the turn had) and of edits through the API, answers when
+// its commits are durable, and keeps the counts it sends for /metrics. The thread runs at a lower
+// priority (`nice`), so on a busy core the requests come first and deliveries catch up after.
+import type { Core } from "../core";
+import type { KeyRecord } from "../keys/model";
+import type { StorageSettings } from "../storage/index";
+import type { Deliverer, DeliveryOptions, WebhookCounts } from "./deliverer";
+import type { FromThread, ToThread } from "./delivery-thread";
+
+/**
+ * The thread's entry point: beside this file when run from source; in the compiled binary, where
+ * every module shares the binary's own URL, at its path under src/ (scripts/build.ts builds it
+ * as an entry point of its own).
+ */
+const entry = import.meta.url.startsWith("file:///$bunfs/")
+  ? "/$bunfs/root/webhooks/delivery-thread.ts"
+  : new URL("./delivery-thread.ts", import.meta.url).href;
+
+/** Starts the delivery thread; `settings` open the same store as this process's. */
+export function startDeliveryThread(
+  core: Pick<Core, "storage" | "notifier" | "logger">,
+  root: KeyRecord | undefined,
+  options: DeliveryOptions,
+  settings: StorageSettings,
+  nice: number,
+): Deliverer {
+  const { logger } = core;
+  const counts = new Map<string, WebhookCounts>();
+  let worker: Worker | undefined;
+  let stopped = false;
+  let stopping: Promise<void> | undefined;
+  let onStopped: (() => void) | undefined;
+  /** Commits since the last wake sent: one message for all of them, at the end of this turn. */
+  let wakePending = false;
+
+  const send = (m: ToThread) => worker?.postMessage(m);
+  const start = () => {
+    const w = new Worker(entry);
+    // Not what keeps the process alive: the server stops it when it stops.
+    w.unref();
+    w.onmessage = (event: MessageEvent<FromThread>) => {
+      const m = event.data;
+      if (m.type === "log") logger[m.level](m.msg, m.fields);
+      else if (m.type === "counts") for (const [id, c] of m.counts) counts.set(id, c);
+      else if (m.type === "durable")
+        core.storage.durable().then(
+          () => send({ type: "durable", id: m.id }),
+          () => send({ type: "durable", id: m.id }),
+        );
+      else if (m.type === "failed") {
+        logger.error("webhook delivery thread failed to start", { error: m.error });
+        again(w);
+      } else if (m.type === "stopped") onStopped?.();
+    };
+    w.onerror = (event) => {
+      logger.error("webhook delivery thread failed", { error: event.message });
+      again(w);
+    };
+    worker = w;
+    w.postMessage({ type: "init", settings, root, options, nice } satisfies ToThread);
+  };
+  /** Ends `w`; the next look starts another (unless stopping). */
+  const again = (w: Worker) => {
+    if (worker !== w) return;
+    w.terminate();
+    worker = undefined;
+    onStopped?.();
+  };
+  // Started once there is an active subscription (a server without one pays nothing for a
+  // thread): looked for now, after each edit through the API, and every other poll (another
+  // replica's subscriptions, on PostgreSQL).
+  let looking = false;
+  const look = async () => {
+    if (worker || stopped || looking) return;
+    looking = true;
+    try {
+      if ((await core.storage.listWebhooks()).some((w) => w.state === "active") && !worker && !stopped) start();
+    } catch (e) {
+      logger.error("webhook supervisor failed", { error: String(e) });
+    } finally {
+      looking = false;
+    }
+  };
+  const poll = setInterval(look, options.pollMs * 2);
+  poll.unref?.();
+  void look();
+  const unsubscribe = core.notifier.subscribeAll(() => {
+    if (wakePending || !worker) return;
+    wakePending = true;
+    setImmediate(() => {
+      wakePending = false;
+      send({ type: "wake", edited: false });
+    });
+  });
+
+  return {
+    wake: () => (worker ? send({ type: "wake", edited: true }) : void look()),
+    counts: () => counts,
+    stop() {
+      stopping ??= (async () => {
+        stopped = true;
+        clearInterval(poll);
+        unsubscribe();
+        const w = worker;
+        if (!w) return;
+        // The thread gives its leases up and closes its store; a stuck one is ended regardless.
+        // The wait keeps the process alive (the thread alone does not).
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 10_000);
+          onStopped = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+          send({ type: "stop" });
+        });
+        w.terminate();
+        worker = undefined;
+      })();
+      return stopping;
+    },
+  };
+}
