@@ -66,6 +66,10 @@ export async function embedPendingElsewhere(
     handles.set(at.dataDir, h);
   }
   const { env, dbs } = h;
+  // A fresh read: lmdb-js renews a thread's read transaction on a timer after its first read,
+  // and a message can come before it fires, so the queue would be read as of an earlier batch
+  // (missing what was stored since: a search's catch-up then found nothing to wait for).
+  env.resetReadTxn();
   const pending = pendingIn(dbs, limit);
   if (pending.length === 0) return { read: 0, touched: [] };
   const vectors = embed(pending.map((p) => p.content));
@@ -104,6 +108,9 @@ export function lmdbEmbeddings(s: LmdbState, mapSizeMb?: number): Embeddings {
         s.inflight.set(token, s.clock.handedOut);
         return (touched) => {
           try {
+            // This thread's reads from here on see that thread's commit (lmdb-js renews a read
+            // transaction on a timer, which a search may come before).
+            env.resetReadTxn();
             vectorCache.refresh(touched);
           } finally {
             s.inflight.delete(token);
