@@ -127,6 +127,13 @@ export function vectorCache(
   /** The copy made last per namespace (saved at close), and those read from a snapshot. */
   const copies = new Map<string, VectorSpace>();
   const thawedOnce = new WeakSet<VectorSpace>();
+  /**
+   * Each copy's 4-bit vectors. Those of a copy read from a snapshot are views of the file, mapped
+   * (four-bit.ts thaw): copied out of it once the file is replaced or deleted (a save, an
+   * erasure), so that no deleted file stays mapped (nor its disk space held) for as long as the
+   * copy lives.
+   */
+  const keepers = new WeakMap<VectorSpace, FourBit>();
   /** Copies loaded whole (caught up): only those are saved. */
   const complete = new WeakSet<VectorSpace>();
   const snapshotStats = { read: 0, written: 0, walked: 0 };
@@ -214,8 +221,13 @@ export function vectorCache(
     const run = async () => {
       try {
         const stampNow = { ...stamp(), atMs, atSeq, mark };
-        if (await writeVectorSnapshot(dataDir, st.ns, stampNow, f.header, f.sections, job, vectorSnapshots.between))
+        const { header, sections, keeperAt } = f;
+        if (
+          await writeVectorSnapshot(dataDir, st.ns, stampNow, header, sections, keeperAt, job, vectorSnapshots.between)
+        ) {
           snapshotStats.written++;
+          keepers.get(s)?.own();
+        }
       } catch {
         // A snapshot is an optimisation: without one the next start reads every vector.
       } finally {
@@ -338,6 +350,7 @@ export function vectorCache(
         }
         saves.set(s, { ns, changes: 0 });
         copies.set(ns, s);
+        keepers.set(s, keeper);
         return s;
       },
       released: (s, ns) => {
@@ -442,6 +455,8 @@ export function vectorCache(
         jobs.delete(ns);
       }
       if (dataDir) dropVectorSnapshot(dataDir, ns);
+      const s = copies.get(ns);
+      if (s) keepers.get(s)?.own();
     },
   });
 }
