@@ -271,9 +271,11 @@ const pcts = (rs: number[]) =>
 
 /** The figures as markdown. */
 export function webhookTable(f: WebhookFigures): string[] {
+  const vsNone = (k: "none" | "idle" | "ten") =>
+    f.cpu && k !== "none" ? ` (${((100 * f.cpu[k].thread) / f.cpu.none.thread).toFixed(0)}% of none's)` : "";
   const cpu = (k: "none" | "idle" | "ten") =>
     f.cpu
-      ? `; CPU a store ${f.cpu[k].thread.toFixed(3)} ms request thread, ${f.cpu[k].process.toFixed(3)} ms process`
+      ? `; CPU a store ${f.cpu[k].thread.toFixed(3)} ms request thread${vsNone(k)}, ${f.cpu[k].process.toFixed(3)} ms process`
       : "";
   return [
     "| figure | value |",
@@ -331,7 +333,8 @@ if (import.meta.main) {
   if (!url) throw new Error(`memd did not start: ${out}`);
   const seconds = Number(process.env.BENCH_SECONDS ?? 5);
   const rounds = Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 3);
-  console.log(webhookTable(await webhookBench(url, key, { seconds, rounds, pid: proc.pid })).join("\n"));
+  const backlog = Number(process.env.BENCH_WEBHOOK_BACKLOG ?? 5000);
+  console.log(webhookTable(await webhookBench(url, key, { seconds, rounds, backlog, pid: proc.pid })).join("\n"));
   proc.kill("SIGTERM");
   await proc.exited;
   await reader;

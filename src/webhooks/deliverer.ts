@@ -19,6 +19,7 @@ import {
   trailFilter,
   trailItems,
 } from "./service";
+import { SharedTrail } from "./shared-trail";
 import { signedHeaders } from "./signing";
 
 export interface DeliveryOptions {
@@ -127,7 +128,9 @@ export function startDeliverer(
     for (const w of workers.values()) w.wake(true);
   };
   // A commit wakes the workers only (a flag each); the supervisor reads the subscriptions on changes and polls.
+  const trail = new SharedTrail(storage, scanSpacingMs);
   const unsubscribe = core.notifier.subscribeAll(() => {
+    trail.committed();
     for (const w of workers.values()) w.wake();
   });
 
@@ -317,7 +320,7 @@ export function startDeliverer(
         }
         if (buffer.length === 0) {
           scannedAt = performance.now();
-          const page = await storage.trailAfter(pos, trailFilter(w), 100);
+          const page = await trail.after(pos, trailFilter(w), 100);
           if (page.events.length > 0 || page.erasures.length > 0) {
             // Committed is not yet durable on LMDB: never deliver what a crash could take back.
             await storage.durable();
