@@ -370,6 +370,10 @@ async function bulkRun(k: number, env: Record<string, string>, exportTo?: string
     await search(s, "bulk", queryOf("bulk"));
     const firstMs = performance.now() - lastAt;
     const cpuToFirst = (cpuMs(s) - cpu0) / 1000;
+    // (Progress, before the export and import that follow: minutes at 1,000,000.)
+    console.error(
+      `bulk ${int(k)}: ${rate.toFixed(0)} stores/s, ${cpuPerStore.toFixed(0)} µs a store, first search ${firstMs.toFixed(0)} ms`,
+    );
     const warm: number[] = [];
     for (let i = 1; i <= 200; i++) {
       const t0 = performance.now();

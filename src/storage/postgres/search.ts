@@ -518,17 +518,6 @@ export function pgSearch({ sql, db, read, vectors, keywordLists }: PgState): Sea
     },
 
     async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
-      // The copy as it is, searched while its follower reads what committed before this call (two
-      // statements side by side instead of one after the other): when that applied nothing to
-      // it, it was up to date, and so is the answer; else the search runs again on it caught up.
-      const copy = vectors.following(scope.namespace);
-      if (copy && copy.space.scopeSize(scope.entity) > pgVectors.exactBelow) {
-        const search = () =>
-          read((sql) => approximateSearch(sql, copy.space, scope, vector, filter, limit, now, memoryOf));
-        const [found, followed] = await Promise.all([search(), copy.followed]);
-        if (followed === "same") return found;
-        if (followed === "caught up") return search();
-      }
       const space = await vectors.ready(scope.namespace);
       if (space && space.scopeSize(scope.entity) > pgVectors.exactBelow)
         return read((sql) => approximateSearch(sql, space, scope, vector, filter, limit, now, memoryOf));

@@ -43,8 +43,6 @@ class Vectors implements Copy {
   /** Changes applied since its last snapshot (or since it was read), and whether one is being written. */
   changed = 0;
   saving = false;
-  /** Changes applied since it was made. */
-  applied = 0;
   constructor(
     readonly space: VectorSpace,
     public upto: number,
@@ -52,7 +50,6 @@ class Vectors implements Copy {
   ) {}
   apply(c: Change) {
     this.changed++;
-    this.applied++;
     this.space.set(c.id, c.vectorEntity ?? "", c.vector === null ? undefined : asFloats(c.vector));
   }
 }
@@ -117,30 +114,6 @@ export class PgVectorCache {
     }
     // Dropped (another epoch, or too far behind): built again.
     return this.ready(namespace);
-  }
-
-  /**
-   * The namespace's copy as it is now (undefined when there is none: see ready), and its catching
-   * up with every change committed before this call, started: `followed` tells whether that
-   * applied nothing to it ("same": it was up to date already), or changes ("caught up": it is up
-   * to date now), or dropped it ("dropped": ready builds it again). So a search on the copy runs
-   * beside the follow statement instead of after it.
-   */
-  following(
-    namespace: string,
-  ): { space: VectorSpace; followed: Promise<"same" | "caught up" | "dropped"> } | undefined {
-    const c = this.copies.get(namespace);
-    if (!c) return undefined;
-    this.memory?.searched(namespace);
-    const before = c.applied;
-    const followed = this.followers.caughtUp(namespace, "vectors").then(() => {
-      if (c.dropped || this.copies.get(namespace) !== c) return "dropped" as const;
-      this.held(namespace, c);
-      this.save(namespace, c);
-      return c.applied === before ? ("same" as const) : ("caught up" as const);
-    });
-    followed.catch(() => undefined); // (a caller that does not search the copy leaves it unawaited)
-    return { space: c.space, followed };
   }
 
   /** Namespaces whose copy is built, and the vectors in them. */
