@@ -116,7 +116,8 @@ async function procFigures(pid: number) {
     cpuMs: await cpuMsOf(`/proc/${pid}/stat`),
     // The thread that serves requests (its id is the process's): the request path, without the
     // built-in embedder's thread or lmdb's and the runtime's other threads.
-    mainCpuMs: await cpuMsOf(`/proc/${pid}/task/${pid}/stat`),
+    // From schedstat (ns; stat's ticks are 10 ms, a few % of a short run).
+    mainCpuMs: Number((await Bun.file(`/proc/${pid}/task/${pid}/schedstat`).text()).split(" ")[0]) / 1e6,
   };
 }
 
@@ -161,10 +162,17 @@ async function costRun(embedder: "builtin" | "none", texts: string[], queries: s
         }
       }),
     );
-    // The background embedding of the last stores: done when a search has caught up (its catch-up).
-    await post("/v1/memory/search", { namespace: "b", entity: "e0", query: "warm up" });
-    await Bun.sleep(1000);
+    // The background embedding of the last stores (its pass starts 200 ms after a commit and
+    // embeds 64 in a few ms). Not a search: the first one loads the namespace's vectors into
+    // memory, a search's cost (counted here until this stop, it made ~0.03 ms of the serving
+    // thread's CPU a store).
+    await Bun.sleep(2000);
     const stored = await procFigures(proc.pid);
+    const pending = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${key}` } })
+      .then((r) => r.text())
+      .then((t) => Number(/^memd_embed_pending (\d+)/m.exec(t)?.[1] ?? Number.NaN));
+    if (pending !== 0) throw new Error(`${pending} memories still wait for their vectors 2 s after the last store`);
+    await post("/v1/memory/search", { namespace: "b", entity: "e0", query: "warm up" });
     const searchMs: number[] = [];
     for (let i = 0; i < queries.length; i++) {
       const t0 = performance.now();
@@ -250,7 +258,7 @@ export function defaultEmbedderLines(para: ParaphraseRun[], costs?: Awaited<Retu
       "",
       "| figure | --embedder none | built-in | ratio |",
       "| --- | --- | --- | --- |",
-      `| CPU a store on the thread serving requests (the requests, and the vectors read back and written) | ${none((r) => r.mainCpuMsPerStore).toFixed(3)} ms | ${bi((r) => r.mainCpuMsPerStore).toFixed(3)} ms | ${(bi((r) => r.mainCpuMsPerStore) / none((r) => r.mainCpuMsPerStore)).toFixed(2)} |`,
+      `| CPU a store on the thread serving requests (the requests, and following the vectors the embedding thread wrote) | ${none((r) => r.mainCpuMsPerStore).toFixed(3)} ms | ${bi((r) => r.mainCpuMsPerStore).toFixed(3)} ms | ${(bi((r) => r.mainCpuMsPerStore) / none((r) => r.mainCpuMsPerStore)).toFixed(2)} |`,
       `| server CPU a store, all threads (background embedding included) | ${none((r) => r.cpuMsPerStore).toFixed(3)} ms | ${bi((r) => r.cpuMsPerStore).toFixed(3)} ms | ${(bi((r) => r.cpuMsPerStore) / none((r) => r.cpuMsPerStore)).toFixed(2)} |`,
       `| store p50 (client) | ${none((r) => r.storeP50).toFixed(2)} ms | ${bi((r) => r.storeP50).toFixed(2)} ms | ${(bi((r) => r.storeP50) / none((r) => r.storeP50)).toFixed(2)} |`,
       `| RssAnon after 10,000 stores and searches | ${none((r) => r.anonMiB).toFixed(0)} MiB | ${bi((r) => r.anonMiB).toFixed(0)} MiB | +${(bi((r) => r.anonMiB) - none((r) => r.anonMiB)).toFixed(0)} MiB (limit +150) |`,
@@ -259,10 +267,10 @@ export function defaultEmbedderLines(para: ParaphraseRun[], costs?: Awaited<Retu
       "",
       "| target (issue 38) | figure | |",
       "| --- | --- | --- |",
-      `| serving thread's CPU a store unchanged (within 10%; the vectors' write-back included, not the embedding) | ${(bi((r) => r.mainCpuMsPerStore) / none((r) => r.mainCpuMsPerStore)).toFixed(2)}× --embedder none's | ${ok(bi((r) => r.mainCpuMsPerStore) <= 1.1 * none((r) => r.mainCpuMsPerStore))} |`,
+      `| serving thread's CPU a store unchanged (within 10%; following the vectors included) | ${(bi((r) => r.mainCpuMsPerStore) / none((r) => r.mainCpuMsPerStore)).toFixed(2)}× --embedder none's | ${ok(bi((r) => r.mainCpuMsPerStore) <= 1.1 * none((r) => r.mainCpuMsPerStore))} |`,
       `| RssAnon after 10,000 stores and searches ≤ +150 MB | +${(bi((r) => r.anonMiB) - none((r) => r.anonMiB)).toFixed(0)} MiB | ${ok((bi((r) => r.anonMiB) - none((r) => r.anonMiB)) * 1.048576 <= 150)} |`,
       `| search p50 ≤ 10 ms, entity of 1,000 memories | ${bi((r) => r.searchP50).toFixed(2)} ms | ${ok(bi((r) => r.searchP50) <= 10)} |`,
-      `| binary growth ≤ 40 MB | the table, ${(costs.tableBytes / 1e6).toFixed(2)} MB, and its thread's few KB of code | ${ok(costs.tableBytes < 40e6)} |`,
+      `| binary growth ≤ 40 MB | the table, ${(costs.tableBytes / 1e6).toFixed(2)} MB, and its thread's code (about 4 MiB: the storage it writes to) | ${ok(costs.tableBytes < 40e6)} |`,
       "",
     );
   }

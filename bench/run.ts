@@ -544,6 +544,16 @@ if (pgUrl?.startsWith("postgres")) {
   });
   lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/vector-restart.ts failed: exit ${p.exitCode})\n`);
 }
+// What following a growing namespace's vectors costs a store (issue 32, LMDB): bench/vector-follow.ts,
+// following off and on alternately, same run (BENCH_FOLLOW_N, default 50,000).
+{
+  log("CPU a store while following vectors: vector-follow.ts");
+  const p = Bun.spawnSync([process.execPath, "run", join(import.meta.dir, "vector-follow.ts")], {
+    cwd: root,
+    stderr: "inherit",
+  });
+  lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/vector-follow.ts failed: exit ${p.exitCode})\n`);
+}
 if (pgUrl?.startsWith("postgres")) {
   log("replicas ready at start on PostgreSQL: pg-ready.ts");
   const p = Bun.spawnSync([process.execPath, "run", join(import.meta.dir, "pg-ready.ts")], {

@@ -7,8 +7,10 @@
 //     (storage/lmdb/vector-snapshot.ts, written behind the base's search) and catches up with
 //     BENCH_RESTART_CHANGES stores made after it (default 5,000, with their vectors);
 // then the warm p50 of 50 searches as the reference. Prints a Markdown section.
+// BENCH_RESTART_DIR keeps the data dir: a second run with it skips the load (and the base) and
+// times the restart again (nothing saved since, so the same catching up).
 //   nice -n 10 flock /tmp/memd-bigbench.lock bun run bench/vector-restart.ts
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openLmdb } from "../src/storage/lmdb/index";
@@ -38,11 +40,16 @@ const op = (j: number): MemoryOp => ({
 const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 
-const dir = mkdtempSync(join(tmpdir(), "memd-bench-vector-restart-"));
+const kept = process.env.BENCH_RESTART_DIR;
+if (kept) mkdirSync(kept, { recursive: true });
+const dir = kept ?? mkdtempSync(join(tmpdir(), "memd-bench-vector-restart-"));
+const again = kept !== undefined && existsSync(join(dir, "bench-loaded"));
+let base = Number.NaN;
+let written = Number.NaN;
 try {
   let s = await openLmdb(dir, { mapSizeMb: 64 * 1024 });
-  {
-    const t = performance.now();
+  if (!again) {
+    let t = performance.now();
     let inFlight: Promise<unknown> = Promise.resolve();
     for (let i = 0; i < N; i += 5000) {
       const ops: MemoryOp[] = [];
@@ -53,26 +60,28 @@ try {
     }
     await inFlight;
     log(`loaded ${N.toLocaleString("en")} in ${((performance.now() - t) / 1000).toFixed(0)} s`);
+    // Base: the first search builds the copy from every vector.
+    t = performance.now();
+    await s.semanticSearch({ namespace: ns }, draw(), {}, 10);
+    base = performance.now() - t;
+    log(`base first search ${base.toFixed(0)} ms`);
+    t = performance.now();
+    while (s.vectorCacheStats().written < 1) await Bun.sleep(100);
+    written = performance.now() - t;
+    log(`snapshot written ${written.toFixed(0)} ms after`);
   }
-  // Base: the first search builds the copy from every vector.
-  let t = performance.now();
-  await s.semanticSearch({ namespace: ns }, draw(), {}, 10);
-  const base = performance.now() - t;
-  log(`base first search ${base.toFixed(0)} ms`);
-  t = performance.now();
-  while (s.vectorCacheStats().written < 1) await Bun.sleep(100);
-  const written = performance.now() - t;
-  log(`snapshot written ${written.toFixed(0)} ms after`);
   // Changes after the snapshot (no save again before the restart: the restart catches up).
   vectorSnapshots.from = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < changes; i += 1000) {
-    const ops: MemoryOp[] = [];
-    for (let j = i; j < Math.min(changes, i + 1000); j++) ops.push(op(N + j));
-    await s.apply(ops, null);
-  }
+  if (!again)
+    for (let i = 0; i < changes; i += 1000) {
+      const ops: MemoryOp[] = [];
+      for (let j = i; j < Math.min(changes, i + 1000); j++) ops.push(op(N + j));
+      await s.apply(ops, null);
+    }
   await s.close();
+  if (kept) writeFileSync(join(dir, "bench-loaded"), "");
   s = await openLmdb(dir, { mapSizeMb: 64 * 1024 });
-  t = performance.now();
+  let t = performance.now();
   await s.semanticSearch({ namespace: ns }, draw(), {}, 10);
   const fresh = performance.now() - t;
   const read = s.vectorCacheStats().read;
@@ -96,6 +105,6 @@ ${N.toLocaleString("en")} memories in one namespace, vectors of ${dims} dimensio
 | warm p50 / p99 after it (50 searches) | ${pct(warm, 50).toFixed(2)} / ${pct(warm, 99).toFixed(2)} ms |
 `);
 } finally {
-  rmSync(dir, { recursive: true, force: true });
+  if (!kept) rmSync(dir, { recursive: true, force: true });
 }
 process.exit(0);

@@ -1,12 +1,19 @@
 // The built-in embedder off the request thread: stored memories are embedded by a Worker
-// (embed-thread.ts), one batch at a time, while this thread only reads the pending queue and
-// writes the vectors back. A query's own vector is still made here (one short text, part of
-// its search).
+// (embed-thread.ts), one batch at a time. On LMDB the Worker also reads the pending queue and
+// writes the vectors, and this thread only has its in-memory vectors follow the keys written;
+// on PostgreSQL this thread reads the queue and writes the vectors back. A query's own vector
+// is still made here (one short text, part of its search).
+import type { VectorKey } from "../storage/storage";
 import type { EmbedAnswer, EmbedRequest } from "./embed-thread";
 
 export interface EmbedThread {
   /** The vectors of `texts`, made on the thread. */
   embed(texts: string[]): Promise<Float32Array[]>;
+  /**
+   * LMDB: up to `limit` pending memories of the store in `dataDir` embedded and their vectors
+   * stored by the thread itself; how many were read and the vector keys written.
+   */
+  store(o: { dataDir: string; mapSizeMb?: number; limit: number }): Promise<{ read: number; touched: VectorKey[] }>;
   /** Ends the thread; calls waiting on it are refused. */
   stop(): void;
 }
@@ -26,7 +33,8 @@ const answerTimeoutMs = 60_000;
 /** The thread, started on its first batch (a server that stores nothing never starts one). */
 export function startEmbedThread(): EmbedThread {
   let worker: Worker | undefined;
-  const waiting = new Map<number, { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void }>();
+  // Each call waiting for its answer.
+  const waiting = new Map<number, { resolve: (a: EmbedAnswer) => void; reject: (e: Error) => void }>();
   let next = 0;
   let stopped = false;
   const failAll = (message: string) => {
@@ -39,40 +47,47 @@ export function startEmbedThread(): EmbedThread {
     // The thread does not keep the process alive: a server stops it when it stops.
     w.unref();
     w.onmessage = (event: MessageEvent<EmbedAnswer>) => {
-      const { id, vectors, error } = event.data;
-      const call = waiting.get(id);
+      const answer = event.data;
+      const call = waiting.get(answer.id);
       if (!call) return;
-      waiting.delete(id);
-      if (vectors) call.resolve(vectors.map((b) => new Float32Array(b)));
-      else call.reject(new Error(`the embedding thread failed: ${error}`));
+      waiting.delete(answer.id);
+      if (answer.error === undefined) call.resolve(answer);
+      else call.reject(new Error(`the embedding thread failed: ${answer.error}`));
     };
     w.onerror = (event) => failAll(`the embedding thread failed: ${event.message}`);
     worker = w;
     return w;
   };
-  return {
-    embed(texts) {
-      if (stopped) return Promise.reject(new Error("the embedding thread is stopped"));
-      if (texts.length === 0) return Promise.resolve([]);
-      const id = next++;
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-          waiting.delete(id);
-          reject(new Error("the embedding thread did not answer in time"));
-        }, answerTimeoutMs);
-        const done = () => clearTimeout(timer);
-        waiting.set(id, {
-          resolve: (v) => {
-            done();
-            resolve(v);
-          },
-          reject: (e) => {
-            done();
-            reject(e);
-          },
-        });
-        started().postMessage({ id, texts } satisfies EmbedRequest);
+  /** Sends one request and waits for its answer (at most answerTimeoutMs). */
+  const ask = (request: EmbedRequest): Promise<EmbedAnswer> => {
+    if (stopped) return Promise.reject(new Error("the embedding thread is stopped"));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        waiting.delete(request.id);
+        reject(new Error("the embedding thread did not answer in time"));
+      }, answerTimeoutMs);
+      waiting.set(request.id, {
+        resolve: (a) => {
+          clearTimeout(timer);
+          resolve(a);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
       });
+      started().postMessage(request);
+    });
+  };
+  return {
+    async embed(texts) {
+      if (texts.length === 0 && !stopped) return [];
+      const { vectors } = await ask({ id: next++, texts });
+      return (vectors ?? []).map((b) => new Float32Array(b));
+    },
+    async store(store) {
+      const { stored } = await ask({ id: next++, store });
+      return stored ?? { read: 0, touched: [] };
     },
     stop() {
       stopped = true;

@@ -1,5 +1,5 @@
 import type { Core } from "../core";
-import type { Embeddings } from "../storage/storage";
+import type { Embeddings, VectorKey } from "../storage/storage";
 import { EmbedError, embedSettings, embedTexts, newCost } from "./client";
 import { type EmbedThread, startEmbedThread } from "./thread";
 
@@ -16,11 +16,28 @@ const threads = new WeakMap<object, EmbedThread>();
 export async function embedPendingBatch(core: Core<Embeddings>): Promise<number> {
   const s = embedSettings(core.config);
   if (!s) return 0;
+  // The built-in embedder: on the server's embedding thread when it has one (not on this one).
+  const thread = s.builtin ? threads.get(core.notifier) : undefined;
+  const elsewhere = core.storage.vectorsElsewhere;
+  if (thread && elsewhere) {
+    // LMDB: the thread reads the queue and writes the vectors too; this one only follows them.
+    const done = elsewhere.begin();
+    let touched: VectorKey[] = [];
+    try {
+      const stored = await thread.store({
+        dataDir: elsewhere.dataDir,
+        mapSizeMb: elsewhere.mapSizeMb,
+        limit: batchSize,
+      });
+      touched = stored.touched;
+      return stored.read;
+    } finally {
+      done(touched);
+    }
+  }
   const pending = await core.storage.pendingEmbeddings(batchSize);
   if (pending.length === 0) return 0;
   const texts = pending.map((p) => p.content);
-  // The built-in embedder: on the server's embedding thread when it has one (not on this one).
-  const thread = s.builtin ? threads.get(core.notifier) : undefined;
   const vectors = thread ? await thread.embed(texts) : await embedTexts(s, texts, newCost());
   // A memory changed meanwhile keeps its newer state (setVectors checks updatedAt).
   await core.storage.setVectors(pending.map((p, i) => ({ id: p.id, updatedAt: p.updatedAt, vector: vectors[i] })));

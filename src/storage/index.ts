@@ -6,6 +6,9 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs"
 import { resolve } from "node:path";
 import { backupStore } from "./lmdb/backup";
 import { compactStore } from "./lmdb/compact";
+
+export { embedPendingElsewhere } from "./lmdb/embeddings";
+
 import { openLmdb } from "./lmdb/index";
 import { lockDataDir } from "./lock";
 import { postgresBackupAdvice, postgresCompactAdvice } from "./postgres/advice";

@@ -183,6 +183,9 @@ export interface Scored {
   score: number;
 }
 
+/** Where a memory's vector is kept: [namespace, entity, id]. */
+export type VectorKey = [namespace: string, entity: string, id: string];
+
 /** A memory whose embedding is owed: its content as of `updatedAt`. */
 export interface PendingEmbedding {
   id: string;
@@ -435,6 +438,18 @@ export interface Embeddings {
    * many were stored.
    */
   setVectors(items: readonly { id: string; updatedAt: number; vector: Float32Array | number[] }[]): Promise<number>;
+  /**
+   * LMDB only: another thread of this process may embed pending memories and store their
+   * vectors itself, on its own handle of the same environment (opened from `dataDir`), so that
+   * the thread serving requests does not write them (embedding/embed-thread.ts). `begin` is
+   * called before such a batch: it counts as a write in flight until the function it returns is
+   * called with the vector keys the batch wrote, which the in-memory vectors then follow.
+   */
+  vectorsElsewhere?: {
+    dataDir: string;
+    mapSizeMb?: number;
+    begin(): (touched: readonly VectorKey[]) => void;
+  };
   /**
    * Rebuilds the keyword index from the current memories (for upgrades and repairs); with
    * `embeddings`, also drops every vector and marks every current memory pending. Returns the

@@ -89,7 +89,7 @@ interface Word {
 /**
  * Words seen, so that each is looked up and stemmed once per process (until the cache fills): an
  * open-addressing table by a hash of the word's characters, so that a plain ASCII text's words
- * are found without making a string of each (wordsOf; a string per word and a Map lookup took
+ * are found without making a string of each (stemAscii; a string per word and a Map lookup took
  * most of the CPU of tokenizing a memory).
  */
 let slots = new Int32Array(1024);

@@ -19,6 +19,7 @@ import {
   trailFilter,
   trailItems,
 } from "./service";
+import { SharedTrail } from "./shared-trail";
 import { signedHeaders } from "./signing";
 
 export interface DeliveryOptions {
@@ -40,6 +41,13 @@ export interface DeliveryOptions {
 
 /** The least time between two reads of the trail by one idle subscription (ms). */
 const scanSpacingMs = 5;
+/**
+ * The least time between two cursor writes of one subscription while it delivers (ms): each is a
+ * transaction of its own beside the store path's (on LMDB, a turn of the one write lock and a
+ * flush), so ten subscriptions delivering every event would otherwise write ten for each of its
+ * commits. A crash sends what was delivered since the last write again, with the same ids.
+ */
+const flushSpacingMs = 250;
 /** Delivery attempts the log keeps per subscription (storage keeps the newest 100). */
 const keptDeliveries = 100;
 
@@ -127,7 +135,9 @@ export function startDeliverer(
     for (const w of workers.values()) w.wake(true);
   };
   // A commit wakes the workers only (a flag each); the supervisor reads the subscriptions on changes and polls.
+  const trail = new SharedTrail(storage, scanSpacingMs);
   const unsubscribe = core.notifier.subscribeAll(() => {
+    trail.committed();
     for (const w of workers.values()) w.wake();
   });
 
@@ -159,6 +169,7 @@ export function startDeliverer(
         .catch((e) => logger.error("webhook delivery failed", { webhook: id, error: String((e as Error)?.stack ?? e) }))
         .finally(() => {
           clearInterval(this.renewer);
+          clearTimeout(this.flushTimer);
           workers.delete(id);
           if (this.leased) storage.releaseWebhook(id, owner).catch(() => {});
         });
@@ -168,9 +179,19 @@ export function startDeliverer(
       return !this.abort.signal.aborted && !stopped;
     }
 
-    /** Writes the successes waiting, unless a write is in flight (its end writes them). */
+    private flushTimer: ReturnType<typeof setTimeout> | undefined;
+    private flushedAt = Number.NEGATIVE_INFINITY;
+
+    /** Writes the successes waiting, once flushSpacingMs has passed since the last write and none is in flight. */
     private flushSoon() {
-      if (!this.flushing && this.delivered.length > 0) void this.flush();
+      if (this.flushing || this.flushTimer || this.delivered.length === 0) return;
+      const wait = flushSpacingMs - (performance.now() - this.flushedAt);
+      if (wait <= 0) void this.flush();
+      else
+        this.flushTimer = setTimeout(() => {
+          this.flushTimer = undefined;
+          void this.flush();
+        }, wait);
     }
 
     /**
@@ -181,6 +202,7 @@ export function startDeliverer(
       if (this.flushing || this.delivered.length === 0) return this.flushing ?? Promise.resolve();
       const batch = this.delivered.splice(0).slice(-keptDeliveries);
       const last = batch[batch.length - 1];
+      this.flushedAt = performance.now();
       const rev = this.rev;
       beforeWrite();
       this.flushing = storage
@@ -317,7 +339,7 @@ export function startDeliverer(
         }
         if (buffer.length === 0) {
           scannedAt = performance.now();
-          const page = await storage.trailAfter(pos, trailFilter(w), 100);
+          const page = await trail.after(pos, trailFilter(w), 100);
           if (page.events.length > 0 || page.erasures.length > 0) {
             // Committed is not yet durable on LMDB: never deliver what a crash could take back.
             await storage.durable();

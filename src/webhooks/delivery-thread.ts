@@ -83,10 +83,11 @@ async function start(m: Extract<ToThread, { type: "init" }>) {
   const at = (level: LogLevel) => (msg: string, fields?: Record<string, unknown>) =>
     post({ type: "log", level, msg, fields });
   const logger: Logger = { debug: () => {}, info: at("info"), warn: at("warn"), error: at("error"), flush() {} };
-  // Only the webhooks' roles are used: no search lists, no snapshots, two connections.
+  // Only the webhooks' roles are used: no search lists, no snapshots, five connections (ten
+  // subscriptions catching up each read an event and write a cursor at a time).
   const opened = await openStorage({
     ...m.settings,
-    dbPool: 2,
+    dbPool: 5,
     pgKeywordLists: false,
     pgSnapshotFrom: 0,
     keywordPrebuild: 0,

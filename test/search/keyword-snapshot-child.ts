@@ -7,6 +7,7 @@ import { packing } from "../../src/index/keyword";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { snapshotting } from "../../src/storage/lmdb/keyword-cache";
 import { snapshotDir } from "../../src/storage/lmdb/keyword-snapshot";
+import { deferring } from "../../src/storage/lmdb/touched";
 import { queryTerms } from "../../src/text/tokens";
 import { seededRandom } from "../helpers";
 
@@ -17,6 +18,8 @@ const vocab = "tea coffee cafe dog cat lisbon paris nurse piano runs daily vegan
   " ",
 );
 packing.upTo = 0; // (lists, as the parent's: a snapshot is written)
+// Each commit followed at once (not in batches): the saves below begin after a count of changes.
+deferring.batch = 1;
 const s = await openLmdb(dir);
 const add = (i: number, word?: string) => ({
   event: "ADD" as const,

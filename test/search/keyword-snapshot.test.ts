@@ -14,6 +14,7 @@ import { KeywordSpace, packing } from "../../src/index/keyword";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { snapshotStats, snapshotting } from "../../src/storage/lmdb/keyword-cache";
 import { readSnapshot, snapshotDir, snapshotJob, writeSnapshot } from "../../src/storage/lmdb/keyword-snapshot";
+import { deferring } from "../../src/storage/lmdb/touched";
 import type { MemoryOp } from "../../src/storage/storage";
 import { queryTerms } from "../../src/text/tokens";
 import { seededRandom, tempDir } from "../helpers";
@@ -23,8 +24,12 @@ const dirs: { cleanup: () => void }[] = [];
 // The namespaces here are small: as lists, not packed (packed ones are not snapshotted).
 const upTo = packing.upTo;
 packing.upTo = 0;
+// Each commit followed at once (not in batches): saves here begin after counts of changes.
+const batch = deferring.batch;
+deferring.batch = 1;
 afterAll(() => {
   packing.upTo = upTo;
+  deferring.batch = batch;
   for (const d of dirs) d.cleanup();
 });
 const ns = "snap";

@@ -3,7 +3,9 @@
 // to the database (storage/postgres/snapshots.ts), and a replica started later reads them before
 // it reports ready, caught up with every change committed since: its first search answers from
 // memory, equal to the SQL path's. An erasure deletes the namespace's snapshot in its transaction,
-// and the one written after it holds none of the erased words.
+// and the one written after it holds none of the erased words. A replica killed (kill -9) in the
+// middle of writing a snapshot leaves the one before it whole: the next replica reads that one and
+// catches up, so it answers as the SQL path does.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import {
@@ -175,5 +177,90 @@ describe("keyword lists persisted in PostgreSQL", () => {
     expect(await metric(c, "memd_pg_keyword_snapshots_read_total")).toBe(1);
     expect(await search(c, "quokka ziggurat")).toEqual([]);
     expect(await search(c, "garden")).toEqual(await search(sqlOnly, "garden"));
+  }, 180_000);
+});
+
+describe("a replica killed while it writes a snapshot", () => {
+  test("leaves the last whole snapshot: the next replica reads it and catches up (no partial or stale answer)", async () => {
+    const kns = "killed";
+    const keep = (s: ServerProcess, entity: string, content: string) =>
+      call(s, "POST", "/v1/memory", { namespace: kns, entity, content, infer: false }).then((r) => {
+        expect(r.status).toBe(200);
+        return r.body.memories[0].id as string;
+      });
+    const find = async (s: ServerProcess, query: string) => {
+      const r = await call(s, "POST", "/v1/memory/search", { namespace: kns, query, mode: "keyword", limit: 10 });
+      expect(r.status).toBe(200);
+      return (r.body.results as any[]).map((h) => [h.content, Number(h.score).toFixed(9)]);
+    };
+    const row = async () => {
+      const [r] =
+        await db`SELECT token, parts, upto FROM search_snapshots WHERE namespace = ${kns} AND kind = 'keyword'`;
+      return r as { token: string; parts: number; upto: string } | undefined;
+    };
+    const k = await start("k");
+    for (let i = 0; i < 40; i++) await keep(k, `user${i % 4}`, `note ${i} on ${words[i % words.length]}`);
+    await until("K's first snapshot written", async () => {
+      await find(k, "tea");
+      return (await row()) !== undefined;
+    });
+    const first = (await row())!;
+    // Changes after it (more than a quarter of the namespace: K writes again at its next search).
+    const gone = await keep(k, "user1", "a cedar note deleted after the first snapshot");
+    for (let i = 0; i < 15; i++) await keep(k, "user2", `later ${i} on ${words[(i * 3) % words.length]}`);
+    await keep(k, "user3", "quasar cedar stored after the first snapshot");
+    expect((await call(k, "DELETE", `/v1/memory/${gone}?namespace=${kns}`)).status).toBeLessThan(300);
+
+    // Hold the snapshot's row: K's next write stops at its last statement (parts written, the old
+    // parts deleted, the row to replace), uncommitted. Then K is killed there.
+    let release!: () => void;
+    let held!: () => void;
+    const holding = new Promise<void>((r) => {
+      held = r;
+    });
+    const holder = db.begin(async (tx) => {
+      await tx`SELECT token FROM search_snapshots WHERE namespace = ${kns} AND kind = 'keyword' FOR UPDATE`;
+      held();
+      await new Promise<void>((r) => {
+        release = r;
+      });
+    });
+    await holding;
+    await find(k, "cedar"); // catches up: a quarter changed, so it writes
+    await until("K's second write waiting on the row", async () => {
+      const [w] = await db`SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO search_snapshots%'`;
+      return w.n > 0;
+    });
+    k.proc.kill("SIGKILL");
+    await k.proc.exited;
+    release();
+    await holder;
+    // The killed write is rolled back (its client is gone): the clock row it held is free again.
+    await until("the killed transaction gone", async () => {
+      try {
+        await db.begin((tx) => tx`SELECT 1 FROM namespace_clock WHERE namespace = ${kns} FOR UPDATE NOWAIT`);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    // Only the first snapshot, whole: its row and every one of its parts, no other part.
+    expect(await row()).toEqual(first);
+    const [parts] = await db`SELECT count(*) FILTER (WHERE token = ${first.token})::int AS mine,
+        count(*) FILTER (WHERE token <> ${first.token})::int AS other
+      FROM search_snapshot_parts WHERE namespace = ${kns} AND kind = 'keyword'`;
+    expect(parts).toEqual({ mine: Number(first.parts), other: 0 });
+
+    const next = await start("after-kill");
+    await ready(next);
+    const [n] = await db`SELECT count(*)::int AS n FROM search_snapshots WHERE kind = 'keyword'`;
+    expect(await metric(next, "memd_pg_keyword_snapshots_read_total")).toBe(n.n);
+    for (const q of ["cedar", "quasar", "deleted", "tea piano", "note 7"]) {
+      const got = await find(next, q);
+      expect({ q, got }).toEqual({ q, got: await find(sqlOnly, q) });
+    }
+    expect((await find(next, "quasar")).map(([c]) => c)).toEqual(["quasar cedar stored after the first snapshot"]);
+    expect(await find(next, "deleted")).toEqual([]);
   }, 180_000);
 });

@@ -149,39 +149,63 @@ test("an erasure deletes the namespace's snapshot in its transaction", async () 
   expect((await b.vectors.ready(ns))?.size).toBe(225);
 }, 60_000);
 
-test("freeze and thaw: the space thawed answers as the one frozen, through later changes", () => {
-  const dims = 40;
-  const draw = clustered(67, dims);
-  const keeper = new FourBit();
-  const original = new VectorSpace((_id, _e, row) => keeper.read(row), keeper);
-  for (let i = 0; i < 700; i++) original.set(`m${i}`, `e${i % 5}`, draw());
-  original.set("odd", "e1", Float32Array.of(1, 0, 0));
-  const f = original.freeze()!;
-  // Through bytes, as the database holds them.
-  const sections = f.sections.map((b) => new Uint8Array(new Uint8Array(b.buffer, b.byteOffset, b.byteLength)));
-  const k2 = new FourBit();
-  const thawed = VectorSpace.thaw(JSON.parse(JSON.stringify(f.header)), sections, (_id, _e, row) => k2.read(row), k2)!;
-  expect(thawed.size).toBe(original.size);
-  const same = () => {
-    for (let i = 0; i < 10; i++) {
-      const q = draw();
-      const entity = i % 2 ? "e3" : undefined;
-      const x = original.nearest(entity, q, 30);
-      const y = thawed.nearest(entity, q, 30);
-      expect(y.ids).toEqual(x.ids);
-      expect(Array.from(y.sims)).toEqual(Array.from(x.sims));
-    }
-  };
-  same();
-  for (let i = 0; i < 400; i++) {
-    const v = draw();
-    original.set(`n${i}`, `e${i % 7}`, v);
-    thawed.set(`n${i}`, `e${i % 7}`, v);
-    original.set(`m${i * 2}`, `e${(i * 2) % 5}`, undefined);
-    thawed.set(`m${i * 2}`, `e${(i * 2) % 5}`, undefined);
-  }
-  same();
-});
+// (17,000 rows: the 4-bit copy's first block, 16,384 rows, is thawed as a view of the sections,
+// then written to by the changes, then copied out of them: FourBit.own.)
+test.each([700, 17_000])(
+  "freeze and thaw (%i rows): the space thawed answers as the one frozen, through later changes",
+  (n) => {
+    const dims = n > 1000 ? 16 : 40;
+    const draw = clustered(67, dims);
+    const keeper = new FourBit();
+    const original = new VectorSpace((_id, _e, row) => keeper.read(row), keeper);
+    for (let i = 0; i < n; i++) original.set(`m${i}`, `e${i % 5}`, draw());
+    original.set("odd", "e1", Float32Array.of(1, 0, 0));
+    const f = original.freeze()!;
+    // Through bytes, as the database holds them.
+    const sections = f.sections.map((b) => new Uint8Array(new Uint8Array(b.buffer, b.byteOffset, b.byteLength)));
+    const k2 = new FourBit();
+    const thawed = VectorSpace.thaw(
+      JSON.parse(JSON.stringify(f.header)),
+      sections,
+      (_id, _e, row) => k2.read(row),
+      k2,
+    )!;
+    expect(thawed.size).toBe(original.size);
+    const same = () => {
+      for (let i = 0; i < 10; i++) {
+        const q = draw();
+        const entity = i % 2 ? "e3" : undefined;
+        const x = original.nearest(entity, q, 30);
+        const y = thawed.nearest(entity, q, 30);
+        expect(y.ids).toEqual(x.ids);
+        expect(Array.from(y.sims)).toEqual(Array.from(x.sims));
+      }
+    };
+    same();
+    const change = (from: number) => {
+      for (let i = from; i < from + 400; i++) {
+        const v = draw();
+        original.set(`n${i}`, `e${i % 7}`, v);
+        thawed.set(`n${i}`, `e${i % 7}`, v);
+        original.set(`m${i * 2}`, `e${(i * 2) % 5}`, undefined);
+        thawed.set(`m${i * 2}`, `e${(i * 2) % 5}`, undefined);
+      }
+    };
+    change(0);
+    same();
+    k2.own();
+    change(400);
+    same();
+    // Frozen again after the changes (cells grown, rows moved), and thawed: still the same.
+    const g = thawed.freeze()!;
+    const k3 = new FourBit();
+    const bytes = g.sections.map((b) => new Uint8Array(b.buffer as ArrayBuffer, b.byteOffset, b.byteLength));
+    const again = VectorSpace.thaw(g.header, bytes, (_id, _e, row) => k3.read(row), k3)!;
+    expect(again.size).toBe(original.size);
+    const q = draw();
+    expect(again.nearest(undefined, q, 30).ids).toEqual(original.nearest(undefined, q, 30).ids);
+  },
+);
 
 test("an erasure committed while a snapshot is being written: that snapshot is refused, never committed", async () => {
   const a = await open();

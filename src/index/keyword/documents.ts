@@ -17,22 +17,22 @@ export class DocumentTable {
   /** Documents numbered so far (gone ones included). */
   count = 0;
   /** Document number -> its id: 4 words of a UUID, or (any other id) zeros and an entry in `otherIds`. */
-  idWords = new Int32Array(16);
+  idWords: Int32Array;
   readonly otherIds = new Map<number, string>();
   /** Open addressing (linear probing) over the live documents' ids: document + 1, 0 when empty. */
-  table = new Int32Array(8);
+  table: Int32Array;
   /** Document number -> 1 once the document is gone. */
-  gone = new Uint8Array(4);
+  gone: Uint8Array;
   /** Document number -> its length, creation time, entity, and where its list ids start in the pool. */
-  docLen = new Int32Array(4);
-  docCreated = new Float64Array(4);
-  docEntity = new Int32Array(4);
-  docStart = new Int32Array(5);
+  docLen: Int32Array;
+  docCreated: Float64Array;
+  docEntity: Int32Array;
+  docStart: Int32Array;
   /** The (list id, tf) pairs of every document, in document order, each number a varint (7 bits a byte, low first). */
-  pool = new Uint8Array(64);
+  pool: Uint8Array;
   /** listsOf's answer: a document's list ids and tfs. */
-  termIds = new Int32Array(16);
-  termTfs = new Int32Array(16);
+  termIds: Int32Array;
+  termTfs: Int32Array;
   /** Entities: names, and per entity its documents (gone ones included until compaction) and how many are live. */
   readonly entityNames: string[] = [];
   readonly entityIndex = new Map<string, number>();
@@ -51,6 +51,24 @@ export class DocumentTable {
   dead = 0;
   /** Snapshots being written of it (freeze): no compaction meanwhile (it rewrites the lists in place). */
   frozen = 0;
+
+  /**
+   * Arrays with room for `room` documents (about 16 bytes of terms each); 0: none allocated, for
+   * a packed space (space.ts), which uses none of them until it unpacks (a small namespace's
+   * brought back and searched over and over: their garbage stayed in the process).
+   */
+  constructor(room = 4) {
+    this.idWords = room ? new Int32Array(room * 4) : NO_I32;
+    this.table = room ? new Int32Array(tableSize(room)) : NO_I32;
+    this.gone = room ? new Uint8Array(room) : NO_U8;
+    this.docLen = room ? new Int32Array(room) : NO_I32;
+    this.docCreated = room ? new Float64Array(room) : NO_F64;
+    this.docEntity = room ? new Int32Array(room) : NO_I32;
+    this.docStart = room ? new Int32Array(room + 1) : NO_I32;
+    this.pool = room ? new Uint8Array(room * 16) : NO_U8;
+    this.termIds = room ? new Int32Array(16) : NO_I32;
+    this.termTfs = room ? new Int32Array(16) : NO_I32;
+  }
 
   /** Live documents and their total length: BM25's N and average length over the namespace. */
   get stats(): { docs: number; totalLength: number } {
@@ -184,3 +202,8 @@ export class DocumentTable {
     return n;
   }
 }
+
+/** A packed space's arrays (never written: of length 0). */
+export const NO_I32 = new Int32Array(0);
+export const NO_U8 = new Uint8Array(0);
+export const NO_F64 = new Float64Array(0);

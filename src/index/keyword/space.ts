@@ -32,14 +32,11 @@ export class KeywordSpace extends DocumentTable {
   constructor(
     private readonly compactAfter = 10000,
     packed = false,
+    room?: number,
   ) {
-    super();
-    if (packed) {
-      this.small = "";
-      // (Nothing of the document table is used while packed: unpack makes it.)
-      Object.assign(this, { idWords: NO_I32, table: NO_I32, docLen: NO_I32, docEntity: NO_I32, docStart: NO_I32 });
-      Object.assign(this, { gone: NO_U8, pool: NO_U8, docCreated: NO_F64, termIds: NO_I32, termTfs: NO_I32 });
-    }
+    // (Nothing of the document table is used while packed: unpack makes it.)
+    super(packed ? 0 : room);
+    if (packed) this.small = "";
   }
 
   /** Each packed document's id and terms (see small). */
@@ -65,7 +62,7 @@ export class KeywordSpace extends DocumentTable {
    */
   expanded(terms?: ReadonlySet<string>): KeywordSpace {
     if (this.small === undefined) return this;
-    const s = new KeywordSpace(this.compactAfter);
+    const s = new KeywordSpace(this.compactAfter, false, Math.max(this.live, 1));
     for (const [id, v] of this.packedDocs()) {
       if (terms) {
         // (A search's: only its terms' lists, each document's length still all of its terms. The
@@ -386,9 +383,6 @@ const SPACE_BYTES = 1024;
 const LIST_BYTES = 400;
 const ENTITY_BYTES = 150;
 const OTHER_ID_BYTES = 100;
-const NO_I32 = new Int32Array(0);
-const NO_U8 = new Uint8Array(0);
-const NO_F64 = new Float64Array(0);
 
 /** A memory's indexed terms: [length, createdAt, entity, term, tf, term, tf, ...]. */
 export type DocTerms = (string | number)[];

@@ -67,15 +67,24 @@ export interface RowKeeper {
   heldBytes?(): number;
   /** Copies of what it holds for rows 0..rows-1, for a snapshot (VectorSpace.freeze). */
   freeze?(rows: number): ArrayBufferView[];
-  /** Takes back what `freeze` gave, for `rows` rows (the arrays may be used as they are). */
-  thaw?(sections: Uint8Array<ArrayBuffer>[], rows: number): void;
+  /**
+   * Takes back what `freeze` gave, for `rows` rows (the arrays may be used as they are); false
+   * when they do not fit.
+   */
+  thaw?(sections: Uint8Array<ArrayBuffer>[], rows: number): boolean;
 }
 
 /** A space as of one moment, for a snapshot: its sizes and names, and its arrays' copies. */
 export interface FrozenVectors {
   header: VectorHeader;
-  /** In order: the kernel's memory up to its top, rowEntity, sum, cellOf, placeOf, cellLen, cellAt, cellRoom, every cell's rows, the ids' words and UUID flags (row-ids.ts), then its keeper's. */
+  /**
+   * In order: the kernel's memory compacted (below the heap, then the centres' codes, then each
+   * cell's codes or the rows' codes, packed), rowEntity, sum, cellOf, placeOf, cellLen, cellAt
+   * and cellRoom (in the compacted memory), every cell's rows, the ids' words, UUID flags and
+   * table (row-ids.ts), then its keeper's, from `keeperAt` on.
+   */
   sections: ArrayBufferView[];
+  keeperAt: number;
 }
 
 /** A frozen space's scalars and names (JSON). */
@@ -96,8 +105,12 @@ export interface VectorHeader {
   otherIds: [number, string][];
 }
 
-/** The layout of a frozen space's sections (a snapshot of another is not read). */
-const VECTOR_FORMAT = 2;
+/**
+ * The layout of a frozen space's sections (a snapshot of another is not read). 3: the kernel's
+ * memory compacted (each block's codes only, no room or holes: a third of what 2 held at
+ * 1,000,000, from a load) and the ids' table.
+ */
+const VECTOR_FORMAT = 3;
 
 /** The scalar offsets a frozen space keeps, in this order. */
 const OFFSETS = ["vAt", "meanAt", "centresAt", "centresRoom", "heap", "top", "wasted", "rowAt", "rowRoom"] as const;
@@ -292,21 +305,55 @@ export class VectorSpace {
       cellRows.set(this.cellRows[c].subarray(0, this.cellLen[c]), at);
       at += this.cellLen[c];
     }
+    // The kernel's memory without room or holes (thaw lays the blocks out with room again).
+    const b = this.bytes;
+    const blocks: [from: number, length: number][] = [];
+    if (this.cells > 0) {
+      blocks.push([this.centresAt, this.centresRoom]);
+      for (let c = 0; c < this.cells; c++) blocks.push([this.cellAt[c], this.cellLen[c]]);
+    } else if (this.rowRoom > 0) blocks.push([this.rowAt, rows]);
+    let size = this.heap;
+    for (const [, n] of blocks) size = align(size + n * b, 16);
+    const memory = new Uint8Array(this.kernel ? size : 0);
+    const placed: number[] = [];
+    if (this.kernel) {
+      memory.set(this.u8.subarray(0, this.heap));
+      let at = this.heap;
+      for (const [from, n] of blocks) {
+        memory.set(this.u8.subarray(from, from + n * b), at);
+        placed.push(at);
+        at = align(at + n * b, 16);
+      }
+      const compact: Record<(typeof OFFSETS)[number], number> = {
+        vAt: this.vAt,
+        meanAt: this.meanAt,
+        centresAt: this.cells > 0 ? placed[0] : this.centresAt,
+        centresRoom: this.cells > 0 ? this.centresRoom : 0,
+        heap: this.heap,
+        top: size,
+        wasted: 0,
+        rowAt: this.cells > 0 ? 0 : (placed[0] ?? 0),
+        rowRoom: this.cells > 0 ? 0 : rows,
+      };
+      header.offsets = OFFSETS.map((k) => compact[k]);
+    }
     const sections: ArrayBufferView[] = [
-      this.kernel ? this.u8.slice(0, this.top) : new Uint8Array(0),
+      memory,
       this.rowEntity.slice(0, rows),
       this.sum.slice(),
       this.cells > 0 ? this.cellOf.slice(0, rows) : new Int32Array(0),
       this.cells > 0 ? this.placeOf.slice(0, rows) : new Int32Array(0),
       this.cellLen.slice(0, this.cells),
-      this.cellAt.slice(0, this.cells),
-      this.cellRoom.slice(0, this.cells),
+      Int32Array.from(placed.slice(1)),
+      this.cellLen.slice(0, this.cells),
       cellRows,
       ids.words,
       ids.uuid,
-      ...(keeper?.freeze?.(rows) ?? []),
+      ids.table,
     ];
-    return { header, sections };
+    const keeperAt = sections.length;
+    sections.push(...(keeper?.freeze?.(rows) ?? []));
+    return { header, sections, keeperAt };
   }
 
   /**
@@ -326,7 +373,7 @@ export class VectorSpace {
     };
     const { rows, cells, dims } = header;
     if (header.format !== VECTOR_FORMAT || i32(1).length !== rows) return undefined;
-    const ids = RowIds.thaw(i32(9), sections[10] ?? new Uint8Array(0), header.otherIds, rows);
+    const ids = RowIds.thaw(i32(9), sections[10] ?? new Uint8Array(0), i32(11), header.otherIds, rows);
     if (!ids) return undefined;
     s.rowIds = ids;
     if (header.codes) {
@@ -336,12 +383,44 @@ export class VectorSpace {
         me[k] = header.offsets[i];
       });
       Object.assign(s, { rows, cells });
-      if (!s.fits(0)) return undefined;
-      s.u8.set(sections[0]);
+      // The blocks laid out again with room (a quarter more), as makeCells lays them out.
+      const memory = sections[0];
+      const b = s.bytes;
+      const copies: [from: number, to: number, bytes: number][] = [];
+      let at = s.heap;
+      const place = (from: number, n: number, room: number) => {
+        copies.push([from, at, n * b]);
+        const to = at;
+        at = align(at + room * b, 16);
+        return to;
+      };
+      if (cells > 0) {
+        s.centresAt = place(s.centresAt, s.centresRoom, s.centresRoom);
+        const len = i32(5);
+        const from = i32(6);
+        if (len.length !== cells || from.length !== cells) return undefined;
+        s.cellLen = len.slice();
+        s.cellAt = new Int32Array(cells);
+        s.cellRoom = new Int32Array(cells);
+        for (let c = 0; c < cells; c++) {
+          s.cellRoom[c] = Math.max(16, Math.ceil(len[c] * 1.25));
+          s.cellAt[c] = place(from[c], len[c], s.cellRoom[c]);
+        }
+      } else if (s.rowRoom > 0) {
+        s.rowRoom = Math.max(64, Math.ceil(rows * 1.25));
+        s.rowAt = place(s.rowAt, rows, s.rowRoom);
+      }
+      s.top = at;
+      s.wasted = 0;
+      if (memory.length < s.heap || copies.some(([from, , n]) => from + n > memory.length) || !s.fits(0))
+        return undefined;
+      s.u8.set(memory.subarray(0, s.heap));
+      for (const [from, to, n] of copies) s.u8.set(memory.subarray(from, from + n), to);
       const sum = sections[2];
       s.sum = new Float64Array(sum.buffer.slice(sum.byteOffset, sum.byteOffset + sum.byteLength));
     } else s.dims = dims;
-    s.capacity = Math.max(header.capacity, rows);
+    // (Room for a quarter more: the first rows a catching up adds do not copy every per-row array.)
+    s.capacity = Math.max(header.capacity, Math.ceil(rows * 1.25));
     s.rowIds.reserve(s.capacity);
     s.rowEntity = new Int32Array(s.capacity);
     s.rowEntity.set(i32(1));
@@ -353,9 +432,7 @@ export class VectorSpace {
       s.cellOf.set(i32(3));
       s.placeOf = new Int32Array(s.capacity);
       s.placeOf.set(i32(4));
-      s.cellLen = i32(5).slice();
-      s.cellAt = i32(6).slice();
-      s.cellRoom = i32(7).slice();
+      if (!header.codes) return undefined;
       const all = i32(8);
       s.cellRows = [];
       for (let c = 0, at = 0; c < cells; c++) {
@@ -371,7 +448,7 @@ export class VectorSpace {
     });
     s.rowsOf = undefined;
     for (const [id, entity, v] of header.odd) s.odd.set(id, { entity, v: Float32Array.from(v) });
-    keeper?.thaw?.(sections.slice(11), rows);
+    if (keeper?.thaw?.(sections.slice(12), rows) === false) return undefined;
     return s;
   }
 

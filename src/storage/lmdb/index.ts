@@ -94,7 +94,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     ...lmdbAsOf(s),
     ...lmdbBrowse(s),
     ...lmdbSearch(s),
-    ...lmdbEmbeddings(s),
+    ...lmdbEmbeddings(s, options.mapSizeMb),
     ...lmdbKeys(s),
     ...lmdbErasure(s),
     ...lmdbTransfer(s),

@@ -79,6 +79,19 @@ type Loading = {
 /** A stored vector's bytes as float32 (copied: the buffer may be reused by lmdb-js). */
 const toFloats = (b: Uint8Array) => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 
+let scratch = new Float32Array(0);
+/**
+ * A stored vector's bytes as float32, valid until the next read: a view of them when aligned,
+ * else a copy in a buffer reused by the next call. For what is used at once (VectorSpace.set
+ * copies what it keeps): no allocation and copy per vector followed or loaded.
+ */
+const transient = (b: Uint8Array) => {
+  if (b.byteOffset % 4 === 0) return new Float32Array(b.buffer, b.byteOffset, b.byteLength >> 2);
+  if (scratch.length !== b.byteLength >> 2) scratch = new Float32Array(b.byteLength >> 2);
+  new Uint8Array(scratch.buffer).set(b.subarray(0, scratch.length * 4));
+  return scratch;
+};
+
 /**
  * The in-memory vectors of every namespace searched so far; with a data dir, saved in snapshots:
  * `save` writes those changed since their last (at close), `forget` deletes a namespace's (an
@@ -117,6 +130,11 @@ export function vectorCache(
     const b = bytes(ns, entity, id);
     return b && toFloats(b);
   };
+  /** As read, valid until the next read (see transient). */
+  const readNow = (ns: string, entity: string, id: string) => {
+    const b = bytes(ns, entity, id);
+    return b && transient(b);
+  };
   const loads = new WeakMap<VectorSpace, Loading>();
   const restored = new WeakMap<VectorSpace, Restored>();
   /** Per copy read from a snapshot: the vectors its catching up read again or dropped. */
@@ -127,15 +145,22 @@ export function vectorCache(
   /** The copy made last per namespace (saved at close), and those read from a snapshot. */
   const copies = new Map<string, VectorSpace>();
   const thawedOnce = new WeakSet<VectorSpace>();
+  /**
+   * Each copy's 4-bit vectors. Those of a copy read from a snapshot are views of the file, mapped
+   * (four-bit.ts thaw): copied out of it once the file is replaced or deleted (a save, an
+   * erasure), so that no deleted file stays mapped (nor its disk space held) for as long as the
+   * copy lives.
+   */
+  const keepers = new WeakMap<VectorSpace, FourBit>();
   /** Copies loaded whole (caught up): only those are saved. */
   const complete = new WeakSet<VectorSpace>();
   const snapshotStats = { read: 0, written: 0, walked: 0 };
   const stamp = () => snapshotStamp(dbs);
-  /** A memory's vector as the namespace holds it now: [entity, vector], or undefined. */
+  /** A memory's vector as the namespace holds it now: [entity, vector (until the next read)], or undefined. */
   const current = (ns: string, id: string): [string, Float32Array] | undefined => {
     const r = dbs.memories.get(id) as MemoryRecord | undefined;
     if (r?.state !== "current" || r.namespace !== ns) return undefined;
-    const v = read(ns, r.entity, id);
+    const v = readNow(ns, r.entity, id);
     return v && [r.entity, v];
   };
   /** One slice of catching a restored copy up (see Restored); the token returned means "more". */
@@ -178,7 +203,7 @@ export function vectorCache(
       if (r >= 0 && r < st.rows) st.seen![r] = 1;
       else if (r === -2) st.oddSeen.add(id);
       else if (r === -1) {
-        const v = read(ns, k[1] as string, id);
+        const v = readNow(ns, k[1] as string, id);
         if (v) s.set(id, k[1] as string, v);
         st.changes++;
       }
@@ -214,8 +239,13 @@ export function vectorCache(
     const run = async () => {
       try {
         const stampNow = { ...stamp(), atMs, atSeq, mark };
-        if (await writeVectorSnapshot(dataDir, st.ns, stampNow, f.header, f.sections, job, vectorSnapshots.between))
+        const { header, sections, keeperAt } = f;
+        if (
+          await writeVectorSnapshot(dataDir, st.ns, stampNow, header, sections, keeperAt, job, vectorSnapshots.between)
+        ) {
           snapshotStats.written++;
+          keepers.get(s)?.own();
+        }
       } catch {
         // A snapshot is an optimisation: without one the next start reads every vector.
       } finally {
@@ -285,7 +315,7 @@ export function vectorCache(
     if (l.phase === "sample") {
       for (const end = Math.min(l.sample.length, l.next + limit * 4); l.next < end; l.next++) {
         const [, entity, id] = l.sample[l.next];
-        const v = read(ns, entity, id);
+        const v = readNow(ns, entity, id);
         if (!v) continue;
         l.sum ??= new Float64Array(v.length);
         if (v.length !== l.sum.length) continue;
@@ -318,7 +348,7 @@ export function vectorCache(
       return [ns];
     }
     l.cursor = loadSlice(dbs.vectors, ns, l.cursor, limit, (key, value) =>
-      s.set(key[2] as string, key[1] as string, toFloats(value as Uint8Array)),
+      s.set(key[2] as string, key[1] as string, transient(value as Uint8Array)),
     );
     if (l.cursor === undefined) loads.delete(s);
     return l.cursor;
@@ -338,6 +368,7 @@ export function vectorCache(
         }
         saves.set(s, { ns, changes: 0 });
         copies.set(ns, s);
+        keepers.set(s, keeper);
         return s;
       },
       released: (s, ns) => {
@@ -363,7 +394,8 @@ export function vectorCache(
       },
       keep: (s) => s.size > 0,
       bytes: (s) => s.heldBytes(),
-      read: ([ns, entity, id]) => read(ns, entity, id),
+      // (Put or dropped before the next read: refreshTouched.)
+      read: ([ns, entity, id]) => readNow(ns, entity, id),
       drop: (s, [, entity, id]) => {
         s.set(id, entity, undefined);
         changed(s);
@@ -442,6 +474,8 @@ export function vectorCache(
         jobs.delete(ns);
       }
       if (dataDir) dropVectorSnapshot(dataDir, ns);
+      const s = copies.get(ns);
+      if (s) keepers.get(s)?.own();
     },
   });
 }

@@ -219,6 +219,8 @@ export class PgVectorCache {
       const k = new FourBit();
       const read = VectorSpace.thaw(snap.header, snap.sections, (_id, _entity, row) => k.read(row), k);
       if (read) {
+        // (Its blocks copied out of the snapshot's buffer, which then goes: it holds every section.)
+        k.own();
         keeper = k;
         space = read;
         start.upto = snap.upto;
