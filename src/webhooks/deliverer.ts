@@ -41,6 +41,13 @@ export interface DeliveryOptions {
 
 /** The least time between two reads of the trail by one idle subscription (ms). */
 const scanSpacingMs = 5;
+/**
+ * The least time between two cursor writes of one subscription while it delivers (ms): each is a
+ * transaction of its own beside the store path's (on LMDB, a turn of the one write lock and a
+ * flush), so ten subscriptions delivering every event would otherwise write ten for each of its
+ * commits. A crash sends what was delivered since the last write again, with the same ids.
+ */
+const flushSpacingMs = 250;
 /** Delivery attempts the log keeps per subscription (storage keeps the newest 100). */
 const keptDeliveries = 100;
 
@@ -162,6 +169,7 @@ export function startDeliverer(
         .catch((e) => logger.error("webhook delivery failed", { webhook: id, error: String((e as Error)?.stack ?? e) }))
         .finally(() => {
           clearInterval(this.renewer);
+          clearTimeout(this.flushTimer);
           workers.delete(id);
           if (this.leased) storage.releaseWebhook(id, owner).catch(() => {});
         });
@@ -171,9 +179,19 @@ export function startDeliverer(
       return !this.abort.signal.aborted && !stopped;
     }
 
-    /** Writes the successes waiting, unless a write is in flight (its end writes them). */
+    private flushTimer: ReturnType<typeof setTimeout> | undefined;
+    private flushedAt = Number.NEGATIVE_INFINITY;
+
+    /** Writes the successes waiting, once flushSpacingMs has passed since the last write and none is in flight. */
     private flushSoon() {
-      if (!this.flushing && this.delivered.length > 0) void this.flush();
+      if (this.flushing || this.flushTimer || this.delivered.length === 0) return;
+      const wait = flushSpacingMs - (performance.now() - this.flushedAt);
+      if (wait <= 0) void this.flush();
+      else
+        this.flushTimer = setTimeout(() => {
+          this.flushTimer = undefined;
+          void this.flush();
+        }, wait);
     }
 
     /**
@@ -184,6 +202,7 @@ export function startDeliverer(
       if (this.flushing || this.delivered.length === 0) return this.flushing ?? Promise.resolve();
       const batch = this.delivered.splice(0).slice(-keptDeliveries);
       const last = batch[batch.length - 1];
+      this.flushedAt = performance.now();
       const rev = this.rev;
       beforeWrite();
       this.flushing = storage

@@ -1,11 +1,13 @@
 // The LMDB webhooks role: subscriptions (webhooks), their delivery log (webhook_deliveries), and
 // the trail by seq. One process owns a data dir, so leases always hold; seq is commit order.
+import { isMainThread } from "node:worker_threads";
 import type { DeliveryRecord, ErasureRecord, EventRecord, WebhookRecord } from "../records";
 import type { TrailErasure, Webhooks } from "../storage";
 import { inNamespaces, matchesTrail } from "../trail-filter";
 import { lastKey } from "./clock";
 import { END, keys } from "./layout";
-import type { LmdbState } from "./state";
+import { Writes } from "./staging";
+import { flushed, type LmdbState } from "./state";
 import { write } from "./writes";
 
 /** Delivery attempts kept per subscription. */
@@ -13,7 +15,28 @@ const keptDeliveries = 100;
 /** Events looked at per trailAfter call at most, matching or not (a bounded scan). */
 const scanLimit = 5000;
 
+/**
+ * Runs `plan` in a write transaction of this thread, at once, and resolves once it is flushed.
+ * For the webhook delivery thread (src/webhooks/delivery-thread.ts): an async transaction takes
+ * LMDB's one write lock first and then waits for this thread's event loop to run the plan, and
+ * that thread runs nicer than the request thread, so the stores would wait behind its turn.
+ */
+async function writeNow<T>(s: LmdbState, plan: (w: Writes) => T): Promise<T> {
+  const w = new Writes();
+  const result = s.env.transactionSync(() => {
+    const r = plan(w);
+    w.apply();
+    return r;
+  });
+  await flushed(s);
+  return result;
+}
+
 export function lmdbWebhooks(s: LmdbState): Webhooks {
+  // Off the main thread (the delivery thread), writes run synchronously: see writeNow.
+  const writeWebhooks = isMainThread
+    ? <T>(plan: (w: Writes) => T) => write(s, plan)
+    : <T>(plan: (w: Writes) => T) => writeNow(s, plan);
   const { dbs } = s;
   return {
     async insertWebhook(w) {
@@ -29,7 +52,7 @@ export function lmdbWebhooks(s: LmdbState): Webhooks {
     },
 
     updateWebhook(id, change, options = {}) {
-      return write(s, (wr) => {
+      return writeWebhooks((wr) => {
         const w = dbs.webhooks.get(id) as WebhookRecord | undefined;
         if (!w) return undefined;
         const next = change(w);
