@@ -267,7 +267,7 @@ export function vectorCache(
   };
 
   /** One slice of a first load (see Loading); the token returned means "more". */
-  const load = (s: VectorSpace, ns: string, limit: number): Key[] | undefined => {
+  const load = (s: VectorSpace, ns: string, limit: number, later?: (id: string) => boolean): Key[] | undefined => {
     const r = restored.get(s);
     if (r) return catchUp(s, ns, r, limit);
     let l = loads.get(s);
@@ -347,9 +347,10 @@ export function vectorCache(
       l.sample = [];
       return [ns];
     }
-    l.cursor = loadSlice(dbs.vectors, ns, l.cursor, limit, (key, value) =>
-      s.set(key[2] as string, key[1] as string, transient(value as Uint8Array)),
-    );
+    // (A memory a commit touched during the load is read once, after it: not here too.)
+    l.cursor = loadSlice(dbs.vectors, ns, l.cursor, limit, (key, value) => {
+      if (!later?.(key[2] as string)) s.set(key[2] as string, key[1] as string, transient(value as Uint8Array));
+    });
     if (l.cursor === undefined) loads.delete(s);
     return l.cursor;
   };
@@ -382,7 +383,7 @@ export function vectorCache(
         if (noted.size >= 10_000 && !noted.has(ns)) noted.clear();
         noted.set(ns, (noted.get(ns) ?? 0) + changes);
       },
-      load: (s, ns, _after, limit) => load(s, ns, limit),
+      load: (s, ns, _after, limit, later) => load(s, ns, limit, later),
       // Read from the records: saved behind this search, so the next start reads it.
       loaded: (s) => {
         complete.add(s);
