@@ -63,7 +63,8 @@ function wrk(url: string, secs: number): { rps: number; requests: number } {
   const out = p.stdout.toString();
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
   const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
-  if (!(rps > 0) || /Non-2xx/.test(out)) throw new Error(`wrk: ${out}`);
+  if (!(rps > 0) || /Non-2xx/.test(out))
+    throw new Error(`wrk (exit ${p.exitCode}): ${`${out}\n${p.stderr.toString()}`.trim() || "no output"}`);
   return { rps, requests };
 }
 
@@ -135,6 +136,8 @@ export async function storePath(o: StorePathOptions = {}): Promise<StorePathRow[
   const secs = o.secs ?? 5;
   const memd = o.memd ?? { memd: [join(repo, "dist/memd")] };
   const log = o.log ?? console.log;
+  const missing = ["wrk", "taskset"].filter((tool) => !Bun.which(tool));
+  if (missing.length > 0) throw new Error(`${missing.join(" and ")} not found on PATH: run \`make bench-deps\` first`);
   let port = 14000 + Math.floor(Math.random() * 4000);
   const ceilings: Figure[] = [];
   const figures: Record<string, Figure[]> = Object.fromEntries(Object.keys(memd).map((k) => [k, []]));

@@ -10,7 +10,7 @@
 // loader, per importing package, with a module holding a *static* require of the right prebuilt
 // .node file; Bun embeds statically required .node files and dlopens them (via a content-hashed
 // copy in $TMPDIR) at run time.
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, join, resolve } from "node:path";
 import type { BunPlugin } from "bun";
@@ -115,6 +115,9 @@ const result = await Bun.build({
     resolve(root, "src/webhooks/delivery-thread.ts"),
   ],
   compile: { target, outfile },
+  // The threads' entries import the storage as memd's does: split, the modules they share are
+  // one chunk each in the binary instead of a copy per entry point (148 -> 136 MiB).
+  splitting: true,
   // Elysia's deploy guide: skip identifier mangling (keeps class/function names in errors & traces).
   minify: { whitespace: true, syntax: true, identifiers: false },
   bytecode: true, // precompiled JSC bytecode: ~10 ms faster start for a couple of MB
@@ -132,9 +135,13 @@ if (!result.success) {
   for (const log of result.logs) console.error(log);
   process.exit(1);
 }
-// Every entry point's sidecar map (memd's and the threads') is in the binary already.
-for (const name of [`${basename(outfile)}.map`, "embed-thread.js.map", "delivery-thread.js.map"])
-  rmSync(join(dirname(outfile), name), { force: true });
+// Every entry point's and chunk's sidecar map (memd's, the threads', the shared chunks') is in the binary already.
+for (const name of readdirSync(dirname(outfile)))
+  if (
+    [`${basename(outfile)}.map`, "embed-thread.js.map", "delivery-thread.js.map"].includes(name) ||
+    /^chunk-\w+\.js\.map$/.test(name)
+  )
+    rmSync(join(dirname(outfile), name), { force: true });
 const size = Bun.file(outfile).size;
 console.log(
   `built ${outfile} (${(size / 1048576).toFixed(1)} MiB) memd ${pkg.version} ${commit} ${target}\n  page script: ${pageJs.length} bytes, ${Bun.gzipSync(pageJs).length} gzipped\n  embedded addons: ${[...embedded.values()].join(", ")}`,

@@ -91,6 +91,9 @@ export function lmdbWebhooks(s: LmdbState): Webhooks {
     },
 
     async trailAfter(afterSeq, filter, limit) {
+      // The delivery thread is woken right after the request thread's commit; its shared read
+      // transaction is renewed only at its next turn, so it would not see that commit yet.
+      if (!isMainThread) s.env.resetReadTxn();
       if (filter.namespaces.length === 0)
         return {
           events: [],
