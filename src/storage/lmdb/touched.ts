@@ -1,5 +1,5 @@
 import type { Database, Key } from "lmdb";
-import type { SearchMemory } from "../search-memory";
+import { ENTRY_BYTES, type SearchMemory } from "../search-memory";
 import { type Dbs, END } from "./layout";
 
 /** A memory's key in a namespace-scoped index: [namespace, entity, memoryId]. */
@@ -78,13 +78,6 @@ export const loading = {
   /** Between slices of a background load: a timer, so requests go first. */
   background: (): Promise<unknown> => new Promise((resolve) => setTimeout(resolve, 1)),
 };
-
-/**
- * What keeping a copy costs beside the copy itself: its entries in the maps of this cache, of its
- * source's state and of the budget, and the closure that releases it (measured: ~0.9 KiB a
- * namespace of 20 memories, heap after a collection, 10,000 namespaces).
- */
-const ENTRY_BYTES = 1024;
 
 /**
  * A cache made with `deferred` (the keyword lists) follows commits in batches: what a commit

@@ -80,8 +80,11 @@ interface Follower {
   running?: Promise<void>;
   /** The next follow, its statement not sent yet: callers arriving now share it... */
   queued?: Promise<void>;
-  /** ...and the kinds of copy they want in step (a keyword search does not wait for the vectors). */
-  wanted: Set<Copy["wants"]>;
+  /**
+   * ...and the kinds of copy they want in step (a keyword search does not wait for the vectors);
+   * none between follows (a follower is kept for every namespace held: issue 32).
+   */
+  wanted?: Set<Copy["wants"]>;
 }
 
 export interface PgFollowers {
@@ -229,7 +232,7 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
     attach(ns, copy) {
       let f = followers.get(ns);
       if (!f) {
-        f = { copies: new Set(), wanted: new Set() };
+        f = { copies: new Set() };
         followers.set(ns, f);
       }
       f.copies.add(copy);
@@ -246,12 +249,13 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
     caughtUp(ns, wants) {
       const f = followers.get(ns);
       if (!f || f.copies.size === 0) return Promise.resolve();
+      f.wanted ??= new Set();
       f.wanted.add(wants);
       if (f.queued) return f.queued;
       const start = () => {
         f.queued = undefined;
-        const kinds = f.wanted;
-        f.wanted = new Set();
+        const kinds = f.wanted ?? new Set<Copy["wants"]>();
+        f.wanted = undefined;
         const p = run(ns, f, kinds).finally(() => {
           if (f.running === p) f.running = undefined;
         });

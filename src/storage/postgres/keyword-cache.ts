@@ -11,7 +11,7 @@
 // is not current or fails the filter is never returned.
 import type { SQL } from "bun";
 import { KeywordSpace, packTerms, type SpaceParts } from "../../index/keyword";
-import type { SearchMemory } from "../search-memory";
+import { ENTRY_BYTES, type SearchMemory } from "../search-memory";
 import { type Change, type Copy, type PgFollowers, startingPoint } from "./follow";
 import { pgSnapshots, type ReadSnapshot, readSnapshot, viewAs, writeSnapshot } from "./snapshots";
 
@@ -115,8 +115,12 @@ export function pgKeywordLists(
     entries.delete(ns);
     followers.detach(ns, e);
   };
-  /** Counts the lists in the budget as they are now (which may release others'). */
-  const held = (ns: string, e: Lists) => memory?.hold(ns, "keyword", e.space.heldBytes(), () => release(ns, e));
+  /**
+   * Counts the lists in the budget as they are now, with their bookkeeping (this map's entry, the
+   * follower's, the budget's), which may release others'.
+   */
+  const held = (ns: string, e: Lists) =>
+    memory?.hold(ns, "keyword", e.space.heldBytes() + ENTRY_BYTES, () => release(ns, e));
 
   /** Reads the namespace's current memories in slices, then follows what changed meanwhile. */
   const build = async (ns: string, e: Lists) => {

@@ -13,7 +13,7 @@
 // that sees a new epoch drops every copy.
 import type { SQL } from "bun";
 import { FourBit, type VectorHeader, VectorSpace } from "../../index/vector";
-import type { SearchMemory } from "../search-memory";
+import { ENTRY_BYTES, type SearchMemory } from "../search-memory";
 import { type Change, type Copy, type PgFollowers, startingPoint } from "./follow";
 import { pgSnapshots, readSnapshot, writeSnapshot } from "./snapshots";
 
@@ -83,9 +83,9 @@ export class PgVectorCache {
     private readonly snapshotFrom = 0,
   ) {}
 
-  /** Counts the copy in the budget as it is now (which may release others'). */
+  /** Counts the copy in the budget as it is now, with its bookkeeping (which may release others'). */
   private held(namespace: string, c: Vectors) {
-    this.memory?.hold(namespace, "vector", c.space.heldBytes(), () => {
+    this.memory?.hold(namespace, "vector", c.space.heldBytes() + ENTRY_BYTES, () => {
       if (this.copies.get(namespace) !== c) return;
       this.followers.detach(namespace, c);
       this.copies.delete(namespace);
