@@ -6,14 +6,14 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs"
 import { resolve } from "node:path";
 import { backupStore } from "./lmdb/backup";
 import { compactStore } from "./lmdb/compact";
-
-export { embedPendingElsewhere } from "./lmdb/embeddings";
-
 import { openLmdb } from "./lmdb/index";
 import { lockDataDir } from "./lock";
 import { postgresBackupAdvice, postgresCompactAdvice } from "./postgres/advice";
 import { openPostgres } from "./postgres/index";
 import type { Storage } from "./storage";
+
+// The embedding thread's side of the LMDB backend (embedding/embed-thread.ts).
+export { embedPendingElsewhere } from "./lmdb/embeddings";
 
 export interface StorageSettings {
   dataDir: string;
