@@ -18,7 +18,7 @@ import { openPostgres, type PostgresStorage } from "../src/storage/postgres/inde
 import type { MemoryOp } from "../src/storage/storage";
 import { queryTerms } from "../src/text/tokens";
 import { createDatabase, seededRandom } from "../test/helpers";
-import { clustered } from "../test/search/clustered-vectors";
+import { addOp, clustered } from "../test/search/clustered-vectors";
 
 const server = process.env.BENCH_FOLLOW_DATABASE_URL!;
 const oldTree = process.env.BENCH_FOLLOW_OLD!;
@@ -41,18 +41,7 @@ const writer = await openPostgres(options);
 const rand = seededRandom(42);
 const zipf = zipfOf(rand);
 const draw = clustered(7, dims);
-const op = (j: number): MemoryOp => ({
-  event: "ADD",
-  create: {
-    id: Bun.randomUUIDv7(),
-    namespace: ns,
-    entity: `e${j % 1000}`,
-    content: Array.from({ length: 6 + Math.floor(rand() * 10) }, zipf).join(" "),
-    category: "fact",
-    importance: 0.5,
-    vector: draw(),
-  },
-});
+const op = (j: number) => addOp(ns, j, Array.from({ length: 6 + Math.floor(rand() * 10) }, zipf).join(" "), draw());
 const t0 = performance.now();
 for (let i = 0; i < N; i += 2000) {
   const ops: MemoryOp[] = [];

@@ -15,7 +15,7 @@ import { openPostgres, type PostgresStorage } from "../src/storage/postgres/inde
 import type { MemoryOp } from "../src/storage/storage";
 import { queryTerms } from "../src/text/tokens";
 import { createDatabase, seededRandom } from "../test/helpers";
-import { clustered } from "../test/search/clustered-vectors";
+import { addOp, clustered } from "../test/search/clustered-vectors";
 
 const server = process.env.BENCH_READY_DATABASE_URL ?? process.env.MEMD_TEST_DATABASE_URL;
 if (!server?.startsWith("postgres")) {
@@ -34,18 +34,7 @@ const words = Array.from({ length: 20000 }, (_, i) => `w${i.toString(36)}`);
 const rand = seededRandom(42);
 const zipf = () => words[Math.min(words.length - 1, Math.floor(Math.exp(rand() * Math.log(words.length)) - 1))];
 const draw = clustered(7, dims);
-const op = (j: number): MemoryOp => ({
-  event: "ADD",
-  create: {
-    id: Bun.randomUUIDv7(),
-    namespace: ns,
-    entity: `e${j % 1000}`,
-    content: Array.from({ length: 6 + Math.floor(rand() * 10) }, zipf).join(" "),
-    category: "fact",
-    importance: 0.5,
-    vector: draw(),
-  },
-});
+const op = (j: number) => addOp(ns, j, Array.from({ length: 6 + Math.floor(rand() * 10) }, zipf).join(" "), draw());
 const pct = (xs: number[], p: number) => {
   if (xs.length === 0) return Number.NaN;
   const s = [...xs].sort((a, b) => a - b);

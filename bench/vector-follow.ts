@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openLmdb } from "../src/storage/lmdb/index";
 import type { MemoryOp } from "../src/storage/storage";
-import { clustered } from "../test/search/clustered-vectors";
+import { addOp, clustered } from "../test/search/clustered-vectors";
 
 const N = Number(process.env.BENCH_FOLLOW_N ?? 50_000);
 const dims = Number(process.env.BENCH_FOLLOW_DIMS ?? 768);
@@ -20,18 +20,7 @@ const ns = "grow";
 const draw = clustered(13, dims);
 // The same vectors for every run (drawn once), so that runs differ only in following.
 const vectors = Array.from({ length: N }, () => draw());
-const op = (j: number): MemoryOp => ({
-  event: "ADD",
-  create: {
-    id: Bun.randomUUIDv7(),
-    namespace: ns,
-    entity: `e${j % 1000}`,
-    content: `memory ${j}`,
-    category: "fact",
-    importance: 0.5,
-    vector: vectors[j],
-  },
-});
+const op = (j: number) => addOp(ns, j, `memory ${j}`, vectors[j]);
 
 async function run(follow: boolean) {
   const dir = mkdtempSync(join(tmpdir(), "memd-bench-vector-follow-"));

@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { openLmdb } from "../src/storage/lmdb/index";
 import { vectorSnapshots } from "../src/storage/lmdb/vector-cache";
 import type { MemoryOp } from "../src/storage/storage";
-import { clustered } from "../test/search/clustered-vectors";
+import { addOp, clustered } from "../test/search/clustered-vectors";
 
 const N = Number(process.env.BENCH_RESTART_N ?? 1_000_000);
 const dims = Number(process.env.BENCH_RESTART_DIMS ?? 768);
@@ -25,18 +25,7 @@ const ns = "big";
 const started = performance.now();
 const log = (s: string) => console.error(`[vector-restart ${((performance.now() - started) / 1000).toFixed(0)}s] ${s}`);
 const draw = clustered(11, dims);
-const op = (j: number): MemoryOp => ({
-  event: "ADD",
-  create: {
-    id: Bun.randomUUIDv7(),
-    namespace: ns,
-    entity: `e${j % 1000}`,
-    content: `memory ${j}`,
-    category: "fact",
-    importance: 0.5,
-    vector: draw(),
-  },
-});
+const op = (j: number) => addOp(ns, j, `memory ${j}`, draw());
 const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 

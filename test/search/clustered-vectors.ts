@@ -1,5 +1,6 @@
 // Test vectors for the vector index tests (vector-index.test.ts, vector-index-postgres.test.ts):
 // seeded, clustered like embeddings are, so recall over them means something.
+import type { MemoryOp } from "../../src/storage/storage";
 import { seededRandom } from "../helpers";
 
 /** Clustered unit vectors (a mixture in a few latent dimensions, spread out, with an offset). */
@@ -26,3 +27,17 @@ export function labelled(seed: number, dims: number, clusters = 12) {
 
 /** The dot product of two vectors of one length. */
 export const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, j) => s + x * b[j], 0);
+
+/** The benches' memory `j` of a namespace: an ADD for one of 1,000 entities, with its vector. */
+export const addOp = (namespace: string, j: number, content: string, vector: Float32Array): MemoryOp => ({
+  event: "ADD",
+  create: {
+    id: Bun.randomUUIDv7(),
+    namespace,
+    entity: `e${j % 1000}`,
+    content,
+    category: "fact",
+    importance: 0.5,
+    vector,
+  },
+});
