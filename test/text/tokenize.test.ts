@@ -1,6 +1,7 @@
-// The ASCII fast path of tokenize gives exactly the terms of Unicode word segmentation.
+// The ASCII fast paths of tokenize and of index terms give exactly the terms of the general path.
 import { expect, test } from "bun:test";
-import { segmented, tokenize } from "../../src/text/tokens";
+import { stemText } from "../../src/text/language";
+import { indexTerms, segmented, tokenize } from "../../src/text/tokens";
 
 test("tokenize: the ASCII fast path agrees with Intl.Segmenter", () => {
   let seed = 20261122;
@@ -53,4 +54,53 @@ test("case folding beyond lower case: ß and final sigma fold as Unicode's full 
   expect(tokenize("Straße STRASSE strasse")).toEqual(["strasse", "strasse", "strasse"]);
   expect(tokenize("ΟΔΟΣ οδος")).toEqual(["οδοσ", "οδοσ"]);
   expect(tokenize("Café CAFE ＣＡＦＥ")).toEqual(["cafe", "cafe", "cafe"]);
+});
+
+test("index terms: the plain ASCII path (stemAscii) gives exactly tokenize's words stemmed by stemText", () => {
+  let seed = 20261129;
+  const rand = () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed / 0x7fffffff;
+  };
+  const pieces = [
+    "Running",
+    "paintings",
+    "the",
+    "THE",
+    "and",
+    "der",
+    "und",
+    "Straße",
+    "le",
+    "dans",
+    "chantait",
+    "Berlin",
+    "stamps",
+    "album",
+    "bravo",
+    "42",
+    "x".repeat(70),
+    "Y".repeat(65),
+    " ",
+    "  ",
+    ".",
+    ", ",
+    "!",
+    "-",
+    "'",
+    "_",
+    "\n",
+  ];
+  const slow = (text: string) => {
+    const words = tokenize(text);
+    stemText(words);
+    return words;
+  };
+  for (let i = 0; i < 20000; i++) {
+    const text = Array.from(
+      { length: 1 + Math.floor(rand() * 10) },
+      () => pieces[Math.floor(rand() * pieces.length)],
+    ).join(" ");
+    expect([text, indexTerms(text)]).toEqual([text, slow(text)]);
+  }
 });
