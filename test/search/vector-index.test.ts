@@ -87,6 +87,39 @@ test("the 4-bit copy decodes each value to within half a level of its vector's l
   }
 });
 
+test("the 4-bit codes written in WebAssembly are the bytes of the JavaScript loop they replace, for any length", () => {
+  // The loop four-bit.ts ran before its put moved to WebAssembly (four-bit-kernel.ts).
+  const reference = (v: Float32Array) => {
+    let max = 0;
+    for (let j = 0; j < v.length; j++) max = Math.max(max, Math.abs(v[j]));
+    const k = max > 0 ? 7 / max : 0;
+    const codes = new Uint8Array(Math.ceil(v.length / 2));
+    for (let j = 0; j < v.length >> 1; j++) codes[j] = (v[2 * j] * k + 8.5) | 0 | (((v[2 * j + 1] * k + 8.5) | 0) << 4);
+    if (v.length & 1) codes[v.length >> 1] = (v[v.length - 1] * k + 8.5) | 0 | (8 << 4);
+    return { codes, scale: Math.fround(max / 7) };
+  };
+  const rand = seededRandom(11);
+  for (const dims of [1, 2, 3, 31, 32, 33, 63, 100, 256, 767, 768, 1536]) {
+    const k = new FourBit();
+    const vs = Array.from({ length: 30 }, (_, r) =>
+      Float32Array.from({ length: dims }, (_, j) => {
+        if (r === 0) return 0; // all zero: every code 8, scale 0
+        if (r === 1) return j === 0 ? -1 : (rand() - 0.5) * 1e-3; // one large value
+        if (r === 2) return ((j % 15) - 7) / 7; // on the levels, halves and ties included
+        return (rand() - 0.5) * (r % 4 === 0 ? 1e-30 : 1);
+      }),
+    );
+    vs.forEach((v, r) => k.put(r, v));
+    const { blocks, scales } = k as unknown as { blocks: Uint8Array[]; scales: Float32Array[] };
+    const bytes = Math.ceil(dims / 2);
+    vs.forEach((v, r) => {
+      const want = reference(v);
+      expect([...blocks[0].subarray(r * bytes, (r + 1) * bytes)]).toEqual([...want.codes]);
+      expect(scales[0][r]).toBe(want.scale);
+    });
+  }
+});
+
 test("a small 4-bit copy takes room for its rows only, and keeps every row's value as it grows, in any order", () => {
   const rand = seededRandom(6);
   const held = (k: FourBit) => (k as unknown as { blocks: Uint8Array[] }).blocks.reduce((n, b) => n + b.byteLength, 0);
