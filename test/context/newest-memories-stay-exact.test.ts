@@ -2,16 +2,20 @@
 // The entity lists LMDB keeps in memory for list reads (src/storage/lmdb/entity-lists.ts: the
 // context block without a query reads an entity's newest memories on every call) answer exactly
 // what LMDB holds after every kind of change: a store, a keyed store in place, an edit, a delete,
-// an expiry, an entity's deletion and its erasure. The bounds are made small so that a copy holds
+// a restore, an expiry, `memd import` into the running server (its events older than the copy's),
+// an entity's deletion and its erasure. The bounds are made small so that a copy holds
 // only the newest part of an entity and list pages run on past it into LMDB (in-process server:
 // the lmdb target only).
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { join } from "node:path";
 import { entityLists } from "../../src/storage/lmdb/entity-lists";
-import { startTestServer, type TestServer } from "../helpers";
+import { runMemd, startTestServer, type TestServer, tempDir } from "../helpers";
 
 const bounds = { ...entityLists };
 let s: TestServer;
 const ns = "lists-exact";
+const tmp = tempDir("memd-entity-lists-");
+const memd = (args: string[]) => runMemd(args, { ...process.env, MEMD_DATA_DIR: "", MEMD_DATABASE_URL: "" });
 
 beforeAll(async () => {
   Object.assign(entityLists, { minEntries: 20, maxEntries: 120, totalEntries: 1000, maxCatchUp: 5 });
@@ -20,6 +24,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await s.stop();
   Object.assign(entityLists, bounds);
+  tmp.cleanup();
 });
 
 /** What the entity holds, as the test wrote it: id -> [content, importance]. */
@@ -79,6 +84,30 @@ test("an entity's list in memory follows every change, past its bounds too", asy
   await expectExact();
   // The context's read kept the newest 120 of the entity in memory.
   expect(await listEntries()).toBe(120);
+  // The entity as it is now, to restore later.
+  await Bun.sleep(50);
+  const restorePoint = new Date().toISOString();
+  const before = new Map(model);
+  await Bun.sleep(50);
+
+  // Memories of the same entity stored elsewhere now, to import into this server at the end: their
+  // ids are newer than the ones kept in memory, their events older than this server's last ones.
+  const source = await startTestServer({ dataDir: join(tmp.dir, "source"), env: { MEMD_EMBEDDER: "none" } });
+  const imported = new Map<string, [string, number]>();
+  for (let i = 0; i < 5; i++) {
+    const r = await source.json("POST", "/v1/memory", {
+      namespace: ns,
+      entity: "e",
+      content: `imported ${i}`,
+      importance: 0.2,
+      infer: false,
+    });
+    imported.set(r.body.memories[0].id, [`imported ${i}`, 0.2]);
+  }
+  await source.stop();
+  const file = join(tmp.dir, "export.jsonl");
+  expect((await memd(["export", "--data-dir", join(tmp.dir, "source"), "--out", file])).code).toBe(0);
+  await Bun.sleep(20);
 
   const newest = await store("the newest and most important", 1);
   expect((await expectExact())[0].id).toBe(newest);
@@ -111,6 +140,19 @@ test("an entity's list in memory follows every change, past its bounds too", asy
 
   // More changes at once than the copy follows (maxCatchUp 5): it is read again.
   for (let i = 0; i < 8; i++) await store(`burst ${i}`, 0.3);
+  await expectExact();
+
+  // A restore: the entity back to what it was, in one write.
+  const restored = await s.json("POST", "/v1/memory/restore", { namespace: ns, entity: "e", asOf: restorePoint });
+  expect(restored.status).toBe(200);
+  model.clear();
+  for (const [id, v] of before) model.set(id, v);
+  await expectExact();
+
+  // `memd import` into the running server.
+  const done = await memd(["import", file, "--data-dir", s.dataDir]);
+  expect(done.code).toBe(0);
+  for (const [id, v] of imported) model.set(id, v);
   await expectExact();
 
   // An expiry: current in LMDB until the sweeper deletes it, never listed once past it.
