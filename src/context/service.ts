@@ -89,18 +89,15 @@ function importantAndRecent(records: readonly MemoryRecord[], now: number): Scor
  * a word with that hit or with the question.
  */
 async function withAdjacent(
-  core: Core,
   candidates: Scored[],
   filter: SearchFilter,
-  now: number,
   query: string,
+  /** For each memory, the ones just before and after it in its entity: [its id, neighbour] pairs. */
+  adjacent: (memories: MemoryRecord[]) => Promise<[string, MemoryRecord][]> | [string, MemoryRecord][],
 ): Promise<Scored[]> {
   const strong = candidates.slice(0, CONTEXT_ADJACENT_OF);
   if (strong.length === 0) return candidates;
-  const pairs = await core.storage.adjacentMemories(
-    strong.map((c) => c.memory),
-    now,
-  );
+  const pairs = await adjacent(strong.map((c) => c.memory));
   // A neighbour comes along only when it shares a word (not a stop word) with its hit or with the
   // question: the turn that continues a topic, not an unrelated fact stored next to it.
   const words = (text: string) => new Set(queryTerms(text).flatMap((t) => (t.weight === 1 ? [t.term] : [])));
@@ -127,6 +124,23 @@ async function withAdjacent(
     // Shown with the score of the hit they sit next to (or their own, when higher).
     for (const m of near.get(c.memory.id) ?? [])
       put({ memory: m, score: Math.max(c.score, candidates.find((x) => x.memory.id === m.id)?.score ?? 0) });
+  }
+  return out;
+}
+
+/**
+ * For each of `memories`, the versions just before and after it in id order among `versions` (an
+ * entity's memories as of a moment, all current then): adjacentMemories' answer as of then.
+ */
+function adjacentAsOf(versions: readonly MemoryRecord[], memories: readonly MemoryRecord[]): [string, MemoryRecord][] {
+  const byId = [...versions].sort((a, b) => (a.id < b.id ? -1 : 1));
+  const at = new Map(byId.map((m, i) => [m.id, i]));
+  const out: [string, MemoryRecord][] = [];
+  for (const m of memories) {
+    const i = at.get(m.id);
+    if (i === undefined) continue;
+    if (i > 0) out.push([m.id, byId[i - 1]]);
+    if (i + 1 < byId.length) out.push([m.id, byId[i + 1]]);
   }
   return out;
 }
@@ -235,7 +249,13 @@ export async function buildContext(
       asOf,
     });
     if (req.query !== undefined) {
-      candidates = keywordAsOf(versions, queryTerms(req.query), filter, CONTEXT_SEARCH_HITS);
+      const hits = favourNamedSpeakers(
+        keywordAsOf(versions, queryTerms(req.query), filter, CONTEXT_SEARCH_HITS),
+        req.query,
+        CONTEXT_ADJACENT_OF,
+      );
+      // The memories adjacent in time to the best hits, as they were then.
+      candidates = await withAdjacent(hits, filter, req.query, (strong) => adjacentAsOf(versions, strong));
       mode = "keyword";
     }
     if (candidates.length === 0) {
@@ -251,7 +271,7 @@ export async function buildContext(
     if (query !== undefined) {
       const found = await rank(core, {
         scope: { namespace: req.namespace, entity: req.entity },
-        query: query,
+        query,
         mode: resolveMode(core, undefined),
         limit: CONTEXT_SEARCH_HITS,
         filter,
@@ -271,7 +291,7 @@ export async function buildContext(
         RERANK_DEPTH,
         rerankCost,
       );
-      candidates = await withAdjacent(core, hits, filter, now, query);
+      candidates = await withAdjacent(hits, filter, query, (strong) => core.storage.adjacentMemories(strong, now));
       mode = found.mode;
     }
     if (candidates.length === 0) {

@@ -67,3 +67,15 @@ test("the named person's turn is in a block too small for every match", async ()
   // Naming both speakers favours neither: the block is keyword's.
   expect(await block("What books did Tim and John read?")).not.toContain(tims);
 });
+
+test("as of now, the block is the same", async () => {
+  const r = await t.json("POST", "/v1/memory/context", {
+    namespace: "cx-speaker",
+    entity: "chat",
+    query: "What book did Tim read?",
+    maxTokens: 130,
+    asOf: new Date().toISOString(),
+  });
+  expect(r.status).toBe(200);
+  expect(r.body.memories.map((m: { content: string }) => m.content)).toEqual(await block("What book did Tim read?"));
+});
