@@ -18,6 +18,7 @@ import { invalidField } from "../wire/errors";
 import { instantField } from "../wire/time";
 import { excerpt, oneLine } from "./excerpt";
 import { type ContextRequest, type ContextResponse, contextTokens } from "./model";
+import { favourNamedSpeakers } from "./speakers";
 
 /** With a query: the search's best this many hits are the candidates. */
 export const CONTEXT_SEARCH_HITS = 100;
@@ -29,6 +30,15 @@ export const RECENCY_HALF_LIFE_DAYS = 30;
 export const IMPORTANCE_WEIGHT = 0.5;
 /** The memories adjacent in time to this many of the best hits are placed right after them. */
 export const CONTEXT_ADJACENT_OF = 5;
+/**
+ * In hybrid mode keyword's first hits keep their places in the block's candidates, one for every
+ * this many tokens of the budget (20 at 1,000: about the conversation turns a block of that size
+ * holds): the semantic list reorders and adds after them, so a hybrid block holds what a keyword
+ * block holds. Reordered by the built-in embedder's list, keyword's first twenty lost evidence a
+ * keyword block held; with the named speakers' memories scored up, the endpoints' fusion gated them
+ * ahead of the best hits (LoCoMo dev half, bench/notes.md, issue 36).
+ */
+export const TOKENS_PER_KEPT_HIT = 50;
 /** A memory too long for what is left gets an excerpt when at least this many tokens are left. */
 export const EXCERPT_MIN_TOKENS = 16;
 /** Once this many candidates in a row did not fit, the rest are not tried (each costs a count). */
@@ -239,7 +249,11 @@ export async function buildContext(
       asOf,
     });
     if (req.query !== undefined) {
-      const hits = keywordAsOf(versions, queryTerms(req.query), filter, CONTEXT_SEARCH_HITS);
+      const hits = favourNamedSpeakers(
+        keywordAsOf(versions, queryTerms(req.query), filter, CONTEXT_SEARCH_HITS),
+        req.query,
+        CONTEXT_ADJACENT_OF,
+      );
       // The memories adjacent in time to the best hits, as they were then.
       candidates = await withAdjacent(hits, filter, req.query, (strong) => adjacentAsOf(versions, strong));
       mode = "keyword";
@@ -253,26 +267,31 @@ export async function buildContext(
     }
   } else {
     const now = Date.now();
-    if (req.query !== undefined) {
+    const query = req.query;
+    if (query !== undefined) {
       const found = await rank(core, {
         scope: { namespace: req.namespace, entity: req.entity },
-        query: req.query,
+        query,
         mode: resolveMode(core, undefined),
         limit: CONTEXT_SEARCH_HITS,
         filter,
         cost,
         // A memory that only happens to be in the entity is no context for the question.
         relevantOnly: true,
+        // After the best few, the memories of a person the question names come first (speakers.ts).
+        reorderKeyword: (hits) => favourNamedSpeakers(hits, query, CONTEXT_ADJACENT_OF),
+        // A hybrid block holds what a keyword block holds, and adds.
+        keywordKept: Math.ceil(maxTokens / TOKENS_PER_KEPT_HIT),
       });
       // With a reranker, the best RERANK_DEPTH are reordered by it (search/rerank.ts).
       const hits = await rerank(
         core,
-        req.query,
+        query,
         found.hits.filter((h) => isCurrent(h.memory, now)),
         RERANK_DEPTH,
         rerankCost,
       );
-      candidates = await withAdjacent(hits, filter, req.query, (strong) => core.storage.adjacentMemories(strong, now));
+      candidates = await withAdjacent(hits, filter, query, (strong) => core.storage.adjacentMemories(strong, now));
       mode = found.mode;
     }
     if (candidates.length === 0) {
