@@ -72,6 +72,9 @@ export class PgEntityLists {
     const how = rows[0].how as "same" | "changes" | "all";
     const read = rows.filter((r) => r.id !== null).map((r) => deepFreeze(memoryOf(r)));
     if (copy && how !== "all") {
+      // Another read moved the copy while this one waited: its rows are of another snapshot than
+      // this statement's, so this page is the SQL's.
+      if (this.copies.get(name) !== copy || copy.last !== last || copy.epoch !== epoch) return undefined;
       if (how === "changes") this.apply(copy, read, q.namespace, q.entity);
       Object.assign(copy, stamp);
       // The most recently read last (a Map keeps insertion order).
