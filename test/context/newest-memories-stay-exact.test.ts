@@ -1,15 +1,15 @@
-// @targets lmdb
-// The entity lists LMDB keeps in memory for list reads (src/storage/lmdb/entity-lists.ts: the
-// context block without a query reads an entity's newest memories on every call) answer exactly
-// what LMDB holds after every kind of change: a store, a keyed store in place, an edit, a delete,
-// a restore, an expiry, `memd import` into the running server (its events older than the copy's),
-// an entity's deletion and its erasure. The bounds are made small so that a copy holds
-// only the newest part of an entity and list pages run on past it into LMDB (in-process server:
-// the lmdb target only).
+// @targets lmdb postgres
+// The entity lists each backend keeps in memory for list reads (src/storage/{lmdb,postgres}/
+// entity-lists.ts: the context block without a query reads an entity's newest memories on every
+// call) answer exactly what the database holds after every kind of change: a store, a keyed store
+// in place, an edit, a delete, a restore, an expiry, `memd import` into the running server (its
+// events older than the copy's), an entity's deletion and its erasure; and on PostgreSQL, changes
+// made through another replica. The bounds are made small so that a copy holds only the newest
+// part of an entity and list pages run on past it into the database (in-process servers).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
-import { entityLists } from "../../src/storage/lmdb/entity-lists";
-import { runMemd, startTestServer, type TestServer, tempDir } from "../helpers";
+import { entityLists } from "../../src/storage/entity-lists";
+import { backend, runMemd, startTestServer, type TestServer, tempDir } from "../helpers";
 
 const bounds = { ...entityLists };
 let s: TestServer;
@@ -45,8 +45,11 @@ async function store(content: string, importance: number, extra: Record<string, 
   return m.id as string;
 }
 
+const gauge = backend === "postgres" ? "memd_pg_entity_list_entries" : "memd_lmdb_entity_list_entries";
 const listEntries = async () =>
-  Number((await (await s.api("GET", "/metrics")).text()).match(/^memd_lmdb_entity_list_entries (\d+)/m)?.[1]);
+  Number((await (await s.api("GET", "/metrics")).text()).match(new RegExp(`^${gauge} (\\d+)`, "m"))?.[1]);
+/** The flag naming a server's store, for memd commands. */
+const storeOf = (t: TestServer) => (t.databaseUrl ? ["--database-url", t.databaseUrl] : ["--data-dir", t.dataDir]);
 
 /** Every page of the entity's list at `limit`, as [id, content, importance] newest first. */
 async function listed(limit: number) {
@@ -106,7 +109,7 @@ test("an entity's list in memory follows every change, past its bounds too", asy
   }
   await source.stop();
   const file = join(tmp.dir, "export.jsonl");
-  expect((await memd(["export", "--data-dir", join(tmp.dir, "source"), "--out", file])).code).toBe(0);
+  expect((await memd(["export", ...storeOf(source), "--out", file])).code).toBe(0);
   await Bun.sleep(20);
 
   const newest = await store("the newest and most important", 1);
@@ -150,7 +153,7 @@ test("an entity's list in memory follows every change, past its bounds too", asy
   await expectExact();
 
   // `memd import` into the running server.
-  const done = await memd(["import", file, "--data-dir", s.dataDir]);
+  const done = await memd(["import", file, ...storeOf(s)]);
   expect(done.code).toBe(0);
   for (const [id, v] of imported) model.set(id, v);
   await expectExact();

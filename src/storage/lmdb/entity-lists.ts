@@ -1,27 +1,17 @@
-// The newest current memories of the entities listed most, kept in memory for list reads. The
-// context block without a query reads an entity's newest 1,000 (up to 2,000) memories on every
-// call, and each costs a key and a record decoded from LMDB (~2.5 µs: 2.5 ms of a call at 1,000,
-// bench/context.ts). A copy here is exact: on every read it is checked against the entity's newest
-// events_by_entity key and meta "clockEpoch", and brought up to date from the events after it.
+// The newest current memories of the entities listed most, kept in memory for list reads
+// (../entity-lists.ts). The context block without a query reads an entity's newest 1,000 (up to
+// 2,000) memories on every call, and each costs a key and a record decoded from LMDB (~2.5 µs:
+// 2.5 ms of a call at 1,000, bench/context.ts). A copy here is exact: on every read it is checked
+// against the entity's newest events_by_entity key and meta "clockEpoch", and brought up to date
+// from the events after it.
 // Every change of an entity's memories writes an event under that entity in the same transaction
 // (the as-of index, layout.ts, relies on the same), and event times grow per namespace (clock.ts),
 // so the events after the copy's key are every change since; an import, whose events may be older,
 // bumps clockEpoch, and the copy is then read again.
 import type { Key } from "lmdb";
+import { deepFreeze, entityLists } from "../entity-lists";
 import type { MemoryRecord } from "../records";
 import { type Dbs, END } from "./layout";
-
-/** Bounds of what is kept: the copies hold records (with their content), so they are few. */
-export const entityLists = {
-  /** An entity whose read walked fewer entries than this is not kept (reading it is cheap). */
-  minEntries: 256,
-  /** At most this many of an entity's newest entries are kept; older ones are read from LMDB. */
-  maxEntries: 4096,
-  /** At most this many entries in all the copies; the least recently read copies go first. */
-  totalEntries: 16_384,
-  /** More events than this since a copy was read: it is read again instead of followed. */
-  maxCatchUp: 512,
-};
 
 /** An entity's entry in entity_memories, newest first: its id and record (frozen: shared between reads). */
 export type Entry = readonly [id: string, record: MemoryRecord | undefined];
@@ -210,12 +200,3 @@ function place(ids: readonly string[], id: string): number {
 
 const sameKey = (a: Key[] | undefined, b: Key[] | undefined) =>
   a === b || (a !== undefined && b !== undefined && a.length === b.length && a.every((x, i) => x === b[i]));
-
-/** Freezes a record and what it holds (tags, metadata): one object is handed to every read. */
-function deepFreeze<T>(o: T): T {
-  if (typeof o === "object" && o !== null && !Object.isFrozen(o)) {
-    Object.freeze(o);
-    for (const v of Object.values(o)) deepFreeze(v);
-  }
-  return o;
-}
