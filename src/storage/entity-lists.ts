@@ -10,7 +10,7 @@ export const entityLists = {
   maxEntries: 4096,
   /** At most this many entries in all the copies of a process; the least recently read go first. */
   totalEntries: 16_384,
-  /** LMDB: more events than this since a copy was read, and it is read again instead of followed. */
+  /** More changes than this since a copy was read (LMDB: events; PostgreSQL: memories they name): read again, not followed. */
   maxCatchUp: 512,
 };
 

@@ -529,12 +529,24 @@ export class VectorSpace {
    * the mean the codes are taken against and the cells' centres, taken from a sample of the whole
    * namespace, and room for `expected` rows. A load in key order (LMDB: by entity) would take them
    * from its first entities' vectors, which share topics in real data. No recentring after it.
+   * Without centres (a namespace expected below `ann.cellsFrom`): the mean only, and no
+   * recentring before ann.cellsFrom rows (the sample's mean is the whole namespace's; the steps
+   * before would each read every vector again).
    */
   prime(mean: Float64Array, centres: Float32Array[], expected: number) {
     const usable = centres.filter((c) => c.length === mean.length);
-    if (this.size > 0 || this.dims !== 0 || mean.length === 0 || usable.length === 0) return;
+    if (this.size > 0 || this.dims !== 0 || mean.length === 0) return;
+    if (usable.length === 0 && expected >= ann.cellsFrom) return;
     this.init(mean.length);
     for (let j = 0; j < this.dims; j++) this.f32[this.meanAt / 4 + j] = mean[j];
+    if (usable.length === 0) {
+      this.centred = RECENTER.findIndex((n) => n >= ann.cellsFrom);
+      if (this.centred < 0) this.centred = RECENTER.length;
+      this.rowRoom = Math.max(64, Math.ceil(expected * 1.25));
+      this.rowAt = this.allocate(this.rowRoom);
+      this.reserveRows(expected);
+      return;
+    }
     this.centred = RECENTER.length;
     const k = Math.min(MAX_CELLS, ann.cells, usable.length);
     this.centresAt = this.allocate(k);

@@ -6,8 +6,9 @@
 // entity's memories writes an event under that entity in its transaction; an import, whose events
 // are not in time order, bumps the namespace's search_epochs row. So a copy whose entity's newest
 // event time and namespace epoch are still those of a statement's snapshot holds exactly what that
-// snapshot holds. Each read checks both in one statement, which also reads the rows again when
-// either moved; a copy answers pages with a bounded filter only (no key or entity prefix).
+// snapshot holds. Each read checks both in one statement, which also reads the memories the events
+// since name (or every row again, after an import); a copy answers pages with a bounded filter only
+// (no key or entity prefix).
 import type { SQL } from "bun";
 import { deepFreeze, entityLists } from "../entity-lists";
 import { matchesFilter } from "../ops";
@@ -21,8 +22,8 @@ interface Copy {
   epoch: number;
   /** Its current memories (state current; expiry is checked when read), newest first. */
   records: MemoryRecord[];
-  /** Whether it holds every one (else the newest maxEntries). */
-  complete: boolean;
+  /** It holds every current memory with an id at or above this one; undefined: every one. */
+  from: string | undefined;
 }
 
 export class PgEntityLists {
@@ -47,36 +48,66 @@ export class PgEntityLists {
     let copy = this.copies.get(name);
     if (!copy && (q.before !== undefined || q.limit < entityLists.minEntries)) return undefined;
     const [last, epoch] = copy ? [copy.last, copy.epoch] : [-1, -1];
-    // One statement, one snapshot: the stamp, and the rows when it moved since the copy.
+    // One statement, one snapshot: the stamp; when only events came since the copy (few), the
+    // rows of the memories they name; when the copy is missing or the epoch moved, every row.
     const rows: Row[] = await this.read(
       (sql) => sql`WITH st AS (
           SELECT COALESCE((SELECT max(at_ms) FROM events WHERE namespace = ${q.namespace} AND entity = ${q.entity}), 0) AS st_last,
-                 COALESCE((SELECT epoch FROM search_epochs WHERE namespace = ${q.namespace}), 0) AS st_epoch)
-        SELECT st.st_last, st.st_epoch, m.* FROM st LEFT JOIN LATERAL (
-          SELECT * FROM memories WHERE state = 'current' AND namespace = ${q.namespace} AND entity = ${q.entity}
-            AND NOT (st.st_last = ${last} AND st.st_epoch = ${epoch})
-          ORDER BY id DESC LIMIT ${entityLists.maxEntries + 1}) m ON true`,
+                 COALESCE((SELECT epoch FROM search_epochs WHERE namespace = ${q.namespace}), 0) AS st_epoch),
+        ch AS (
+          SELECT DISTINCT x.id FROM events e CROSS JOIN LATERAL (VALUES (e.memory_id), (e.merged_from_id)) AS x(id)
+          WHERE e.namespace = ${q.namespace} AND e.entity = ${q.entity} AND e.at_ms > ${last} AND x.id IS NOT NULL
+            AND ${last} >= 0 AND (SELECT st_epoch FROM st) = ${epoch}),
+        how AS (
+          SELECT CASE WHEN st_last = ${last} AND st_epoch = ${epoch} THEN 'same'
+            WHEN st_epoch = ${epoch} AND ${last} >= 0 AND (SELECT count(*) FROM ch) <= ${entityLists.maxCatchUp} THEN 'changes'
+            ELSE 'all' END AS how FROM st)
+        SELECT st.st_last, st.st_epoch, how.how, m.* FROM st CROSS JOIN how LEFT JOIN LATERAL (
+          (SELECT * FROM memories WHERE how.how = 'all' AND state = 'current' AND namespace = ${q.namespace}
+            AND entity = ${q.entity} ORDER BY id DESC LIMIT ${entityLists.maxEntries + 1})
+          UNION ALL
+          SELECT * FROM memories WHERE how.how = 'changes' AND id IN (SELECT id FROM ch)) m ON true`,
     );
     const stamp = { last: Number(rows[0].st_last), epoch: Number(rows[0].st_epoch) };
-    if (copy && stamp.last === copy.last && stamp.epoch === copy.epoch) {
+    const how = rows[0].how as "same" | "changes" | "all";
+    const read = rows.filter((r) => r.id !== null).map((r) => deepFreeze(memoryOf(r)));
+    if (copy && how !== "all") {
+      // Another read moved the copy while this one waited: its rows are of another snapshot than
+      // this statement's, so this page is the SQL's.
+      if (this.copies.get(name) !== copy || copy.last !== last || copy.epoch !== epoch) return undefined;
+      if (how === "changes") this.apply(copy, read, q.namespace, q.entity);
+      Object.assign(copy, stamp);
       // The most recently read last (a Map keeps insertion order).
       this.copies.delete(name);
       this.copies.set(name, copy);
     } else {
       this.forget(name);
-      const records = rows.filter((r) => r.id !== null).map((r) => deepFreeze(memoryOf(r)));
-      copy = {
-        ...stamp,
-        records: records.slice(0, entityLists.maxEntries),
-        complete: records.length <= entityLists.maxEntries,
-      };
-      if (copy.records.length >= entityLists.minEntries) {
+      const complete = read.length <= entityLists.maxEntries;
+      const records = read.slice(0, entityLists.maxEntries);
+      copy = { ...stamp, records, from: complete ? undefined : records.at(-1)?.id };
+      if (records.length >= entityLists.minEntries) {
         this.copies.set(name, copy);
-        this.held += copy.records.length;
+        this.held += records.length;
         this.bound();
       }
     }
     return page(copy, q, now);
+  }
+
+  /** Puts the memories the events since named as they are now: kept, moved or dropped. */
+  private apply(copy: Copy, changed: readonly MemoryRecord[], namespace: string, entity: string) {
+    for (const r of changed) {
+      const i = place(copy.records, r.id);
+      if (copy.records[i]?.id === r.id) {
+        copy.records.splice(i, 1);
+        this.held--;
+      }
+      const listed = r.state === "current" && r.namespace === namespace && r.entity === entity;
+      if (listed && (copy.from === undefined || r.id >= copy.from)) {
+        copy.records.splice(i, 0, r);
+        this.held++;
+      }
+    }
   }
 
   /** Forgets an entity's copy (name: JSON of [namespace, entity]). */
@@ -94,6 +125,17 @@ export class PgEntityLists {
       this.forget(name);
     }
   }
+}
+
+/** Where `id` is or would go in records sorted newest first (by id, descending). */
+function place(records: readonly MemoryRecord[], id: string): number {
+  let lo = 0;
+  for (let hi = records.length; lo < hi; ) {
+    const mid = (lo + hi) >>> 1;
+    if (records[mid].id > id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** The page of `q` from `copy`, as the SQL list answers it (limit + 1 read: a next page). */
@@ -115,5 +157,5 @@ function page(copy: Copy, q: ListMemoriesQuery, now: number): MemoryPage | undef
     if (out.length === q.limit) return { memories: out, next: out.at(-1)!.id };
     out.push(r);
   }
-  return copy.complete ? { memories: out } : undefined;
+  return copy.from === undefined ? { memories: out } : undefined;
 }
