@@ -13,8 +13,11 @@ import type { Scored } from "../storage/storage";
  */
 export const NAMED_SPEAKER_FACTOR = 2;
 
-/** A speaker's label: one to three words, the first capitalised, then a colon and a space. */
-const label = /^\s*(\p{Lu}[\p{L}\p{M}\p{N}'’.-]*(?: [\p{L}\p{M}\p{N}'’.-]+){0,2}):\s/u;
+/**
+ * A speaker's label: one to three words, the first capitalised (or of a script without case), then
+ * a colon and a space.
+ */
+const label = /^\s*([\p{Lu}\p{Lo}][\p{L}\p{M}\p{N}'’.-]*(?: [\p{L}\p{M}\p{N}'’.-]+){0,2}):\s/u;
 
 /** The speaker of a memory written "Name: text", lower-cased; undefined when it has no label. */
 export function speakerOf(content: string): string | undefined {
@@ -24,8 +27,12 @@ export function speakerOf(content: string): string | undefined {
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
-/** Whether `query` holds `name` as whole words (case-insensitive; "Tim's" names Tim). */
+/**
+ * Whether `query` holds `name` as whole words (case-insensitive; "Tim's" names Tim); a name in a
+ * script without case (Chinese, Japanese...) anywhere in it, as such scripts run words together.
+ */
 function names(query: string, name: string): boolean {
+  if (/^\p{Lo}/u.test(name)) return query.includes(name);
   return new RegExp(`(?<![\\p{L}\\p{M}\\p{N}])${escapeRegExp(name)}(?![\\p{L}\\p{M}\\p{N}])`, "iu").test(query);
 }
 

@@ -2,6 +2,8 @@
 // A question that names a person brings that person's own turns into the context block: in a
 // conversation stored as "Name: text", what Tim said about himself says "I", not "Tim".
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { favourNamedSpeakers } from "../../src/context/speakers";
+import type { Scored } from "../../src/storage/storage";
 import { startTestServer, type TestServer } from "../helpers";
 
 let t: TestServer;
@@ -78,4 +80,17 @@ test("as of now, the block is the same", async () => {
   });
   expect(r.status).toBe(200);
   expect(r.body.memories.map((m: { content: string }) => m.content)).toEqual(await block("What book did Tim read?"));
+});
+
+test("a name in a script without case is found inside the question's run of characters", () => {
+  const hit = (content: string, score: number) => ({ memory: { id: content, content }, score }) as unknown as Scored;
+  const hits = [
+    hit("李雷: 我喜欢茶", 3),
+    hit("韩梅梅: 我喜欢咖啡", 2),
+    hit("李雷: 我去过北京", 1.5),
+    hit("韩梅梅: 好", 1),
+  ];
+  const order = (query: string) => favourNamedSpeakers(hits, query, 1).map((h) => h.memory.content);
+  expect(order("李雷喜欢什么?")).toEqual(["李雷: 我喜欢茶", "李雷: 我去过北京", "韩梅梅: 我喜欢咖啡", "韩梅梅: 好"]);
+  expect(order("他们喜欢什么?")).toEqual(hits.map((h) => h.memory.content));
 });
