@@ -1,19 +1,10 @@
 // Webhook receivers for bench/webhooks.ts, in a process of their own (so they do not share the
-// bench's event loop with the writers): `bun run bench/webhook-receivers.ts <n> [low]` starts n
+// bench's event loop with the writers): `bun run bench/webhook-receivers.ts <n>` starts n
 // receivers on 127.0.0.1 answering 200 at once, and prints their ports as one JSON line.
 // Every receiver also answers GET /stats: the deliveries counted by the whole process, and the
 // arrivals (memory id, time since the epoch in ms, sub-millisecond) since the last GET /stats;
 // POST /reset sets the count to 0.
-import { writeFileSync } from "node:fs";
-
 const n = Number(process.argv[2] ?? 10);
-// `low`: this session's autogroup at the lowest priority too (Linux; bench/webhooks.ts starts it in a session of its own).
-if (process.argv[3] === "low")
-  try {
-    writeFileSync("/proc/self/autogroup", "19");
-  } catch {
-    // No autogroups here: nice and the idle class are all there is.
-  }
 let got = 0;
 let arrivals: [string, number][] = [];
 const now = () => performance.timeOrigin + performance.now();
@@ -42,3 +33,5 @@ const servers = Array.from({ length: n }, () =>
   }),
 );
 console.log(JSON.stringify({ ports: servers.map((s) => s.port) }));
+
+export {};

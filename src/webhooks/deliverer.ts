@@ -41,7 +41,7 @@ export interface DeliveryOptions {
 }
 
 /** The least time between two reads of the trail by one idle subscription (ms). */
-const scanSpacingMs = 5;
+export const scanSpacingMs = 5;
 /**
  * The least time between two cursor writes of one subscription while it delivers (ms): each is a
  * transaction of its own beside the store path's (on LMDB, a turn of the one write lock and a
