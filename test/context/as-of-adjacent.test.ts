@@ -18,12 +18,11 @@ async function store(namespace: string, content: string) {
   return r.body.memories[0].id as string;
 }
 
-/** A moment after every write so far (event times are at least the wall clock's). */
-async function momentNow() {
-  await Bun.sleep(30);
-  const at = new Date().toISOString();
-  await Bun.sleep(30);
-  return at;
+/** The time of the namespace's newest event: an instant after every write so far (docs/time.md). */
+async function momentNow(namespace: string) {
+  const r = await s.json("GET", `/v1/memory/events?namespace=${namespace}&entity=u&limit=1`);
+  expect(r.status).toBe(200);
+  return r.body[0].createdAt as string;
 }
 
 test("a keyword search as of now scores as the live one, adjacent hits included", async () => {
@@ -39,7 +38,7 @@ test("a keyword search as of now scores as the live one, adjacent hits included"
     "Caroline: pottery is relaxing, I should research a class",
   ])
     await store(ns, content);
-  const asOf = await momentNow();
+  const asOf = await momentNow(ns);
   for (const query of ["research agency", "sunrise lake", "pottery class", "Lisbon river agency"]) {
     const body = { namespace: ns, entity: "u", query, mode: "keyword", limit: 10 };
     const live = await s.json("POST", "/v1/memory/search", body);
@@ -58,7 +57,7 @@ test("the context block as of a moment places the hit's neighbours of that momen
   const hit = await store(ns, "We talked about the garden project today");
   const next = await store(ns, "The project needs more tomatoes and compost");
   await store(ns, "Bought a new phone charger");
-  const asOf = await momentNow();
+  const asOf = await momentNow(ns);
   // Since then: the hit no longer holds the query's word, its neighbour is gone.
   expect((await s.json("PATCH", `/v1/memory/${hit}`, { content: "We talked about the allotment today" })).status).toBe(
     200,

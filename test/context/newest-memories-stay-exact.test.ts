@@ -87,11 +87,11 @@ test("an entity's list in memory follows every change, past its bounds too", asy
   await expectExact();
   // The context's read kept the newest 120 of the entity in memory.
   expect(await listEntries()).toBe(120);
-  // The entity as it is now, to restore later.
-  await Bun.sleep(50);
-  const restorePoint = new Date().toISOString();
+  // The entity as it is now (its newest event's time, docs/time.md), to restore later.
+  const lastEvent = await s.json("GET", `/v1/memory/events?namespace=${ns}&entity=e&limit=1`);
+  expect(lastEvent.status).toBe(200);
+  const restorePoint = lastEvent.body[0].createdAt as string;
   const before = new Map(model);
-  await Bun.sleep(50);
 
   // Memories of the same entity stored elsewhere now, to import into this server at the end: their
   // ids are newer than the ones kept in memory, their events older than this server's last ones.
@@ -158,11 +158,12 @@ test("an entity's list in memory follows every change, past its bounds too", asy
   for (const [id, v] of imported) model.set(id, v);
   await expectExact();
 
-  // An expiry: current in LMDB until the sweeper deletes it, never listed once past it.
-  const ttl = await store("gone soon", 0.9, { ttl: 0.3 });
-  await expectExact();
+  // An expiry: current in the database until the sweeper deletes it, never listed once past it
+  // (not read before it: a slow read could straddle it).
+  const ttl = await store("gone soon", 0.9, { ttl: 0.2 });
   model.delete(ttl);
-  await Bun.sleep(400);
+  // (Its expiry is on the event clock, which may run a little ahead of the wall clock.)
+  for (let i = 0; i < 100 && (await s.json("GET", `/v1/memory/${ttl}`)).status !== 404; i++) await Bun.sleep(50);
   await expectExact();
 
   // The entity's deletion, then its erasure: the copy holds no erased content.

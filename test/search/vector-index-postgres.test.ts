@@ -148,8 +148,16 @@ test("above the exact size, the approximate answer is the exact one on a small s
   const ns = "pg-small";
   const ops: MemoryOp[] = [];
   for (let i = 0; i < 120; i++) ops.push(create(Bun.randomUUIDv7(), ns, i, draw()));
+  // One memory of its category, its vector away from the others (a filter only it passes).
+  const lone = ops[7] as { create: { id: string; category: string; vector: Float32Array } };
+  lone.create.category = "preference";
   await a.apply(ops, null);
   await built(b, ns, draw());
+  // A filter only one memory passes, the query opposite its vector: read past the 4-bit
+  // ranking's best, batch after batch, to the whole scope.
+  const away = lone.create.vector.map((x) => -x);
+  const few = await b.semanticSearch({ namespace: ns }, away, { category: "preference" }, 5);
+  expect(few.map((h) => h.memory.id)).toEqual([lone.create.id]);
   for (let i = 0; i < 10; i++) {
     const q = draw();
     const entity = i % 3 === 0 ? "e2" : undefined;

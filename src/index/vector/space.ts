@@ -945,13 +945,17 @@ export class VectorSpace {
       const s = this.scratch(Math.max(this.rows, this.cells));
       out = s.out;
       kernel.scan(this.centresAt, this.cells, out);
-      const dc = this.i32.slice(out / 4, out / 4 + this.cells);
-      const order = Array.from({ length: this.cells }, (_, c) => c).sort((a, b) => dc[a] - dc[b]);
+      // By distance, then cell: each as distance × MAX_CELLS + cell, sorted as numbers (a
+      // comparator sort of the cells took a fifth of a search at 300,000).
+      const order = new Int32Array(this.cells);
+      for (let c = 0; c < this.cells; c++) order[c] = this.i32[out / 4 + c] * MAX_CELLS + c;
+      order.sort();
       const target = Math.max(want, Math.ceil(this.rows * ann.probe));
       count = 0;
       if (this.probeIndex.length < this.rows) this.probeIndex = new Int32Array(this.capacity);
       index = this.probeIndex;
-      for (const c of order) {
+      for (const key of order) {
+        const c = key & (MAX_CELLS - 1);
         const n = this.cellLen[c];
         if (n === 0) continue;
         index.set(this.cellRows[c].subarray(0, n), count);

@@ -2,7 +2,7 @@
 // written by apply inside its transaction; BM25 computed in one SQL statement.
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import { type KeywordSpace, keywordSearch as spaceSearch } from "../../index/keyword";
-import { ann, exactReads, type VectorSpace } from "../../index/vector";
+import { ann, exactReads, topIndexes, type VectorSpace } from "../../index/vector";
 import { bm25Sql, lengthNormBSql, type QueryTerm } from "../../text/scoring";
 import { termCounts } from "../../text/tokens";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
@@ -379,8 +379,12 @@ export async function approximateSearch(
   let check = at !== undefined;
   for (let want = Math.max(first, ann.rescore); ; want *= 4) {
     const { ids, sims, all } = space.nearest(scope.entity, q, want);
-    const order = Array.from(ids.keys()).sort((a, b) => sims[b] - sims[a]);
-    for (let from = 0, to = first; from < order.length; from = to, to *= 4) {
+    // The candidates best first (equal ones in their order): the first `first` picked from the
+    // rest (a search rarely reads more), the whole order sorted only when it does.
+    const byScore = (a: number, b: number) => sims[b] - sims[a] || a - b;
+    let order = topIndexes(sims, first).sort(byScore).slice(0, first);
+    for (let from = 0, to = first; from < ids.length; from = to, to *= 4) {
+      if (from === order.length) order = Array.from(ids.keys()).sort(byScore);
       const batch = order
         .slice(from, to)
         .map((i) => ids[i])
