@@ -346,7 +346,7 @@ export async function locomoBench(o: {
             const c = { set, embedder, ...(await askContext(t, namespace, data.questions, budget, scope)) };
             o.contextRuns?.push(c);
             log(
-              `context ${set} ${c.mode} ${embedder} ${budget} tokens: any ${c.any.toFixed(3)} all ${c.all.toFixed(3)} multi-hop all ${c.multiHopAll.toFixed(3)} answer words ${c.answerWords.toFixed(3)} memories ${c.memories.toFixed(1)} p50 ${c.p50.toFixed(2)} ms`,
+              `context ${set} ${c.mode} ${embedder} ${budget} tokens: any ${c.any.toFixed(3)} all ${c.all.toFixed(3)} multi-hop all ${c.multiHopAll.toFixed(3)} recall ${c.multiHopRecall.toFixed(3)} answer words ${c.answerWords.toFixed(3)} memories ${c.memories.toFixed(1)} p50 ${c.p50.toFixed(2)} ms`,
             );
           }
         for (const mode of modes) {
@@ -443,6 +443,8 @@ export const issue36Before = {
   contextAny: 0.767,
   contextAll: 0.672,
   multiHopAll: 0.254,
+  /** The issue's "recall 0.486": the share of a multi-hop question's evidence in the block. */
+  multiHopRecall: 0.486,
   keywordHit5: 0.628,
   keywordHit10: 0.708,
   useHybridHit10: 0.739,
@@ -463,6 +465,9 @@ export function issue36Targets(runs: Run[], contexts: ContextRun[]): string[] {
     );
     out.push(
       `| context 1,000 tokens, keyword: multi-hop all ≥ 0.45 | ${f3(b.multiHopAll)} | ${f3(kc.multiHopAll)} | ${ok(kc.multiHopAll >= 0.45)} |`,
+    );
+    out.push(
+      `| context 1,000 tokens, keyword: multi-hop recall (no target) | ${f3(b.multiHopRecall)} | ${f3(kc.multiHopRecall)} | |`,
     );
     for (const h of contexts.filter((c) => c.mode === "hybrid" && c.budget === 1000))
       for (const [name, of] of [

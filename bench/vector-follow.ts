@@ -5,12 +5,17 @@
 // with --keyword-prebuild follows them, keyword lists never built), alternately, BENCH_FOLLOW_ROUNDS
 // rounds (default 2). CPU a store: the process's user + system CPU over the stores, the saves
 // behind them included (the run waits for them); then the first semantic search after the load.
+// BENCH_FOLLOW_HTTP=1: the same over HTTP, as a user meets it: `memd serve` (from source) with an
+// embedding endpoint (the fake embedder, in this process) and --keyword-prebuild 0 or 1e9, raw
+// stores (infer false) with BENCH_FOLLOW_HTTP_CONNECTIONS (default 8) in flight; CPU a store is
+// the server process's (/proc), its saves included.
 //   nice -n 10 bun run bench/vector-follow.ts
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openLmdb } from "../src/storage/lmdb/index";
 import type { MemoryOp } from "../src/storage/storage";
+import { startFakeEmbedder } from "../test/fake-embedder";
 import { addOp, clustered } from "../test/search/clustered-vectors";
 
 const N = Number(process.env.BENCH_FOLLOW_N ?? 50_000);
@@ -19,7 +24,8 @@ const rounds = Number(process.env.BENCH_FOLLOW_ROUNDS ?? 2);
 const ns = "grow";
 const draw = clustered(13, dims);
 // The same vectors for every run (drawn once), so that runs differ only in following.
-const vectors = Array.from({ length: N }, () => draw());
+const http = process.env.BENCH_FOLLOW_HTTP === "1";
+const vectors = http ? [] : Array.from({ length: N }, () => draw());
 const op = (j: number) => addOp(ns, j, `memory ${j}`, vectors[j]);
 
 async function run(follow: boolean) {
@@ -56,24 +62,117 @@ async function run(follow: boolean) {
   }
 }
 
+/** A process's user + system CPU so far, µs (/proc: USER_HZ 100). */
+function cpuOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+}
+
+const connections = Number(process.env.BENCH_FOLLOW_HTTP_CONNECTIONS ?? 8);
+const embedder = http ? startFakeEmbedder({ dimensions: dims }) : undefined;
+const key = "memd_bench_root_key_0123456789abcdef";
+const words = Array.from({ length: 5000 }, (_, i) => `w${i.toString(36)}`);
+
+/** The same stores over HTTP to `memd serve` (see above). */
+async function runHttp(follow: boolean) {
+  const dir = mkdtempSync(join(tmpdir(), "memd-bench-vector-follow-"));
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      "run",
+      join(import.meta.dir, "../src/main.ts"),
+      "serve",
+      "--port",
+      String(port),
+      "--data-dir",
+      dir,
+    ],
+    {
+      env: {
+        PATH: process.env.PATH!,
+        MEMD_API_KEY: key,
+        MEMD_LOG_LEVEL: "warn",
+        MEMD_EMBED_BASE_URL: embedder!.url,
+        MEMD_EMBED_MODEL: "fake",
+        MEMD_KEYWORD_PREBUILD: follow ? "1000000000" : "0",
+      },
+      stdout: "ignore",
+      stderr: "inherit",
+    },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    for (let i = 0; ; i++) {
+      if (i > 3000 || proc.exitCode !== null) throw new Error("server did not start");
+      if ((await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) break;
+      await Bun.sleep(10);
+    }
+    const headers = { "content-type": "application/json", authorization: `Bearer ${key}` };
+    const body = (j: number) =>
+      JSON.stringify({
+        namespace: ns,
+        entity: `e${j % 1000}`,
+        content: Array.from({ length: 8 }, (_, k) => words[(j * 7 + k * 131) % words.length]).join(" "),
+        infer: false,
+      });
+    const cpu = cpuOf(proc.pid);
+    let next = 0;
+    const worker = async () => {
+      for (let j = next++; j < N; j = next++) {
+        const r = await fetch(`${url}/v1/memory`, { method: "POST", headers, body: body(j) });
+        if (r.status !== 200 && r.status !== 201) throw new Error(`store: ${r.status} ${await r.text()}`);
+      }
+    };
+    await Promise.all(Array.from({ length: connections }, worker));
+    // The background load and saves the following started (if any) finish before the CPU is read.
+    for (let last = -1, same = 0; same < 5; ) {
+      await Bun.sleep(200);
+      const now = cpuOf(proc.pid);
+      same = now - last < 20_000 ? same + 1 : 0; // under 2% of a core meanwhile
+      last = now;
+    }
+    const perStore = (cpuOf(proc.pid) - cpu) / N;
+    const t = performance.now();
+    const r = await fetch(`${url}/v1/memory/search`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ namespace: ns, query: words[1], mode: "semantic", limit: 10 }),
+    });
+    if (r.status !== 200) throw new Error(`search: ${r.status}`);
+    const first = performance.now() - t;
+    return { perStore, first, written: Number.NaN };
+  } finally {
+    proc.kill();
+    await proc.exited;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const rows: string[] = [];
 const ratios: number[] = [];
 for (let r = 0; r < rounds; r++) {
-  const off = await run(false);
-  const on = await run(true);
+  const off = http ? await runHttp(false) : await run(false);
+  const on = http ? await runHttp(true) : await run(true);
   ratios.push(on.perStore / off.perStore);
   rows.push(
-    `| ${r + 1} | ${off.perStore.toFixed(1)} µs | ${on.perStore.toFixed(1)} µs (${on.written} saves) | **${(on.perStore / off.perStore).toFixed(2)}×** | ${off.first.toFixed(0)} / ${on.first.toFixed(0)} ms |`,
+    `| ${r + 1} | ${off.perStore.toFixed(1)} µs | ${on.perStore.toFixed(1)} µs${Number.isNaN(on.written) ? "" : ` (${on.written} saves)`} | **${(on.perStore / off.perStore).toFixed(2)}×** | ${off.first.toFixed(0)} / ${on.first.toFixed(0)} ms |`,
   );
   console.error(rows.at(-1));
 }
 console.log(`
-### Following a namespace's vectors as it grows (LMDB, issue 32)
+### Following a namespace's vectors as it grows (LMDB, issue 32${http ? ", over HTTP" : ""})
 
-${N.toLocaleString("en")} memories stored with vectors of ${dims} dimensions (Storage.apply, 1,000 a call, one namespace), in process; following off and on alternately (CPU of the process over the stores and the saves behind them).
+${
+  http
+    ? `${N.toLocaleString("en")} raw stores over HTTP (${connections} in flight, one namespace) to memd serve with an embedding endpoint giving vectors of ${dims} dimensions; --keyword-prebuild 0 and 1e9 (vectors followed, keyword lists not) alternately, a fresh data dir each (CPU of the server process over the stores and the saves behind them).`
+    : `${N.toLocaleString("en")} memories stored with vectors of ${dims} dimensions (Storage.apply, 1,000 a call, one namespace), in process; following off and on alternately (CPU of the process over the stores and the saves behind them).`
+}
 
 | round | CPU a store, not followed | followed | ratio | first semantic search after the load, off / on |
 |---|---|---|---|---|
 ${rows.join("\n")}
 `);
+await embedder?.stop();
 process.exit(0);

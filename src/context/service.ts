@@ -18,6 +18,7 @@ import { invalidField } from "../wire/errors";
 import { instantField } from "../wire/time";
 import { excerpt, oneLine } from "./excerpt";
 import { type ContextRequest, type ContextResponse, contextTokens } from "./model";
+import { favourNamedSpeakers } from "./speakers";
 
 /** With a query: the search's best this many hits are the candidates. */
 export const CONTEXT_SEARCH_HITS = 100;
@@ -29,6 +30,15 @@ export const RECENCY_HALF_LIFE_DAYS = 30;
 export const IMPORTANCE_WEIGHT = 0.5;
 /** The memories adjacent in time to this many of the best hits are placed right after them. */
 export const CONTEXT_ADJACENT_OF = 5;
+/**
+ * In hybrid mode keyword's first hits keep their places in the block's candidates, one for every
+ * this many tokens of the budget (20 at 1,000: about the conversation turns a block of that size
+ * holds): the semantic list reorders and adds after them, so a hybrid block holds what a keyword
+ * block holds. Reordered by the built-in embedder's list, keyword's first twenty lost evidence a
+ * keyword block held; with the named speakers' memories scored up, the endpoints' fusion gated them
+ * ahead of the best hits (LoCoMo dev half, bench/notes.md, issue 36).
+ */
+export const TOKENS_PER_KEPT_HIT = 50;
 /** A memory too long for what is left gets an excerpt when at least this many tokens are left. */
 export const EXCERPT_MIN_TOKENS = 16;
 /** Once this many candidates in a row did not fit, the rest are not tried (each costs a count). */
@@ -79,18 +89,15 @@ function importantAndRecent(records: readonly MemoryRecord[], now: number): Scor
  * a word with that hit or with the question.
  */
 async function withAdjacent(
-  core: Core,
   candidates: Scored[],
   filter: SearchFilter,
-  now: number,
   query: string,
+  /** For each memory, the ones just before and after it in its entity: [its id, neighbour] pairs. */
+  adjacent: (memories: MemoryRecord[]) => Promise<[string, MemoryRecord][]> | [string, MemoryRecord][],
 ): Promise<Scored[]> {
   const strong = candidates.slice(0, CONTEXT_ADJACENT_OF);
   if (strong.length === 0) return candidates;
-  const pairs = await core.storage.adjacentMemories(
-    strong.map((c) => c.memory),
-    now,
-  );
+  const pairs = await adjacent(strong.map((c) => c.memory));
   // A neighbour comes along only when it shares a word (not a stop word) with its hit or with the
   // question: the turn that continues a topic, not an unrelated fact stored next to it.
   const words = (text: string) => new Set(queryTerms(text).flatMap((t) => (t.weight === 1 ? [t.term] : [])));
@@ -117,6 +124,23 @@ async function withAdjacent(
     // Shown with the score of the hit they sit next to (or their own, when higher).
     for (const m of near.get(c.memory.id) ?? [])
       put({ memory: m, score: Math.max(c.score, candidates.find((x) => x.memory.id === m.id)?.score ?? 0) });
+  }
+  return out;
+}
+
+/**
+ * For each of `memories`, the versions just before and after it in id order among `versions` (an
+ * entity's memories as of a moment, all current then): adjacentMemories' answer as of then.
+ */
+function adjacentAsOf(versions: readonly MemoryRecord[], memories: readonly MemoryRecord[]): [string, MemoryRecord][] {
+  const byId = [...versions].sort((a, b) => (a.id < b.id ? -1 : 1));
+  const at = new Map(byId.map((m, i) => [m.id, i]));
+  const out: [string, MemoryRecord][] = [];
+  for (const m of memories) {
+    const i = at.get(m.id);
+    if (i === undefined) continue;
+    if (i > 0) out.push([m.id, byId[i - 1]]);
+    if (i + 1 < byId.length) out.push([m.id, byId[i + 1]]);
   }
   return out;
 }
@@ -225,7 +249,13 @@ export async function buildContext(
       asOf,
     });
     if (req.query !== undefined) {
-      candidates = keywordAsOf(versions, queryTerms(req.query), filter, CONTEXT_SEARCH_HITS);
+      const hits = favourNamedSpeakers(
+        keywordAsOf(versions, queryTerms(req.query), filter, CONTEXT_SEARCH_HITS),
+        req.query,
+        CONTEXT_ADJACENT_OF,
+      );
+      // The memories adjacent in time to the best hits, as they were then.
+      candidates = await withAdjacent(hits, filter, req.query, (strong) => adjacentAsOf(versions, strong));
       mode = "keyword";
     }
     if (candidates.length === 0) {
@@ -237,26 +267,31 @@ export async function buildContext(
     }
   } else {
     const now = Date.now();
-    if (req.query !== undefined) {
+    const query = req.query;
+    if (query !== undefined) {
       const found = await rank(core, {
         scope: { namespace: req.namespace, entity: req.entity },
-        query: req.query,
+        query,
         mode: resolveMode(core, undefined),
         limit: CONTEXT_SEARCH_HITS,
         filter,
         cost,
         // A memory that only happens to be in the entity is no context for the question.
         relevantOnly: true,
+        // After the best few, the memories of a person the question names come first (speakers.ts).
+        reorderKeyword: (hits) => favourNamedSpeakers(hits, query, CONTEXT_ADJACENT_OF),
+        // A hybrid block holds what a keyword block holds, and adds.
+        keywordKept: Math.ceil(maxTokens / TOKENS_PER_KEPT_HIT),
       });
       // With a reranker, the best RERANK_DEPTH are reordered by it (search/rerank.ts).
       const hits = await rerank(
         core,
-        req.query,
+        query,
         found.hits.filter((h) => isCurrent(h.memory, now)),
         RERANK_DEPTH,
         rerankCost,
       );
-      candidates = await withAdjacent(core, hits, filter, now, req.query);
+      candidates = await withAdjacent(hits, filter, query, (strong) => core.storage.adjacentMemories(strong, now));
       mode = found.mode;
     }
     if (candidates.length === 0) {

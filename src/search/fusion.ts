@@ -94,6 +94,13 @@ export interface FuseOptions {
    *   meaning, which is where it finds what keyword ranked too low (LoCoMo dev: bench/notes.md).
    */
   keywordHead?: number;
+  /**
+   * How many of keyword's first hits keep their places, ahead of the rest, when the list is not
+   * thin (keywordHead when not given; thinness is still judged against keywordHead): the context
+   * block's, so that a hybrid block holds what a keyword block of its budget holds
+   * (context/service.ts TOKENS_PER_KEPT_HIT). Any embedder.
+   */
+  keywordKept?: number;
 }
 
 /** The best `limit` of a keyword and a semantic ranking, fused as described above. */
@@ -144,8 +151,9 @@ export function fuse(
     for (let i = 0; i < semantic.length && i < FUSION.gateMax && sz(semantic[i].score) >= FUSION.semanticGateZ; i++)
       gated.add(semantic[i].memory.id);
   // Keyword's head: above every gated hit, in keyword's order (a thin list's: its evidence only).
-  const headHits = thin ? keyword.filter((h) => !filler(h.memory)) : keyword.slice(0, head);
-  const headRank = new Map(headHits.map((h, i) => [h.memory.id, head - i]));
+  const kept = Math.max(head, o.keywordKept ?? head);
+  const headHits = thin ? keyword.filter((h) => !filler(h.memory)) : keyword.slice(0, kept);
+  const headRank = new Map(headHits.map((h, i) => [h.memory.id, kept - i]));
   return [...fused.values()]
     .map((f) => ({
       memory: f.memory,

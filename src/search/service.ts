@@ -66,6 +66,13 @@ export interface RankOptions {
    * embedder (a configured endpoint's answers stay as they were); keyword mode is unchanged.
    */
   relevantOnly?: boolean;
+  /**
+   * Reorders keyword's list (BM25 scores) before it is returned or fused: the context block's
+   * named speakers (context/speakers.ts).
+   */
+  reorderKeyword?: (hits: Scored[]) => Scored[];
+  /** In hybrid mode, how many of keyword's first hits keep their places (fusion.ts keywordKept). */
+  keywordKept?: number;
 }
 
 /** How far above its list's mean a semantic hit must stand to be evidence (RankOptions.relevantOnly). */
@@ -97,7 +104,10 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
   const now = Date.now();
   const terms = queryTerms(o.query);
   // Adjacent hits lend a share of their scores (text/scoring.ts NEIGHBOUR_SHARE).
-  const keyword = (limit: number) => core.storage.keywordSearch(o.scope, terms, filter, limit, now, NEIGHBOUR_SHARE);
+  const keyword = async (limit: number) => {
+    const hits = await core.storage.keywordSearch(o.scope, terms, filter, limit, now, NEIGHBOUR_SHARE);
+    return o.reorderKeyword ? o.reorderKeyword(hits) : hits;
+  };
   if (o.mode === "keyword") return { hits: await keyword(o.limit), mode: "keyword" };
   const settings = embedSettings(core.config)!;
   if (settings.builtin) await catchUp(core);
@@ -137,6 +147,7 @@ export async function rank(core: SearchCore, o: RankOptions): Promise<{ hits: Sc
     share,
     sharesContentWord,
     keywordHead: settings.builtin ? BUILTIN_KEYWORD_HEAD : 0,
+    keywordKept: o.keywordKept,
   });
   if (!o.relevantOnly || !settings.builtin) return { hits, mode: "hybrid" };
   // Keyword's hits are evidence as they are in a keyword-mode block, the one sharing only stop

@@ -77,6 +77,10 @@ export const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, "$1");
  * (thrown with the reason): the check is on the address connected to, not only on the name.
  */
 export async function resolveTarget(url: URL, allowPrivate: boolean): Promise<{ address: string; family: number }> {
+  // An IP address as the host: the same answer every time (a name is looked up at each call).
+  const key = `${allowPrivate ? "+" : "-"}${url.hostname}`;
+  const known = literal.get(key);
+  if (known) return known;
   const host = hostOf(url);
   let address = host;
   let family = isIP(host);
@@ -93,8 +97,16 @@ export async function resolveTarget(url: URL, allowPrivate: boolean): Promise<{ 
           "private addresses need --webhook-allow-private (MEMD_WEBHOOK_ALLOW_PRIVATE=1)",
       );
   }
-  return { address, family };
+  const target = { address, family };
+  if (address === host) {
+    if (literal.size >= 1000) literal.clear();
+    literal.set(key, target);
+  }
+  return target;
 }
+
+/** Checked targets of hosts that are IP addresses, by whether private ones are allowed and the host. */
+const literal = new Map<string, { address: string; family: number }>();
 
 /** A webhook URL whose address is not public, while private ones are not allowed. */
 export class AddressRefused extends Error {}

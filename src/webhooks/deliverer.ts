@@ -6,7 +6,8 @@
 import { randomBytes } from "node:crypto";
 import type { Core } from "../core";
 import type { KeyRecord } from "../keys/model";
-import type { DeliveryRecord, WebhookRecord } from "../storage/records";
+import type { DeliveryRecord, EventRecord, WebhookRecord } from "../storage/records";
+import type { Storage } from "../storage/storage";
 import { isoTime } from "../wire/time";
 import { postWebhook } from "./post";
 import {
@@ -40,7 +41,7 @@ export interface DeliveryOptions {
 }
 
 /** The least time between two reads of the trail by one idle subscription (ms). */
-const scanSpacingMs = 5;
+export const scanSpacingMs = 5;
 /**
  * The least time between two cursor writes of one subscription while it delivers (ms): each is a
  * transaction of its own beside the store path's (on LMDB, a turn of the one write lock and a
@@ -50,6 +51,44 @@ const scanSpacingMs = 5;
 const flushSpacingMs = 250;
 /** Delivery attempts the log keeps per subscription (storage keeps the newest 100). */
 const keptDeliveries = 100;
+
+/**
+ * Events as they are now (storage.eventBySeq), one read for every subscription sending the same
+ * event at about the same time: ten subscriptions of every event read it once, and its body is
+ * serialized once (payload keeps the parts by the record read). A read is used again only until
+ * this process commits (an erasure scrubs events in place) and for at most `freshMs` (another
+ * replica's commits): no older than the trail the subscriptions read.
+ */
+class CurrentEvents {
+  private reads = new Map<number, Promise<EventRecord | undefined>>();
+  private since = 0;
+
+  constructor(
+    private readonly storage: Pick<Storage, "eventBySeq">,
+    private readonly freshMs: number,
+  ) {}
+
+  committed() {
+    this.reads.clear();
+  }
+
+  get(seq: number) {
+    const now = performance.now();
+    if (now - this.since > this.freshMs) {
+      this.reads.clear();
+      this.since = now;
+    }
+    let r = this.reads.get(seq);
+    if (!r) {
+      const read = this.storage.eventBySeq(seq);
+      // A failed read is not kept: the next subscription tries again.
+      read.catch(() => this.reads.get(seq) === read && this.reads.delete(seq));
+      this.reads.set(seq, read);
+      r = read;
+    }
+    return r;
+  }
+}
 
 /** Subscription URLs, parsed once. */
 const urls = new Map<string, URL>();
@@ -136,8 +175,10 @@ export function startDeliverer(
   };
   // A commit wakes the workers only (a flag each); the supervisor reads the subscriptions on changes and polls.
   const trail = new SharedTrail(storage, scanSpacingMs);
+  const current = new CurrentEvents(storage, scanSpacingMs);
   const unsubscribe = core.notifier.subscribeAll(() => {
     trail.committed();
+    current.committed();
     for (const w of workers.values()) w.wake();
   });
 
@@ -391,7 +432,7 @@ export function startDeliverer(
         }
         const head = buffer[0];
         // As it is now: an erasure since it was read has scrubbed it.
-        const e = isErasure(head) ? head : ((await storage.eventBySeq(head.seq)) ?? head);
+        const e = isErasure(head) ? head : ((await current.get(head.seq)) ?? head);
         const id = messageId(w, e.seq);
         const body = payload(w, e);
         const started = performance.now();

@@ -5,15 +5,14 @@
 // what was committed is durable (LMDB flushes the request thread's commits).
 // First, as in main.ts: the compiled binary's LMDB addon loads through it.
 import "../native-addon";
-import { readlinkSync } from "node:fs";
-import { getPriority, setPriority } from "node:os";
 import { CommitNotifier } from "../audit/notify";
 import type { LogLevel } from "../config/config";
 import type { KeyRecord } from "../keys/model";
 import type { Logger } from "../log";
 import { openStorage, type StorageSettings } from "../storage/index";
 import type { Storage } from "../storage/storage";
-import { type DeliveryOptions, startDeliverer, type WebhookCounts } from "./deliverer";
+import { lowerThisThread, threadId } from "../thread-priority";
+import { type DeliveryOptions, scanSpacingMs, startDeliverer, type WebhookCounts } from "./deliverer";
 
 /** The request thread's messages. */
 export type ToThread =
@@ -22,11 +21,13 @@ export type ToThread =
       settings: StorageSettings;
       root: KeyRecord | undefined;
       options: DeliveryOptions;
-      /** Added to the process's nice value for the thread (Linux; 0: as the process). */
+      /** Added to the process's nice value for the thread, which also goes in the idle class where it may (thread-priority.ts; Linux; 0: as the process). */
       nice: number;
+      /** The request thread's count of its commits (shared memory; thread.ts). */
+      commits: Int32Array;
     }
-  /** `edited`: a change through the API (re-read the subscriptions at once); else commits. */
-  | { type: "wake"; edited: boolean }
+  /** A change through the API: the subscriptions are read again at once. */
+  | { type: "edited" }
   | { type: "durable"; id: number }
   | { type: "stop" };
 
@@ -42,35 +43,38 @@ export type FromThread =
 declare const self: Worker;
 const post = (m: FromThread) => self.postMessage(m);
 
-/** Lowers this thread's priority by `nice` below the process's: nice values are per thread on Linux (elsewhere, nothing). */
-function lowerPriority(nice: number) {
-  if (nice <= 0) return;
-  try {
-    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
-    if (tid > 0) setPriority(tid, Math.min(19, getPriority(tid) + nice));
-  } catch {
-    // Not Linux: the thread runs at the process's priority.
-  }
-}
-
 let stop: (() => Promise<void>) | undefined;
-let wake: ((edited: boolean) => void) | undefined;
+/** The start in progress (opening the store), and whether a stop came meanwhile. */
+let starting: Promise<void> | undefined;
+let stopping = false;
+let edited: (() => void) | undefined;
 const durableWaits = new Map<number, () => void>();
 let nextDurable = 0;
 
 self.onmessage = async (event: MessageEvent<ToThread>) => {
   const m = event.data;
-  if (m.type === "wake") wake?.(m.edited);
+  if (m.type === "edited") edited?.();
   else if (m.type === "durable") {
     durableWaits.get(m.id)?.();
     durableWaits.delete(m.id);
   } else if (m.type === "stop") {
+    stopping = true;
+    // A stop while the store is still opening: the open ends first, then the store is closed
+    // (not cut mid-open, its PostgreSQL pool left to the connections' timeouts).
+    await starting?.catch(() => {});
     await stop?.();
     post({ type: "stopped" });
   } else if (m.type === "init") {
-    lowerPriority(m.nice);
     try {
-      await start(m);
+      const idle = await lowerThisThread(m.nice);
+      post({
+        type: "log",
+        level: "info",
+        msg: "webhook delivery thread started",
+        fields: { thread: threadId(), idle },
+      });
+      starting = start(m);
+      await starting;
       post({ type: "started" });
     } catch (e) {
       post({ type: "failed", error: String((e as Error)?.message ?? e) });
@@ -93,13 +97,31 @@ async function start(m: Extract<ToThread, { type: "init" }>) {
     keywordPrebuild: 0,
     searchMemoryMb: 1,
   });
-  // What the request thread committed is durable once it says so (LMDB: its flush).
-  const durable = () =>
+  if (stopping) return opened.close();
+  // What the request thread committed is durable once it says so (LMDB: its flush). One question
+  // in flight at a time: the callers meanwhile share the next, asked once it is answered (so
+  // after their call); ten subscriptions reading pages do not each cost the request thread a message.
+  const ask = () =>
     new Promise<void>((resolve) => {
       const id = nextDurable++;
       durableWaits.set(id, resolve);
       post({ type: "durable", id });
     });
+  let asking: Promise<void> | undefined;
+  let queued: Promise<void> | undefined;
+  const durable = (): Promise<void> => {
+    if (!asking) {
+      asking = ask().finally(() => {
+        asking = undefined;
+      });
+      return asking;
+    }
+    queued ??= asking.then(() => {
+      queued = undefined;
+      return durable();
+    });
+    return queued;
+  };
   const storage: Storage = Object.assign(Object.create(opened), { durable });
   const notifier = new CommitNotifier();
   let sent = "";
@@ -111,9 +133,24 @@ async function start(m: Extract<ToThread, { type: "init" }>) {
       post({ type: "counts", counts });
     }
   });
-  wake = (edited) => (edited ? deliverer.wake() : notifier.ping());
+  edited = () => deliverer.wake();
+  // Each change of the commit count pings the deliverer; after a ping the count is looked at
+  // again after the deliverer's scan spacing at the earliest (it reads no more often), so a busy
+  // store path wakes this thread a bounded number of times a second.
+  const watch = (seen: number) => {
+    if (stopping) return;
+    const changed = () => {
+      const now = Atomics.load(m.commits, 0);
+      notifier.ping();
+      setTimeout(() => watch(now), scanSpacingMs);
+    };
+    const w = Atomics.waitAsync(m.commits, 0, seen);
+    if (w.async) void w.value.then(changed);
+    else changed();
+  };
+  watch(Atomics.load(m.commits, 0));
   stop = async () => {
-    wake = undefined;
+    edited = undefined;
     await deliverer.stop();
     for (const resolve of durableWaits.values()) resolve();
     await opened.close();

@@ -109,7 +109,10 @@ class BunConn extends Link {
   /** What the socket did not take yet (written on drain). */
   private pending: Buffer | undefined;
   write(data: string) {
-    this.send(Buffer.from(data));
+    // Mostly taken whole: the bytes are copied for the rest only.
+    const n = this.socket?.write(data) ?? -1;
+    if (n < 0) this.gone(Object.assign(new Error("the connection closed"), { code: "ECONNRESET" }));
+    else if (n < Buffer.byteLength(data)) this.pending = Buffer.from(data).subarray(n);
   }
   private send(buf: Buffer) {
     const n = this.socket?.write(buf) ?? -1;

@@ -75,26 +75,34 @@ export const trailItems = (page: { events: EventRecord[]; erasures: TrailErasure
   page.erasures.length === 0 ? page.events : [...page.events, ...page.erasures].sort((a, b) => a.seq - b.seq);
 
 /**
- * The body of a delivery: `type`, `timestamp` and `data`. For an event: `memory.` and the event
- * kind in lower case (`memory.erased` for an erasure's DELETE), the event's time, and the event as
- * GET /v1/memory/events shows it, with `seq`. For an erasure (after the DELETEs it made, whatever
- * the subscription's kinds): `entity.erased`, its time, and the erasure as GET /v1/memory/erasures
- * shows it, with `seq`.
+ * The body of a delivery: `type`, `timestamp`, `webhookId` and `data`. For an event: `memory.` and
+ * the event kind in lower case (`memory.erased` for an erasure's DELETE), the event's time, and the
+ * event as GET /v1/memory/events shows it, with `seq`. For an erasure (after the DELETEs it made,
+ * whatever the subscription's kinds): `entity.erased`, its time, and the erasure as GET
+ * /v1/memory/erasures shows it, with `seq`.
  */
 export function payload(w: WebhookRecord, e: TrailItem): string {
-  if (isErasure(e))
-    return JSON.stringify({
-      type: "entity.erased",
-      timestamp: isoTime(e.atMs),
-      webhookId: w.id,
-      data: { ...toErasure(e), seq: e.seq },
-    });
-  return JSON.stringify({
-    type: erasedBy(e) ? "memory.erased" : `memory.${e.event.toLowerCase()}`,
-    timestamp: isoTime(e.atMs),
-    webhookId: w.id,
-    data: { ...toAuditEvent(e), seq: e.seq },
-  });
+  const [head, tail] = bodyParts(e);
+  return head + JSON.stringify(w.id) + tail;
+}
+
+/**
+ * What a delivery's body holds besides the subscription's id, serialized once per item read (so
+ * once, not once per subscription, when the subscriptions share it): the JSON up to the id's value,
+ * and after it. Together they are the bytes JSON.stringify gives the whole body.
+ */
+const partsOf = new WeakMap<TrailItem, [string, string]>();
+
+function bodyParts(e: TrailItem): [string, string] {
+  let parts = partsOf.get(e);
+  if (parts) return parts;
+  const [type, data] = isErasure(e)
+    ? ["entity.erased", { ...toErasure(e), seq: e.seq }]
+    : [erasedBy(e) ? "memory.erased" : `memory.${e.event.toLowerCase()}`, { ...toAuditEvent(e), seq: e.seq }];
+  const head = JSON.stringify({ type, timestamp: isoTime(e.atMs) });
+  parts = [`${head.slice(0, -1)},"webhookId":`, `,"data":${JSON.stringify(data)}}`];
+  partsOf.set(e, parts);
+  return parts;
 }
 
 /** The secrets that sign now: the current one, and the one before a rotation for its 24 hours. */

@@ -7,9 +7,17 @@ export const secretPrefix = "whsec_";
 /** A new signing secret: `whsec_` and 32 random bytes in base64 (the key is those bytes). */
 export const newSecret = () => secretPrefix + randomBytes(32).toString("base64");
 
+/** Key bytes by secret (a delivery thread signs with a few secrets, each many times). */
+const keys = new Map<string, Buffer>();
+
 /** `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` with the secret's key bytes. */
 export function signature(secret: string, id: string, timestampSeconds: number, body: string): string {
-  const key = Buffer.from(secret.slice(secretPrefix.length), "base64");
+  let key = keys.get(secret);
+  if (!key) {
+    if (keys.size >= 1000) keys.clear();
+    key = Buffer.from(secret.slice(secretPrefix.length), "base64");
+    keys.set(secret, key);
+  }
   return `v1,${createHmac("sha256", key).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`;
 }
 

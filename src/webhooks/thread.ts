@@ -1,6 +1,6 @@
 // Webhook delivery off the request thread: deliverer.ts runs in a Worker (delivery-thread.ts)
-// with its own handle on the store. This thread tells it of commits (one message per event-loop
-// turn at most, however many commits the turn had) and of edits through the API, answers when
+// with its own handle on the store. This thread tells it of commits (a count in shared memory,
+// no message: see `commits`) and of edits through the API (a message), answers when
 // its commits are durable, and keeps the counts it sends for /metrics. The thread runs at a lower
 // priority (`nice`), so on a busy core the requests come first and deliveries catch up after.
 import type { Core } from "../core";
@@ -32,8 +32,12 @@ export function startDeliveryThread(
   let stopped = false;
   let stopping: Promise<void> | undefined;
   let onStopped: (() => void) | undefined;
-  /** Commits since the last wake sent: one message for all of them, at the end of this turn. */
-  let wakePending = false;
+  /**
+   * This process's commits, counted in memory the thread shares: a commit costs the store path an
+   * atomic add and a notify (which finds no one to wake while the thread is not waiting), not a
+   * message; the thread waits on the count (Atomics.waitAsync) and looks at most every few ms.
+   */
+  const commits = new Int32Array(new SharedArrayBuffer(4));
 
   const send = (m: ToThread) => worker?.postMessage(m);
   const start = () => {
@@ -59,7 +63,7 @@ export function startDeliveryThread(
       again(w);
     };
     worker = w;
-    w.postMessage({ type: "init", settings, root, options, nice } satisfies ToThread);
+    w.postMessage({ type: "init", settings, root, options, nice, commits } satisfies ToThread);
   };
   /** Ends `w`; the next look starts another (unless stopping). */
   const again = (w: Worker) => {
@@ -87,16 +91,12 @@ export function startDeliveryThread(
   poll.unref?.();
   void look();
   const unsubscribe = core.notifier.subscribeAll(() => {
-    if (wakePending || !worker) return;
-    wakePending = true;
-    setImmediate(() => {
-      wakePending = false;
-      send({ type: "wake", edited: false });
-    });
+    Atomics.add(commits, 0, 1);
+    Atomics.notify(commits, 0);
   });
 
   return {
-    wake: () => (worker ? send({ type: "wake", edited: true }) : void look()),
+    wake: () => (worker ? send({ type: "edited" }) : void look()),
     counts: () => counts,
     stop() {
       stopping ??= (async () => {

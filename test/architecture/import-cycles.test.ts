@@ -96,7 +96,7 @@ test("cycle finding: a file cycle and a folder cycle are found, a chain is not",
  * never one of its own layer or above. docs/storage-layout.md (Layers) says the same in words.
  */
 export const layers: string[][] = [
-  ["text", "config", "log.ts", "build-info.ts", "native-addon.ts", "core.ts"],
+  ["text", "config", "log.ts", "build-info.ts", "native-addon.ts", "thread-priority.ts", "core.ts"],
   ["wire"], // error catalogue, times and field shapes on the wire
   ["index"], // the search engine: documents, terms, vectors and scores
   ["storage"],

@@ -378,7 +378,8 @@ describe("as of a moment: the context block", () => {
       asOf: iso(steps[2].last),
     });
     expect(q.body.mode).toBe("keyword");
-    expect(q.body.memories.map((m: any) => m.content)).toEqual(["Alice likes jasmine tea"]);
+    // The hit, then the memory stored next to it then (sharing "Alice" with it), as a live block places it.
+    expect(q.body.memories.map((m: any) => m.content)).toEqual(["Alice likes jasmine tea", "Alice lives in Paris"]);
     expect(q.body.context).toContain("- [2025-05-01] Alice likes jasmine tea");
   });
 });

@@ -92,12 +92,20 @@ test("a replica follows the other's commits before each search: exact cosines of
   }
   expect(hits / want).toBeGreaterThanOrEqual(0.9);
 
-  // A memory stored on a gets the query's own vector: first on b at once, score 1.
+  // Nothing changed: b's search checks its copy in the statement reading its hits, no follow
+  // statement before it...
   const q = draw();
+  let sent = b.followers.statements;
+  await b.semanticSearch({ namespace: ns }, q, {}, 5);
+  expect(b.followers.statements - sent).toBe(0);
+  // ...and a memory stored on a, with the query's own vector, is first on b at once, score 1
+  // (the check saw a's commit: b followed it, then searched again).
   const added = Bun.randomUUIDv7();
   await a.apply([create(added, ns, 0, q)], null);
   vectors.set(added, q);
+  sent = b.followers.statements;
   let got = await b.semanticSearch({ namespace: ns }, q, {}, 5);
+  expect(b.followers.statements - sent).toBe(1);
   expect(got[0].memory.id).toBe(added);
   expect(got[0].score).toBeCloseTo(1, 5);
   // Its vector changed on a: b scores the new one at once.
@@ -140,8 +148,16 @@ test("above the exact size, the approximate answer is the exact one on a small s
   const ns = "pg-small";
   const ops: MemoryOp[] = [];
   for (let i = 0; i < 120; i++) ops.push(create(Bun.randomUUIDv7(), ns, i, draw()));
+  // One memory of its category, its vector away from the others (a filter only it passes).
+  const lone = ops[7] as { create: { id: string; category: string; vector: Float32Array } };
+  lone.create.category = "preference";
   await a.apply(ops, null);
   await built(b, ns, draw());
+  // A filter only one memory passes, the query opposite its vector: read past the 4-bit
+  // ranking's best, batch after batch, to the whole scope.
+  const away = lone.create.vector.map((x) => -x);
+  const few = await b.semanticSearch({ namespace: ns }, away, { category: "preference" }, 5);
+  expect(few.map((h) => h.memory.id)).toEqual([lone.create.id]);
   for (let i = 0; i < 10; i++) {
     const q = draw();
     const entity = i % 3 === 0 ? "e2" : undefined;

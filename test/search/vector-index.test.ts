@@ -14,7 +14,7 @@ import { lmdbVectors, semanticSearch } from "../../src/storage/lmdb/search";
 import { vectorCache, vectorLoading } from "../../src/storage/lmdb/vector-cache";
 import type { MemoryOp } from "../../src/storage/storage";
 import { seededRandom, tempDir } from "../helpers";
-import { clustered, dot, labelled } from "./clustered-vectors";
+import { addOp, clustered, dot, labelled } from "./clustered-vectors";
 
 const saved = { ...ann };
 beforeAll(() => {
@@ -84,6 +84,39 @@ test("the 4-bit copy decodes each value to within half a level of its vector's l
     // Scoring straight from the codes is the dot product of the decoded vector.
     const q = Float32Array.from({ length: 7 }, () => rand() - 0.5);
     expect(k.dot(r, q)).toBeCloseTo(dot(got, q), 5);
+  }
+});
+
+test("the 4-bit codes written in WebAssembly are the bytes of the JavaScript loop they replace, for any length", () => {
+  // The loop four-bit.ts ran before its put moved to WebAssembly (four-bit-kernel.ts).
+  const reference = (v: Float32Array) => {
+    let max = 0;
+    for (let j = 0; j < v.length; j++) max = Math.max(max, Math.abs(v[j]));
+    const k = max > 0 ? 7 / max : 0;
+    const codes = new Uint8Array(Math.ceil(v.length / 2));
+    for (let j = 0; j < v.length >> 1; j++) codes[j] = (v[2 * j] * k + 8.5) | 0 | (((v[2 * j + 1] * k + 8.5) | 0) << 4);
+    if (v.length & 1) codes[v.length >> 1] = (v[v.length - 1] * k + 8.5) | 0 | (8 << 4);
+    return { codes, scale: Math.fround(max / 7) };
+  };
+  const rand = seededRandom(11);
+  for (const dims of [1, 2, 3, 31, 32, 33, 63, 100, 256, 767, 768, 1536]) {
+    const k = new FourBit();
+    const vs = Array.from({ length: 30 }, (_, r) =>
+      Float32Array.from({ length: dims }, (_, j) => {
+        if (r === 0) return 0; // all zero: every code 8, scale 0
+        if (r === 1) return j === 0 ? -1 : (rand() - 0.5) * 1e-3; // one large value
+        if (r === 2) return ((j % 15) - 7) / 7; // on the levels, halves and ties included
+        return (rand() - 0.5) * (r % 4 === 0 ? 1e-30 : 1);
+      }),
+    );
+    vs.forEach((v, r) => k.put(r, v));
+    const { blocks, scales } = k as unknown as { blocks: Uint8Array[]; scales: Float32Array[] };
+    const bytes = Math.ceil(dims / 2);
+    vs.forEach((v, r) => {
+      const want = reference(v);
+      expect([...blocks[0].subarray(r * bytes, (r + 1) * bytes)]).toEqual([...want.codes]);
+      expect(scales[0][r]).toBe(want.scale);
+    });
   }
 });
 
@@ -482,5 +515,73 @@ test("a first load of a namespace past the cells' size samples it first for the 
     VectorSpace.prototype.prime = prime;
     vectorLoading.sample = true;
     ann.rescore = 24;
+  }
+});
+
+test("a first load of a namespace too small for cells but of at least vectorLoading.meanFrom vectors primes the codes' mean from a sample of the whole namespace, and recentres no more; answers stay exact", async () => {
+  const saved = { ann: { ...ann }, loading: { ...vectorLoading } };
+  Object.assign(ann, { rescore: 150, cellsFrom: 100_000 });
+  Object.assign(vectorLoading, { meanFrom: 1000, meanSample: 400 });
+  const dims = 96;
+  const draw = labelled(52, dims);
+  const ns = "vec-mean";
+  const vectors = new Map<string, Float32Array>();
+  const topics = new Map<string, number>();
+  const ops: MemoryOp[] = [];
+  for (let i = 0; i < 2400; i++) {
+    const { v, cluster } = draw();
+    const op = addOp(ns, i, `m${i}`, v) as { create: { id: string; entity: string } };
+    // One entity per cluster: loaded in key order, the first vectors are of one or two topics.
+    op.create.entity = `c${cluster}`;
+    vectors.set(op.create.id, v);
+    topics.set(op.create.id, cluster);
+    ops.push(op as MemoryOp);
+  }
+  for (let i = 0; i < ops.length; i += 600) await storage.apply(ops.slice(i, i + 600), null);
+  const prime = VectorSpace.prototype.prime;
+  const primed: Parameters<typeof prime>[] = [];
+  VectorSpace.prototype.prime = function (...args: Parameters<typeof prime>) {
+    primed.push(args);
+    return prime.apply(this, args);
+  };
+  try {
+    const space = await vectorCache(storage.dbs).get(ns);
+    expect(space.size).toBe(2400);
+    expect(primed.length).toBe(1);
+    const [mean, centres, expected] = primed[0];
+    expect(centres).toEqual([]);
+    expect(expected).toBe(2400);
+    // No recentring after it: the mean the codes are taken against is still the sample's.
+    const held = space as unknown as { f32: Float32Array; meanAt: number };
+    for (const j of [0, 17, 95]) expect(held.f32[held.meanAt / 4 + j]).toBeCloseTo(mean[j], 6);
+    const meanOf = (vs: Float32Array[]) => {
+      const m = new Float64Array(dims);
+      for (const v of vs) for (let j = 0; j < dims; j++) m[j] += v[j] / vs.length;
+      return m;
+    };
+    const whole = meanOf([...vectors.values()]);
+    const firstTopic = meanOf([...vectors].filter(([id]) => topics.get(id) === 0).map(([, v]) => v));
+    const from = (m: Float64Array) => Math.hypot(...m.map((x, j) => x - whole[j]));
+    expect(from(mean)).toBeLessThan(from(firstTopic) / 4);
+    let hits = 0;
+    for (let i = 0; i < 20; i++) {
+      const q = draw().v;
+      const got = semanticSearch(storage.dbs, space, { namespace: ns }, q, {}, 10, Date.now());
+      expect(got.length).toBe(10);
+      for (const h of got) expect(h.score).toBeCloseTo(dot(vectors.get(h.memory.id)!, q), 5);
+      const truth = new Set(
+        [...vectors]
+          .map(([id, v]) => ({ id, score: dot(v, q) }))
+          .sort((a, b) => b.score - a.score)
+          .slice(0, 10)
+          .map((h) => h.id),
+      );
+      hits += got.filter((h) => truth.has(h.memory.id)).length;
+    }
+    expect(hits / 200).toBeGreaterThanOrEqual(0.75);
+  } finally {
+    VectorSpace.prototype.prime = prime;
+    Object.assign(ann, saved.ann);
+    Object.assign(vectorLoading, saved.loading);
   }
 });

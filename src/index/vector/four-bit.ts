@@ -4,6 +4,7 @@
 // reads exactly only the best few of them (`exactReads`): both backends keep one, and score
 // every answer from the exact vector afterwards (LMDB: lmdb/search.ts; PostgreSQL:
 // postgres/search.ts).
+import { putFourBit } from "./four-bit-kernel";
 import type { RowKeeper } from "./space";
 
 /**
@@ -40,17 +41,7 @@ export class FourBit implements RowKeeper {
     }
     const b = row >>> 14;
     this.room(b, row & (BLOCK - 1));
-    const n = v.length;
-    let max = 0;
-    // (A branch per value instead of Math.max/abs measured 3× slower: signs are random.)
-    for (let j = 0; j < n; j++) max = Math.max(max, Math.abs(v[j]));
-    const k = max > 0 ? 7 / max : 0;
-    const codes = this.blocks[b];
-    const at = (row & (BLOCK - 1)) * this.bytes;
-    // Each value to the nearest of -7..7 (halves up, as Math.round), plus 8: (x * k + 8.5) | 0.
-    const half = n >> 1;
-    for (let j = 0; j < half; j++) codes[at + j] = (v[2 * j] * k + 8.5) | 0 | (((v[2 * j + 1] * k + 8.5) | 0) << 4);
-    if (n & 1) codes[at + half] = (v[n - 1] * k + 8.5) | 0 | (8 << 4);
+    const max = putFourBit(v, this.blocks[b], (row & (BLOCK - 1)) * this.bytes);
     this.scales[b][row & (BLOCK - 1)] = max / 7;
   }
 

@@ -529,12 +529,24 @@ export class VectorSpace {
    * the mean the codes are taken against and the cells' centres, taken from a sample of the whole
    * namespace, and room for `expected` rows. A load in key order (LMDB: by entity) would take them
    * from its first entities' vectors, which share topics in real data. No recentring after it.
+   * Without centres (a namespace expected below `ann.cellsFrom`): the mean only, and no
+   * recentring before ann.cellsFrom rows (the sample's mean is the whole namespace's; the steps
+   * before would each read every vector again).
    */
   prime(mean: Float64Array, centres: Float32Array[], expected: number) {
     const usable = centres.filter((c) => c.length === mean.length);
-    if (this.size > 0 || this.dims !== 0 || mean.length === 0 || usable.length === 0) return;
+    if (this.size > 0 || this.dims !== 0 || mean.length === 0) return;
+    if (usable.length === 0 && expected >= ann.cellsFrom) return;
     this.init(mean.length);
     for (let j = 0; j < this.dims; j++) this.f32[this.meanAt / 4 + j] = mean[j];
+    if (usable.length === 0) {
+      this.centred = RECENTER.findIndex((n) => n >= ann.cellsFrom);
+      if (this.centred < 0) this.centred = RECENTER.length;
+      this.rowRoom = Math.max(64, Math.ceil(expected * 1.25));
+      this.rowAt = this.allocate(this.rowRoom);
+      this.reserveRows(expected);
+      return;
+    }
     this.centred = RECENTER.length;
     const k = Math.min(MAX_CELLS, ann.cells, usable.length);
     this.centresAt = this.allocate(k);
@@ -933,13 +945,17 @@ export class VectorSpace {
       const s = this.scratch(Math.max(this.rows, this.cells));
       out = s.out;
       kernel.scan(this.centresAt, this.cells, out);
-      const dc = this.i32.slice(out / 4, out / 4 + this.cells);
-      const order = Array.from({ length: this.cells }, (_, c) => c).sort((a, b) => dc[a] - dc[b]);
+      // By distance, then cell: each as distance × MAX_CELLS + cell, sorted as numbers (a
+      // comparator sort of the cells took a fifth of a search at 300,000).
+      const order = new Int32Array(this.cells);
+      for (let c = 0; c < this.cells; c++) order[c] = this.i32[out / 4 + c] * MAX_CELLS + c;
+      order.sort();
       const target = Math.max(want, Math.ceil(this.rows * ann.probe));
       count = 0;
       if (this.probeIndex.length < this.rows) this.probeIndex = new Int32Array(this.capacity);
       index = this.probeIndex;
-      for (const c of order) {
+      for (const key of order) {
+        const c = key & (MAX_CELLS - 1);
         const n = this.cellLen[c];
         if (n === 0) continue;
         index.set(this.cellRows[c].subarray(0, n), count);

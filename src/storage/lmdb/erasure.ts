@@ -91,6 +91,8 @@ export function lmdbErasure(s: LmdbState): Erasure {
         w.put(dbs.erasureSeqs, clock.next(namespace, now).seq, erasure);
         return erasure;
       });
+      // The entity's list in memory held the erased contents.
+      s.entityLists.forget(namespace, entity);
       // Its keyword snapshot is deleted (it may hold the erased words).
       s.keywordCache.forget(namespace);
       // And its vector snapshot (it holds the erased memories' vectors).

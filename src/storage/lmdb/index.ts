@@ -10,6 +10,7 @@ import { lmdbAsOf } from "./asof";
 import { lmdbBrowse } from "./browse";
 import { EventClock } from "./clock";
 import { lmdbEmbeddings } from "./embeddings";
+import { EntityLists } from "./entity-lists";
 import { type LmdbOptions, openEnv } from "./env";
 import { lmdbErasure } from "./erasure";
 import { lmdbEvents } from "./events";
@@ -78,6 +79,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
       log: options.log,
       memory: searchMemory,
     }),
+    entityLists: new EntityLists(dbs),
     indexOn: options.searchIndex !== false,
     entityLocks: keyedMutex(),
     pending: undefined,

@@ -3,6 +3,7 @@
 import { matchesFilter } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { ListMemoriesQuery, MemoryReads, MemoryWrites } from "../storage";
+import type { Entry } from "./entity-lists";
 import { END, keys } from "./layout";
 import { flushed, getRecord, type LmdbState } from "./state";
 import { enqueue, write } from "./writes";
@@ -15,6 +16,24 @@ const ADJACENT_SCAN = 8;
 /** Whether a memory passes a list query's filters. */
 export function listed(r: MemoryRecord | undefined, q: ListMemoriesQuery, now: number) {
   return isCurrent(r, now) && matchesFilter(r, q);
+}
+
+/**
+ * The entries a list query walks, newest first, after its `before`: an entity's from its copy in
+ * memory (entity-lists.ts), a namespace's from namespace_memories.
+ */
+function* entries(s: LmdbState, q: ListMemoriesQuery): Generator<Entry> {
+  if (q.entity !== undefined) return yield* s.entityLists.newest(q.namespace, q.entity, q.before);
+  const prefix = [q.namespace];
+  for (const key of s.dbs.namespaceMemories.getKeys({
+    start: q.before !== undefined ? [...prefix, q.before] : [...prefix, END],
+    end: prefix,
+    exclusiveStart: q.before !== undefined,
+    reverse: true,
+  })) {
+    const id = (key as string[]).at(-1)!;
+    yield [id, getRecord(s, id)];
+  }
 }
 
 export function lmdbMemories(s: LmdbState): MemoryWrites & MemoryReads {
@@ -48,22 +67,11 @@ export function lmdbMemories(s: LmdbState): MemoryWrites & MemoryReads {
 
     async listMemories(q) {
       const now = Date.now();
-      const byEntity = q.entity !== undefined;
-      const prefix = byEntity ? [q.namespace, q.entity!] : [q.namespace];
-      const db = byEntity ? dbs.entityMemories : dbs.namespaceMemories;
       const out: MemoryRecord[] = [];
       let lastScanned: string | undefined;
       let scanned = 0;
-      const range = db.getKeys({
-        start: q.before !== undefined ? [...prefix, q.before] : [...prefix, END],
-        end: prefix,
-        exclusiveStart: q.before !== undefined,
-        reverse: true,
-      });
-      for (const key of range) {
-        const id = (key as string[]).at(-1)!;
+      for (const [id, r] of entries(s, q)) {
         if (scanned++ >= MAX_LIST_SCAN) return { memories: out, next: lastScanned };
-        const r = getRecord(s, id);
         if (listed(r, q, now)) {
           // One more match than asked: there is a next page, continuing after the last one shown.
           if (out.length === q.limit) return { memories: out, next: out.at(-1)!.id };

@@ -6,6 +6,7 @@ import type { MemoryRecord } from "../records";
 import type { SearchMemory } from "../search-memory";
 import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
 import type { EventClock } from "./clock";
+import type { EntityLists } from "./entity-lists";
 import type { LoadedKeywordCache } from "./keyword-cache";
 import type { Dbs } from "./layout";
 import type { VectorCache } from "./vector-cache";
@@ -32,6 +33,8 @@ export interface LmdbState {
   readonly vectorCache: VectorCache;
   /** Each namespace's keyword lists in memory, following every commit (keyword-cache.ts). */
   readonly keywordCache: LoadedKeywordCache;
+  /** The newest current memories of the entities listed most, for list reads (entity-lists.ts). */
+  readonly entityLists: EntityLists;
   /** false: the in-memory keyword lists do not follow applies (only for bench/search.ts's index-off baseline). */
   readonly indexOn: boolean;
   /** Smart stores of one entity, one at a time (MemoryWrites.serialize). */

@@ -7,7 +7,7 @@ import { sharedStructuresKey } from "./env";
 import { flushed, type LmdbState } from "./state";
 
 export function lmdbUpkeep(s: LmdbState): Upkeep {
-  const { dataDir, env, dbs, vectorCache, keywordCache, searchMemory } = s;
+  const { dataDir, env, dbs, vectorCache, keywordCache, searchMemory, entityLists } = s;
   return {
     async notReadyReason() {
       // isOperational() is in lmdb-js (status "open") but missing from its type declarations.
@@ -49,6 +49,10 @@ export function lmdbUpkeep(s: LmdbState): Upkeep {
             (s.lastPageNumber + 1) * s.pageSize,
           ],
           ...memory.gauges,
+          memd_lmdb_entity_list_entries: [
+            "Memories of the entities listed most, kept in memory for list reads and the context block (lmdb/entity-lists.ts).",
+            entityLists.entries,
+          ],
         },
         counters: {
           ...memory.counters,

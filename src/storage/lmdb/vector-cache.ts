@@ -17,7 +17,7 @@ import { ann, FourBit, VectorSpace, xorshift } from "../../index/vector";
 import type { EventRecord, MemoryRecord } from "../records";
 import type { SearchMemory } from "../search-memory";
 import { type Dbs, END } from "./layout";
-import { loadSlice, NamespaceCache, settledAt, snapshotStamp } from "./touched";
+import { NamespaceCache, settledAt, snapshotStamp } from "./touched";
 import {
   dropVectorSnapshot,
   readVectorSnapshot,
@@ -26,8 +26,13 @@ import {
   writeVectorSnapshot,
 } from "./vector-snapshot";
 
-/** Whether first loads sample the namespace first (tests turn it off to compare). */
-export const vectorLoading = { sample: true };
+/**
+ * Whether first loads sample the namespace first (tests turn it off to compare), and from how
+ * many vectors a namespace too small for cells is primed with the mean of `meanSample` of them
+ * (no recentring, each of which reads every vector again: a namespace followed as it grows is
+ * loaded from at least vectorSnapshots.from).
+ */
+export const vectorLoading = { sample: true, meanFrom: 10_000, meanSample: 4096 };
 
 /** Vector snapshots (tests make them small). */
 export const vectorSnapshots = {
@@ -302,11 +307,19 @@ export function vectorCache(
       }
       if (n === want) return [ns];
       l.cursor = undefined;
-      if (l.seen < size) {
+      if (l.seen < Math.min(size, vectorLoading.meanFrom)) {
         l.phase = "all";
         l.sample = [];
       } else {
         l.phase = "sample";
+        if (l.seen < size) {
+          // The mean only (no cells yet): of a uniform sample (the reservoir holds every key).
+          for (let i = 0; i < Math.min(vectorLoading.meanSample, l.sample.length); i++) {
+            const j = i + Math.floor(l.rand() * (l.sample.length - i));
+            [l.sample[i], l.sample[j]] = [l.sample[j], l.sample[i]];
+          }
+          l.sample.length = Math.min(vectorLoading.meanSample, l.sample.length);
+        }
         // Read in key order (neighbouring pages).
         l.sample.sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0));
       }
@@ -332,7 +345,7 @@ export function vectorCache(
         }
         const centres: Float32Array[] = [];
         for (const i of order) {
-          if (centres.length >= ann.cells) break;
+          if (centres.length >= ann.cells || l.seen < size) break;
           const [, entity, id] = l.sample[i];
           const v = read(ns, entity, id);
           if (v?.length === l.sum.length) centres.push(v);
@@ -347,11 +360,23 @@ export function vectorCache(
       l.sample = [];
       return [ns];
     }
-    // (A memory a commit touched during the load is read once, after it: not here too.)
-    l.cursor = loadSlice(dbs.vectors, ns, l.cursor, limit, (key, value) => {
-      if (!later?.(key[2] as string)) s.set(key[2] as string, key[1] as string, transient(value as Uint8Array));
-    });
-    if (l.cursor === undefined) loads.delete(s);
+    // Keys, and the vector of each read in place (no copy each, as a range's values are); a
+    // memory a commit touched during the load is read once, after it: not here too.
+    const after = l.cursor;
+    let n = 0;
+    for (const key of dbs.vectors.getKeys({ start: after ?? [ns], end: [ns, END], limit: after ? limit + 1 : limit })) {
+      const k = key as VectorKey;
+      if (after && n === 0 && k[1] === after[1] && k[2] === after[2]) continue;
+      l.cursor = k;
+      n++;
+      if (later?.(k[2])) continue;
+      const v = readNow(ns, k[1], k[2]);
+      if (v) s.set(k[2], k[1], v);
+    }
+    if (n < limit) {
+      l.cursor = undefined;
+      loads.delete(s);
+    }
     return l.cursor;
   };
   const cache = new NamespaceCache<VectorSpace, Float32Array>(

@@ -1,6 +1,7 @@
 // The LMDB webhooks role: subscriptions (webhooks), their delivery log (webhook_deliveries), and
 // the trail by seq. One process owns a data dir, so leases always hold; seq is commit order.
 import { isMainThread } from "node:worker_threads";
+import { normally } from "../../thread-priority";
 import type { DeliveryRecord, ErasureRecord, EventRecord, WebhookRecord } from "../records";
 import type { TrailErasure, Webhooks } from "../storage";
 import { inNamespaces, matchesTrail } from "../trail-filter";
@@ -19,15 +20,18 @@ const scanLimit = 5000;
  * Runs `plan` in a write transaction of this thread, at once, and resolves once it is flushed.
  * For the webhook delivery thread (src/webhooks/delivery-thread.ts): an async transaction takes
  * LMDB's one write lock first and then waits for this thread's event loop to run the plan, and
- * that thread runs nicer than the request thread, so the stores would wait behind its turn.
+ * that thread runs nicer than the request thread, so the stores would wait behind its turn. For
+ * the same reason the thread holds the lock in the normal scheduling class, not the idle one.
  */
 async function writeNow<T>(s: LmdbState, plan: (w: Writes) => T): Promise<T> {
   const w = new Writes();
-  const result = s.env.transactionSync(() => {
-    const r = plan(w);
-    w.apply();
-    return r;
-  });
+  const result = normally(() =>
+    s.env.transactionSync(() => {
+      const r = plan(w);
+      w.apply();
+      return r;
+    }),
+  );
   await flushed(s);
   return result;
 }

@@ -62,6 +62,8 @@ export function pgErasure(s: PgState): Erasure {
         // This replica writes its copies again once they have followed the erasure.
         s.keywordLists?.erased(namespace);
         s.vectors.erased(namespace);
+        // Its list in this replica's memory held the erased contents.
+        s.entityLists.forget(JSON.stringify([namespace, entity]));
         return erasure;
       });
     },

@@ -100,6 +100,12 @@ export interface PgFollowers {
    */
   caughtUp(namespace: string, wants: Copy["wants"]): Promise<void>;
   /**
+   * Whether a follow of the namespace is queued, its statement not sent yet: a caller of
+   * caughtUp now shares it (a semantic search beside a keyword search then catches its vectors
+   * up in the same statement instead of checking them at its read: search.ts).
+   */
+  queued(namespace: string): boolean;
+  /**
    * Pages `copy` alone (not attached) up to the changes committed before this call, however
    * many pages, `between` run between pages; false if it was dropped (another epoch).
    */
@@ -266,6 +272,10 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
       // of the event loop: the searches that call meanwhile (both halves of a hybrid search) share it.
       f.queued = (f.running ? f.running.catch(() => undefined) : new Promise((r) => setImmediate(r))).then(start);
       return f.queued;
+    },
+
+    queued(ns) {
+      return followers.get(ns)?.queued !== undefined;
     },
 
     async catchUp(ns, copy, between) {

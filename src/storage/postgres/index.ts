@@ -10,6 +10,7 @@ import { IdempotencyKeyTaken, type Storage, StorageError } from "../storage";
 import { pgAsOf } from "./asof";
 import { pgBrowse } from "./browse";
 import { pgEmbeddings } from "./embeddings";
+import { PgEntityLists } from "./entity-lists";
 import { pgErasure } from "./erasure";
 import { pgEvents } from "./events";
 import { type PgFollowers, pgFollowers } from "./follow";
@@ -144,6 +145,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
     searchMemory,
     vectors,
     keywordLists,
+    entityLists: new PgEntityLists(read),
     entityLocks: keyedMutex(),
     db,
     read,

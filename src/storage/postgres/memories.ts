@@ -78,6 +78,9 @@ export function pgMemories(s: PgState): MemoryWrites & MemoryReads {
 
     async listMemories(q) {
       const now = Date.now();
+      // An entity's large pages from its copy in this replica's memory, when it can answer them.
+      const kept = await s.entityLists.list(q, now);
+      if (kept) return kept;
       const before = q.before ?? "ffffffff-ffff-ffff-ffff-ffffffffffff";
       // Tags are written as JSON text into a json column (a JSON string holding the array); read either form.
       const tags = q.tags?.length ? sql.array(q.tags, "text") : null;

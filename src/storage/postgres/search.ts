@@ -2,7 +2,7 @@
 // written by apply inside its transaction; BM25 computed in one SQL statement.
 import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import { type KeywordSpace, keywordSearch as spaceSearch } from "../../index/keyword";
-import { ann, exactReads, type VectorSpace } from "../../index/vector";
+import { ann, exactReads, topIndexes, type VectorSpace } from "../../index/vector";
 import { bm25Sql, lengthNormBSql, type QueryTerm } from "../../text/scoring";
 import { termCounts } from "../../text/tokens";
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
@@ -10,7 +10,7 @@ import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
 import { memoryOf } from "./rows";
 import type { PgState } from "./state";
-import { pgVectors } from "./vector-cache";
+import { pgVectors, type UnfollowedCopy } from "./vector-cache";
 
 type Tx = TransactionSQL | SQL | ReservedSQL;
 
@@ -353,6 +353,11 @@ export async function semanticSearch(
  * (current, in the scope, passing the filter) and exact vectors, and scored exactly, so every
  * score answered is the exact cosine. When fewer than `limit` pass, more are read, up to the
  * whole scope.
+ * With `unfollowed` (a copy not caught up before this search: PgVectorCache.current), the first
+ * statement also reads the namespace's clock and the vectors' epoch, and the answer is undefined
+ * unless the copy held every change up to that clock, under that epoch, and took none while the
+ * search ran: then it was as up to date as following it first would have made it (that statement
+ * began after the search was asked for), and the answer is the same.
  */
 export async function approximateSearch(
   sql: SQL,
@@ -363,15 +368,23 @@ export async function approximateSearch(
   limit: number,
   now: number,
   memoryOf: (r: Record<string, unknown>) => MemoryRecord,
-): Promise<Scored[]> {
+  unfollowed?: UnfollowedCopy,
+): Promise<Scored[] | undefined> {
   const q = normalized(query);
   const read = new Set<string>();
   const out: Scored[] = [];
   const first = exactReads(limit);
+  // (Taken in the same turn as the first ranking below.)
+  const at = unfollowed && { upto: unfollowed.upto(), applied: unfollowed.applied() };
+  let check = at !== undefined;
   for (let want = Math.max(first, ann.rescore); ; want *= 4) {
     const { ids, sims, all } = space.nearest(scope.entity, q, want);
-    const order = Array.from(ids.keys()).sort((a, b) => sims[b] - sims[a]);
-    for (let from = 0, to = first; from < order.length; from = to, to *= 4) {
+    // The candidates best first (equal ones in their order): the first `first` picked from the
+    // rest (a search rarely reads more), the whole order sorted only when it does.
+    const byScore = (a: number, b: number) => sims[b] - sims[a] || a - b;
+    let order = topIndexes(sims, first).sort(byScore).slice(0, first);
+    for (let from = 0, to = first; from < ids.length; from = to, to *= 4) {
+      if (from === order.length) order = Array.from(ids.keys()).sort(byScore);
       const batch = order
         .slice(from, to)
         .map((i) => ids[i])
@@ -390,25 +403,48 @@ export async function approximateSearch(
           where += ` AND m.entity = $${params.length}`;
         }
         where += ` AND ${filterSql(filter, now, params)}`;
+        // From the ids, each memory and vector by its primary key (whatever the statistics say).
+        const found = `SELECT m.*, v.vector FROM unnest($1::uuid[]) AS c(id)
+           JOIN memories m ON m.id = c.id JOIN memory_vectors v ON v.memory_id = c.id WHERE ${where}`;
+        if (!withClock) return sql.unsafe(found, params);
+        withClock = false;
+        // (One row at least, whatever passes: the clock's.)
         return sql.unsafe(
-          // From the ids, each memory and vector by its primary key (whatever the statistics say).
-          `SELECT m.*, v.vector FROM unnest($1::uuid[]) AS c(id)
-           JOIN memories m ON m.id = c.id JOIN memory_vectors v ON v.memory_id = c.id WHERE ${where}`,
+          `SELECT (SELECT last_ms FROM namespace_clock WHERE namespace = $2) AS clock_ms,
+                  (SELECT vector_epoch FROM search_state WHERE id = 1) AS vector_epoch_now, f.*
+           FROM (SELECT 1) AS one LEFT JOIN (${found}) AS f ON true`,
           params,
         );
       };
+      let withClock = check;
       const chunks = Array.from({ length: parts }, (_, k) => batch.slice(k * size, (k + 1) * size)).filter(
         (c) => c.length > 0,
       );
       const rows = (await Promise.all(chunks.map(rowsOf))).flat();
+      if (check && at && unfollowed) {
+        check = false;
+        const head = rows.find((r) => "clock_ms" in r);
+        const clock = Number(head?.clock_ms ?? 0);
+        const fresh =
+          head !== undefined &&
+          clock <= at.upto &&
+          Number(head.vector_epoch_now) === unfollowed.epoch &&
+          unfollowed.applied() === at.applied;
+        if (!fresh) return undefined;
+      }
       for (const r of rows) {
+        if ("clock_ms" in r) {
+          delete r.clock_ms;
+          delete r.vector_epoch_now;
+          if (r.id === null) continue;
+        }
         const score = dotWith(r.vector as Uint8Array, q);
         delete r.vector;
         if (score !== undefined) out.push({ memory: memoryOf(r), score });
       }
       if (out.length >= limit) return out.sort(byScoreThenNewer).slice(0, limit);
     }
-    if (all) return out.sort(byScoreThenNewer).slice(0, limit);
+    if (all) return check ? undefined : out.sort(byScoreThenNewer).slice(0, limit);
   }
 }
 
@@ -518,9 +554,18 @@ export function pgSearch({ sql, db, read, vectors, keywordLists }: PgState): Sea
     },
 
     async semanticSearch(scope, vector, filter, limit, now = Date.now()) {
+      // The copy as it is, its freshness checked by the search's first statement (no follow
+      // statement before it when nothing changed: issue 32); caught up first when it was not.
+      const copy = pgVectors.checkAtRead ? vectors.current(scope.namespace) : undefined;
+      if (copy && copy.space.scopeSize(scope.entity) > pgVectors.exactBelow) {
+        const found = await read((sql) =>
+          approximateSearch(sql, copy.space, scope, vector, filter, limit, now, memoryOf, copy),
+        );
+        if (found) return found;
+      }
       const space = await vectors.ready(scope.namespace);
       if (space && space.scopeSize(scope.entity) > pgVectors.exactBelow)
-        return read((sql) => approximateSearch(sql, space, scope, vector, filter, limit, now, memoryOf));
+        return (await read((sql) => approximateSearch(sql, space, scope, vector, filter, limit, now, memoryOf)))!;
       return read((sql) => semanticSearch(sql, scope, vector, filter, limit, now, memoryOf));
     },
   };

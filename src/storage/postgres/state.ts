@@ -4,6 +4,7 @@ import type { ReservedSQL, SQL, TransactionSQL } from "bun";
 import type { keyedMutex } from "../mutex";
 import type { SearchMemory } from "../search-memory";
 import type { Applied, IdempotencyRecord, MemoryOp } from "../storage";
+import type { PgEntityLists } from "./entity-lists";
 import type { PgKeywordLists } from "./keyword-cache";
 import type { Preload } from "./snapshots";
 import type { PgVectorCache } from "./vector-cache";
@@ -23,6 +24,8 @@ export interface PgState {
   readonly vectors: PgVectorCache;
   /** This replica's keyword lists per namespace searched (keyword-cache.ts); undefined: keyword search by SQL only. */
   readonly keywordLists: PgKeywordLists | undefined;
+  /** The newest current memories of the entities listed most, for list reads (entity-lists.ts). */
+  readonly entityLists: PgEntityLists;
   /** The reading of the search snapshots at start (snapshots.ts), when they are on. */
   readonly preload?: Preload;
   /** One waiter per entity per process (MemoryWrites.serialize). */

@@ -51,6 +51,10 @@ export function pgUpkeep(s: PgState): Upkeep {
           ],
           memd_pg_vector_vectors: ["Vectors in this process's in-memory copies.", vectors.stats().vectors],
           ...searchMemory.metrics().gauges,
+          memd_pg_entity_list_entries: [
+            "Memories of the entities listed most, kept in this process's memory for list reads and the context block (postgres/entity-lists.ts).",
+            s.entityLists.entries,
+          ],
         } as Record<string, [string, number]>,
         counters: {
           ...searchMemory.metrics().counters,

@@ -30,6 +30,12 @@ export const pgVectors = {
    * per search: not taken by default.
    */
   readParallel: 1,
+  /**
+   * A semantic search runs on the copy as it is and checks its freshness in its first statement
+   * (search.ts approximateSearch), instead of a follow statement before it (benches turn it off
+   * to compare).
+   */
+  checkAtRead: true,
   /** Vectors read per slice of a first load. */
   slice: 2000,
   /** What runs between slices (tests make it wait). */
@@ -43,6 +49,8 @@ class Vectors implements Copy {
   /** Changes applied since its last snapshot (or since it was read), and whether one is being written. */
   changed = 0;
   saving = false;
+  /** Changes applied since it was made. */
+  applied = 0;
   constructor(
     readonly space: VectorSpace,
     public upto: number,
@@ -50,11 +58,24 @@ class Vectors implements Copy {
   ) {}
   apply(c: Change) {
     this.changed++;
+    this.applied++;
     this.space.set(c.id, c.vectorEntity ?? "", c.vector === null ? undefined : asFloats(c.vector));
   }
 }
 
 const asFloats = (b: Uint8Array) => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+
+/**
+ * A namespace's copy as it is, not caught up: the clock time it holds every change up to, the
+ * vectors' epoch it was built under, and a count of the changes applied to it (search.ts checks
+ * them against the database).
+ */
+export interface UnfollowedCopy {
+  space: VectorSpace;
+  upto(): number;
+  readonly epoch: number;
+  applied(): number;
+}
 
 /**
  * Every namespace's copy on this replica. `ready` answers a namespace's copy brought up to date
@@ -114,6 +135,18 @@ export class PgVectorCache {
     }
     // Dropped (another epoch, or too far behind): built again.
     return this.ready(namespace);
+  }
+
+  /**
+   * The namespace's copy as it is now, without catching it up (undefined when there is none:
+   * see ready); a search that uses it checks that nothing changed since (UnfollowedCopy).
+   */
+  current(namespace: string): UnfollowedCopy | undefined {
+    const c = this.copies.get(namespace);
+    // (A follow queued by the other half of a hybrid search: joined, one statement for both.)
+    if (!c || c.dropped || this.followers.queued(namespace)) return undefined;
+    this.memory?.searched(namespace);
+    return { space: c.space, upto: () => c.upto, epoch: c.epoch, applied: () => c.applied };
   }
 
   /** Namespaces whose copy is built, and the vectors in them. */
