@@ -17,6 +17,7 @@
 // BENCH_READY_DB=postgres://…/db (a database of a server kept running) uses that database as it
 // is: a second run skips the load (the namespace holds N memories already) and starts at the
 // writer's searches.
+import { SQL } from "bun";
 import { openPostgres, type PostgresStorage } from "../src/storage/postgres/index";
 import { pgVectors } from "../src/storage/postgres/vector-cache";
 import type { MemoryOp } from "../src/storage/storage";
@@ -51,6 +52,13 @@ const pct = (xs: number[], p: number) => {
 const ms = (x: number) => (Number.isNaN(x) ? "–" : x < 10 ? x.toFixed(2) : x.toFixed(0));
 
 const url = kept ?? (await createDatabase(server));
+if (kept) {
+  // A run before wrote the snapshots: gone, so that this run's writer writes them again.
+  const sql = new SQL(url, { max: 1 });
+  await sql`DELETE FROM search_snapshot_parts`.catch(() => undefined);
+  await sql`DELETE FROM search_snapshots`.catch(() => undefined);
+  await sql.close();
+}
 const open = (snapshotFrom: number) =>
   openPostgres({
     url,
