@@ -13,16 +13,21 @@ import type { Scored } from "../storage/storage";
  */
 export const NAMED_SPEAKER_FACTOR = 2;
 
+/** The longest label, in characters. */
+const MAX_LABEL = 40;
+
 /**
  * A speaker's label: one to three words, the first capitalised (or of a script without case), then
- * a colon and a space.
+ * a colon (the space after it is checked by speakerOf).
  */
-const label = /^\s*([\p{Lu}\p{Lo}][\p{L}\p{M}\p{N}'’.-]*(?: [\p{L}\p{M}\p{N}'’.-]+){0,2}):\s/u;
+const label = /^\s*([\p{Lu}\p{Lo}][\p{L}\p{M}\p{N}'’.-]*(?: [\p{L}\p{M}\p{N}'’.-]+){0,2}):$/u;
 
 /** The speaker of a memory written "Name: text", lower-cased; undefined when it has no label. */
 export function speakerOf(content: string): string | undefined {
-  const m = label.exec(content);
-  return m && m[1].length <= 40 ? m[1].toLocaleLowerCase() : undefined;
+  const end = content.slice(0, MAX_LABEL + 8).indexOf(": ");
+  if (end <= 0) return undefined;
+  const m = label.exec(content.slice(0, end + 1));
+  return m && m[1].length <= MAX_LABEL ? m[1].toLowerCase() : undefined;
 }
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -45,20 +50,17 @@ function names(query: string, name: string): boolean {
  * to the other speaker's question is often the answer.
  */
 export function favourNamedSpeakers(hits: readonly Scored[], query: string, keep: number): Scored[] {
+  const of = hits.map((h) => speakerOf(h.memory.content));
   const speakers = new Map<string, boolean>();
-  for (const h of hits) {
-    const s = speakerOf(h.memory.content);
-    if (s !== undefined && !speakers.has(s)) speakers.set(s, names(query, s));
-  }
+  for (const s of of) if (s !== undefined && !speakers.has(s)) speakers.set(s, names(query, s));
   const named = [...speakers.values()].filter(Boolean).length;
   if (named === 0 || named === speakers.size) return [...hits];
-  const favoured = (h: Scored) => {
-    const s = speakerOf(h.memory.content);
-    return s !== undefined && speakers.get(s) === true;
-  };
   const rest = hits
+    .map((h, i) => {
+      const s = of[i];
+      return { h: s !== undefined && speakers.get(s) ? { ...h, score: h.score * NAMED_SPEAKER_FACTOR } : h, i };
+    })
     .slice(keep)
-    .map((h, i) => ({ h: favoured(h) ? { ...h, score: h.score * NAMED_SPEAKER_FACTOR } : h, i }))
     .sort((a, b) => b.h.score - a.h.score || a.i - b.i)
     .map((x) => x.h);
   return [...hits.slice(0, keep), ...rest];
