@@ -418,7 +418,7 @@ lines.push(
   "",
   "## Webhooks",
   "",
-  `One POST per event to receivers in a process of their own (bench/webhook-receivers.ts: Bun.serve, answering 200 at once); raw stores from 32 connections for ${seconds} s; the store path's figures are the same run's and the same server's (so the same embedder setting), each run with ten subscriptions (matching other namespaces, or delivering every event) against the runs without beside it (bench/webhooks.ts); CPU a store from /proc, of memd's request thread and of its whole process. Deliveries run on a thread of their own, nicer than the process (docs/webhooks.md, "Under load"): on memd's one busy CPU the stores come first, and deliveries catch up after.`,
+  `One POST per event to receivers in a process of their own (bench/webhook-receivers.ts: plain sockets answering 200 at once); raw stores from 32 connections for ${seconds} s; the store path's figures are the same run's and the same server's (so the same embedder setting), each run with ten subscriptions (matching other namespaces, or delivering every event) against the runs without beside it (bench/webhooks.ts); CPU a store from /proc, of memd's request thread and of its whole process. Deliveries run on a thread of their own, nicer than the process (docs/webhooks.md, "Under load"): on memd's one busy CPU the stores come first, and deliveries catch up after.`,
   "",
   "LMDB:",
   "",

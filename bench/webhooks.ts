@@ -1,6 +1,6 @@
 // Webhook delivery: `bun run bench/webhooks.ts` (runs by itself; `make bench` also calls
 // webhookBench from bench/run.ts), against a running memd started with --webhook-allow-private.
-// The receivers (Bun.serve, answering 200 at once) run in a process of their own
+// The receivers (plain sockets answering 200 at once) run in a process of their own
 // (bench/webhook-receivers.ts), so they do not share the writers' event loop; the lag is timed by
 // the clock since the epoch, which both processes read.
 //   1. Throughput: N events stored while the subscription is paused, then resumed: events per
@@ -78,8 +78,8 @@ async function startReceivers(n: number, nice = 0) {
     out += new TextDecoder().decode(value);
   }
   reader.releaseLock();
-  const ports = (JSON.parse(out.split("\n")[0]) as { ports: number[] }).ports;
-  const control = `http://127.0.0.1:${ports[0]}`;
+  const { ports, control: controlPort } = JSON.parse(out.split("\n")[0]) as { ports: number[]; control: number };
+  const control = `http://127.0.0.1:${controlPort}`;
   return {
     pid: proc.pid,
     urls: ports.map((p) => `http://127.0.0.1:${p}/`),

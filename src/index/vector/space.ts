@@ -194,7 +194,7 @@ export class VectorSpace {
    */
   private rowsOf: Map<number, Set<number>> | undefined = new Map();
   private readonly odd = new Map<string, Odd>();
-  /** Sum and count of every vector added: the mean codes are taken against. */
+  /** Sum and count of every vector added while a recentring is left: the mean codes are taken against. */
   private sum = new Float64Array(0);
   private added = 0;
   private centred = 0; // how many RECENTER steps were taken
@@ -472,8 +472,11 @@ export class VectorSpace {
         if (r === this.rowRoom) this.growRowBlock();
         this.u8.copyWithin(this.rowAt + r * this.bytes, 0, this.bytes);
       }
-      for (let j = 0; j < v.length; j++) this.sum[j] += v[j];
-      this.added++;
+      // (Once no recentring is left, the mean is fixed: nothing to sum.)
+      if (this.centred < RECENTER.length) {
+        for (let j = 0; j < v.length; j++) this.sum[j] += v[j];
+        this.added++;
+      }
     }
     this.rowIds.set(r, id);
     this.keeper?.put(r, v);
@@ -530,8 +533,9 @@ export class VectorSpace {
    * namespace, and room for `expected` rows. A load in key order (LMDB: by entity) would take them
    * from its first entities' vectors, which share topics in real data. No recentring after it.
    * Without centres (a namespace expected below `ann.cellsFrom`): the mean only, and no
-   * recentring before ann.cellsFrom rows (the sample's mean is the whole namespace's; the steps
-   * before would each read every vector again).
+   * recentring either (the sample's mean is the whole namespace's; each step would read every
+   * vector again, the last at ann.cellsFrom rows; a namespace loaded past it keeps its sample's
+   * mean as well).
    */
   prime(mean: Float64Array, centres: Float32Array[], expected: number) {
     const usable = centres.filter((c) => c.length === mean.length);
@@ -539,15 +543,13 @@ export class VectorSpace {
     if (usable.length === 0 && expected >= ann.cellsFrom) return;
     this.init(mean.length);
     for (let j = 0; j < this.dims; j++) this.f32[this.meanAt / 4 + j] = mean[j];
+    this.centred = RECENTER.length;
     if (usable.length === 0) {
-      this.centred = RECENTER.findIndex((n) => n >= ann.cellsFrom);
-      if (this.centred < 0) this.centred = RECENTER.length;
       this.rowRoom = Math.max(64, Math.ceil(expected * 1.25));
       this.rowAt = this.allocate(this.rowRoom);
       this.reserveRows(expected);
       return;
     }
-    this.centred = RECENTER.length;
     const k = Math.min(MAX_CELLS, ann.cells, usable.length);
     this.centresAt = this.allocate(k);
     this.centresRoom = k;

@@ -126,12 +126,10 @@ export function keywordCache(
    * is listed exactly while its record is current (both written in one transaction), and never
    * changes namespace, so the record alone answers.
    */
-  const termsOf = (namespace: string, id: string): DocTerms | undefined => {
-    const r = dbs.memories.get(id) as MemoryRecord | undefined;
-    return r?.state === "current" && r.namespace === namespace
-      ? packTerms(r.content, r.createdAt, r.entity)
-      : undefined;
-  };
+  const termsOf = (namespace: string, id: string): DocTerms | undefined =>
+    recordTerms(namespace, dbs.memories.get(id) as MemoryRecord | undefined);
+  const recordTerms = (namespace: string, r: MemoryRecord | undefined): DocTerms | undefined =>
+    r?.state === "current" && r.namespace === namespace ? packTerms(r.content, r.createdAt, r.entity) : undefined;
   const stamp = () => snapshotStamp(dbs);
   /**
    * Per loaded space: its namespace, changes since its last save began, whether a save is
@@ -308,6 +306,8 @@ export function keywordCache(
         return keep;
       },
       read: ([ns, , id]) => termsOf(ns, id),
+      // (The record a commit just created: not read back from LMDB. See NamespaceCache.refresh.)
+      created: ([ns], r) => recordTerms(ns, r),
       drop: (s, [, , id]) => {
         s.remove(id);
         changed(s);

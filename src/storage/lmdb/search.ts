@@ -16,6 +16,7 @@ import type { LmdbState } from "./state";
  */
 export class IndexWriter {
   private static collecting: IndexWriter[] | undefined;
+  private static made = 0;
   /** Runs `fn` (synchronous), adding every IndexWriter it makes to `into`. */
   static collect<T>(into: IndexWriter[], fn: () => T): T {
     const outer = IndexWriter.collecting;
@@ -28,6 +29,18 @@ export class IndexWriter {
   }
   /** The memories whose keyword index this transaction changed, for keyword-cache.ts. */
   readonly keywordTouched: [string, string, string][] = [];
+  /**
+   * Its place in commit order: every IndexWriter is made inside an LMDB transaction callback,
+   * and LMDB runs those one at a time, in the order they commit (NamespaceCache.refresh).
+   */
+  readonly order = ++IndexWriter.made;
+  /**
+   * The records of the memories this transaction created (new ids), by id; handed to the
+   * keyword lists with keywordTouched once committed, if `applied`: its writes were applied
+   * (a plan that threw applied none).
+   */
+  readonly created = new Map<string, MemoryRecord>();
+  applied = false;
   /** The vector keys this transaction wrote or removed, for the in-memory vectors (vector-cache.ts). */
   readonly vectorsTouched: [string, string, string][] = [];
   /**

@@ -1,4 +1,5 @@
 import type { Database, Key } from "lmdb";
+import type { MemoryRecord } from "../records";
 import { ENTRY_BYTES, type SearchMemory } from "../search-memory";
 import { type Dbs, END } from "./layout";
 
@@ -7,23 +8,32 @@ export type Touched = readonly [string, string, string];
 
 /**
  * Brings an in-memory copy of an index up to date with what a committed write touched: per
- * memory, `read` each touched key from LMDB (an entity change touches two); where it is found now,
- * `put` it; in every other loaded namespace it was touched in, `drop` it. Namespaces not loaded
- * (`loaded` false) are left alone: they are read whole on first use.
+ * memory, `read` each touched key from LMDB (an entity change touches two; `alone`: the memory's
+ * only key in `touched`); where it is found now, `put` it; in every other loaded namespace it was
+ * touched in, `drop` it. Namespaces not loaded (`loaded` false) are left alone: they are read
+ * whole on first use.
  */
 export function refreshTouched<V>(
   touched: readonly Touched[],
   loaded: (namespace: string) => boolean,
-  read: (key: Touched) => V | undefined,
+  read: (key: Touched, alone: boolean) => V | undefined,
   drop: (key: Touched) => void,
   put: (key: Touched, value: V) => void,
 ) {
-  const byId = new Map<string, Touched[]>();
-  for (const t of touched) if (loaded(t[0])) byId.set(t[2], [...(byId.get(t[2]) ?? []), t]);
-  for (const ks of byId.values()) {
+  // (A memory's keys, most often one: no array for it.)
+  const byId = new Map<string, Touched | Touched[]>();
+  for (const t of touched) {
+    if (!loaded(t[0])) continue;
+    const had = byId.get(t[2]);
+    if (had === undefined) byId.set(t[2], t);
+    else if (typeof had[0] === "string") byId.set(t[2], [had as Touched, t]);
+    else (had as Touched[]).push(t);
+  }
+  for (const one of byId.values()) {
+    const ks = typeof one[0] === "string" ? [one as Touched] : (one as Touched[]);
     let found: [Touched, V] | undefined;
     for (const k of ks) {
-      const v = read(k);
+      const v = read(k, ks.length === 1);
       if (v !== undefined) found = [k, v];
     }
     for (const k of ks) if (found?.[0][0] !== k[0]) drop(k);
@@ -62,6 +72,8 @@ export interface CacheSource<S, V> {
   unloaded?(namespace: string, changes: number): void;
   /** A touched memory's entry as LMDB now holds it. */
   read(key: Touched): V | undefined;
+  /** A touched memory's entry from the record its commit created (see NamespaceCache.refresh). */
+  created?(key: Touched, record: MemoryRecord): V | undefined;
   drop(s: S, key: Touched): void;
   put(s: S, key: Touched, value: V): void;
 }
@@ -84,9 +96,12 @@ export const loading = {
  * touched is queued, and read into the copies once `batch` keys are queued, `ms` after the first,
  * or at once when anything reads the copies (a search, a save, a release): never stale. Read
  * together, a batch's records, words and lists stay in the processor's caches; one at a time,
- * between the store path's own work, following a bulk load cost ~3x the CPU (issue 32).
+ * between the store path's own work, following a bulk load cost ~3x the CPU (issue 32). The
+ * window is short since the records come from the commits (refresh's `created`): followed a few
+ * ms after their store they are still in the caches; 20 ms cost ~4-7% more CPU a store
+ * (bench/notes.md, issue 32 third stop).
  */
-export const deferring = { batch: 4096, ms: 20 };
+export const deferring = { batch: 4096, ms: 3 };
 
 type LoadEntry<S> = { done: Promise<S>; touched: Touched[]; ids: Set<string>; background: boolean };
 
@@ -106,6 +121,13 @@ export class NamespaceCache<S, V> {
   /** Commits' touched keys not yet followed (`deferred`: see deferring), and the timer that will. */
   private queued: Touched[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * Deferred: the records that the commits queued created, by id, each with its commit's order
+   * (see refresh); the highest order queued; and the highest order of any commit followed before.
+   */
+  private handed = new Map<string, [MemoryRecord, number]>();
+  private queuedOrder = 0;
+  private followedOrder = 0;
   /**
    * `memory`: the budget every loaded copy is counted in, as `kind`; a search (get) makes its
    * namespace the most recent, and the least recently searched are released when over it.
@@ -229,11 +251,25 @@ export class NamespaceCache<S, V> {
     }
   }
 
-  /** After a committed write: follows what it touched in every loaded (or loading) namespace (deferred: soon). */
-  refresh(touched: readonly Touched[]) {
+  /**
+   * After a committed write: follows what it touched in every loaded (or loading) namespace
+   * (deferred: soon). `order`: the commit's place among all commits (IndexWriter.order: writers
+   * are made inside LMDB's transaction callbacks, which run one at a time in commit order);
+   * `created`: the current records it created (new ids), read from here instead of from LMDB.
+   *
+   * Why a created record is still what LMDB holds when it is followed, or else read: a later
+   * commit that changed the memory was planned after this one committed (it read the memory),
+   * so its order is higher. The record is used only when the memory has no other key in the
+   * batch being followed (else: read) and no commit of a higher order was followed in an earlier
+   * batch (else: read). A later commit not yet handed here is not yet acknowledged either (its
+   * refresh runs before its answer), and reads LMDB when it is followed.
+   */
+  refresh(touched: readonly Touched[], order = Number.POSITIVE_INFINITY, created?: ReadonlyMap<string, MemoryRecord>) {
     if (touched.length === 0) return;
     if (!this.deferred) return this.refreshNow(touched);
     for (const t of touched) this.queued.push(t);
+    if (order > this.queuedOrder) this.queuedOrder = order;
+    if (created) for (const [id, r] of created) this.handed.set(id, [r, order]);
     if (this.queued.length >= deferring.batch) this.follow();
     else if (this.timer === undefined) {
       this.timer = setTimeout(() => this.follow(), deferring.ms);
@@ -247,11 +283,19 @@ export class NamespaceCache<S, V> {
     this.timer = undefined;
     if (this.queued.length === 0) return;
     const touched = this.queued;
+    const handed = this.handed;
+    const order = this.queuedOrder;
     this.queued = [];
-    this.refreshNow(touched);
+    if (handed.size > 0) this.handed = new Map();
+    this.queuedOrder = 0;
+    try {
+      this.refreshNow(touched, handed);
+    } finally {
+      if (order > this.followedOrder) this.followedOrder = order;
+    }
   }
 
-  private refreshNow(touched: readonly Touched[]) {
+  private refreshNow(touched: readonly Touched[], handed?: Map<string, [MemoryRecord, number]>) {
     if (this.source.unloaded)
       for (let i = 0; i < touched.length; ) {
         const ns = touched[i][0];
@@ -268,7 +312,7 @@ export class NamespaceCache<S, V> {
         entry.ids.add(t[2]);
       }
     if (this.ready.size === 0) return;
-    this.apply(touched, (ns) => this.ready.get(ns));
+    this.apply(touched, (ns) => this.ready.get(ns), handed);
     if (!this.memory) return;
     // What the copies hold now (a commit's memories are of one namespace or a few).
     let last: string | undefined;
@@ -280,11 +324,21 @@ export class NamespaceCache<S, V> {
       }
   }
 
-  private apply(touched: readonly Touched[], spaceOf: (namespace: string) => S | undefined) {
+  private apply(
+    touched: readonly Touched[],
+    spaceOf: (namespace: string) => S | undefined,
+    handed?: Map<string, [MemoryRecord, number]>,
+  ) {
+    const created = this.source.created && handed?.size ? this.source.created.bind(this.source) : undefined;
+    const before = this.followedOrder;
     refreshTouched(
       touched,
       (ns) => spaceOf(ns) !== undefined,
-      (k) => this.source.read(k),
+      (k, alone) => {
+        // (See refresh: a created record, unless a later commit may have changed the memory.)
+        const h = created && alone ? handed!.get(k[2]) : undefined;
+        return h && h[1] > before ? created!(k, h[0]) : this.source.read(k);
+      },
       (k) => this.source.drop(spaceOf(k[0])!, k),
       (k, v) => this.source.put(spaceOf(k[0])!, k, v),
     );

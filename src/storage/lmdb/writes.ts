@@ -45,7 +45,7 @@ export async function write<T>(s: LmdbState, plan: (w: Writes) => T): Promise<T>
   } finally {
     for (const ix of writers) {
       s.vectorCache.refresh(ix.vectorsTouched);
-      s.keywordCache.refresh(ix.keywordTouched);
+      s.keywordCache.refresh(ix.keywordTouched, ix.order);
     }
     s.inflight.delete(token);
   }
@@ -84,6 +84,7 @@ export function stage(
     overlay.set(r.id, r);
     // namespace_memories, the keyword index and the vectors (search.ts).
     indexChange(ix, undefined, r, vectorOf(op));
+    if (r.state === "current") ix.created.set(r.id, r);
   }
   if (p.target && p.target !== overlay.get(p.target.id)) {
     const r = p.target;
@@ -244,10 +245,11 @@ function runBatch(s: LmdbState, batch: Pending[]) {
   const writers: IndexWriter[] = [];
   const token = {};
   s.inflight.set(token, clock.handedOut);
-  const refreshCaches = () => {
+  // (Committed: the records created are handed to the keyword lists, see NamespaceCache.refresh.)
+  const refreshCaches = (committed: boolean) => {
     for (const ix of writers) {
       vectorCache.refresh(ix.vectorsTouched);
-      keywordCache.refresh(ix.keywordTouched);
+      keywordCache.refresh(ix.keywordTouched, ix.order, committed && ix.applied ? ix.created : undefined);
     }
     s.inflight.delete(token);
   };
@@ -257,8 +259,8 @@ function runBatch(s: LmdbState, batch: Pending[]) {
         if (s.pending === batch) s.pending = undefined;
         clock.sync();
         const w = new Writes();
+        const ix = new IndexWriter(dbs, w, indexOn);
         try {
-          const ix = new IndexWriter(dbs, w, indexOn);
           const overlay = new Map<string, MemoryRecord>();
           const answers = new Set<string>();
           for (const item of batch) results.push(plan(s, w, ix, overlay, item, answers));
@@ -267,6 +269,7 @@ function runBatch(s: LmdbState, batch: Pending[]) {
         }
         if (results.length === batch.length) {
           w.apply();
+          ix.applied = true;
           return;
         }
         batch.forEach((item, i) => {
@@ -280,20 +283,21 @@ function runBatch(s: LmdbState, batch: Pending[]) {
             return;
           }
           w.apply();
+          ix.applied = true;
         });
       }),
     )
     .then(() => flushed(s))
     .then(
       () => {
-        refreshCaches();
+        refreshCaches(true);
         batch.forEach((item, i) => {
           if (failures.has(i)) item.reject(failures.get(i));
           else item.resolve(results[i]);
         });
       },
       (e) => {
-        refreshCaches();
+        refreshCaches(false);
         if (s.pending === batch) s.pending = undefined;
         for (const item of batch) item.reject(storageError(e));
       },
