@@ -1,6 +1,6 @@
 // Lowering one thread of the process (the webhook delivery thread) below the request thread: a
-// higher nice value and, on Linux where the thread may leave it again, the idle scheduling class
-// (SCHED_IDLE). A thread in that class is preempted the moment a normal thread of the process
+// higher nice value and, when asked, on Linux where the thread may leave it again, the idle
+// scheduling class (SCHED_IDLE). A thread in that class is preempted the moment a normal thread of the process
 // wakes up on its CPU; a thread that is only niced runs on to the end of its time slice (a few ms)
 // first, and every store waits that long behind it. The idle class still gets a small share of a
 // busy CPU, as nice 19 does, so a saturated server delivers slowly, not never.
@@ -56,10 +56,11 @@ async function classSetter(tid: number): Promise<((policy: number) => boolean) |
 }
 
 /**
- * Lowers the calling thread by `nice` below the process's (at most to 19) and puts it in the idle
- * class where it may leave it again (Linux; elsewhere nothing). Answers whether it is in the idle class.
+ * Lowers the calling thread by `nice` below the process's (at most to 19) and, with `idle`, puts it
+ * in the idle class where it may leave it again (Linux; elsewhere nothing). Answers whether it is
+ * in the idle class.
  */
-export async function lowerThisThread(nice: number): Promise<boolean> {
+export async function lowerThisThread(nice: number, idle: boolean): Promise<boolean> {
   if (nice <= 0 || process.platform !== "linux") return false;
   const tid = threadId();
   if (tid === 0) return false;
@@ -70,7 +71,7 @@ export async function lowerThisThread(nice: number): Promise<boolean> {
   } catch {
     return false;
   }
-  if (!mayLeaveIdle(lowered)) return false;
+  if (!idle || !mayLeaveIdle(lowered)) return false;
   const set = await classSetter(tid);
   if (!set?.(SCHED_IDLE)) return false;
   setClass = set;

@@ -464,7 +464,7 @@ export const settings: Setting[] = [
     env: "MEMD_WEBHOOK_THREAD_NICE",
     default: 10,
     parse: int(0, 19),
-    help: "the webhook delivery thread runs this much nicer than the process, and in the idle scheduling class where it may leave it for its writes (Linux): on a busy core, requests come first and deliveries catch up after (0: as the process)",
+    help: "the webhook delivery thread runs this much nicer than the process (Linux; at 19 also in the idle scheduling class where it may leave it for its writes): on a busy core, requests come first and deliveries catch up after (0: as the process)",
   },
 ];
 

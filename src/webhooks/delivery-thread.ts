@@ -21,7 +21,7 @@ export type ToThread =
       settings: StorageSettings;
       root: KeyRecord | undefined;
       options: DeliveryOptions;
-      /** Added to the process's nice value for the thread, which also goes in the idle class where it may (thread-priority.ts; Linux; 0: as the process). */
+      /** Added to the process's nice value for the thread; at 19 it also goes in the idle class where it may (thread-priority.ts; Linux; 0: as the process). */
       nice: number;
       /** The request thread's count of its commits (shared memory; thread.ts). */
       commits: Int32Array;
@@ -66,7 +66,8 @@ self.onmessage = async (event: MessageEvent<ToThread>) => {
     post({ type: "stopped" });
   } else if (m.type === "init") {
     try {
-      const idle = await lowerThisThread(m.nice);
+      // At the most (19), the idle class too: stores first, deliveries (and their delay) after.
+      const idle = await lowerThisThread(m.nice, m.nice >= 19);
       post({
         type: "log",
         level: "info",

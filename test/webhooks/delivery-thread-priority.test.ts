@@ -1,16 +1,19 @@
-// The delivery thread runs below the request thread: niced and, where the process may take it out
-// again for its LMDB writes (CAP_SYS_NICE, or an RLIMIT_NICE that allows it), in Linux's idle
-// scheduling class, so that a waking request thread preempts it at once.
+// The delivery thread runs below the request thread: niced (--webhook-thread-nice, default 10)
+// and, at 19, also in Linux's idle scheduling class where the process may take it out again for
+// its LMDB writes (CAP_SYS_NICE, or an RLIMIT_NICE that allows it): a waking request thread
+// preempts it at once.
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { mayLeaveIdle } from "../../src/thread-priority";
 import { startTestServer } from "../helpers";
 import { startReceiver } from "./receiver";
 
+const SCHED_OTHER = 0;
 const SCHED_IDLE = 5;
 
-test("the delivery thread is niced, and in the idle class where it may leave it", async () => {
-  const s = await startTestServer({ args: ["--webhook-allow-private"], env: { MEMD_EMBEDDER: "none" } });
+/** The delivery thread's nice value and scheduling class, with the class it says it took. */
+async function deliveryThread(args: string[]) {
+  const s = await startTestServer({ args: ["--webhook-allow-private", ...args], env: { MEMD_EMBEDDER: "none" } });
   const r = startReceiver();
   try {
     expect((await s.json("POST", "/v1/webhooks", { url: r.url, namespaces: "prio" })).status).toBe(201);
@@ -24,13 +27,20 @@ test("the delivery thread is niced, and in the idle class where it may leave it"
     expect(line).toBeDefined();
     // /proc/<pid>/task/<tid>/stat after the name: state is field 3, nice 19, policy 41.
     const fields = readFileSync(`/proc/${process.pid}/task/${line!.thread}/stat`, "utf8").split(") ")[1].split(" ");
-    const nice = Number(fields[19 - 3]);
-    const policy = Number(fields[41 - 3]);
-    expect(nice).toBeGreaterThanOrEqual(10);
-    expect(line!.idle).toBe(mayLeaveIdle(nice));
-    expect(policy === SCHED_IDLE).toBe(line!.idle);
+    return { nice: Number(fields[19 - 3]), policy: Number(fields[41 - 3]), idle: line!.idle };
   } finally {
     await s.stop();
     await r.stop();
   }
-});
+}
+
+test("the delivery thread is niced by default, and at 19 in the idle class where it may leave it", async () => {
+  const usual = await deliveryThread([]);
+  expect(usual.nice).toBeGreaterThanOrEqual(10);
+  expect(usual.idle).toBe(false);
+  expect(usual.policy).toBe(SCHED_OTHER);
+  const lowest = await deliveryThread(["--webhook-thread-nice", "19"]);
+  expect(lowest.nice).toBe(19);
+  expect(lowest.idle).toBe(mayLeaveIdle(19));
+  expect(lowest.policy).toBe(lowest.idle ? SCHED_IDLE : SCHED_OTHER);
+}, 30_000);
