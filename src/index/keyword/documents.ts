@@ -45,9 +45,13 @@ export class DocumentTable {
   totalSquares = 0;
   readonly lists = new Map<string, List>();
   listById: List[] = [];
-  /** Scratch for an entity's search: its candidates and their scores. */
-  touched = new Int32Array(0);
-  values = new Float64Array(0);
+  /**
+   * Scratch for an entity's search: its candidates and their scores (made by its first entity
+   * search, search.ts; until then the shared empty arrays, never written: issue 32's small
+   * namespaces).
+   */
+  touched: Int32Array = NO_I32;
+  values: Float64Array = NO_F64;
   dead = 0;
   /** Snapshots being written of it (freeze): no compaction meanwhile (it rewrites the lists in place). */
   frozen = 0;

@@ -96,9 +96,12 @@ export const loading = {
  * touched is queued, and read into the copies once `batch` keys are queued, `ms` after the first,
  * or at once when anything reads the copies (a search, a save, a release): never stale. Read
  * together, a batch's records, words and lists stay in the processor's caches; one at a time,
- * between the store path's own work, following a bulk load cost ~3x the CPU (issue 32).
+ * between the store path's own work, following a bulk load cost ~3x the CPU (issue 32). The
+ * window is short since the records come from the commits (refresh's `created`): followed a few
+ * ms after their store they are still in the caches; 20 ms cost ~4-7% more CPU a store
+ * (bench/notes.md, issue 32 third stop).
  */
-export const deferring = { batch: 4096, ms: 20 };
+export const deferring = { batch: 4096, ms: 3 };
 
 type LoadEntry<S> = { done: Promise<S>; touched: Touched[]; ids: Set<string>; background: boolean };
 
