@@ -975,10 +975,18 @@ export class VectorSpace {
       seen += hist[cut];
       if (seen >= want) break;
     }
+    // Those below the cut (fewer than `want`), then those at it until `want`, each in order: in
+    // one pass, those at the cut kept aside (at most `want` of them).
     const chosen = new Int32Array(Math.min(want, count));
+    const at = new Int32Array(chosen.length);
     let k = 0;
-    for (let i = 0; i < count && k < chosen.length; i++) if (d[i] < cut) chosen[k++] = index ? index[i] : i;
-    for (let i = 0; i < count && k < chosen.length; i++) if (d[i] === cut) chosen[k++] = index ? index[i] : i;
+    let m = 0;
+    for (let i = 0; i < count; i++) {
+      const x = d[i];
+      if (x < cut) chosen[k++] = index ? index[i] : i;
+      else if (x === cut && m < at.length) at[m++] = index ? index[i] : i;
+    }
+    for (let j = 0; j < m && k < chosen.length; j++) chosen[k++] = at[j];
     return chosen.subarray(0, k);
   }
 }
