@@ -176,3 +176,33 @@ test("an entity's list in memory follows every change, past its bounds too", asy
   await expectExact();
   expect(await listEntries()).toBe(0);
 });
+
+test("a copy stops at the bytes bound: long memories are kept fewer, and lists stay exact", async () => {
+  const saved = entityLists.totalBytes;
+  // About 25 memories of 1,000 characters (recordBytes: two bytes a character and ~300 more).
+  entityLists.totalBytes = 60_000;
+  try {
+    const ids: string[] = [];
+    for (let i = 0; i < 60; i += 20)
+      ids.push(
+        ...(await Promise.all(
+          Array.from({ length: 20 }, async (_, j) => {
+            const content = `long memory ${i + j} ${"x".repeat(1000)}`;
+            const r = await s.json("POST", "/v1/memory", { namespace: ns, entity: "long", content, infer: false });
+            expect(r.status).toBe(200);
+            return r.body.memories[0].id as string;
+          }),
+        )),
+      );
+    const ctx = await s.json("POST", "/v1/memory/context", { namespace: ns, entity: "long", maxTokens: 20000 });
+    expect(ctx.status).toBe(200);
+    expect(ctx.body.memories.map((m: { id: string }) => m.id).sort()).toEqual([...ids].sort());
+    const kept = await listEntries();
+    expect(kept).toBeGreaterThanOrEqual(20);
+    expect(kept).toBeLessThan(30);
+    const list = await s.json("GET", `/v1/memory?namespace=${ns}&entity=long&limit=1000`);
+    expect(list.body.memories.map((m: { id: string }) => m.id)).toEqual([...ids].sort().reverse());
+  } finally {
+    entityLists.totalBytes = saved;
+  }
+});

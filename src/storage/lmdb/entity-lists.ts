@@ -9,7 +9,7 @@
 // so the events after the copy's key are every change since; an import, whose events may be older,
 // bumps clockEpoch, and the copy is then read again.
 import type { Key } from "lmdb";
-import { deepFreeze, entityLists } from "../entity-lists";
+import { deepFreeze, entityLists, recordBytes } from "../entity-lists";
 import type { MemoryRecord } from "../records";
 import { type Dbs, END } from "./layout";
 
@@ -26,11 +26,14 @@ interface Copy {
   records: (MemoryRecord | undefined)[];
   /** The copy holds every entry with an id at or above this one; undefined: every entry of the entity. */
   from: string | undefined;
+  /** What its records cost (recordBytes). */
+  bytes: number;
 }
 
 export class EntityLists {
   private readonly copies = new Map<string, Copy>();
   private held = 0;
+  private bytes = 0;
 
   constructor(private readonly dbs: Dbs) {}
 
@@ -67,7 +70,7 @@ export class EntityLists {
         growing = copy;
       }
     } else if (before === undefined) {
-      copy = { ...this.stamp(namespace, entity), ids: [], records: [], from: "" };
+      copy = { ...this.stamp(namespace, entity), ids: [], records: [], from: "", bytes: 0 };
       growing = copy;
     }
     const prefix = [namespace, entity];
@@ -80,12 +83,17 @@ export class EntityLists {
       })) {
         const id = (key as string[])[2];
         const r = this.dbs.memories.get(id) as MemoryRecord | undefined;
-        if (growing && growing.ids.length < entityLists.maxEntries) {
+        const b = recordBytes(r);
+        if (growing && growing.ids.length < entityLists.maxEntries && growing.bytes + b <= entityLists.totalBytes) {
           growing.ids.push(id);
           growing.records.push(r && deepFreeze(r));
           // (A read that stops here leaves the copy holding what it walked.)
           growing.from = id;
-          if (this.copies.get(name) === growing) this.held++;
+          growing.bytes += b;
+          if (this.copies.get(name) === growing) {
+            this.held++;
+            this.bytes += b;
+          }
         } else growing = undefined;
         yield [id, r];
       }
@@ -94,6 +102,7 @@ export class EntityLists {
       if (copy && !this.copies.has(name) && copy.ids.length >= entityLists.minEntries) {
         this.copies.set(name, copy);
         this.held += copy.ids.length;
+        this.bytes += copy.bytes;
       }
       this.bound();
     }
@@ -106,6 +115,7 @@ export class EntityLists {
     if (!copy) return;
     this.copies.delete(name);
     this.held -= copy.ids.length;
+    this.bytes -= copy.bytes;
   }
 
   /** The entity's meta "clockEpoch" and newest event key now. */
@@ -163,26 +173,33 @@ export class EntityLists {
       const i = place(copy.ids, id);
       const found = copy.ids[i] === id;
       if (found) {
+        const b = recordBytes(copy.records[i]);
         copy.ids.splice(i, 1);
         copy.records.splice(i, 1);
+        copy.bytes -= b;
         this.held--;
+        this.bytes -= b;
       }
       const listed = r?.state === "current" && r.namespace === namespace && r.entity === entity;
       if (listed && (copy.from === undefined || id >= copy.from)) {
         copy.ids.splice(i, 0, id);
         copy.records.splice(i, 0, deepFreeze(r));
+        const b = recordBytes(r);
+        copy.bytes += b;
         this.held++;
+        this.bytes += b;
       }
     }
     return true;
   }
 
-  /** Drops the least recently read copies while over the total. */
+  /** Drops the least recently read copies while over a total (a copy over one alone goes too). */
   private bound() {
     for (const [name, copy] of this.copies) {
-      if (this.held <= entityLists.totalEntries) return;
+      if (this.held <= entityLists.totalEntries && this.bytes <= entityLists.totalBytes) return;
       this.copies.delete(name);
       this.held -= copy.ids.length;
+      this.bytes -= copy.bytes;
     }
   }
 }

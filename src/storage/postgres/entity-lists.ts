@@ -10,7 +10,7 @@
 // since name (or every row again, after an import); a copy answers pages with a bounded filter only
 // (no key or entity prefix).
 import type { SQL } from "bun";
-import { deepFreeze, entityLists } from "../entity-lists";
+import { deepFreeze, entityLists, recordBytes } from "../entity-lists";
 import { matchesFilter } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { ListMemoriesQuery, MemoryPage } from "../storage";
@@ -24,11 +24,16 @@ interface Copy {
   records: MemoryRecord[];
   /** It holds every current memory with an id at or above this one; undefined: every one. */
   from: string | undefined;
+  /** What its records cost (recordBytes). */
+  bytes: number;
 }
 
 export class PgEntityLists {
   private readonly copies = new Map<string, Copy>();
   private held = 0;
+  private bytes = 0;
+  /** Erasures on this replica so far: a read that an erasure overlapped keeps nothing it read. */
+  private erasures = 0;
 
   constructor(private readonly read: <T>(fn: (q: SQL) => Promise<T>) => Promise<T>) {}
 
@@ -48,6 +53,7 @@ export class PgEntityLists {
     let copy = this.copies.get(name);
     if (!copy && (q.before !== undefined || q.limit < entityLists.minEntries)) return undefined;
     const [last, epoch] = copy ? [copy.last, copy.epoch] : [-1, -1];
+    const erasures = this.erasures;
     // One statement, one snapshot: the stamp; when only events came since the copy (few), the
     // rows of the memories they name; when the copy is missing or the epoch moved, every row.
     const rows: Row[] = await this.read(
@@ -68,6 +74,9 @@ export class PgEntityLists {
           UNION ALL
           SELECT * FROM memories WHERE how.how = 'changes' AND id IN (SELECT id FROM ch)) m ON true`,
     );
+    // An erasure committed while this statement ran: its rows may hold the erased contents, which
+    // must not stay in memory; the SQL answers this page.
+    if (this.erasures !== erasures) return undefined;
     const stamp = { last: Number(rows[0].st_last), epoch: Number(rows[0].st_epoch) };
     const how = rows[0].how as "same" | "changes" | "all";
     const read = rows.filter((r) => r.id !== null).map((r) => deepFreeze(memoryOf(r)));
@@ -82,12 +91,20 @@ export class PgEntityLists {
       this.copies.set(name, copy);
     } else {
       this.forget(name);
-      const complete = read.length <= entityLists.maxEntries;
-      const records = read.slice(0, entityLists.maxEntries);
-      copy = { ...stamp, records, from: complete ? undefined : records.at(-1)?.id };
+      // The newest, up to maxEntries and totalBytes.
+      let bytes = 0;
+      let n = 0;
+      for (; n < read.length && n < entityLists.maxEntries; n++) {
+        const b = recordBytes(read[n]);
+        if (bytes + b > entityLists.totalBytes) break;
+        bytes += b;
+      }
+      const records = read.slice(0, n);
+      copy = { ...stamp, records, from: n === read.length ? undefined : records.at(-1)?.id, bytes };
       if (records.length >= entityLists.minEntries) {
         this.copies.set(name, copy);
         this.held += records.length;
+        this.bytes += bytes;
         this.bound();
       }
     }
@@ -99,13 +116,19 @@ export class PgEntityLists {
     for (const r of changed) {
       const i = place(copy.records, r.id);
       if (copy.records[i]?.id === r.id) {
+        const b = recordBytes(copy.records[i]);
         copy.records.splice(i, 1);
+        copy.bytes -= b;
         this.held--;
+        this.bytes -= b;
       }
       const listed = r.state === "current" && r.namespace === namespace && r.entity === entity;
       if (listed && (copy.from === undefined || r.id >= copy.from)) {
+        const b = recordBytes(r);
         copy.records.splice(i, 0, r);
+        copy.bytes += b;
         this.held++;
+        this.bytes += b;
       }
     }
   }
@@ -116,12 +139,19 @@ export class PgEntityLists {
     if (!copy) return;
     this.copies.delete(name);
     this.held -= copy.records.length;
+    this.bytes -= copy.bytes;
   }
 
-  /** Drops the least recently read copies while over the total. */
+  /** After an erasure of the entity on this replica (its copy held the erased contents). */
+  erased(name: string) {
+    this.erasures++;
+    this.forget(name);
+  }
+
+  /** Drops the least recently read copies while over a total (a copy over one alone goes too). */
   private bound() {
     for (const name of this.copies.keys()) {
-      if (this.held <= entityLists.totalEntries) return;
+      if (this.held <= entityLists.totalEntries && this.bytes <= entityLists.totalBytes) return;
       this.forget(name);
     }
   }

@@ -63,7 +63,7 @@ export function pgErasure(s: PgState): Erasure {
         s.keywordLists?.erased(namespace);
         s.vectors.erased(namespace);
         // Its list in this replica's memory held the erased contents.
-        s.entityLists.forget(JSON.stringify([namespace, entity]));
+        s.entityLists.erased(JSON.stringify([namespace, entity]));
         return erasure;
       });
     },
