@@ -17,17 +17,6 @@
  */
 export const ENTRY_BYTES = 1024;
 
-/**
- * What a byte held costs the process on PostgreSQL, where everything a replica holds is on the
- * heap: the collector lets the heap grow in proportion to what is live before it collects again,
- * so under the stream of garbage searches make there (rows, follow statements), each byte held
- * raised anonymous memory by ~1.6 bytes (issue 32: 15,000 namespaces of 20 under 64 MiB, all of
- * it held, sat 103 MiB above the same run under 1 MiB; RssAnon runs at ~1.8× the live heap in
- * both). So a replica's structures hold at most budget / HEAP_HEADROOM, and what they cost the
- * process stays within the budget.
- */
-export const HEAP_HEADROOM = 2;
-
 /** One structure of a namespace held in memory: its size and how to let it go. */
 type Held = { bytes: number; release: () => void };
 
@@ -43,19 +32,8 @@ export class SearchMemory {
   held = 0;
   evictions = 0;
 
-  /**
-   * `budget`: bytes (Infinity: no bound). `headroom`: what a byte held costs the process (1, or
-   * HEAP_HEADROOM): the structures hold at most `room`, budget / headroom.
-   */
-  constructor(
-    readonly budget: number,
-    readonly headroom = 1,
-  ) {}
-
-  /** What the structures may hold: the budget over the headroom. */
-  get room(): number {
-    return this.budget / this.headroom;
-  }
+  /** `budget`: bytes (Infinity: no bound). */
+  constructor(readonly budget: number) {}
 
   /** A search of `namespace` begins: it becomes the most recent. */
   searched(namespace: string) {
@@ -108,11 +86,11 @@ export class SearchMemory {
   }
 
   /**
-   * Releases namespaces loaded without a search, then the least recently searched, until they
-   * hold no more than `room` (never the most recently searched one).
+   * Releases namespaces loaded without a search, then the least recently searched, until the
+   * budget holds (never the most recently searched one).
    */
   enforce() {
-    while (this.held > this.room && (this.unsearched.size > 0 || this.byNamespace.size > 1)) {
+    while (this.held > this.budget && (this.unsearched.size > 0 || this.byNamespace.size > 1)) {
       const from = this.unsearched.size > 0 ? this.unsearched : this.byNamespace;
       const [namespace, held] = from.entries().next().value as [string, Map<string, Held>];
       from.delete(namespace);
@@ -133,7 +111,7 @@ export class SearchMemory {
           Number.isFinite(this.budget) ? this.budget : 0,
         ],
         memd_search_memory_held_bytes: [
-          "Bytes the in-memory keyword lists and vectors hold now (an estimate of their arrays and objects); on PostgreSQL at most half the budget (the collector's room around them is the other half), but for the namespace searched last.",
+          "Bytes the in-memory keyword lists and vectors hold now (an estimate of their arrays and objects).",
           this.held,
         ],
         memd_search_memory_namespaces: [

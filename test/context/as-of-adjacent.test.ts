@@ -47,7 +47,9 @@ test("a keyword search as of now scores as the live one, adjacent hits included"
     expect(then.status).toBe(200);
     const rows = (r: typeof live) => r.body.results.map((h: { id: string; score: number }) => [h.id, h.score]);
     expect(rows(then).map((r: unknown[]) => r[0])).toEqual(rows(live).map((r: unknown[]) => r[0]));
-    rows(then).forEach(([, score]: [string, number], i: number) => expect(score).toBeCloseTo(rows(live)[i][1], 9));
+    rows(then).forEach(([, score]: [string, number], i: number) => {
+      expect(score).toBeCloseTo(rows(live)[i][1], 9);
+    });
   }
 });
 

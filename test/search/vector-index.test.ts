@@ -109,7 +109,9 @@ test("the 4-bit codes written in WebAssembly are the bytes of the JavaScript loo
         return (rand() - 0.5) * (r % 4 === 0 ? 1e-30 : 1);
       }),
     );
-    vs.forEach((v, r) => k.put(r, v));
+    vs.forEach((v, r) => {
+      k.put(r, v);
+    });
     const { blocks, scales } = k as unknown as { blocks: Uint8Array[]; scales: Float32Array[] };
     const bytes = Math.ceil(dims / 2);
     vs.forEach((v, r) => {

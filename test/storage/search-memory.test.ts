@@ -40,16 +40,3 @@ test("released in order: unsearched, then least recently searched; never the las
   expect(metrics.gauges.memd_search_memory_budget_bytes[1]).toBe(100);
   expect(metrics.counters.memd_search_memory_evictions_total[1]).toBe(4);
 });
-
-test("with a headroom (PostgreSQL's HEAP_HEADROOM), the structures hold at most the budget over it", () => {
-  const m = new SearchMemory(100, 2);
-  const gone: string[] = [];
-  expect(m.room).toBe(50);
-  m.hold("a", "keyword", 30, () => gone.push("a"));
-  m.hold("b", "keyword", 20, () => gone.push("b"));
-  expect(gone).toEqual([]);
-  m.hold("c", "keyword", 10, () => gone.push("c")); // 60 > 50: a goes
-  expect(gone).toEqual(["a"]);
-  expect(m.held).toBe(30);
-  expect(m.metrics().gauges.memd_search_memory_budget_bytes[1]).toBe(100);
-});

@@ -5,7 +5,7 @@
 // builds the state every role shares (state.ts) and assembles the roles, one file each.
 import { type ReservedSQL, SQL } from "bun";
 import { keyedMutex } from "../mutex";
-import { HEAP_HEADROOM, SearchMemory } from "../search-memory";
+import { SearchMemory } from "../search-memory";
 import { IdempotencyKeyTaken, type Storage, StorageError } from "../storage";
 import { pgAsOf } from "./asof";
 import { pgBrowse } from "./browse";
@@ -124,15 +124,14 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   const read = reservedReads(sql, db);
   // One follower per namespace keeps its keyword lists and its vectors in step (follow.ts).
   const followers = pgFollowers(sql, db);
-  // (What the heap holds costs the process twice over: HEAP_HEADROOM.)
-  const searchMemory = new SearchMemory((o.searchMemoryMb ?? 256) * 1024 * 1024, HEAP_HEADROOM);
+  const searchMemory = new SearchMemory((o.searchMemoryMb ?? 256) * 1024 * 1024);
   const keywordLists =
     o.keywordLists === false ? undefined : pgKeywordLists(sql, db, followers, searchMemory, o.snapshotFrom ?? 10000);
   const vectors = new PgVectorCache(sql, db, followers, searchMemory, o.snapshotFrom ?? 10000);
   // The snapshots other replicas wrote (or this one before a restart), read before it is ready.
   const preload =
     (o.snapshotFrom ?? 10000) > 0
-      ? preloadSnapshots(db, sql, searchMemory.room, {
+      ? preloadSnapshots(db, sql, searchMemory.budget, {
           ...(keywordLists ? { keyword: (ns: string) => keywordLists.load(ns) } : {}),
           vector: (ns) => vectors.preload(ns),
         })
