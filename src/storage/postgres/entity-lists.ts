@@ -86,9 +86,10 @@ export class PgEntityLists {
       if (this.copies.get(name) !== copy || copy.last !== last || copy.epoch !== epoch) return undefined;
       if (how === "changes") this.apply(copy, read, q.namespace, q.entity);
       Object.assign(copy, stamp);
-      // The most recently read last (a Map keeps insertion order).
+      // The most recently read last (a Map keeps insertion order); what it followed counts in the totals.
       this.copies.delete(name);
       this.copies.set(name, copy);
+      this.bound();
     } else {
       this.forget(name);
       // The newest, up to maxEntries and totalBytes.
@@ -100,7 +101,13 @@ export class PgEntityLists {
         bytes += b;
       }
       const records = read.slice(0, n);
-      copy = { ...stamp, records, from: n === read.length ? undefined : records.at(-1)?.id, bytes };
+      copy = {
+        ...stamp,
+        records,
+        // (None kept of some: "" holds nothing, so the page is the SQL's.)
+        from: n === read.length ? undefined : (records.at(-1)?.id ?? ""),
+        bytes,
+      };
       if (records.length >= entityLists.minEntries) {
         this.copies.set(name, copy);
         this.held += records.length;
