@@ -56,16 +56,19 @@ const keptDeliveries = 100;
  * Events as they are now (storage.eventBySeq), one read for every subscription sending the same
  * event at about the same time: ten subscriptions of every event read it once, and its body is
  * serialized once (payload keeps the parts by the record read). A read is used again only until
- * this process commits (an erasure scrubs events in place) and for at most `freshMs` (another
- * replica's commits): no older than the trail the subscriptions read.
+ * this process commits (an erasure scrubs events in place: `commits` sees its commit before the
+ * erasure is answered, where the notifier's ping may come a few ms later) and for at most `freshMs`
+ * (another replica's commits): no older than the trail the subscriptions read.
  */
 class CurrentEvents {
   private reads = new Map<number, Promise<EventRecord | undefined>>();
   private since = 0;
+  private seen = 0;
 
   constructor(
     private readonly storage: Pick<Storage, "eventBySeq">,
     private readonly freshMs: number,
+    private readonly commits: () => number,
   ) {}
 
   committed() {
@@ -74,9 +77,11 @@ class CurrentEvents {
 
   get(seq: number) {
     const now = performance.now();
-    if (now - this.since > this.freshMs) {
+    const commits = this.commits();
+    if (now - this.since > this.freshMs || commits !== this.seen) {
       this.reads.clear();
       this.since = now;
+      this.seen = commits;
     }
     let r = this.reads.get(seq);
     if (!r) {
@@ -141,7 +146,10 @@ export interface Deliverer {
   stop(): Promise<void>;
 }
 
-type DelivererCore = Pick<Core, "storage" | "notifier" | "logger">;
+type DelivererCore = Pick<Core, "storage" | "notifier" | "logger"> & {
+  /** This process's commits so far, as soon as each is made (the delivery thread's shared count). */
+  commits?: () => number;
+};
 
 /**
  * Starts delivering; `root` is the MEMD_API_KEY key (subscriptions it made deliver while it is
@@ -175,7 +183,7 @@ export function startDeliverer(
   };
   // A commit wakes the workers only (a flag each); the supervisor reads the subscriptions on changes and polls.
   const trail = new SharedTrail(storage, scanSpacingMs);
-  const current = new CurrentEvents(storage, scanSpacingMs);
+  const current = new CurrentEvents(storage, scanSpacingMs, core.commits ?? (() => 0));
   const unsubscribe = core.notifier.subscribeAll(() => {
     trail.committed();
     current.committed();

@@ -126,7 +126,8 @@ async function start(m: Extract<ToThread, { type: "init" }>) {
   const storage: Storage = Object.assign(Object.create(opened), { durable });
   const notifier = new CommitNotifier();
   let sent = "";
-  const deliverer = startDeliverer({ storage, notifier, logger }, m.root, m.options, () => {
+  const commits = () => Atomics.load(m.commits, 0);
+  const deliverer = startDeliverer({ storage, notifier, logger, commits }, m.root, m.options, () => {
     const counts = [...deliverer.counts()].map(([id, c]): [string, WebhookCounts] => [id, { ...c }]);
     const text = JSON.stringify(counts);
     if (text !== sent) {

@@ -134,6 +134,8 @@ export function lmdbWebhooks(s: LmdbState): Webhooks {
     },
 
     async eventBySeq(seq) {
+      // Read right before a POST: an erasure the request thread just committed must be seen.
+      if (!isMainThread) s.env.resetReadTxn();
       return dbs.events.get(seq) as EventRecord | undefined;
     },
 
