@@ -5,11 +5,24 @@
 //   gather(m, q, dimsBytes, idx, count, out): out[k] = Σ m[idx[k]][j]·q[j] for k < count
 // Addresses are byte offsets into the module's memory; dimsBytes must be a multiple of 32.
 
-import { add, brIf0, get, I32, i32, leb, ltU, name, params, section, set, tee, vec } from "./wasm";
+import {
+  add,
+  brIf0,
+  get,
+  I32,
+  i32,
+  leb,
+  name,
+  nextWhileBelow,
+  params,
+  section,
+  set,
+  V128,
+  v128Zero,
+  vec,
+} from "./wasm";
 
-const V128 = 0x7b;
 const load = (offset: number) => [0xfd, 0x00, 0x04, offset]; // v128.load align=16
-const zero = [0xfd, 0x0c, ...new Array(16).fill(0)]; // v128.const 0
 const fmul = [0xfd, 0xe6, 0x01];
 const fadd = [0xfd, 0xe4, 0x01];
 const lane = (a: number, l: number) => [...get(a), 0xfd, 0x1f, l]; // f32x4.extract_lane
@@ -18,9 +31,9 @@ const storeF32 = [0x38, 0x02, 0x00];
 
 /** a, b = Σ row[j..j+8]·q[j..j+8]; then a += b. */
 const dotLoop = (row: number, q: number, dims: number, j: number, a: number, b: number) => [
-  ...zero,
+  ...v128Zero,
   ...set(a),
-  ...zero,
+  ...v128Zero,
   ...set(b),
   ...i32(0),
   ...set(j),
@@ -50,13 +63,7 @@ const dotLoop = (row: number, q: number, dims: number, j: number, a: number, b: 
   ...fmul,
   ...fadd,
   ...set(b),
-  ...get(j),
-  ...i32(32),
-  add,
-  ...tee(j),
-  ...get(dims),
-  ltU,
-  ...brIf0,
+  ...nextWhileBelow(j, 32, dims),
   0x0b, // end loop
   ...get(a),
   ...get(b),
@@ -91,13 +98,7 @@ const dense = [
   ...get(2),
   add,
   ...set(0),
-  ...get(4),
-  ...i32(4),
-  add,
-  ...tee(4),
-  ...get(6),
-  ltU,
-  ...brIf0,
+  ...nextWhileBelow(4, 4, 6),
   0x0b,
   0x0b,
   0x0b,
@@ -139,13 +140,7 @@ const gather = [
   ...i32(4),
   add,
   ...set(5),
-  ...get(3),
-  ...i32(4),
-  add,
-  ...tee(3),
-  ...get(7),
-  ltU,
-  ...brIf0,
+  ...nextWhileBelow(3, 4, 7),
   0x0b,
   0x0b,
   0x0b,

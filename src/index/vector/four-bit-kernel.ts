@@ -7,15 +7,13 @@
 //   put(v, n, out) -> max: the n floats at v (n a multiple of 32, zero-padded) as n / 2 bytes
 //                          at out (two values a byte, the even one in the low nibble)
 
-import { add, brIf0, get, I32, i32, leb, ltU, name, section, set, tee, vec } from "./wasm";
+import { add, get, I32, i32, leb, name, nextWhileBelow, section, set, tee, V128, v128Zero, vec } from "./wasm";
 
-const V128 = 0x7b;
 const F32 = 0x7d;
 const simd = (...op: number[]) => [0xfd, ...op];
 const load = (offset: number) => [...simd(0x00), 0x04, ...leb(offset)]; // v128.load align=16
 const store = [...simd(0x0b), 0x04, 0x00];
 const shuffle = (lanes: number[]) => [...simd(0x0d), ...lanes];
-const zero = [...simd(0x0c), ...new Array(16).fill(0)];
 const f64 = (x: number) => [0x44, ...new Uint8Array(Float64Array.of(x).buffer)];
 const lane = (l: number) => simd(0x1f).concat(l); // f32x4.extract_lane
 const absMask = [...simd(0x0c), ...new Array(4).fill([0xff, 0xff, 0xff, 0x7f]).flat()];
@@ -81,7 +79,7 @@ const put = [
   0x74, // i32.shl
   add,
   ...set(END),
-  ...zero,
+  ...v128Zero,
   ...set(ACC),
   ...get(0),
   ...set(AT),
@@ -94,13 +92,7 @@ const put = [
   ...simd(0x4e), // v128.and: |x|, whose bits order as the values do
   ...simd(0xb9, 0x01), // i32x4.max_u (f32x4.max measured 8x slower here)
   ...set(ACC),
-  ...get(AT),
-  ...i32(16),
-  add,
-  ...tee(AT),
-  ...get(END),
-  ltU,
-  ...brIf0,
+  ...nextWhileBelow(AT, 16, END),
   0x0b,
   ...get(ACC),
   ...get(ACC),
@@ -147,13 +139,7 @@ const put = [
   ...i32(16),
   add,
   ...set(2),
-  ...get(AT),
-  ...i32(128),
-  add,
-  ...tee(AT),
-  ...get(END),
-  ltU,
-  ...brIf0,
+  ...nextWhileBelow(AT, 128, END),
   0x0b,
   ...get(MAX),
   0x0b,

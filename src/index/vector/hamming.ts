@@ -10,7 +10,7 @@
 // The query code sits at byte 0 of the module's memory; c, at and out are byte offsets into it.
 // The bytes are built here, so there is no build step and nothing to load at run time.
 
-import { add, brIf0, get, I32, i32, leb, ltU, name, params, section, set, tee, vec } from "./wasm";
+import { add, brIf0, get, I32, i32, leb, name, nextWhileBelow, params, section, set, vec } from "./wasm";
 
 const shl = 0x74;
 const eqz = 0x45;
@@ -60,13 +60,7 @@ const encode = (() => {
     ...i32(4),
     add,
     ...set(3),
-    ...get(4),
-    ...i32(32),
-    add,
-    ...tee(4),
-    ...get(2),
-    ltU,
-    ...brIf0,
+    ...nextWhileBelow(4, 32, 2),
     0x0b,
     0x0b,
     0x0b,
@@ -98,13 +92,7 @@ function moduleFor(words: number): Uint8Array {
     ...i32(bytes),
     add,
     ...set(0),
-    ...get(2),
-    ...i32(4),
-    add,
-    ...tee(2),
-    ...get(3),
-    ltU,
-    ...brIf0,
+    ...nextWhileBelow(2, 4, 3),
     0x0b,
     0x0b,
     0x0b,
@@ -135,13 +123,7 @@ function moduleFor(words: number): Uint8Array {
     ...i32(4),
     add,
     ...set(2),
-    ...get(0),
-    ...i32(4),
-    add,
-    ...tee(0),
-    ...get(3),
-    ltU,
-    ...brIf0,
+    ...nextWhileBelow(0, 4, 3),
     0x0b,
     0x0b,
     0x0b,

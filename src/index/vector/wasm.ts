@@ -34,3 +34,16 @@ export const i32 = (n: number) => [0x41, ...sleb(n)];
 export const add = 0x6a;
 export const ltU = 0x49;
 export const brIf0 = [0x0d, 0x00];
+export const V128 = 0x7b;
+/** v128.const 0 */
+export const v128Zero = [0xfd, 0x0c, ...new Array(16).fill(0)];
+/** A loop's closing step: local `at` += step, and round again while it is below local `end`. */
+export const nextWhileBelow = (at: number, step: number, end: number) => [
+  ...get(at),
+  ...i32(step),
+  add,
+  ...tee(at),
+  ...get(end),
+  ltU,
+  ...brIf0,
+];
