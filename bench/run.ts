@@ -20,6 +20,8 @@ import {
   locomoBench,
   locomoTables,
   locomoTargets,
+  type ReachRun,
+  reachTable,
 } from "./locomo";
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
@@ -460,12 +462,14 @@ for (const embedder of ["none", "builtin"] as const) {
   lines.push("## Recall on LoCoMo (issue 21)", "");
   if (await Bun.file(data).exists()) {
     const contextRuns: ContextRun[] = [];
+    const reachRuns: ReachRun[] = [];
     const runs = await locomoBench({
       data,
       embedders: ["none", "builtin", "use", "fake"],
       sets: ["turns", "observations"],
       contextBudgets: [1000, 2000],
       contextRuns,
+      reachRuns,
       log,
     });
     lines.push(
@@ -474,6 +478,7 @@ for (const embedder of ["none", "builtin"] as const) {
       ...issue36Targets(runs, contextRuns),
       ...locomoTargets(runs),
       ...contextTable(contextRuns),
+      ...reachTable(reachRuns),
       ...locomoTables(runs),
     );
   } else
