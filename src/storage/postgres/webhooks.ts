@@ -53,9 +53,12 @@ export function pgWebhooks(s: PgState): Webhooks {
     },
 
     deleteWebhook(id) {
+      // The subscription's row first, then its log's, in the order a delivery's write takes them
+      // (updateWebhook): the other order deadlocks with a delivery writing its log meanwhile.
       return write(async (tx) => {
+        const gone = (await tx`DELETE FROM webhooks WHERE id = ${id} RETURNING id`).length === 1;
         await tx`DELETE FROM webhook_deliveries WHERE webhook_id = ${id}`;
-        return (await tx`DELETE FROM webhooks WHERE id = ${id} RETURNING id`).length === 1;
+        return gone;
       });
     },
 
