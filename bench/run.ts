@@ -20,6 +20,8 @@ import {
   locomoBench,
   locomoTables,
   locomoTargets,
+  type ReachRun,
+  reachTable,
 } from "./locomo";
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
@@ -121,6 +123,12 @@ await stop(s);
 // with it in each round (bench/store-path.ts), on LMDB and on a PostgreSQL if one is given
 // (`make bench` runs under scripts/with-postgres, which provides a throwaway one).
 const pathRounds = Number(process.env.BENCH_STORE_PATH_ROUNDS ?? 3);
+// "Today" in issue 32's text ("the raw store path stays within 10% of today's CPU per store"): the
+// code when it was filed, b09d4a9. BENCH_TODAY names a binary of it (e.g. /work/baseline/dist/memd):
+// the LMDB store path then runs it and dist/memd with --embedder none (b09d4a9 had no built-in
+// embedder) in the same rounds, and bench/tenants.ts's bulk loads on LMDB run it beside dist/memd.
+const today = process.env.BENCH_TODAY;
+const todayLabels = { today: "today", none: "memd --embedder none" };
 const storePaths: { backend: string; row: StorePathRow; unpinned?: boolean }[] = [];
 log(`store path against the ceiling, LMDB, ${pathRounds} rounds, with the floors (bench/store-floor.ts)`);
 /** The floors: not memd, context for its figure (bench/store-floor.ts). */
@@ -139,10 +147,39 @@ const floors: Record<string, { command: string[]; backend: string }> = {
 for (const row of await storePath({
   rounds: pathRounds,
   secs: seconds,
-  memd: { memd: [bin], ...Object.fromEntries(Object.entries(floors).map(([k, f]) => [k, f.command])) },
+  memd: {
+    memd: [bin],
+    ...(today ? { [todayLabels.today]: [today], [todayLabels.none]: ["env", "MEMD_EMBEDDER=none", bin] } : {}),
+    ...Object.fromEntries(Object.entries(floors).map(([k, f]) => [k, f.command])),
+  },
   log,
 }))
-  storePaths.push({ backend: floors[row.label]?.backend ?? "LMDB (data dir on the bench's disk)", row });
+  storePaths.push({
+    backend:
+      floors[row.label]?.backend ??
+      (row.label === todayLabels.today
+        ? `LMDB, today (${today}, the code when issue 32 was filed)`
+        : row.label === todayLabels.none
+          ? "LMDB, --embedder none (as today, which had no built-in embedder)"
+          : "LMDB (data dir on the bench's disk)"),
+    row,
+  });
+/** Issue 32: dist/memd's CPU a store against today's in the same rounds (medians of the rounds' ratios). */
+const againstToday = (() => {
+  const of = (label: string) => storePaths.find(({ row, unpinned }) => !unpinned && row.label === label)?.row;
+  const base = of(todayLabels.today);
+  if (!base) return [];
+  return [todayLabels.none, "memd"].map((label) => {
+    const row = of(label)!;
+    const each = row.rounds.map((r, i) => r.cpuRatio / base.rounds[i].cpuRatio);
+    const sorted = [...each].sort((a, b) => a - b);
+    const median =
+      sorted.length % 2
+        ? sorted[(sorted.length - 1) / 2]
+        : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
+    return { label, median, each };
+  });
+})();
 log(`store path against the ceiling, LMDB, servers unpinned, ${pathRounds} rounds`);
 for (const row of await storePath({ rounds: pathRounds, secs: seconds, memd: { memd: [bin] }, unpinned: true, log }))
   storePaths.push({ backend: "LMDB, servers unpinned (both cores; wrk on CPU 1)", row, unpinned: true });
@@ -160,7 +197,7 @@ if (pgUrl?.startsWith("postgres")) {
 } else log(`no PostgreSQL for the store path figure (${pgUrl ?? "MEMD_BENCH_DATABASE_URL unset"})`);
 for (const { row } of storePaths) log(describeRow(row));
 /** The rows of memd itself (the floors are context, not targets). */
-const memdPaths = storePaths.filter(({ row }) => !(row.label in floors));
+const memdPaths = storePaths.filter(({ row }) => !(row.label in floors) && row.label !== todayLabels.today);
 
 // 2. Diff and events latency at 10,000 and 1,000,000 stored events (bulk-loaded, see load.ts).
 interface Loaded {
@@ -363,6 +400,10 @@ lines.push(
     const want = unpinned ? 0.3 : 0.4;
     return `| raw store ≥ ${pctOf(want, 1)} of the ceiling's req/s, ${unpinned ? "" : "server pinned, "}${backend} | ${pctOf(row.rpsRatio, 1)}, median of ${row.rounds.length} | ${ok(row.rpsRatio >= want)} |`;
   }),
+  ...againstToday.map(
+    ({ label, median, each }) =>
+      `| issue 32: raw store CPU within 10% of today's (${today}), LMDB, ${label}, same rounds | ${median.toFixed(2)}× (rounds ${each.map((x) => x.toFixed(2)).join(", ")}) | ${ok(median <= 1.1)} |`,
+  ),
   `| diff/events p99 < 5 ms, 200-event answer, 1,000,000 events | worst ${ms(p99at1M200)} | ${ok(p99at1M200 < 5)} |`,
   `| ... and ≤ 1.5× the 10,000-event figure | worst ${worstGrowth.toFixed(2)}x | ${ok(worstGrowth <= 1.5)} |`,
   `| smart-store overhead < 2 ms p50 | ${ms(overhead)} | ${ok(overhead < 2)} |`,
@@ -460,12 +501,14 @@ for (const embedder of ["none", "builtin"] as const) {
   lines.push("## Recall on LoCoMo (issue 21)", "");
   if (await Bun.file(data).exists()) {
     const contextRuns: ContextRun[] = [];
+    const reachRuns: ReachRun[] = [];
     const runs = await locomoBench({
       data,
       embedders: ["none", "builtin", "use", "fake"],
       sets: ["turns", "observations"],
       contextBudgets: [1000, 2000],
       contextRuns,
+      reachRuns,
       log,
     });
     lines.push(
@@ -474,6 +517,7 @@ for (const embedder of ["none", "builtin"] as const) {
       ...issue36Targets(runs, contextRuns),
       ...locomoTargets(runs),
       ...contextTable(contextRuns),
+      ...reachTable(reachRuns),
       ...locomoTables(runs),
     );
   } else
@@ -579,7 +623,10 @@ for (const db of [undefined, ...(pgUrl?.startsWith("postgres") ? [pgUrl] : [])])
     {
       cwd: root,
       stderr: "inherit",
-      env: { ...process.env, ...(db ? { BENCH_TENANTS_DATABASE_URL: db } : {}) },
+      env: {
+        ...process.env,
+        ...(db ? { BENCH_TENANTS_DATABASE_URL: db } : today ? { BENCH_TENANTS_TODAY: today } : {}),
+      },
     },
   );
   lines.push(p.exitCode === 0 ? p.stdout.toString() : `\n(bench/tenants.ts failed: exit ${p.exitCode})\n`);

@@ -17,6 +17,16 @@
  */
 export const ENTRY_BYTES = 1024;
 
+/**
+ * Released bytes after which the process collects its garbage (a full collection, on the next
+ * turn): a fraction of the budget, at least `COLLECT_MIN`. Where the budget binds, every release
+ * is followed by a rebuild at the namespace's next search; left to the collector's own pace, the
+ * released structures and the rebuilds' garbage grew the process by about as much again as the
+ * budget held (issue 32: PostgreSQL, 15,000 namespaces of 20, 193 MiB against a base of 90 + 64).
+ */
+export const COLLECT_FRACTION = 1 / 16;
+export const COLLECT_MIN = 4 * 2 ** 20;
+
 /** One structure of a namespace held in memory: its size and how to let it go. */
 type Held = { bytes: number; release: () => void };
 
@@ -31,9 +41,22 @@ export class SearchMemory {
   /** Bytes held now, and structures released to stay within the budget since the start. */
   held = 0;
   evictions = 0;
+  /** Collections asked for after releases (see COLLECT_FRACTION), and the bytes released since the last. */
+  collections = 0;
+  private released = 0;
+  private collecting = false;
+  private readonly collectAfter: number;
 
-  /** `budget`: bytes (Infinity: no bound). */
-  constructor(readonly budget: number) {}
+  /**
+   * `budget`: bytes (Infinity: no bound). `collect`: a full collection of the process's garbage
+   * (tests count them).
+   */
+  constructor(
+    readonly budget: number,
+    private readonly collect: () => void = () => Bun.gc(true),
+  ) {
+    this.collectAfter = Math.max(COLLECT_MIN, budget * COLLECT_FRACTION);
+  }
 
   /** A search of `namespace` begins: it becomes the most recent. */
   searched(namespace: string) {
@@ -96,9 +119,20 @@ export class SearchMemory {
       from.delete(namespace);
       for (const h of held.values()) {
         this.held -= h.bytes;
+        this.released += h.bytes;
         this.evictions++;
         h.release();
       }
+    }
+    if (this.released >= this.collectAfter && !this.collecting) {
+      // (On the next turn: the caller may still hold what it replaced.)
+      this.collecting = true;
+      setImmediate(() => {
+        this.collecting = false;
+        this.released = 0;
+        this.collections++;
+        this.collect();
+      });
     }
   }
 
@@ -123,6 +157,10 @@ export class SearchMemory {
         memd_search_memory_evictions_total: [
           "Keyword lists or vectors of a namespace released to stay within the search-memory budget (least recently searched first); brought back at its next search.",
           this.evictions,
+        ],
+        memd_search_memory_collections_total: [
+          "Full garbage collections run after the search-memory budget released a sixteenth of itself (at least 4 MiB), so that released structures and their rebuilds' garbage do not grow the process beyond the budget.",
+          this.collections,
         ],
       },
     };

@@ -40,3 +40,31 @@ test("released in order: unsearched, then least recently searched; never the las
   expect(metrics.gauges.memd_search_memory_budget_bytes[1]).toBe(100);
   expect(metrics.counters.memd_search_memory_evictions_total[1]).toBe(4);
 });
+
+test("a full collection on the next turn once a sixteenth of the budget (at least 4 MiB) was released, once per burst", async () => {
+  const MiB = 2 ** 20;
+  let collected = 0;
+  const m = new SearchMemory(64 * MiB, () => collected++);
+  const hold = (ns: string, bytes: number) => m.hold(ns, "keyword", bytes, () => undefined);
+  for (let i = 0; i < 64; i++) hold(`n${i}`, MiB); // 64 MiB: nothing released
+  await new Promise((r) => setImmediate(r));
+  expect(collected).toBe(0);
+  for (let i = 64; i < 67; i++) hold(`n${i}`, MiB); // 3 MiB released: under 4
+  await new Promise((r) => setImmediate(r));
+  expect([m.evictions, collected]).toEqual([3, 0]);
+  for (let i = 67; i < 75; i++) hold(`n${i}`, MiB); // 11 MiB released in all: one collection, not on this turn
+  expect(collected).toBe(0);
+  await new Promise((r) => setImmediate(r));
+  expect(collected).toBe(1);
+  expect(m.metrics().counters.memd_search_memory_collections_total[1]).toBe(1);
+  // Counted again from the collection: 3 more MiB are not enough.
+  for (let i = 75; i < 78; i++) hold(`n${i}`, MiB);
+  await new Promise((r) => setImmediate(r));
+  expect(collected).toBe(1);
+  // An owner's own drop releases nothing to collect; without a budget nothing is ever released.
+  m.drop("n77", "keyword");
+  const unbounded = new SearchMemory(Number.POSITIVE_INFINITY, () => collected++);
+  for (let i = 0; i < 100; i++) unbounded.hold(`n${i}`, "keyword", MiB, () => undefined);
+  await new Promise((r) => setImmediate(r));
+  expect(collected).toBe(1);
+});
