@@ -307,6 +307,32 @@ describe("delivery", () => {
     expect(checkDeliveries(r.accepted, [...expected, erasure.seq])).toEqual([]);
   });
 
+  test("an erasure made while a POST is in flight scrubs the events read with it", async () => {
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "erase-flight" });
+    await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "paused" });
+    await store("erase-flight", "bob likes coffee", "bob");
+    await store("erase-flight", "alice's phone is 555-0199", "alice");
+    // Resumed, the subscription reads both events at once and sends bob's; its answer waits until
+    // alice is erased, so her event, read before the erasure, is sent after it.
+    let release = () => {};
+    r.hold = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "active" });
+    await until("the first POST", () => r.arrivals > 0);
+    expect((await s.json("POST", "/v1/memory/erase", { namespace: "erase-flight", entity: "alice" })).status).toBe(200);
+    r.hold = undefined;
+    release();
+    const expected = await seqsOf("erase-flight");
+    await r.waitFor(expected);
+    expect(checkDeliveries(r.accepted, expected)).toEqual([]);
+    expect(r.accepted[0].body.data.entity).toBe("bob");
+    expect(JSON.stringify(r.accepted)).not.toContain("555-0199");
+    const kinds = r.accepted.map((a) => [a.type, a.body.data.entity, a.body.data.reason]);
+    expect(kinds).toContainEqual(["memory.add", "alice", "erased"]);
+  });
+
   test("an erasure of an entity with no current memory left is delivered too, in order, whatever the kinds", async () => {
     const r = receiver();
     const sub = await subscribe(r, { namespaces: "erase-gone/*", events: ["ADD"] });

@@ -41,6 +41,12 @@ export function refreshTouched<V>(
   }
 }
 
+/**
+ * What one commit wrote to an index, by memory id: the key and the value it left there
+ * (undefined: removed), or null when it wrote more than one key of that memory (read from LMDB).
+ */
+export type Written<V> = ReadonlyMap<string, readonly [Touched, V | undefined] | null>;
+
 /** How one index is copied into memory per namespace (see NamespaceCache). */
 export interface CacheSource<S, V> {
   /** A new copy to load into; for a reload (see NamespaceCache.reload), undefined calls it off. */
@@ -255,18 +261,34 @@ export class NamespaceCache<S, V> {
    * After a committed write: follows what it touched in every loaded (or loading) namespace
    * (deferred: soon). `order`: the commit's place among all commits (IndexWriter.order: writers
    * are made inside LMDB's transaction callbacks, which run one at a time in commit order);
-   * `created`: the current records it created (new ids), read from here instead of from LMDB.
+   * `created`: the current records it created (new ids), read from here instead of from LMDB;
+   * `written` (a cache not deferred: the vectors): what it wrote, likewise.
    *
    * Why a created record is still what LMDB holds when it is followed, or else read: a later
    * commit that changed the memory was planned after this one committed (it read the memory),
    * so its order is higher. The record is used only when the memory has no other key in the
    * batch being followed (else: read) and no commit of a higher order was followed in an earlier
    * batch (else: read). A later commit not yet handed here is not yet acknowledged either (its
-   * refresh runs before its answer), and reads LMDB when it is followed.
+   * refresh runs before its answer), and reads LMDB when it is followed. What a commit wrote is
+   * used by the same rule (no commit of a higher order followed before it), per key: a key
+   * written last by this commit holds that value until a later commit changes it. Commits made
+   * elsewhere (the embedding thread's) are followed with the order of the newest writer made
+   * here when they are (IndexWriter.made): every commit of this thread that may have come before
+   * theirs reads LMDB when it is followed.
    */
-  refresh(touched: readonly Touched[], order = Number.POSITIVE_INFINITY, created?: ReadonlyMap<string, MemoryRecord>) {
+  refresh(
+    touched: readonly Touched[],
+    order = Number.POSITIVE_INFINITY,
+    created?: ReadonlyMap<string, MemoryRecord>,
+    written?: Written<V>,
+  ) {
     if (touched.length === 0) return;
-    if (!this.deferred) return this.refreshNow(touched);
+    if (!this.deferred) {
+      // (Not deferred: what the commit wrote is used as created records are, by the same rule.)
+      const before = this.followedOrder;
+      if (order > before) this.followedOrder = order;
+      return this.refreshNow(touched, undefined, order > before ? written : undefined);
+    }
     for (const t of touched) this.queued.push(t);
     if (order > this.queuedOrder) this.queuedOrder = order;
     if (created) for (const [id, r] of created) this.handed.set(id, [r, order]);
@@ -295,7 +317,7 @@ export class NamespaceCache<S, V> {
     }
   }
 
-  private refreshNow(touched: readonly Touched[], handed?: Map<string, [MemoryRecord, number]>) {
+  private refreshNow(touched: readonly Touched[], handed?: Map<string, [MemoryRecord, number]>, written?: Written<V>) {
     if (this.source.unloaded)
       for (let i = 0; i < touched.length; ) {
         const ns = touched[i][0];
@@ -312,7 +334,7 @@ export class NamespaceCache<S, V> {
         entry.ids.add(t[2]);
       }
     if (this.ready.size === 0) return;
-    this.apply(touched, (ns) => this.ready.get(ns), handed);
+    this.apply(touched, (ns) => this.ready.get(ns), handed, written);
     if (!this.memory) return;
     // What the copies hold now (a commit's memories are of one namespace or a few).
     let last: string | undefined;
@@ -328,6 +350,7 @@ export class NamespaceCache<S, V> {
     touched: readonly Touched[],
     spaceOf: (namespace: string) => S | undefined,
     handed?: Map<string, [MemoryRecord, number]>,
+    written?: Written<V>,
   ) {
     const created = this.source.created && handed?.size ? this.source.created.bind(this.source) : undefined;
     const before = this.followedOrder;
@@ -335,6 +358,8 @@ export class NamespaceCache<S, V> {
       touched,
       (ns) => spaceOf(ns) !== undefined,
       (k, alone) => {
+        const w = written?.get(k[2]);
+        if (w && w[0][0] === k[0] && w[0][1] === k[1]) return w[1];
         // (See refresh: a created record, unless a later commit may have changed the memory.)
         const h = created && alone ? handed!.get(k[2]) : undefined;
         return h && h[1] > before ? created!(k, h[0]) : this.source.read(k);
@@ -342,6 +367,14 @@ export class NamespaceCache<S, V> {
       (k) => this.source.drop(spaceOf(k[0])!, k),
       (k, v) => this.source.put(spaceOf(k[0])!, k, v),
     );
+  }
+
+  /**
+   * Commits of this order or lower read LMDB when followed from now on (see refresh): after a
+   * change no writer of theirs followed (a rebuild).
+   */
+  passed(order: number) {
+    if (order > this.followedOrder) this.followedOrder = order;
   }
 
   /** Forgets every namespace (after a rebuild); loads under way are not kept. */

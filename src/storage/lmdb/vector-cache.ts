@@ -17,6 +17,7 @@ import { ann, FourBit, VectorSpace, xorshift } from "../../index/vector";
 import type { EventRecord, MemoryRecord } from "../records";
 import type { SearchMemory } from "../search-memory";
 import { type Dbs, END } from "./layout";
+import { IndexWriter } from "./search";
 import { NamespaceCache, settledAt, snapshotStamp } from "./touched";
 import {
   dropVectorSnapshot,
@@ -491,6 +492,8 @@ export function vectorCache(
       copies.clear();
       unfollowed.clear();
       NamespaceCache.prototype.clear.call(cache);
+      // (What commits before it wrote is not handed to the copies loaded after it.)
+      cache.passed(IndexWriter.latest);
     },
     forget(ns: string) {
       const job = jobs.get(ns);
