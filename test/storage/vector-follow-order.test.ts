@@ -7,18 +7,19 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { ann } from "../../src/index/vector/space";
 import { openLmdb } from "../../src/storage/lmdb/index";
 import { NamespaceCache, type Touched, type Written } from "../../src/storage/lmdb/touched";
+import { vectorLoading } from "../../src/storage/lmdb/vector-cache";
 import type { MemoryOp } from "../../src/storage/storage";
 import { tempDir } from "../helpers";
 import { addOp, clustered, dot } from "../search/clustered-vectors";
 
-/** A source whose one namespace "ns" is loaded; records what it read from LMDB. */
+/** A source whose one namespace "ns" is loaded (in two slices); records what it read from LMDB. */
 function recorded() {
   const space = new Map<string, string>();
   const log: string[] = [];
   const lmdb = new Map<string, string>();
   const cache = new NamespaceCache<Map<string, string>, string>({
     empty: () => space,
-    load: () => undefined,
+    load: (_s, ns, after) => (after ? undefined : [ns]),
     keep: () => true,
     bytes: () => 0,
     read: ([, , id]) => {
@@ -87,6 +88,27 @@ test("a commit made elsewhere (the embedding thread's) makes every commit of thi
   expect(space.has("c")).toBe(false);
 });
 
+test("commits followed while the namespace loads are put in its copy from what they wrote once it has loaded", async () => {
+  const { cache, space, log, lmdb } = recorded();
+  const loading = cache.get("ns");
+  cache.refresh([key("a")], 1, undefined, wrote([key("a"), "first"]));
+  cache.refresh([key("b")], 2, undefined, wrote([key("b"), "second"]));
+  cache.refresh([key("c")], 3, undefined, wrote([key("c"), "third"]));
+  cache.refresh([key("c")], 4, undefined, wrote([key("c"), undefined]));
+  // Commit 6 changed b and was followed before commit 5, which wrote b too: b is read.
+  lmdb.set("b", "sixth");
+  cache.refresh([key("b")], 6, undefined, wrote([key("b"), "sixth"]));
+  cache.refresh([key("b")], 5, undefined, wrote([key("b"), "fifth"]));
+  expect(space.size).toBe(0);
+  await loading;
+  // (Read once per key touched: b's three.)
+  expect(log).toEqual(["read b", "read b", "read b"]);
+  expect([...space].sort()).toEqual([
+    ["a", "first"],
+    ["b", "sixth"],
+  ]);
+});
+
 const saved = { ...ann };
 let storage: Awaited<ReturnType<typeof openLmdb>>;
 const tmp = tempDir();
@@ -152,5 +174,32 @@ test("through Storage: applies committed together (one failing, replanned alone)
     const ids = top.map((h) => h.memory.id);
     if (vectors.has(a.id)) expect(ids[0]).toBe(a.id);
     else expect(ids).not.toContain(a.id);
+  }
+});
+
+test("a first load reads the vectors of the keys its first walk listed, or walks them again past vectorLoading.listedKeys: every vector is in the copy either way", async () => {
+  const dims = 48;
+  const draw = clustered(9, dims);
+  const stored = Array.from({ length: 500 }, () => draw());
+  for (const [ns, listed] of [
+    ["listed", vectorLoading.listedKeys],
+    ["walked", 100],
+  ] as const) {
+    await storage.apply(
+      stored.map((v, j) => addOp(ns, j, `m${j}`, v)),
+      null,
+    );
+    const saved = vectorLoading.listedKeys;
+    vectorLoading.listedKeys = listed;
+    try {
+      // Each memory is found by its own vector (a row missing from the copy would not be).
+      for (let j = 0; j < stored.length; j += 5) {
+        const [hit] = await storage.semanticSearch({ namespace: ns }, stored[j], {}, 1);
+        expect(hit.memory.content).toBe(`m${j}`);
+        expect(hit.score).toBeCloseTo(1, 5);
+      }
+    } finally {
+      vectorLoading.listedKeys = saved;
+    }
   }
 });

@@ -109,7 +109,17 @@ export const loading = {
  */
 export const deferring = { batch: 4096, ms: 3 };
 
-type LoadEntry<S> = { done: Promise<S>; touched: Touched[]; ids: Set<string>; background: boolean };
+/**
+ * A load under way: the keys commits touched meanwhile (read into the copy once it has loaded),
+ * and (not deferred) what those commits wrote, by id, where it may be used (see refresh).
+ */
+type LoadEntry<S, V> = {
+  done: Promise<S>;
+  touched: Touched[];
+  ids: Set<string>;
+  written: Map<string, readonly [Touched, V | undefined]>;
+  background: boolean;
+};
 
 /**
  * In-memory copies of an index, per namespace: loaded from LMDB on first use, in slices so that a
@@ -120,7 +130,7 @@ type LoadEntry<S> = { done: Promise<S>; touched: Touched[]; ids: Set<string>; ba
  */
 export class NamespaceCache<S, V> {
   private readonly ready = new Map<string, S>();
-  private readonly loads = new Map<string, LoadEntry<S>>();
+  private readonly loads = new Map<string, LoadEntry<S, V>>();
   /** Namespaces asked for by get (searched), as opposed to loaded in the background only. */
   private readonly wanted = new Set<string>();
   private generation = 0;
@@ -171,7 +181,13 @@ export class NamespaceCache<S, V> {
 
   private start(namespace: string, background: boolean): Promise<S> {
     // In the map before the first slice runs: a namespace that loads at once removes it again.
-    const entry: LoadEntry<S> = { touched: [], ids: new Set(), done: undefined as never, background };
+    const entry: LoadEntry<S, V> = {
+      touched: [],
+      ids: new Set(),
+      written: new Map(),
+      done: undefined as never,
+      background,
+    };
     this.loads.set(namespace, entry);
     entry.done = this.load(namespace, entry);
     return entry.done;
@@ -218,12 +234,18 @@ export class NamespaceCache<S, V> {
   reload(namespace: string) {
     const old = this.ready.get(namespace);
     if (!old || this.loads.has(namespace)) return;
-    const entry: LoadEntry<S> = { touched: [], ids: new Set(), done: undefined as never, background: false };
+    const entry: LoadEntry<S, V> = {
+      touched: [],
+      ids: new Set(),
+      written: new Map(),
+      done: undefined as never,
+      background: false,
+    };
     this.loads.set(namespace, entry);
     entry.done = this.load(namespace, entry, old);
   }
 
-  private async load(namespace: string, entry: LoadEntry<S>, old?: S): Promise<S> {
+  private async load(namespace: string, entry: LoadEntry<S, V>, old?: S): Promise<S> {
     const touched = entry.touched;
     const generation = this.generation;
     const s = this.source.empty(namespace, old !== undefined);
@@ -241,7 +263,7 @@ export class NamespaceCache<S, V> {
         if (entry.background && generation !== this.generation) throw new Error("background load called off");
         after = this.source.load(s, namespace, after, slice(), later);
       }
-      this.apply(touched, (ns) => (ns === namespace ? s : undefined));
+      this.apply(touched, (ns) => (ns === namespace ? s : undefined), undefined, entry.written);
       this.source.loaded?.(s);
       if (generation === this.generation && this.source.keep(s)) {
         if (!old || this.ready.get(namespace) === old) {
@@ -332,6 +354,10 @@ export class NamespaceCache<S, V> {
         if (!entry) continue;
         entry.touched.push(t);
         entry.ids.add(t[2]);
+        // (The last commit followed that touched the memory decides: what it wrote, or a read.)
+        const w = written?.get(t[2]);
+        if (w && w[0][0] === t[0] && w[0][1] === t[1]) entry.written.set(t[2], w);
+        else if (!this.deferred) entry.written.delete(t[2]);
       }
     if (this.ready.size === 0) return;
     this.apply(touched, (ns) => this.ready.get(ns), handed, written);
