@@ -190,14 +190,16 @@ export function startDeliverer(
    * flushSpacingMs after the last write at the latest, and at once when a worker drains (before
    * it writes a failure or takes an edit, and when it stops).
    */
-  const moves = new Map<Worker, { cursor: number; deliveries: DeliveryRecord[] }>();
+  const moves = new Map<Worker, { rev: number; cursor: number; deliveries: DeliveryRecord[] }>();
   let flushing: Promise<void> | undefined;
   let flushTimer: ReturnType<typeof setTimeout> | undefined;
   let flushedAt = Number.NEGATIVE_INFINITY;
   const move = (w: Worker, cursor: number, delivery?: DeliveryRecord) => {
     let m = moves.get(w);
-    if (!m) {
-      m = { cursor, deliveries: [] };
+    if (!m || m.rev !== w.rev) {
+      // A move is written under the rev it was planned under: one planned before an edit (a
+      // replay moves the cursor back) would be refused, so only its log entries are kept.
+      m = { rev: w.rev, cursor, deliveries: m?.deliveries ?? [] };
       moves.set(w, m);
     }
     m.cursor = Math.max(m.cursor, cursor);
@@ -223,7 +225,7 @@ export function startDeliverer(
     flushTimer = undefined;
     const batch = [...moves].map(([w, m]) => ({
       w,
-      move: { id: w.id, rev: w.rev, cursor: m.cursor, deliveries: m.deliveries.slice(-keptDeliveries) },
+      move: { id: w.id, rev: m.rev, cursor: m.cursor, deliveries: m.deliveries.slice(-keptDeliveries) },
     }));
     moves.clear();
     flushedAt = performance.now();
@@ -282,7 +284,7 @@ export function startDeliverer(
     /** Set by a cursor write: the lease was lost (or the subscription deleted), or an edit through the API came. */
     private lost = false;
     private edited: WebhookRecord | undefined;
-    /** The rev the moves waiting were planned under. */
+    /** The rev of the plan under way (the stored record's as last adopted): moves are made under it. */
     rev = 0;
     /** An edit through this process's API since the subscription was last read. */
     private changed = false;
