@@ -259,7 +259,7 @@ describe("delivery", () => {
   });
 
   test("a replay while successes wait for their cursor write keeps the cursor it set", async () => {
-    // Successes move the cursor in a write made up to 250 ms later. A replay in between sets the
+    // Successes move the cursor in a write made up to a second later. A replay in between sets the
     // cursor back (a new rev); the successes planned before it must not move it forward again,
     // else a restart during the replay skips what the replay had still to send.
     const r = receiver();
