@@ -258,6 +258,41 @@ describe("delivery", () => {
     expect(checkDeliveries(r.accepted, expected)).toEqual([]);
   });
 
+  test("a replay while successes wait for their cursor write keeps the cursor it set", async () => {
+    // Successes move the cursor in a write made up to a second later. A replay in between sets the
+    // cursor back (a new rev); the successes planned before it must not move it forward again,
+    // else a restart during the replay skips what the replay had still to send.
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "replay-busy" });
+    await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "paused" });
+    for (let i = 0; i < 40; i++) await store("replay-busy", `fact ${i}`);
+    const expected = await seqsOf("replay-busy");
+    r.answer = { status: 200, delayMs: 25 };
+    await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "active" });
+    await until("the first deliveries", () => r.accepted.length >= 4);
+    const replay = await s.json("POST", `/v1/webhooks/${sub.id}/replay`, { fromSeq: expected[0] });
+    expect(replay.status).toBe(200);
+    r.answer = { status: 500, delayMs: 0 };
+    const delivered = new Set(r.accepted.map((a) => a.seq));
+    // A failed attempt at an event delivered before: the replay is under way, and every success
+    // before it was written (a failure is written after them).
+    await until("a replayed event failing", async () => {
+      const log = (await s.json("GET", `/v1/webhooks/${sub.id}/deliveries`)).body as { seq: number; ok: boolean }[];
+      return log.some((d) => !d.ok && delivered.has(d.seq));
+    });
+    // At most as far as the replay itself got (an attempt may have been answered 200 before the 500s).
+    const seen = new Set<number>();
+    let resent = expected[0] - 1;
+    for (const a of r.accepted) {
+      if (seen.has(a.seq)) resent = Math.max(resent, a.seq);
+      seen.add(a.seq);
+    }
+    expect((await webhook(sub.id)).cursor).toBeLessThanOrEqual(resent);
+    r.answer = { status: 200, delayMs: 0 };
+    await until("the replay's end", async () => (await webhook(sub.id)).cursor >= expected[expected.length - 1]);
+    expect(checkDeliveries(r.accepted, expected)).toEqual([]);
+  });
+
   test("a rotated secret signs beside the old one for 24 hours", async () => {
     const r = receiver();
     const sub = await subscribe(r, { namespaces: "rotate" });
