@@ -489,6 +489,7 @@ export function startDeliverer(
         }
         const head = buffer[0];
         // As it is now: an erasure since it was read has scrubbed it.
+        const scrubsAtRead = scrubs();
         const e =
           isErasure(head) || current.current(bufferReadAt, bufferScrubs)
             ? head
@@ -502,8 +503,11 @@ export function startDeliverer(
           allowPrivate: o.allowPrivate,
           maxAnswerBytes: o.maxAnswerBytes,
           signal: this.abort.signal,
+          // An erasure answered while the connection was being made: nothing sent, read again.
+          stillCurrent: isErasure(e) ? undefined : () => scrubs() === scrubsAtRead,
         });
         if (r.error === "stopped" && !this.running) return;
+        if (r.stale) continue;
         attempt++;
         const c = countOf(this.id);
         if (r.ok) c.delivered++;
