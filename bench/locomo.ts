@@ -296,6 +296,63 @@ async function askContext(
   };
 }
 
+/** How deep multi-hop reach is read, and the depths it is reported at. */
+const REACH_DEPTH = 100;
+export const reachDepths = [10, 20, 50, 100] as const;
+
+/**
+ * Multi-hop reach: for each depth k, the share of multi-hop questions (category 1) whose evidence
+ * is ALL among the first k hits of keyword search, of semantic search, and of either. It is the
+ * ceiling of any block built from those lists (a reranker of the first k, say): a block holding
+ * all of a question's evidence needs every evidence turn somewhere in its candidates.
+ */
+export interface ReachRun {
+  embedder: string;
+  n: number;
+  keyword: number[];
+  semantic?: number[];
+  either?: number[];
+}
+
+async function multiHopReach(
+  t: TestServer,
+  namespace: string,
+  questions: ReturnType<typeof loadLocomo>["questions"],
+  embedder: string,
+  scope: "entity" | "namespace",
+): Promise<ReachRun> {
+  const multiHop = questions.filter((q) => q.category === 1 && q.evidence.length > 0);
+  const list = async (q: (typeof multiHop)[number], mode: Mode) => {
+    const r = await t.json("POST", "/v1/memory/search", {
+      ...where(namespace, q.entity, scope),
+      query: q.query,
+      limit: REACH_DEPTH,
+      mode,
+    });
+    if (r.status !== 200) throw new Error(`search answered ${r.status}: ${JSON.stringify(r.body)}`);
+    return r.body.results.map((m: { metadata: { dia_id: string } }) => m.metadata.dia_id) as string[];
+  };
+  const semantic = embedder !== "none";
+  const lists: { evidence: string[]; k: string[]; s: string[] }[] = [];
+  for (const q of multiHop)
+    lists.push({ evidence: q.evidence, k: await list(q, "keyword"), s: semantic ? await list(q, "semantic") : [] });
+  const share = (within: (l: (typeof lists)[number], k: number) => Set<string>) =>
+    reachDepths.map(
+      (k) => lists.filter((l) => l.evidence.every((e) => within(l, k).has(e))).length / (lists.length || 1),
+    );
+  return {
+    embedder,
+    n: lists.length,
+    keyword: share((l, k) => new Set(l.k.slice(0, k))),
+    ...(semantic
+      ? {
+          semantic: share((l, k) => new Set(l.s.slice(0, k))),
+          either: share((l, k) => new Set([...l.k.slice(0, k), ...l.s.slice(0, k)])),
+        }
+      : {}),
+  };
+}
+
 export async function locomoBench(o: {
   data: string;
   embedders: string[];
@@ -306,6 +363,8 @@ export async function locomoBench(o: {
   /** Context blocks measured on the turns set at these budgets (none: no context figures). */
   contextBudgets?: number[];
   contextRuns?: ContextRun[];
+  /** With contextBudgets: multi-hop reach (multiHopReach), one per embedder. */
+  reachRuns?: ReachRun[];
   log?: (s: string) => void;
 }): Promise<Run[]> {
   const scope = o.scope ?? "entity";
@@ -349,6 +408,14 @@ export async function locomoBench(o: {
               `context ${set} ${c.mode} ${embedder} ${budget} tokens: any ${c.any.toFixed(3)} all ${c.all.toFixed(3)} multi-hop all ${c.multiHopAll.toFixed(3)} recall ${c.multiHopRecall.toFixed(3)} answer words ${c.answerWords.toFixed(3)} memories ${c.memories.toFixed(1)} p50 ${c.p50.toFixed(2)} ms`,
             );
           }
+        if (set === "turns" && (o.contextBudgets ?? []).length > 0) {
+          const r = await multiHopReach(t, namespace, data.questions, embedder, scope);
+          o.reachRuns?.push(r);
+          const at = (xs: number[] | undefined) => (xs ?? []).map((x) => x.toFixed(3)).join(" / ");
+          log(
+            `multi-hop reach ${embedder} (all evidence within the first ${reachDepths.join(" / ")}): keyword ${at(r.keyword)}${r.either ? ` semantic ${at(r.semantic)} either ${at(r.either)}` : ""}`,
+          );
+        }
         for (const mode of modes) {
           if (embedder === "none" && mode !== "keyword") continue;
           // Keyword search does not depend on the embedder: measured with the first one only.
@@ -493,6 +560,28 @@ export function issue36Targets(runs: Run[], contexts: ContextRun[]): string[] {
   return [...out, ""];
 }
 
+/** Markdown table of multi-hop reach (multiHopReach). */
+export function reachTable(runs: ReachRun[]): string[] {
+  if (runs.length === 0) return [];
+  const cells = (xs: number[] | undefined) => reachDepths.map((_, i) => (xs ? f3(xs[i]) : "")).join(" | ");
+  return [
+    `#### turns: multi-hop reach (${runs[0].n} questions): all of a question's evidence among the first k hits, the ceiling of a block built from those lists`,
+    "",
+    `| embedder | list | ${reachDepths.map((k) => `k = ${k}`).join(" | ")} |`,
+    `| --- | --- | ${reachDepths.map(() => "---").join(" | ")} |`,
+    ...runs.flatMap((r) => [
+      ...(r.embedder === runs[0].embedder ? [`| - | keyword | ${cells(r.keyword)} |`] : []),
+      ...(r.semantic
+        ? [
+            `| ${r.embedder} | semantic | ${cells(r.semantic)} |`,
+            `| ${r.embedder} | keyword or semantic | ${cells(r.either)} |`,
+          ]
+        : []),
+    ]),
+    "",
+  ];
+}
+
 /** Markdown table of the context runs. */
 export function contextTable(runs: ContextRun[]): string[] {
   if (runs.length === 0) return [];
@@ -559,10 +648,12 @@ if (import.meta.main) {
     process.exit(2);
   }
   const contextRuns: ContextRun[] = [];
+  const reachRuns: ReachRun[] = [];
   const runs = await locomoBench({
     data,
     contextBudgets: values.context ? values.context.split(",").map(Number) : [],
     contextRuns,
+    reachRuns,
     embedders: (values.embedders ?? "builtin,use,fake").split(","),
     sets: (values.sets ?? "turns,observations").split(","),
     modes: values.modes?.split(",") as Mode[] | undefined,
@@ -574,6 +665,7 @@ if (import.meta.main) {
       ...issue36Targets(runs, contextRuns),
       ...locomoTargets(runs),
       ...contextTable(contextRuns),
+      ...reachTable(reachRuns),
       ...locomoTables(runs),
     ].join("\n"),
   );

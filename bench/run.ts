@@ -20,6 +20,8 @@ import {
   locomoBench,
   locomoTables,
   locomoTargets,
+  type ReachRun,
+  reachTable,
 } from "./locomo";
 import { describeRow, entriesFloorCommand, floorCommand, type StorePathRow, storePath } from "./store-path";
 import { streamBench, streamTable } from "./stream";
@@ -322,9 +324,27 @@ await stop(ss);
 
 // Webhooks (issue 34): delivery from a backlog, lag under full-speed stores, the store path with ten (bench/webhooks.ts).
 log("webhooks: backlog, lag, store path with ten subscriptions");
-const ws = await startMemd(join(work, "webhooks"), { MEMD_WEBHOOK_ALLOW_PRIVATE: "1" });
-const webhookFigures = await webhookBench(ws.url, key, { seconds, pid: ws.proc.pid });
+// With BENCH_TODAY, the store path with ten delivering is also run against today's raw stores
+// (issue 34's "within 10% of today"): both without an embedder, as today had none.
+const noEmbedder: Record<string, string> = today ? { MEMD_EMBEDDER: "none" } : {};
+const webhookToday = async (dir: string, env: Record<string, string> = {}) => {
+  if (!today) return undefined;
+  const port = nextPort++;
+  return startPinned(
+    [today, "serve", "--port", String(port), "--data-dir", join(work, dir)],
+    { MEMD_API_KEY: key, MEMD_LOG_LEVEL: "warn", ...noEmbedder, ...env },
+    port,
+  );
+};
+const ws = await startMemd(join(work, "webhooks"), { MEMD_WEBHOOK_ALLOW_PRIVATE: "1", ...noEmbedder });
+const wt = await webhookToday("webhooks-today");
+const webhookFigures = await webhookBench(ws.url, key, {
+  seconds,
+  pid: ws.proc.pid,
+  today: wt && { url: wt.url, pid: wt.proc.pid },
+});
 await stop(ws);
+if (wt) await stop(wt);
 // The same on the throwaway PostgreSQL (a fresh database), when there is one.
 let webhookFiguresPg: Awaited<ReturnType<typeof webhookBench>> | undefined;
 if (pgUrl?.startsWith("postgres")) {
@@ -332,9 +352,16 @@ if (pgUrl?.startsWith("postgres")) {
   const wp = await startMemd(join(work, "webhooks-pg"), {
     MEMD_WEBHOOK_ALLOW_PRIVATE: "1",
     MEMD_DATABASE_URL: await createDatabase(pgUrl),
+    ...noEmbedder,
   });
-  webhookFiguresPg = await webhookBench(wp.url, key, { seconds, pid: wp.proc.pid });
+  const wtp = await webhookToday("webhooks-pg-today", { MEMD_DATABASE_URL: await createDatabase(pgUrl) });
+  webhookFiguresPg = await webhookBench(wp.url, key, {
+    seconds,
+    pid: wp.proc.pid,
+    today: wtp && { url: wtp.url, pid: wtp.proc.pid },
+  });
   await stop(wp);
+  if (wtp) await stop(wtp);
 }
 
 // 4. Crash soak: 20 rounds of SIGKILL under 32 writers on one data dir.
@@ -461,8 +488,11 @@ lines.push(
   "",
   "LMDB:",
   "",
-  ...webhookTable(webhookFigures),
-  ...(webhookFiguresPg ? ["", "PostgreSQL:", "", ...webhookTable(webhookFiguresPg)] : []),
+  ...(today ? ["", `Both servers without an embedder (BENCH_TODAY: today, ${today}, had none).`, ""] : []),
+  ...webhookTable(webhookFigures, today && `today's code (${today})`),
+  ...(webhookFiguresPg
+    ? ["", "PostgreSQL:", "", ...webhookTable(webhookFiguresPg, today && `today's code (${today})`)]
+    : []),
   "",
   "## Process",
   "",
@@ -499,12 +529,14 @@ for (const embedder of ["none", "builtin"] as const) {
   lines.push("## Recall on LoCoMo (issue 21)", "");
   if (await Bun.file(data).exists()) {
     const contextRuns: ContextRun[] = [];
+    const reachRuns: ReachRun[] = [];
     const runs = await locomoBench({
       data,
       embedders: ["none", "builtin", "use", "fake"],
       sets: ["turns", "observations"],
       contextBudgets: [1000, 2000],
       contextRuns,
+      reachRuns,
       log,
     });
     lines.push(
@@ -513,6 +545,7 @@ for (const embedder of ["none", "builtin"] as const) {
       ...issue36Targets(runs, contextRuns),
       ...locomoTargets(runs),
       ...contextTable(contextRuns),
+      ...reachTable(reachRuns),
       ...locomoTables(runs),
     );
   } else

@@ -9,6 +9,10 @@
 // embedding endpoint (the fake embedder, in this process) and --keyword-prebuild 0 or 1e9, raw
 // stores (infer false) with BENCH_FOLLOW_HTTP_CONNECTIONS (default 8) in flight; CPU a store is
 // the server process's (/proc), its saves included.
+// BENCH_FOLLOW_BASE=<a memd binary> (with BENCH_FOLLOW_HTTP=1): that binary (e.g. b09d4a9's, before
+// vectors were followed) against this code (BENCH_FOLLOW_NEW=<a memd binary>, else from source),
+// both with their default settings (so followed past the threshold), and this code with
+// --keyword-prebuild 0 (nothing followed), in turn each round.
 //   nice -n 10 bun run bench/vector-follow.ts
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,7 +47,8 @@ async function run(follow: boolean) {
     const quiet = async () => {
       for (let last = -1, same = 0; same < 5; ) {
         await Bun.sleep(200);
-        const w = s.vectorCacheStats().written;
+        // (vectorCacheStats: not in b09d4a9, which this bench may run on to compare.)
+        const w = s.vectorCacheStats?.().written ?? 0;
         same = w === last ? same + 1 : 0;
         last = w;
       }
@@ -54,7 +59,7 @@ async function run(follow: boolean) {
     const t = performance.now();
     await s.semanticSearch({ namespace: ns }, draw(), {}, 10);
     const first = performance.now() - t;
-    const written = s.vectorCacheStats().written;
+    const written = s.vectorCacheStats?.().written ?? 0;
     await s.close();
     return { perStore, first, written };
   } finally {
@@ -74,34 +79,29 @@ const embedder = http ? startFakeEmbedder({ dimensions: dims }) : undefined;
 const key = "memd_bench_root_key_0123456789abcdef";
 const words = Array.from({ length: 5000 }, (_, i) => `w${i.toString(36)}`);
 
-/** The same stores over HTTP to `memd serve` (see above). */
-async function runHttp(follow: boolean) {
+const base = process.env.BENCH_FOLLOW_BASE;
+const fromSource = [process.execPath, "run", join(import.meta.dir, "../src/main.ts")];
+const newer = process.env.BENCH_FOLLOW_NEW ? [process.env.BENCH_FOLLOW_NEW] : fromSource;
+
+/**
+ * The same stores over HTTP to `memd serve` (see above): `follow` sets --keyword-prebuild (1e9 or
+ * 0), undefined leaves the default; `memd`: the command (this code from source by default).
+ */
+async function runHttp(follow: boolean | undefined, memd = fromSource) {
   const dir = mkdtempSync(join(tmpdir(), "memd-bench-vector-follow-"));
   const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const proc = Bun.spawn(
-    [
-      process.execPath,
-      "run",
-      join(import.meta.dir, "../src/main.ts"),
-      "serve",
-      "--port",
-      String(port),
-      "--data-dir",
-      dir,
-    ],
-    {
-      env: {
-        PATH: process.env.PATH!,
-        MEMD_API_KEY: key,
-        MEMD_LOG_LEVEL: "warn",
-        MEMD_EMBED_BASE_URL: embedder!.url,
-        MEMD_EMBED_MODEL: "fake",
-        MEMD_KEYWORD_PREBUILD: follow ? "1000000000" : "0",
-      },
-      stdout: "ignore",
-      stderr: "inherit",
+  const proc = Bun.spawn([...memd, "serve", "--port", String(port), "--data-dir", dir], {
+    env: {
+      PATH: process.env.PATH!,
+      MEMD_API_KEY: key,
+      MEMD_LOG_LEVEL: "warn",
+      MEMD_EMBED_BASE_URL: embedder!.url,
+      MEMD_EMBED_MODEL: "fake",
+      ...(follow === undefined ? {} : { MEMD_KEYWORD_PREBUILD: follow ? "1000000000" : "0" }),
     },
-  );
+    stdout: "ignore",
+    stderr: "inherit",
+  });
   const url = `http://127.0.0.1:${port}`;
   try {
     for (let i = 0; ; i++) {
@@ -148,6 +148,39 @@ async function runHttp(follow: boolean) {
     await proc.exited;
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+if (http && base) {
+  // Today's binary, this code and this code following nothing, in turn (the order turns each round).
+  const rows: string[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const arms = [
+      ["base", () => runHttp(undefined, [base])],
+      ["new", () => runHttp(undefined, newer)],
+      ["off", () => runHttp(false, newer)],
+    ] as const;
+    const got: Record<string, { perStore: number; first: number }> = {};
+    for (let i = 0; i < arms.length; i++) {
+      const [name, go] = arms[(i + r) % arms.length];
+      got[name] = await go();
+    }
+    const { base: b, new: n, off: o } = got;
+    rows.push(
+      `| ${r + 1} | ${b.perStore.toFixed(1)} µs | ${n.perStore.toFixed(1)} µs | ${o.perStore.toFixed(1)} µs | **${(n.perStore / b.perStore).toFixed(2)}×** | ${(n.perStore / o.perStore).toFixed(2)}× | ${b.first.toFixed(0)} / ${n.first.toFixed(0)} / ${o.first.toFixed(0)} ms |`,
+    );
+    console.error(rows.at(-1));
+  }
+  console.log(`
+### The store path against today's (${base}), following vectors (LMDB, issue 32, over HTTP)
+
+${N.toLocaleString("en")} raw stores over HTTP (${connections} in flight, one namespace) with an embedding endpoint giving vectors of ${dims} dimensions, to today's binary and to this code (${newer.join(" ")}) with their default settings, and to this code with --keyword-prebuild 0 (nothing followed), in turn, a fresh data dir each (CPU of the server process over the stores and the saves behind them).
+
+| round | CPU a store, today | this code | this code, nothing followed | this / today | this / nothing followed | first semantic search, today / this / nothing followed |
+|---|---|---|---|---|---|---|
+${rows.join("\n")}
+`);
+  await embedder?.stop();
+  process.exit(0);
 }
 
 const rows: string[] = [];

@@ -14,6 +14,9 @@
 //      main thread) and of the whole process, from /proc, in each kind of run. Its receivers are
 //      a second process at nice 19, so that they take little CPU from the writers (their share
 //      of the machine is reported), and the share of the events delivered within each run.
+//      With `today` (a server of the code when issue 34 was filed, b09d4a9, no webhooks:
+//      BENCH_TODAY_BIN here, BENCH_TODAY in make bench), each round also runs raw stores on it
+//      right before and after the run with ten delivering: that run against today's code.
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -44,6 +47,14 @@ export interface WebhookFigures {
   tenDeliveredInRun: number;
   /** CPU ms a store (median over the rounds) of memd's request thread and of the whole process, when its pid was given. */
   cpu?: Record<"none" | "idle" | "ten", { thread: number; process: number }>;
+  /** Each round's run with ten delivering against today's code's raw stores right before and after it: stores/s, and the process's CPU a store. */
+  today?: { storesPerSec: number; ratios: number[]; cpuRatios: number[] };
+}
+
+/** A running memd: its URL and, for CPU figures, its pid. */
+export interface BenchServer {
+  url: string;
+  pid?: number;
 }
 
 const median = (xs: number[]) => {
@@ -96,15 +107,22 @@ async function startReceivers(n: number, nice = 0) {
 export async function webhookBench(
   url: string,
   key: string,
-  opts: { seconds?: number; writers?: number; backlog?: number; rounds?: number; pid?: number } = {},
+  opts: {
+    seconds?: number;
+    writers?: number;
+    backlog?: number;
+    rounds?: number;
+    pid?: number;
+    today?: BenchServer;
+  } = {},
 ): Promise<WebhookFigures> {
   const seconds = opts.seconds ?? 5;
   const writers = opts.writers ?? 32;
   const backlog = opts.backlog ?? 5000;
   const rounds = opts.rounds ?? 3;
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(url + path, {
+  const call = async (method: string, path: string, body?: unknown, base = url) => {
+    const res = await fetch(base + path, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -112,15 +130,17 @@ export async function webhookBench(
     if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
     return res.json() as Promise<{ id: string; memories: { id: string }[] }>;
   };
-  const storeFor = (namespace: string) => async (n: number) => {
-    const r = await call("POST", "/v1/memory", {
-      namespace,
-      entity: `e${n % 50}`,
-      content: `webhook bench ${n}`,
-      infer: false,
-    });
-    return r.memories[0].id as string;
-  };
+  const storeFor =
+    (namespace: string, base = url) =>
+    async (n: number) => {
+      const r = await call(
+        "POST",
+        "/v1/memory",
+        { namespace, entity: `e${n % 50}`, content: `webhook bench ${n}`, infer: false },
+        base,
+      );
+      return r.memories[0].id as string;
+    };
   const cores = navigator.hardwareConcurrency;
   /** CPU ms so far of memd's request thread and of its whole process (utime + stime, from /proc). */
   const tick = 1000 / 100; // USER_HZ
@@ -128,18 +148,22 @@ export async function webhookBench(
     const f = (await Bun.file(path).text()).split(") ")[1].split(" ");
     return (Number(f[11]) + Number(f[12])) * tick;
   };
-  const cpuNow = async () =>
-    opts.pid === undefined
+  const cpuNow = async (pid = opts.pid) =>
+    pid === undefined
       ? undefined
       : {
-          thread: await cpuOf(`/proc/${opts.pid}/task/${opts.pid}/stat`),
-          process: await cpuOf(`/proc/${opts.pid}/stat`),
+          thread: await cpuOf(`/proc/${pid}/task/${pid}/stat`),
+          process: await cpuOf(`/proc/${pid}/stat`),
         };
-  /** Raw stores from `writers` connections for `seconds`; answers the stores and, per id, when answered. */
-  const fullSpeed = async (namespace: string, onAnswer?: (id: string) => void) => {
-    const store = storeFor(namespace);
+  /** Raw stores from `writers` connections for `seconds` (on `server`); answers the stores and, per id, when answered. */
+  const fullSpeed = async (
+    namespace: string,
+    onAnswer?: (id: string) => void,
+    server: BenchServer = { url, pid: opts.pid },
+  ) => {
+    const store = storeFor(namespace, server.url);
     let n = 0;
-    const cpu0 = await cpuNow();
+    const cpu0 = await cpuNow(server.pid);
     const rx0 = await cpuOf(`/proc/${rxPath.pid}/stat`);
     const t0 = performance.now();
     const deadline = t0 + seconds * 1000;
@@ -155,7 +179,7 @@ export async function webhookBench(
     const perSec = n / (elapsed / 1000);
     // The store path's receivers' CPU over the run, as a share of the machine's.
     const rxShare = ((await cpuOf(`/proc/${rxPath.pid}/stat`)) - rx0) / (elapsed * cores);
-    const cpu1 = await cpuNow();
+    const cpu1 = await cpuNow(server.pid);
     const cpu =
       cpu0 && cpu1
         ? { thread: (cpu1.thread - cpu0.thread) / n, process: (cpu1.process - cpu0.process) / n }
@@ -241,6 +265,7 @@ export async function webhookBench(
     let tenComplete = true;
     let tenCatchUpSec = 0;
     const inRun: number[] = [];
+    const todays: [Run, Run][] = [];
     for (let round = 0; round < rounds; round++) {
       const idleHooks = await Promise.all(
         rxPath.urls.map((url, i) => call("POST", "/v1/webhooks", { url, namespaces: `elsewhere-${round}-${i}` })),
@@ -252,12 +277,15 @@ export async function webhookBench(
       const hooks = await Promise.all(
         rxPath.urls.map((url) => call("POST", "/v1/webhooks", { url, namespaces: `${ns3}-${round}/*` })),
       );
+      const todayBefore = opts.today ? await fullSpeed(`${ns3}-today-${round}-a`, undefined, opts.today) : undefined;
       const ten = await fullSpeed(`${ns3}-${round}/b`);
       tens.push(ten);
       const tenEnd = performance.now();
       inRun.push((await rxPath.stats()).got / (ten.stores * 10));
       tenComplete = (await waitFor((got) => got >= ten.stores * 10, 180_000, undefined, rxPath)) && tenComplete;
       tenCatchUpSec = Math.max(tenCatchUpSec, (performance.now() - tenEnd) / 1000);
+      if (opts.today && todayBefore)
+        todays.push([todayBefore, await fullSpeed(`${ns3}-today-${round}-b`, undefined, opts.today)]);
       for (const h of hooks) await call("DELETE", `/v1/webhooks/${h.id}`);
       nones.push(await fullSpeed(`${ns3}-n${2 * round + 2}`));
     }
@@ -270,6 +298,16 @@ export async function webhookBench(
       process: median(runs.map((r) => r.cpu!.process)),
     });
     const cpu = nones[0].cpu ? { none: cpuOfRuns(nones), idle: cpuOfRuns(idles), ten: cpuOfRuns(tens) } : undefined;
+    const today =
+      todays.length > 0
+        ? {
+            storesPerSec: mean(todays.flat()),
+            ratios: todays.map(([a, b], i) => tens[i].perSec / ((a.perSec + b.perSec) / 2)),
+            cpuRatios: todays.flatMap(([a, b], i) =>
+              a.cpu && b.cpu && tens[i].cpu ? [tens[i].cpu!.process / ((a.cpu.process + b.cpu.process) / 2)] : [],
+            ),
+          }
+        : undefined;
 
     return {
       backlog,
@@ -289,6 +327,7 @@ export async function webhookBench(
       receiversShare: median(tens.map((t) => t.rxShare)),
       tenDeliveredInRun: median(inRun),
       cpu,
+      today,
     };
   } finally {
     await rx.stop();
@@ -299,8 +338,8 @@ export async function webhookBench(
 const pcts = (rs: number[]) =>
   `${rs.map((r) => `${(100 * r).toFixed(0)}%`).join(", ")} of the runs without beside each (median ${(100 * median(rs)).toFixed(0)}%)`;
 
-/** The figures as markdown. */
-export function webhookTable(f: WebhookFigures): string[] {
+/** The figures as markdown; `todayLabel` names today's code when it ran. */
+export function webhookTable(f: WebhookFigures, todayLabel = "today's code (b09d4a9)"): string[] {
   const vsNone = (k: "none" | "idle" | "ten") =>
     f.cpu && k !== "none" ? ` (${((100 * f.cpu[k].thread) / f.cpu.none.thread).toFixed(0)}% of none's)` : "";
   const cpu = (k: "none" | "idle" | "ten") =>
@@ -316,40 +355,22 @@ export function webhookTable(f: WebhookFigures): string[] {
     `| raw stores/s, ten active subscriptions matching other namespaces (mean of ${f.idleRatios.length} runs) | ${f.storesPerSecTenIdle.toFixed(0)}: ${pcts(f.idleRatios)}${cpu("idle")} |`,
     `| raw stores/s, ten subscriptions delivering every event (mean of ${f.tenRatios.length} runs) | ${f.storesPerSecTen.toFixed(0)}: ${pcts(f.tenRatios)}${cpu("ten")}; ${(100 * f.tenDeliveredInRun).toFixed(0)}% delivered by the run's end (median), all: ${f.tenComplete ? `yes, at most ${f.tenCatchUpSec.toFixed(1)} s after the last store` : "no"} |`,
     `| the ten receivers' CPU while those stores run (a process of their own at nice 19) | ${(100 * f.receiversShare).toFixed(1)}% of the machine's (median) |`,
+    ...(f.today
+      ? [
+          `| raw stores/s, ten delivering every event, against ${todayLabel} (its raw stores right before and after each run, the same rounds) | ${f.today.ratios.map((r) => `${(100 * r).toFixed(0)}%`).join(", ")} of today's ${f.today.storesPerSec.toFixed(0)}/s (median ${(100 * median(f.today.ratios)).toFixed(0)}%)${f.today.cpuRatios.length ? `; the process's CPU a store ${f.today.cpuRatios.map((r) => `${r.toFixed(2)}×`).join(", ")} today's (median ${median(f.today.cpuRatios).toFixed(2)}×)` : ""} |`,
+        ]
+      : []),
   ];
 }
 
-if (import.meta.main) {
-  const root = join(import.meta.dir, "..");
-  const key = "memd_bench_root_key_0123456789abcdef";
+/** Starts `cmd serve` on a free port with `args`; its URL (from its "memd started" line) and process. */
+async function serveBench(cmd: string[], args: string[], env: Record<string, string | undefined>) {
   const dir = mkdtempSync(join(tmpdir(), "memd-webhook-bench-"));
-  const bin = join(root, "dist/memd");
-  const cmd =
-    existsSync(bin) && !process.env.BENCH_SOURCE ? [bin] : [process.execPath, "run", join(root, "src/main.ts")];
-  // BENCH_WEBHOOK_PG=1 under scripts/with-postgres: on a fresh database of its PostgreSQL.
-  const pg = process.env.BENCH_WEBHOOK_PG === "1" ? process.env.MEMD_TEST_DATABASE_URL : undefined;
-  const db = pg ? ["--database-url", await createDatabase(pg)] : [];
-  // BENCH_SERVER_CPU=0: memd pinned to that CPU, as make bench pins it (run this process on another: taskset -c 1).
-  const pin = process.env.BENCH_SERVER_CPU ? ["taskset", "-c", process.env.BENCH_SERVER_CPU] : [];
-  const proc = Bun.spawn(
-    [
-      ...pin,
-      ...cmd,
-      "serve",
-      "--port",
-      "0",
-      "--data-dir",
-      dir,
-      "--webhook-allow-private",
-      ...db,
-      ...process.argv.slice(2),
-    ],
-    {
-      env: { ...process.env, MEMD_API_KEY: key, MEMD_LOG_LEVEL: "info" },
-      stdout: "pipe",
-      stderr: "inherit",
-    },
-  );
+  const proc = Bun.spawn([...cmd, "serve", "--port", "0", "--data-dir", dir, ...args], {
+    env: { ...process.env, MEMD_LOG_LEVEL: "info", ...env },
+    stdout: "pipe",
+    stderr: "inherit",
+  });
   let out = "";
   const reader = (async () => {
     for await (const c of proc.stdout) {
@@ -362,12 +383,47 @@ if (import.meta.main) {
     if (!url) await Bun.sleep(10);
   }
   if (!url) throw new Error(`memd did not start: ${out}`);
+  return {
+    url,
+    pid: proc.pid,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+      await reader;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+if (import.meta.main) {
+  const root = join(import.meta.dir, "..");
+  const key = "memd_bench_root_key_0123456789abcdef";
+  const bin = join(root, "dist/memd");
+  const cmd =
+    existsSync(bin) && !process.env.BENCH_SOURCE ? [bin] : [process.execPath, "run", join(root, "src/main.ts")];
+  // BENCH_WEBHOOK_PG=1 under scripts/with-postgres: on a fresh database of its PostgreSQL.
+  const pg = process.env.BENCH_WEBHOOK_PG === "1" ? process.env.MEMD_TEST_DATABASE_URL : undefined;
+  const database = async () => (pg ? ["--database-url", await createDatabase(pg)] : []);
+  // BENCH_SERVER_CPU=0: memd pinned to that CPU, as make bench pins it (run this process on another: taskset -c 1).
+  const pin = process.env.BENCH_SERVER_CPU ? ["taskset", "-c", process.env.BENCH_SERVER_CPU] : [];
+  // BENCH_TODAY_BIN: a binary of the code when issue 34 was filed (b09d4a9, e.g. /work/baseline/dist/memd),
+  // run beside (its own data dir or database); both without an embedder, as that code had none.
+  const todayBin = process.env.BENCH_TODAY_BIN;
+  const env = { MEMD_API_KEY: key, ...(todayBin ? { MEMD_EMBEDDER: "none" } : {}) };
+  const memd = await serveBench(
+    [...pin, ...cmd],
+    ["--webhook-allow-private", ...(await database()), ...process.argv.slice(2)],
+    env,
+  );
+  const today = todayBin ? await serveBench([...pin, todayBin], await database(), env) : undefined;
   const seconds = Number(process.env.BENCH_SECONDS ?? 5);
   const rounds = Number(process.env.BENCH_WEBHOOK_ROUNDS ?? 3);
   const backlog = Number(process.env.BENCH_WEBHOOK_BACKLOG ?? 5000);
-  console.log(webhookTable(await webhookBench(url, key, { seconds, rounds, backlog, pid: proc.pid })).join("\n"));
-  proc.kill("SIGTERM");
-  await proc.exited;
-  await reader;
-  rmSync(dir, { recursive: true, force: true });
+  try {
+    const f = await webhookBench(memd.url, key, { seconds, rounds, backlog, pid: memd.pid, today });
+    console.log(webhookTable(f, todayBin ? `today's code (${todayBin})` : undefined).join("\n"));
+  } finally {
+    await memd.stop();
+    await today?.stop();
+  }
 }

@@ -9,8 +9,11 @@ import type { Storage } from "./storage/storage";
 export interface Notifier {
   /** Calls `wake` after every commit of `namespace`; returns the unsubscribe. */
   subscribe(namespace: string, wake: () => void): () => void;
-  /** Calls `wake` after every commit of any namespace (webhook delivery); returns the unsubscribe. */
-  subscribeAll(wake: () => void): () => void;
+  /**
+   * Calls `wake` after every commit of any namespace (webhook delivery), `scrubbed` when it may
+   * have changed events already in the trail (an erasure scrubs them; an import); returns the unsubscribe.
+   */
+  subscribeAll(wake: (scrubbed: boolean) => void): () => void;
 }
 
 /**

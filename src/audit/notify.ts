@@ -9,10 +9,10 @@ import type { Storage } from "../storage/storage";
  */
 export class CommitNotifier implements Notifier {
   private readonly byNamespace = new Map<string, Set<() => void>>();
-  private readonly everywhere = new Set<() => void>();
+  private readonly everywhere = new Set<(scrubbed: boolean) => void>();
 
-  /** Calls `wake` after every ping, whatever its namespace; returns the unsubscribe. */
-  subscribeAll(wake: () => void): () => void {
+  /** Calls `wake` after every ping, whatever its namespace (with the ping's `scrubbed`); returns the unsubscribe. */
+  subscribeAll(wake: (scrubbed: boolean) => void): () => void {
     this.everywhere.add(wake);
     return () => this.everywhere.delete(wake);
   }
@@ -36,10 +36,13 @@ export class CommitNotifier implements Notifier {
     return this.byNamespace.size > 0 || this.everywhere.size > 0;
   }
 
-  /** Events of `namespace` were committed; without a namespace (e.g. a sweep over many), wakes every stream. */
-  ping(namespace?: string) {
+  /**
+   * Events of `namespace` were committed; without a namespace (e.g. a sweep over many), wakes every
+   * stream. `scrubbed`: the commit may have changed events already in the trail (an erasure, an import).
+   */
+  ping(namespace?: string, scrubbed = false) {
     if (!this.listening) return;
-    for (const wake of this.everywhere) wake();
+    for (const wake of this.everywhere) wake(scrubbed);
     if (namespace === undefined) {
       for (const set of this.byNamespace.values()) for (const wake of set) wake();
       return;
@@ -64,12 +67,12 @@ export function notifyingStorage(storage: Storage, notifier: CommitNotifier): St
   };
   const erase: Storage["erase"] = async (namespace, entity, actorKeyId, now) => {
     const done = await storage.erase(namespace, entity, actorKeyId, now);
-    notifier.ping(namespace);
+    notifier.ping(namespace, true);
     return done;
   };
   const importRecords: Storage["importRecords"] = async (records, options) => {
     const done = await storage.importRecords(records, options);
-    notifier.ping();
+    notifier.ping(undefined, true);
     return done;
   };
   return Object.assign(Object.create(storage), { apply, erase, importRecords });

@@ -544,6 +544,22 @@ export interface TrailFilter {
 /** An erasure at its place in the trail (the seq it took; erasures imported or made before it had one are not there). */
 export type TrailErasure = ErasureRecord & { seq: number };
 
+/** A cursor to move (Webhooks.advanceWebhooks). */
+export interface WebhookMove {
+  id: string;
+  rev: number;
+  cursor: number;
+  deliveries: readonly DeliveryRecord[];
+}
+
+/** `w` after `m` (undefined: unchanged, it was edited since m was planned). PostgreSQL's statement does the same. */
+export function advanced(w: WebhookRecord, m: WebhookMove): WebhookRecord | undefined {
+  if (w.rev !== m.rev) return undefined;
+  const last = m.deliveries[m.deliveries.length - 1];
+  const cursor = Math.max(w.cursor, m.cursor);
+  return last ? { ...w, cursor, failingSince: null, lastDeliveredAt: last.atMs, lastError: null } : { ...w, cursor };
+}
+
 /**
  * Webhook subscriptions, their delivery log, and the audit trail in seq order for them.
  * Changes are read-modify-write functions run inside one transaction, so that the deliverer's
@@ -566,6 +582,14 @@ export interface Webhooks {
     change: (w: WebhookRecord) => WebhookRecord | undefined,
     options?: { owner?: string; deliveries?: readonly DeliveryRecord[] },
   ): Promise<WebhookRecord | undefined>;
+  /**
+   * Moves the cursors of subscriptions whose lease `owner` holds, all at once (one statement on
+   * PostgreSQL, one transaction on LMDB): each to at least `cursor` if its rev is still `rev`;
+   * with `deliveries` (successes, oldest first), those are logged, and the subscription is no
+   * longer failing and was last delivered at the last one's time. Answers each stored record
+   * after the call, undefined for those with none (or whose lease is lost).
+   */
+  advanceWebhooks(owner: string, moves: readonly WebhookMove[]): Promise<(WebhookRecord | undefined)[]>;
   /** Removes a subscription, its log and its lease; false when there was none. */
   deleteWebhook(id: string): Promise<boolean>;
   /** The newest attempts of a subscription, newest first. */
@@ -584,8 +608,8 @@ export interface Webhooks {
     filter: TrailFilter,
     limit: number,
   ): Promise<{ events: EventRecord[]; erasures: TrailErasure[]; scannedTo: number }>;
-  /** One event by seq, as it is now (an erasure scrubs events in place). */
-  eventBySeq(seq: number): Promise<EventRecord | undefined>;
+  /** Events by seq, as they are now (an erasure scrubs events in place): one answer per seq, in order, undefined where none. */
+  eventsBySeq(seqs: number[]): Promise<(EventRecord | undefined)[]>;
   /**
    * Takes or renews the delivery lease of a subscription for `ttlMs` (database time on
    * PostgreSQL, so replicas' clocks do not matter): true while `owner` holds it. A lease is a

@@ -43,55 +43,67 @@ export interface DeliveryOptions {
 /** The least time between two reads of the trail by one idle subscription (ms). */
 export const scanSpacingMs = 5;
 /**
- * The least time between two cursor writes of one subscription while it delivers (ms): each is a
- * transaction of its own beside the store path's (on LMDB, a turn of the one write lock and a
- * flush), so ten subscriptions delivering every event would otherwise write ten for each of its
- * commits. A crash sends what was delivered since the last write again, with the same ids.
+ * The least time between two cursor writes while subscriptions deliver (ms): one write moves
+ * every subscription's cursor and logs their successes (one statement on PostgreSQL, one
+ * transaction on LMDB), beside the store path's; written per event, ten subscriptions delivering
+ * every event would write ten for each of its commits. A crash sends what was delivered since the
+ * last write again, with the same ids. Once a second, not every 250 ms: the logs' rows (the newest
+ * 100 attempts of each) were most of what PostgreSQL wrote for ten subscriptions delivering.
  */
-const flushSpacingMs = 250;
+const flushSpacingMs = 1000;
 /** Delivery attempts the log keeps per subscription (storage keeps the newest 100). */
 const keptDeliveries = 100;
 
+/** Events read again at most at once (the next ones a subscription will send). */
+const eventsRead = 20;
+
 /**
- * Events as they are now (storage.eventBySeq), one read for every subscription sending the same
- * event at about the same time: ten subscriptions of every event read it once, and its body is
- * serialized once (payload keeps the parts by the record read). A read is used again only until
- * this process commits (an erasure scrubs events in place: `commits` sees its commit before the
- * erasure is answered, where the notifier's ping may come a few ms later) and for at most `freshMs`
- * (another replica's commits): no older than the trail the subscriptions read.
+ * Events as they are now (storage.eventsBySeq), for the POSTs whose trail read is older than the
+ * last scrubbing commit of this process (an erasure scrubs events in place; `scrubs` counts it
+ * before the erasure is answered) or than `freshMs` (another replica's erasures; PostgreSQL).
+ * One statement reads a subscription's next events, and every subscription sending the same
+ * events at about the same time uses that read (its body is serialized once: payload keeps the
+ * parts by the record read), under the same two bounds.
  */
 class CurrentEvents {
   private reads = new Map<number, Promise<EventRecord | undefined>>();
   private since = 0;
-  private seen = 0;
+  private seen: number;
 
   constructor(
-    private readonly storage: Pick<Storage, "eventBySeq">,
+    private readonly storage: Pick<Storage, "eventsBySeq">,
     private readonly freshMs: number,
-    private readonly commits: () => number,
-  ) {}
-
-  committed() {
-    this.reads.clear();
+    private readonly scrubs: () => number,
+  ) {
+    this.seen = scrubs();
   }
 
-  get(seq: number) {
+  /** Whether items read at `readAt` (performance.now()), with `scrubs` as it was then, are as they are now. */
+  current(readAt: number, scrubs: number) {
+    return scrubs === this.scrubs() && performance.now() - readAt <= this.freshMs;
+  }
+
+  /** `seq` as it is now; `next`: the seqs to be asked for next, read in the same statement. */
+  get(seq: number, next: () => number[]) {
     const now = performance.now();
-    const commits = this.commits();
-    if (now - this.since > this.freshMs || commits !== this.seen) {
+    const scrubs = this.scrubs();
+    if (now - this.since > this.freshMs || scrubs !== this.seen || this.reads.size > 10 * eventsRead) {
       this.reads.clear();
       this.since = now;
-      this.seen = commits;
+      this.seen = scrubs;
     }
-    let r = this.reads.get(seq);
-    if (!r) {
-      const read = this.storage.eventBySeq(seq);
+    const r = this.reads.get(seq);
+    if (r) return r;
+    const seqs = [seq];
+    for (const s of next()) if (seqs.length < eventsRead && !this.reads.has(s)) seqs.push(s);
+    const read = this.storage.eventsBySeq(seqs);
+    seqs.forEach((s, i) => {
+      const one = read.then((events) => events[i]);
       // A failed read is not kept: the next subscription tries again.
-      read.catch(() => this.reads.get(seq) === read && this.reads.delete(seq));
-      this.reads.set(seq, read);
-      r = read;
-    }
-    return r;
+      one.catch(() => this.reads.get(s) === one && this.reads.delete(s));
+      this.reads.set(s, one);
+    });
+    return this.reads.get(seq) as Promise<EventRecord | undefined>;
   }
 }
 
@@ -147,8 +159,11 @@ export interface Deliverer {
 }
 
 type DelivererCore = Pick<Core, "storage" | "notifier" | "logger"> & {
-  /** This process's commits so far, as soon as each is made (the delivery thread's shared count). */
-  commits?: () => number;
+  /**
+   * This process's scrubbing commits so far (erasures), as soon as each is made (the delivery
+   * thread's shared count); without it, counted from the notifier's pings.
+   */
+  scrubs?: () => number;
 };
 
 /**
@@ -169,6 +184,71 @@ export function startDeliverer(
   let stopped = false;
   let wakeSupervisor: (() => void) | undefined;
 
+  /**
+   * Cursor moves not yet written, by worker: successes move it (with their log entries), and so
+   * do events passed that a subscription does not want. Written together while the POSTs go on,
+   * flushSpacingMs after the last write at the latest, and at once when a worker drains (before
+   * it writes a failure or takes an edit, and when it stops).
+   */
+  const moves = new Map<Worker, { rev: number; cursor: number; deliveries: DeliveryRecord[] }>();
+  let flushing: Promise<void> | undefined;
+  let flushTimer: ReturnType<typeof setTimeout> | undefined;
+  let flushedAt = Number.NEGATIVE_INFINITY;
+  const move = (w: Worker, cursor: number, delivery?: DeliveryRecord) => {
+    let m = moves.get(w);
+    if (!m || m.rev !== w.rev) {
+      // A move is written under the rev it was planned under: one planned before an edit (a
+      // replay moves the cursor back) would be refused, so only its log entries are kept.
+      m = { rev: w.rev, cursor, deliveries: m?.deliveries ?? [] };
+      moves.set(w, m);
+    }
+    m.cursor = Math.max(m.cursor, cursor);
+    if (delivery) m.deliveries.push(delivery);
+    // Only the newest are logged: a write slow to come keeps no more.
+    if (m.deliveries.length > 2 * keptDeliveries) m.deliveries.splice(0, keptDeliveries);
+    flushSoon();
+  };
+  const flushSoon = () => {
+    if (flushing || flushTimer || moves.size === 0) return;
+    const wait = flushSpacingMs - (performance.now() - flushedAt);
+    if (wait <= 0) void flush();
+    else
+      flushTimer = setTimeout(() => {
+        flushTimer = undefined;
+        void flush();
+      }, wait);
+  };
+  /** Writes the moves waiting (one write in flight); each log gets the newest `keptDeliveries` only. */
+  const flush = (): Promise<void> => {
+    if (flushing || moves.size === 0) return flushing ?? Promise.resolve();
+    clearTimeout(flushTimer);
+    flushTimer = undefined;
+    const batch = [...moves].map(([w, m]) => ({
+      w,
+      move: { id: w.id, rev: m.rev, cursor: m.cursor, deliveries: m.deliveries.slice(-keptDeliveries) },
+    }));
+    moves.clear();
+    flushedAt = performance.now();
+    beforeWrite();
+    flushing = storage
+      .advanceWebhooks(
+        owner,
+        batch.map((b) => b.move),
+      )
+      .then((next) => {
+        for (const [i, b] of batch.entries()) b.w.written(next[i], b.move.rev);
+      })
+      .catch((e) => {
+        logger.error("webhook cursor write failed", { error: String(e) });
+        for (const b of batch) b.w.written(undefined, b.move.rev);
+      })
+      .finally(() => {
+        flushing = undefined;
+        flushSoon();
+      });
+    return flushing;
+  };
+
   const countOf = (id: string) => {
     let c = counts.get(id);
     if (!c) {
@@ -182,11 +262,16 @@ export function startDeliverer(
     for (const w of workers.values()) w.wake(true);
   };
   // A commit wakes the workers only (a flag each); the supervisor reads the subscriptions on changes and polls.
-  const trail = new SharedTrail(storage, scanSpacingMs);
-  const current = new CurrentEvents(storage, scanSpacingMs, core.commits ?? (() => 0));
-  const unsubscribe = core.notifier.subscribeAll(() => {
+  let pinged = 0;
+  const scrubs = core.scrubs ?? (() => pinged);
+  // On LMDB every write is this process's (one process owns a data dir): only its scrubs change
+  // events read. On PostgreSQL another replica's erasure may too: events read are trusted 5 ms.
+  const freshMs = storage.backend === "lmdb" ? Number.POSITIVE_INFINITY : scanSpacingMs;
+  const trail = new SharedTrail(storage, scanSpacingMs, scrubs);
+  const current = new CurrentEvents(storage, freshMs, scrubs);
+  const unsubscribe = core.notifier.subscribeAll((scrubbed) => {
+    if (scrubbed) pinged++;
     trail.committed();
-    current.committed();
     for (const w of workers.values()) w.wake();
   });
 
@@ -196,18 +281,11 @@ export function startDeliverer(
     private dirty = false;
     private leased = false;
     private renewer: ReturnType<typeof setInterval> | undefined;
-    /**
-     * Successes not yet written: the cursor moves (with their log entries) in one transaction per
-     * batch, while the next POSTs go on, so a commit's fsync is not paid per event. A crash before
-     * the write only sends them again, with the same webhook-ids.
-     */
-    private delivered: DeliveryRecord[] = [];
-    private flushing: Promise<void> | undefined;
-    /** Set by a flush: the lease was lost (or the subscription deleted), or an edit through the API came. */
+    /** Set by a cursor write: the lease was lost (or the subscription deleted), or an edit through the API came. */
     private lost = false;
     private edited: WebhookRecord | undefined;
-    /** The rev the successes waiting were planned under. */
-    private rev = 0;
+    /** The rev of the plan under way (the stored record's as last adopted): moves are made under it. */
+    rev = 0;
     /** An edit through this process's API since the subscription was last read. */
     private changed = false;
     readonly done: Promise<void>;
@@ -218,7 +296,7 @@ export function startDeliverer(
         .catch((e) => logger.error("webhook delivery failed", { webhook: id, error: String((e as Error)?.stack ?? e) }))
         .finally(() => {
           clearInterval(this.renewer);
-          clearTimeout(this.flushTimer);
+          moves.delete(this);
           workers.delete(id);
           if (this.leased) storage.releaseWebhook(id, owner).catch(() => {});
         });
@@ -228,65 +306,15 @@ export function startDeliverer(
       return !this.abort.signal.aborted && !stopped;
     }
 
-    private flushTimer: ReturnType<typeof setTimeout> | undefined;
-    private flushedAt = Number.NEGATIVE_INFINITY;
-
-    /** Writes the successes waiting, once flushSpacingMs has passed since the last write and none is in flight. */
-    private flushSoon() {
-      if (this.flushing || this.flushTimer || this.delivered.length === 0) return;
-      const wait = flushSpacingMs - (performance.now() - this.flushedAt);
-      if (wait <= 0) void this.flush();
-      else
-        this.flushTimer = setTimeout(() => {
-          this.flushTimer = undefined;
-          void this.flush();
-        }, wait);
+    /** What a cursor write answered for this worker's move (planned under `rev`). */
+    written(next: WebhookRecord | undefined, rev: number) {
+      if (!next) this.lost = true;
+      else if (next.rev !== rev) this.edited = next;
     }
 
-    /**
-     * Writes the successes waiting (one write in flight): the cursor moves past the last, and the
-     * log gets the newest of them (it keeps the newest `keptDeliveries` only).
-     */
-    private flush(): Promise<void> {
-      if (this.flushing || this.delivered.length === 0) return this.flushing ?? Promise.resolve();
-      const batch = this.delivered.splice(0).slice(-keptDeliveries);
-      const last = batch[batch.length - 1];
-      this.flushedAt = performance.now();
-      const rev = this.rev;
-      beforeWrite();
-      this.flushing = storage
-        .updateWebhook(
-          this.id,
-          (cur) =>
-            cur.rev === rev
-              ? {
-                  ...cur,
-                  cursor: Math.max(cur.cursor, last.seq),
-                  failingSince: null,
-                  lastDeliveredAt: last.atMs,
-                  lastError: null,
-                }
-              : undefined,
-          { owner, deliveries: batch },
-        )
-        .then((next) => {
-          if (!next) this.lost = true;
-          else if (next.rev !== rev) this.edited = next;
-        })
-        .catch((e) => {
-          this.lost = true;
-          logger.error("webhook cursor write failed", { webhook: this.id, error: String(e) });
-        })
-        .finally(() => {
-          this.flushing = undefined;
-          if (!this.lost) this.flushSoon();
-        });
-      return this.flushing;
-    }
-
-    /** Resolves once every success so far is written (or the lease is lost). */
+    /** Resolves once every move so far is written (or the lease is lost). */
     private async drain() {
-      while ((this.flushing || this.delivered.length > 0) && !this.lost) await this.flush();
+      while ((flushing || moves.has(this)) && !this.lost) await flush();
     }
 
     /** Something to read: a commit, or (`changed`) an edit through the API, which is re-read at once. */
@@ -345,15 +373,27 @@ export function startDeliverer(
       let w = await storage.getWebhook(this.id);
       let pos = w?.cursor ?? 0;
       let buffer: TrailItem[] = [];
+      /** When the buffer's oldest item was read, and this process's scrubs then. */
+      let bufferReadAt = 0;
+      let bufferScrubs = 0;
+      const nextSeqs = () => {
+        const seqs: number[] = [];
+        for (let i = 1; i < buffer.length && seqs.length < eventsRead; i++)
+          if (!isErasure(buffer[i])) seqs.push(buffer[i].seq);
+        return seqs;
+      };
       let attempt = 0;
       let keyCheckedAt = 0;
       let cursorWrittenAt = 0;
+      /** The furthest cursor move made while idle. */
+      let movedTo = 0;
       let scannedAt = 0;
       let readAt = performance.now();
       /** Takes `next` as the stored record: on an edit through the API (rev), the plan starts again from its cursor. */
       const adopt = (next: WebhookRecord) => {
         if (!w || next.rev !== w.rev) {
           pos = next.cursor;
+          movedTo = 0;
           buffer = [];
           attempt = 0;
         }
@@ -388,30 +428,25 @@ export function startDeliverer(
         }
         if (buffer.length === 0) {
           scannedAt = performance.now();
+          const scrubbed = scrubs();
           const page = await trail.after(pos, trailFilter(w), 100);
           if (page.events.length > 0 || page.erasures.length > 0) {
             // Committed is not yet durable on LMDB: never deliver what a crash could take back.
             await storage.durable();
             buffer = trailItems(page);
+            bufferReadAt = page.readAt;
+            bufferScrubs = scrubbed;
             pos = page.scannedTo;
             continue;
           }
           pos = page.scannedTo;
-          await this.drain();
           if (this.lost) return;
-          if (pos > w.cursor && Date.now() - cursorWrittenAt > 1000) {
-            // Past events it does not want: the cursor moves too, so the lag and a restart skip them.
+          // Past events it does not want: the cursor moves too (with the next cursor write), so
+          // the lag and a restart skip them.
+          if (pos > Math.max(w.cursor, movedTo) && Date.now() - cursorWrittenAt > 1000) {
             cursorWrittenAt = Date.now();
-            const rev = w.rev;
-            const to = pos;
-            const next = await storage.updateWebhook(
-              this.id,
-              (cur) => (cur.rev === rev && to > cur.cursor ? { ...cur, cursor: to } : undefined),
-              { owner },
-            );
-            if (!next) return;
-            adopt(next);
-            continue;
+            movedTo = pos;
+            move(this, pos);
           }
           await this.sleep(o.pollMs);
           if (!this.running) return;
@@ -440,7 +475,11 @@ export function startDeliverer(
         }
         const head = buffer[0];
         // As it is now: an erasure since it was read has scrubbed it.
-        const e = isErasure(head) ? head : ((await current.get(head.seq)) ?? head);
+        const scrubsAtRead = scrubs();
+        const e =
+          isErasure(head) || current.current(bufferReadAt, bufferScrubs)
+            ? head
+            : ((await current.get(head.seq, nextSeqs)) ?? head);
         const id = messageId(w, e.seq);
         const body = payload(w, e);
         const started = performance.now();
@@ -450,8 +489,11 @@ export function startDeliverer(
           allowPrivate: o.allowPrivate,
           maxAnswerBytes: o.maxAnswerBytes,
           signal: this.abort.signal,
+          // An erasure answered while the connection was being made: nothing sent, read again.
+          stillCurrent: isErasure(e) ? undefined : () => scrubs() === scrubsAtRead,
         });
         if (r.error === "stopped" && !this.running) return;
+        if (r.stale) continue;
         attempt++;
         const c = countOf(this.id);
         if (r.ok) c.delivered++;
@@ -473,8 +515,7 @@ export function startDeliverer(
           durationMs: Math.round((performance.now() - started) * 10) / 10,
         };
         if (r.ok) {
-          this.delivered.push(record);
-          this.flushSoon();
+          move(this, e.seq, record);
           buffer.shift();
           attempt = 0;
           continue;
@@ -551,6 +592,7 @@ export function startDeliverer(
       for (const w of workers.values()) w.abort.abort();
       await Promise.all([...workers.values()].map((w) => w.done));
       await supervising;
+      clearTimeout(flushTimer);
     },
   };
 }

@@ -23,7 +23,7 @@ export type ToThread =
       options: DeliveryOptions;
       /** Added to the process's nice value for the thread; at 19 it also goes in the idle class where it may (thread-priority.ts; Linux; 0: as the process). */
       nice: number;
-      /** The request thread's count of its commits (shared memory; thread.ts). */
+      /** The request thread's count of its commits, and of its scrubbing ones (shared memory; thread.ts). */
       commits: Int32Array;
     }
   /** A change through the API: the subscriptions are read again at once. */
@@ -126,8 +126,8 @@ async function start(m: Extract<ToThread, { type: "init" }>) {
   const storage: Storage = Object.assign(Object.create(opened), { durable });
   const notifier = new CommitNotifier();
   let sent = "";
-  const commits = () => Atomics.load(m.commits, 0);
-  const deliverer = startDeliverer({ storage, notifier, logger, commits }, m.root, m.options, () => {
+  const scrubs = () => Atomics.load(m.commits, 1);
+  const deliverer = startDeliverer({ storage, notifier, logger, scrubs }, m.root, m.options, () => {
     const counts = [...deliverer.counts()].map(([id, c]): [string, WebhookCounts] => [id, { ...c }]);
     const text = JSON.stringify(counts);
     if (text !== sent) {

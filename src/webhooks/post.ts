@@ -17,6 +17,11 @@ export interface PostOptions {
   allowPrivate: boolean;
   maxAnswerBytes: number;
   signal?: AbortSignal;
+  /**
+   * Asked once the connection is made, right before the request is written (a name's lookup and
+   * a TLS handshake may take long): false writes nothing and answers `stale`, the connection kept.
+   */
+  stillCurrent?: () => boolean;
 }
 
 /** What became of a POST: the status when one came, else why not; `answer` is the (capped) body. */
@@ -25,6 +30,8 @@ export interface PostResult {
   ok: boolean;
   error: string | null;
   answer: string;
+  /** Nothing was sent: `stillCurrent` said no. */
+  stale?: true;
 }
 
 const headerEnd = Buffer.from("\r\n\r\n");
@@ -228,7 +235,7 @@ export async function postWebhook(
     const r = await exchange(kept, request, o);
     // A kept connection the receiver had closed meanwhile: nothing came back, so send on a new one
     // (at worst a repeat, with the same webhook-id).
-    if (!r.nothing) return finish(key, r);
+    if (!r.nothing || r.result.stale) return finish(key, r);
   }
   if (!https) {
     const conn = await bunConnect(target.address, port, o);
@@ -322,6 +329,7 @@ function exchange(conn: Link, request: string, o: PostOptions, connecting?: "sec
     };
     const onConnect = () => {
       clearTimeout(timer);
+      if (o.stillCurrent && !o.stillCurrent()) return settle({ ...failed("stale"), stale: true }, true);
       timer = setTimeout(() => settle(failed(`no answer within ${o.answerTimeoutMs} ms`)), o.answerTimeoutMs);
       conn.write(request);
     };

@@ -2,13 +2,16 @@
 // subscriptions woken by one commit make one read of storage, not ten (each read decodes every
 // event it passes, wanted or not). A subscription whose position is within the stretch is
 // answered from it, filtered as storage filters; one further back (a backlog, a replay) or
-// ahead reads storage itself.
+// ahead reads storage itself. Each page says when its oldest item was read from storage, and a
+// scrubbing commit of this process (an erasure) drops the stretch: a page's items are as they
+// were then (deliverer.ts reads them again when that is too long ago).
 import type { EventRecord } from "../storage/records";
 import type { TrailErasure, TrailFilter, Webhooks } from "../storage/storage";
 import { inNamespaces, matchesTrail } from "../storage/trail-filter";
 import { isErasure, type TrailItem } from "./service";
 
-type Page = { events: EventRecord[]; erasures: TrailErasure[]; scannedTo: number };
+/** As storage.trailAfter's, with `readAt`: when the read of its oldest item began (performance.now()). */
+export type Page = { events: EventRecord[]; erasures: TrailErasure[]; scannedTo: number; readAt: number };
 
 /** Every namespace, every kind. */
 const everything: TrailFilter = { namespaces: ["*"], kinds: [] };
@@ -19,6 +22,8 @@ const keptItems = 10_000;
 export class SharedTrail {
   /** Every event and erasure with from < seq <= to, in seq order. */
   private items: TrailItem[] = [];
+  /** When the read that brought each item began (ascending, as the items). */
+  private times: number[] = [];
   private from = 0;
   private to = -1;
   /** Commits seen (wakes), and the count when the read in flight or last began, and when (ms). */
@@ -26,12 +31,19 @@ export class SharedTrail {
   private readCommits = -1;
   private readStartedAt = Number.NEGATIVE_INFINITY;
   private reading: Promise<void> | undefined;
+  private scrubsSeen: number;
 
-  /** `freshMs`: a stretch read longer ago than this is read again, commits seen or not (another replica's). */
+  /**
+   * `freshMs`: a stretch read longer ago than this is read again, commits seen or not (another
+   * replica's). `scrubs`: this process's count of scrubbing commits, as soon as each is made.
+   */
   constructor(
     private readonly storage: Pick<Webhooks, "trailAfter">,
     private readonly freshMs: number,
-  ) {}
+    private readonly scrubs: () => number,
+  ) {
+    this.scrubsSeen = scrubs();
+  }
 
   /** This process committed: the next read goes to storage. */
   committed() {
@@ -40,14 +52,29 @@ export class SharedTrail {
 
   /** As storage.trailAfter: the matching events and erasures after `pos` (at most `limit` events), and how far it looked. */
   async after(pos: number, filter: TrailFilter, limit: number): Promise<Page> {
+    const scrubs = this.scrubs();
+    if (scrubs !== this.scrubsSeen) {
+      // A read in flight began before: what it brings is dropped too (readMore).
+      this.scrubsSeen = scrubs;
+      this.items = [];
+      this.times = [];
+      this.to = -1;
+      this.readCommits = -1;
+    }
     if (this.to < 0) {
       this.from = pos;
       this.to = pos;
     }
-    if (pos < this.from) return this.storage.trailAfter(pos, filter, limit);
+    if (pos < this.from) return this.read(pos, filter, limit);
     await this.refresh();
-    if (pos < this.from || pos > this.to) return this.storage.trailAfter(pos, filter, limit);
+    if (pos < this.from || pos > this.to) return this.read(pos, filter, limit);
     return this.page(pos, filter, limit);
+  }
+
+  /** Storage's page, for a position outside the stretch. */
+  private async read(pos: number, filter: TrailFilter, limit: number): Promise<Page> {
+    const readAt = performance.now();
+    return { ...(await this.storage.trailAfter(pos, filter, limit)), readAt };
   }
 
   /** Reads what was committed since the stretch was read, unless a read begun since the last commit is in flight or just done. */
@@ -62,20 +89,27 @@ export class SharedTrail {
       if (current) return;
       this.readCommits = this.commits;
       this.readStartedAt = performance.now();
-      this.reading = this.read().finally(() => {
+      this.reading = this.readMore().finally(() => {
         this.reading = undefined;
       });
     }
   }
 
-  private async read() {
+  private async readMore() {
+    const at = performance.now();
+    const scrubs = this.scrubsSeen;
     const page = await this.storage.trailAfter(this.to, everything, readLimit);
+    if (scrubs !== this.scrubsSeen) return;
     const more =
       page.erasures.length === 0 ? page.events : [...page.events, ...page.erasures].sort((a, b) => a.seq - b.seq);
-    for (const item of more) this.items.push(item);
+    for (const item of more) {
+      this.items.push(item);
+      this.times.push(at);
+    }
     this.to = Math.max(this.to, page.scannedTo);
     if (this.items.length > keptItems) {
       const dropped = this.items.splice(0, this.items.length - keptItems);
+      this.times.splice(0, dropped.length);
       this.from = dropped[dropped.length - 1].seq;
     }
   }
@@ -84,7 +118,9 @@ export class SharedTrail {
     const events: EventRecord[] = [];
     const erasures: TrailErasure[] = [];
     let scannedTo = this.to;
-    for (let i = this.firstAfter(pos); i < this.items.length; i++) {
+    const first = this.firstAfter(pos);
+    const readAt = this.times[first] ?? performance.now();
+    for (let i = first; i < this.items.length; i++) {
       const item = this.items[i];
       if (isErasure(item)) {
         if (inNamespaces(filter, item.namespace)) erasures.push(item);
@@ -96,7 +132,7 @@ export class SharedTrail {
         events.push(item);
       }
     }
-    return { events, erasures, scannedTo };
+    return { events, erasures, scannedTo, readAt };
   }
 
   /** The index of the first item with a seq above `pos`. */

@@ -36,8 +36,10 @@ export function startDeliveryThread(
    * This process's commits, counted in memory the thread shares: a commit costs the store path an
    * atomic add and a notify (which finds no one to wake while the thread is not waiting), not a
    * message; the thread waits on the count (Atomics.waitAsync) and looks at most every few ms.
+   * The second count: those that may have changed events already in the trail (erasures), counted
+   * before the first and before the request is answered, so the thread's next POST reads again.
    */
-  const commits = new Int32Array(new SharedArrayBuffer(4));
+  const commits = new Int32Array(new SharedArrayBuffer(8));
 
   const send = (m: ToThread) => worker?.postMessage(m);
   const start = () => {
@@ -90,7 +92,8 @@ export function startDeliveryThread(
   const poll = setInterval(look, options.pollMs * 2);
   poll.unref?.();
   void look();
-  const unsubscribe = core.notifier.subscribeAll(() => {
+  const unsubscribe = core.notifier.subscribeAll((scrubbed) => {
+    if (scrubbed) Atomics.add(commits, 1, 1);
     Atomics.add(commits, 0, 1);
     Atomics.notify(commits, 0);
   });

@@ -19,6 +19,8 @@ export interface Receiver {
   arrivals: number;
   /** How the next requests are answered: a status, after `delayMs`. */
   answer: { status: number; delayMs: number };
+  /** While set, requests are answered once it resolves (after their delay). */
+  hold: Promise<void> | undefined;
   /** The secret deliveries are verified with (set once the subscription is made). */
   secret: string;
   /** Stops listening (connections are refused) until start() on the same port. */
@@ -36,6 +38,7 @@ export function startReceiver(port = 0): Receiver {
     accepted: [],
     arrivals: 0,
     answer: { status: 200, delayMs: 0 },
+    hold: undefined,
     secret: "",
     async stop() {
       await server?.stop(true);
@@ -50,6 +53,7 @@ export function startReceiver(port = 0): Receiver {
           const text = await req.text();
           const { status, delayMs } = r.answer;
           if (delayMs > 0) await Bun.sleep(delayMs);
+          await r.hold;
           if (status >= 200 && status < 300) {
             const headers = Object.fromEntries(req.headers);
             let verified = false;

@@ -258,6 +258,41 @@ describe("delivery", () => {
     expect(checkDeliveries(r.accepted, expected)).toEqual([]);
   });
 
+  test("a replay while successes wait for their cursor write keeps the cursor it set", async () => {
+    // Successes move the cursor in a write made up to a second later. A replay in between sets the
+    // cursor back (a new rev); the successes planned before it must not move it forward again,
+    // else a restart during the replay skips what the replay had still to send.
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "replay-busy" });
+    await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "paused" });
+    for (let i = 0; i < 40; i++) await store("replay-busy", `fact ${i}`);
+    const expected = await seqsOf("replay-busy");
+    r.answer = { status: 200, delayMs: 25 };
+    await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "active" });
+    await until("the first deliveries", () => r.accepted.length >= 4);
+    const replay = await s.json("POST", `/v1/webhooks/${sub.id}/replay`, { fromSeq: expected[0] });
+    expect(replay.status).toBe(200);
+    r.answer = { status: 500, delayMs: 0 };
+    const delivered = new Set(r.accepted.map((a) => a.seq));
+    // A failed attempt at an event delivered before: the replay is under way, and every success
+    // before it was written (a failure is written after them).
+    await until("a replayed event failing", async () => {
+      const log = (await s.json("GET", `/v1/webhooks/${sub.id}/deliveries`)).body as { seq: number; ok: boolean }[];
+      return log.some((d) => !d.ok && delivered.has(d.seq));
+    });
+    // At most as far as the replay itself got (an attempt may have been answered 200 before the 500s).
+    const seen = new Set<number>();
+    let resent = expected[0] - 1;
+    for (const a of r.accepted) {
+      if (seen.has(a.seq)) resent = Math.max(resent, a.seq);
+      seen.add(a.seq);
+    }
+    expect((await webhook(sub.id)).cursor).toBeLessThanOrEqual(resent);
+    r.answer = { status: 200, delayMs: 0 };
+    await until("the replay's end", async () => (await webhook(sub.id)).cursor >= expected[expected.length - 1]);
+    expect(checkDeliveries(r.accepted, expected)).toEqual([]);
+  });
+
   test("a rotated secret signs beside the old one for 24 hours", async () => {
     const r = receiver();
     const sub = await subscribe(r, { namespaces: "rotate" });
@@ -305,6 +340,32 @@ describe("delivery", () => {
     const del = r.accepted.find((a) => a.type === "memory.erased")!;
     expect(erasure.seq).toBeGreaterThan(del.seq);
     expect(checkDeliveries(r.accepted, [...expected, erasure.seq])).toEqual([]);
+  });
+
+  test("an erasure made while a POST is in flight scrubs the events read with it", async () => {
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "erase-flight" });
+    await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "paused" });
+    await store("erase-flight", "bob likes coffee", "bob");
+    await store("erase-flight", "alice's phone is 555-0199", "alice");
+    // Resumed, the subscription reads both events at once and sends bob's; its answer waits until
+    // alice is erased, so her event, read before the erasure, is sent after it.
+    let release = () => {};
+    r.hold = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "active" });
+    await until("the first POST", () => r.arrivals > 0);
+    expect((await s.json("POST", "/v1/memory/erase", { namespace: "erase-flight", entity: "alice" })).status).toBe(200);
+    r.hold = undefined;
+    release();
+    const expected = await seqsOf("erase-flight");
+    await r.waitFor(expected);
+    expect(checkDeliveries(r.accepted, expected)).toEqual([]);
+    expect(r.accepted[0].body.data.entity).toBe("bob");
+    expect(JSON.stringify(r.accepted)).not.toContain("555-0199");
+    const kinds = r.accepted.map((a) => [a.type, a.body.data.entity, a.body.data.reason]);
+    expect(kinds).toContainEqual(["memory.add", "alice", "erased"]);
   });
 
   test("an erasure of an entity with no current memory left is delivered too, in order, whatever the kinds", async () => {

@@ -111,7 +111,8 @@ export function lmdbEmbeddings(s: LmdbState, mapSizeMb?: number): Embeddings {
             // This thread's reads from here on see that thread's commit (lmdb-js renews a read
             // transaction on a timer, which a search may come before).
             env.resetReadTxn();
-            vectorCache.refresh(touched);
+            // (Ordered after every commit of this thread so far: see NamespaceCache.refresh.)
+            vectorCache.refresh(touched, IndexWriter.latest);
           } finally {
             s.inflight.delete(token);
           }

@@ -9,6 +9,7 @@ import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "..
 import { type Dbs, keys } from "./layout";
 import type { Writes } from "./staging";
 import type { LmdbState } from "./state";
+import type { Touched } from "./touched";
 
 /**
  * Stages index changes for one write transaction and notes what they touched, so the in-memory
@@ -34,6 +35,10 @@ export class IndexWriter {
    * and LMDB runs those one at a time, in the order they commit (NamespaceCache.refresh).
    */
   readonly order = ++IndexWriter.made;
+  /** The order of the newest writer made so far. */
+  static get latest() {
+    return IndexWriter.made;
+  }
   /**
    * The records of the memories this transaction created (new ids), by id; handed to the
    * keyword lists with keywordTouched once committed, if `applied`: its writes were applied
@@ -43,6 +48,12 @@ export class IndexWriter {
   applied = false;
   /** The vector keys this transaction wrote or removed, for the in-memory vectors (vector-cache.ts). */
   readonly vectorsTouched: [string, string, string][] = [];
+  /**
+   * What it wrote there, by memory id: the key and its last value (undefined: removed), or null
+   * when it wrote more than one key of the memory; handed to the vectors with vectorsTouched once
+   * committed, if `applied` (NamespaceCache.refresh).
+   */
+  readonly vectorsWritten = new Map<string, [Touched, Float32Array | undefined] | null>();
   /**
    * `follow` false (bench/search.ts's index-off baseline only): the in-memory lists are not told
    * of the change.
@@ -78,22 +89,36 @@ export class IndexWriter {
   /** Applies an op's vector to a memory that is (still) current. */
   setVector(r: MemoryRecord, v: VectorUpdate | undefined) {
     const key = keys.vector(r.namespace, r.entity, r.id);
-    this.vectorsTouched.push([r.namespace, r.entity, r.id]);
     if (v === "pending") {
       this.w.remove(this.dbs.vectors, key);
       this.w.put(this.dbs.embedPending, r.id, null);
+      this.wrote(r, undefined);
     } else {
       this.w.remove(this.dbs.embedPending, r.id);
-      if (v === undefined) this.w.remove(this.dbs.vectors, key);
-      else this.w.put(this.dbs.vectors, key, Buffer.from(normalized(v).buffer));
+      if (v === undefined) {
+        this.w.remove(this.dbs.vectors, key);
+        this.wrote(r, undefined);
+      } else {
+        const n = normalized(v);
+        this.w.put(this.dbs.vectors, key, Buffer.from(n.buffer));
+        this.wrote(r, n);
+      }
     }
   }
 
   /** Drops a retired memory's vector and queue entry. */
   dropVector(r: MemoryRecord) {
-    this.vectorsTouched.push([r.namespace, r.entity, r.id]);
     this.w.remove(this.dbs.vectors, keys.vector(r.namespace, r.entity, r.id));
     this.w.remove(this.dbs.embedPending, r.id);
+    this.wrote(r, undefined);
+  }
+
+  private wrote(r: MemoryRecord, v: Float32Array | undefined) {
+    const key: [string, string, string] = [r.namespace, r.entity, r.id];
+    this.vectorsTouched.push(key);
+    const had = this.vectorsWritten.get(r.id);
+    const same = had === undefined || (had !== null && had[0][0] === key[0] && had[0][1] === key[1]);
+    this.vectorsWritten.set(r.id, same ? [key, v] : null);
   }
 }
 

@@ -41,6 +41,12 @@ export function refreshTouched<V>(
   }
 }
 
+/**
+ * What one commit wrote to an index, by memory id: the key and the value it left there
+ * (undefined: removed), or null when it wrote more than one key of that memory (read from LMDB).
+ */
+export type Written<V> = ReadonlyMap<string, readonly [Touched, V | undefined] | null>;
+
 /** How one index is copied into memory per namespace (see NamespaceCache). */
 export interface CacheSource<S, V> {
   /** A new copy to load into; for a reload (see NamespaceCache.reload), undefined calls it off. */
@@ -103,7 +109,17 @@ export const loading = {
  */
 export const deferring = { batch: 4096, ms: 3 };
 
-type LoadEntry<S> = { done: Promise<S>; touched: Touched[]; ids: Set<string>; background: boolean };
+/**
+ * A load under way: the keys commits touched meanwhile (read into the copy once it has loaded),
+ * and (not deferred) what those commits wrote, by id, where it may be used (see refresh).
+ */
+type LoadEntry<S, V> = {
+  done: Promise<S>;
+  touched: Touched[];
+  ids: Set<string>;
+  written: Map<string, readonly [Touched, V | undefined]>;
+  background: boolean;
+};
 
 /**
  * In-memory copies of an index, per namespace: loaded from LMDB on first use, in slices so that a
@@ -114,7 +130,7 @@ type LoadEntry<S> = { done: Promise<S>; touched: Touched[]; ids: Set<string>; ba
  */
 export class NamespaceCache<S, V> {
   private readonly ready = new Map<string, S>();
-  private readonly loads = new Map<string, LoadEntry<S>>();
+  private readonly loads = new Map<string, LoadEntry<S, V>>();
   /** Namespaces asked for by get (searched), as opposed to loaded in the background only. */
   private readonly wanted = new Set<string>();
   private generation = 0;
@@ -165,7 +181,13 @@ export class NamespaceCache<S, V> {
 
   private start(namespace: string, background: boolean): Promise<S> {
     // In the map before the first slice runs: a namespace that loads at once removes it again.
-    const entry: LoadEntry<S> = { touched: [], ids: new Set(), done: undefined as never, background };
+    const entry: LoadEntry<S, V> = {
+      touched: [],
+      ids: new Set(),
+      written: new Map(),
+      done: undefined as never,
+      background,
+    };
     this.loads.set(namespace, entry);
     entry.done = this.load(namespace, entry);
     return entry.done;
@@ -212,12 +234,18 @@ export class NamespaceCache<S, V> {
   reload(namespace: string) {
     const old = this.ready.get(namespace);
     if (!old || this.loads.has(namespace)) return;
-    const entry: LoadEntry<S> = { touched: [], ids: new Set(), done: undefined as never, background: false };
+    const entry: LoadEntry<S, V> = {
+      touched: [],
+      ids: new Set(),
+      written: new Map(),
+      done: undefined as never,
+      background: false,
+    };
     this.loads.set(namespace, entry);
     entry.done = this.load(namespace, entry, old);
   }
 
-  private async load(namespace: string, entry: LoadEntry<S>, old?: S): Promise<S> {
+  private async load(namespace: string, entry: LoadEntry<S, V>, old?: S): Promise<S> {
     const touched = entry.touched;
     const generation = this.generation;
     const s = this.source.empty(namespace, old !== undefined);
@@ -235,7 +263,7 @@ export class NamespaceCache<S, V> {
         if (entry.background && generation !== this.generation) throw new Error("background load called off");
         after = this.source.load(s, namespace, after, slice(), later);
       }
-      this.apply(touched, (ns) => (ns === namespace ? s : undefined));
+      this.apply(touched, (ns) => (ns === namespace ? s : undefined), undefined, entry.written);
       this.source.loaded?.(s);
       if (generation === this.generation && this.source.keep(s)) {
         if (!old || this.ready.get(namespace) === old) {
@@ -255,18 +283,34 @@ export class NamespaceCache<S, V> {
    * After a committed write: follows what it touched in every loaded (or loading) namespace
    * (deferred: soon). `order`: the commit's place among all commits (IndexWriter.order: writers
    * are made inside LMDB's transaction callbacks, which run one at a time in commit order);
-   * `created`: the current records it created (new ids), read from here instead of from LMDB.
+   * `created`: the current records it created (new ids), read from here instead of from LMDB;
+   * `written` (a cache not deferred: the vectors): what it wrote, likewise.
    *
    * Why a created record is still what LMDB holds when it is followed, or else read: a later
    * commit that changed the memory was planned after this one committed (it read the memory),
    * so its order is higher. The record is used only when the memory has no other key in the
    * batch being followed (else: read) and no commit of a higher order was followed in an earlier
    * batch (else: read). A later commit not yet handed here is not yet acknowledged either (its
-   * refresh runs before its answer), and reads LMDB when it is followed.
+   * refresh runs before its answer), and reads LMDB when it is followed. What a commit wrote is
+   * used by the same rule (no commit of a higher order followed before it), per key: a key
+   * written last by this commit holds that value until a later commit changes it. Commits made
+   * elsewhere (the embedding thread's) are followed with the order of the newest writer made
+   * here when they are (IndexWriter.made): every commit of this thread that may have come before
+   * theirs reads LMDB when it is followed.
    */
-  refresh(touched: readonly Touched[], order = Number.POSITIVE_INFINITY, created?: ReadonlyMap<string, MemoryRecord>) {
+  refresh(
+    touched: readonly Touched[],
+    order = Number.POSITIVE_INFINITY,
+    created?: ReadonlyMap<string, MemoryRecord>,
+    written?: Written<V>,
+  ) {
     if (touched.length === 0) return;
-    if (!this.deferred) return this.refreshNow(touched);
+    if (!this.deferred) {
+      // (Not deferred: what the commit wrote is used as created records are, by the same rule.)
+      const before = this.followedOrder;
+      if (order > before) this.followedOrder = order;
+      return this.refreshNow(touched, undefined, order > before ? written : undefined);
+    }
     for (const t of touched) this.queued.push(t);
     if (order > this.queuedOrder) this.queuedOrder = order;
     if (created) for (const [id, r] of created) this.handed.set(id, [r, order]);
@@ -295,7 +339,7 @@ export class NamespaceCache<S, V> {
     }
   }
 
-  private refreshNow(touched: readonly Touched[], handed?: Map<string, [MemoryRecord, number]>) {
+  private refreshNow(touched: readonly Touched[], handed?: Map<string, [MemoryRecord, number]>, written?: Written<V>) {
     if (this.source.unloaded)
       for (let i = 0; i < touched.length; ) {
         const ns = touched[i][0];
@@ -310,9 +354,13 @@ export class NamespaceCache<S, V> {
         if (!entry) continue;
         entry.touched.push(t);
         entry.ids.add(t[2]);
+        // (The last commit followed that touched the memory decides: what it wrote, or a read.)
+        const w = written?.get(t[2]);
+        if (w && w[0][0] === t[0] && w[0][1] === t[1]) entry.written.set(t[2], w);
+        else if (!this.deferred) entry.written.delete(t[2]);
       }
     if (this.ready.size === 0) return;
-    this.apply(touched, (ns) => this.ready.get(ns), handed);
+    this.apply(touched, (ns) => this.ready.get(ns), handed, written);
     if (!this.memory) return;
     // What the copies hold now (a commit's memories are of one namespace or a few).
     let last: string | undefined;
@@ -328,6 +376,7 @@ export class NamespaceCache<S, V> {
     touched: readonly Touched[],
     spaceOf: (namespace: string) => S | undefined,
     handed?: Map<string, [MemoryRecord, number]>,
+    written?: Written<V>,
   ) {
     const created = this.source.created && handed?.size ? this.source.created.bind(this.source) : undefined;
     const before = this.followedOrder;
@@ -335,6 +384,8 @@ export class NamespaceCache<S, V> {
       touched,
       (ns) => spaceOf(ns) !== undefined,
       (k, alone) => {
+        const w = written?.get(k[2]);
+        if (w && w[0][0] === k[0] && w[0][1] === k[1]) return w[1];
         // (See refresh: a created record, unless a later commit may have changed the memory.)
         const h = created && alone ? handed!.get(k[2]) : undefined;
         return h && h[1] > before ? created!(k, h[0]) : this.source.read(k);
@@ -342,6 +393,14 @@ export class NamespaceCache<S, V> {
       (k) => this.source.drop(spaceOf(k[0])!, k),
       (k, v) => this.source.put(spaceOf(k[0])!, k, v),
     );
+  }
+
+  /**
+   * Commits of this order or lower read LMDB when followed from now on (see refresh): after a
+   * change no writer of theirs followed (a rebuild).
+   */
+  passed(order: number) {
+    if (order > this.followedOrder) this.followedOrder = order;
   }
 
   /** Forgets every namespace (after a rebuild); loads under way are not kept. */

@@ -17,6 +17,7 @@ import { ann, FourBit, VectorSpace, xorshift } from "../../index/vector";
 import type { EventRecord, MemoryRecord } from "../records";
 import type { SearchMemory } from "../search-memory";
 import { type Dbs, END } from "./layout";
+import { IndexWriter } from "./search";
 import { NamespaceCache, settledAt, snapshotStamp } from "./touched";
 import {
   dropVectorSnapshot,
@@ -32,7 +33,7 @@ import {
  * (no recentring, each of which reads every vector again: a namespace followed as it grows is
  * loaded from at least vectorSnapshots.from).
  */
-export const vectorLoading = { sample: true, meanFrom: 10_000, meanSample: 4096 };
+export const vectorLoading = { sample: true, meanFrom: 10_000, meanSample: 4096, listedKeys: 1 << 17 };
 
 /** Vector snapshots (tests make them small). */
 export const vectorSnapshots = {
@@ -73,6 +74,13 @@ type VectorKey = [string, string, string];
 type Loading = {
   phase: "keys" | "sample" | "all";
   cursor?: Key[];
+  /**
+   * Every key the walk met (up to `listedKeys`): the "all" phase reads their vectors instead of
+   * walking (and decoding) the keys again; a key added meanwhile is a commit's, read after the
+   * load (touched.ts). `at`: the next to read.
+   */
+  keys?: VectorKey[];
+  at: number;
   seen: number;
   sample: VectorKey[];
   next: number;
@@ -284,6 +292,8 @@ export function vectorCache(
         next: 0,
         summed: 0,
         rand: xorshift(0x2545f491),
+        keys: vectorLoading.sample ? [] : undefined,
+        at: 0,
       };
       loads.set(s, l);
     }
@@ -298,6 +308,10 @@ export function vectorCache(
         l.cursor = k;
         n++;
         l.seen++;
+        if (l.keys) {
+          if (l.keys.length < vectorLoading.listedKeys) l.keys.push(k as VectorKey);
+          else l.keys = undefined;
+        }
         if (l.sample.length < size) l.sample.push(k as VectorKey);
         else {
           const j = Math.floor(l.rand() * l.seen);
@@ -360,8 +374,21 @@ export function vectorCache(
       l.sample = [];
       return [ns];
     }
-    // Keys, and the vector of each read in place (no copy each, as a range's values are); a
+    // The vector of each key listed (read in place: no copy each, as a range's values are); a
     // memory a commit touched during the load is read once, after it: not here too.
+    if (l.keys) {
+      const keys = l.keys;
+      for (const end = Math.min(keys.length, l.at + limit); l.at < end; l.at++) {
+        const [, entity, id] = keys[l.at];
+        if (later?.(id)) continue;
+        const v = readNow(ns, entity, id);
+        if (v) s.set(id, entity, v);
+      }
+      if (l.at < keys.length) return [ns];
+      loads.delete(s);
+      return undefined;
+    }
+    // Else the keys walked again, likewise.
     const after = l.cursor;
     let n = 0;
     for (const key of dbs.vectors.getKeys({ start: after ?? [ns], end: [ns, END], limit: after ? limit + 1 : limit })) {
@@ -491,6 +518,8 @@ export function vectorCache(
       copies.clear();
       unfollowed.clear();
       NamespaceCache.prototype.clear.call(cache);
+      // (What commits before it wrote is not handed to the copies loaded after it.)
+      cache.passed(IndexWriter.latest);
     },
     forget(ns: string) {
       const job = jobs.get(ns);

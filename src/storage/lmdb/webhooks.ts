@@ -3,7 +3,7 @@
 import { isMainThread } from "node:worker_threads";
 import { normally } from "../../thread-priority";
 import type { DeliveryRecord, ErasureRecord, EventRecord, WebhookRecord } from "../records";
-import type { TrailErasure, Webhooks } from "../storage";
+import { advanced, type TrailErasure, type Webhooks } from "../storage";
 import { inNamespaces, matchesTrail } from "../trail-filter";
 import { lastKey } from "./clock";
 import { END, keys } from "./layout";
@@ -37,11 +37,36 @@ async function writeNow<T>(s: LmdbState, plan: (w: Writes) => T): Promise<T> {
 }
 
 export function lmdbWebhooks(s: LmdbState): Webhooks {
+  const { dbs } = s;
+  /** One subscription's change and log entries, staged in `wr`; the record after. */
+  const update = (
+    wr: Writes,
+    id: string,
+    change: (w: WebhookRecord) => WebhookRecord | undefined,
+    ds: readonly DeliveryRecord[],
+  ) => {
+    const w = dbs.webhooks.get(id) as WebhookRecord | undefined;
+    if (!w) return undefined;
+    const next = change(w);
+    if (next) wr.put(dbs.webhooks, id, next);
+    for (const d of ds) wr.put(dbs.webhookDeliveries, keys.webhookDelivery(id, d.atMs, d.seq, d.attempt), d);
+    if (ds.length > 0) {
+      // Staged writes are not visible to this range yet: keep the newest (100 - new ones) stored.
+      const old = dbs.webhookDeliveries.getKeys({
+        start: [id, END],
+        end: [id],
+        reverse: true,
+        offset: Math.max(0, keptDeliveries - ds.length),
+        limit: 1000,
+      });
+      for (const k of old) wr.remove(dbs.webhookDeliveries, k);
+    }
+    return next ?? w;
+  };
   // Off the main thread (the delivery thread), writes run synchronously: see writeNow.
   const writeWebhooks = isMainThread
     ? <T>(plan: (w: Writes) => T) => write(s, plan)
     : <T>(plan: (w: Writes) => T) => writeNow(s, plan);
-  const { dbs } = s;
   return {
     async insertWebhook(w) {
       await write(s, (wr) => wr.put(dbs.webhooks, w.id, w));
@@ -56,26 +81,11 @@ export function lmdbWebhooks(s: LmdbState): Webhooks {
     },
 
     updateWebhook(id, change, options = {}) {
-      return writeWebhooks((wr) => {
-        const w = dbs.webhooks.get(id) as WebhookRecord | undefined;
-        if (!w) return undefined;
-        const next = change(w);
-        if (next) wr.put(dbs.webhooks, id, next);
-        const ds = options.deliveries ?? [];
-        for (const d of ds) wr.put(dbs.webhookDeliveries, keys.webhookDelivery(id, d.atMs, d.seq, d.attempt), d);
-        if (ds.length > 0) {
-          // Staged writes are not visible to this range yet: keep the newest (100 - new ones) stored.
-          const old = dbs.webhookDeliveries.getKeys({
-            start: [id, END],
-            end: [id],
-            reverse: true,
-            offset: Math.max(0, keptDeliveries - ds.length),
-            limit: 1000,
-          });
-          for (const k of old) wr.remove(dbs.webhookDeliveries, k);
-        }
-        return next ?? w;
-      });
+      return writeWebhooks((wr) => update(wr, id, change, options.deliveries ?? []));
+    },
+
+    advanceWebhooks(_owner, moves) {
+      return writeWebhooks((wr) => moves.map((m) => update(wr, m.id, (cur) => advanced(cur, m), m.deliveries)));
     },
 
     async deleteWebhook(id) {
@@ -133,10 +143,10 @@ export function lmdbWebhooks(s: LmdbState): Webhooks {
       return { events, erasures, scannedTo };
     },
 
-    async eventBySeq(seq) {
+    async eventsBySeq(seqs) {
       // Read right before a POST: an erasure the request thread just committed must be seen.
       if (!isMainThread) s.env.resetReadTxn();
-      return dbs.events.get(seq) as EventRecord | undefined;
+      return seqs.map((seq) => dbs.events.get(seq) as EventRecord | undefined);
     },
 
     async leaseWebhook() {

@@ -44,7 +44,7 @@ export async function write<T>(s: LmdbState, plan: (w: Writes) => T): Promise<T>
     );
   } finally {
     for (const ix of writers) {
-      s.vectorCache.refresh(ix.vectorsTouched);
+      s.vectorCache.refresh(ix.vectorsTouched, ix.order);
       s.keywordCache.refresh(ix.keywordTouched, ix.order);
     }
     s.inflight.delete(token);
@@ -245,10 +245,16 @@ function runBatch(s: LmdbState, batch: Pending[]) {
   const writers: IndexWriter[] = [];
   const token = {};
   s.inflight.set(token, clock.handedOut);
-  // (Committed: the records created are handed to the keyword lists, see NamespaceCache.refresh.)
+  // (Committed: the records created are handed to the keyword lists, and the vectors written to
+  // the vectors, see NamespaceCache.refresh.)
   const refreshCaches = (committed: boolean) => {
     for (const ix of writers) {
-      vectorCache.refresh(ix.vectorsTouched);
+      vectorCache.refresh(
+        ix.vectorsTouched,
+        ix.order,
+        undefined,
+        committed && ix.applied ? ix.vectorsWritten : undefined,
+      );
       keywordCache.refresh(ix.keywordTouched, ix.order, committed && ix.applied ? ix.created : undefined);
     }
     s.inflight.delete(token);

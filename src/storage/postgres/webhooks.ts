@@ -52,6 +52,44 @@ export function pgWebhooks(s: PgState): Webhooks {
       });
     },
 
+    // One statement, whatever the number of subscriptions (storage.ts advanced() says what it does
+    // to each): the rows first, then their logs', as updateWebhook and deleteWebhook take them.
+    // A doc is kept as a JSON string of the record's JSON (as insertWebhook writes it).
+    async advanceWebhooks(owner, moves) {
+      if (moves.length === 0) return [];
+      const rows = await db(
+        () => sql`WITH m AS (
+              SELECT * FROM json_to_recordset(${JSON.stringify(moves)}::text::json)
+                AS t(id text, rev bigint, cursor bigint, deliveries json)),
+            cur AS (
+              SELECT w.id, (w.doc #>> '{}')::jsonb AS d, m.rev, m.cursor, m.deliveries, json_array_length(m.deliveries) AS k
+                FROM webhooks w JOIN m ON m.id = w.id
+                WHERE w.lease_owner = ${owner} AND w.lease_until > (extract(epoch from clock_timestamp()) * 1000)::bigint
+                ORDER BY w.id FOR UPDATE OF w),
+            moved AS (
+              UPDATE webhooks w SET doc = to_json((CASE
+                  WHEN (c.d->>'rev')::bigint <> c.rev THEN c.d
+                  WHEN c.k = 0 THEN c.d || jsonb_build_object('cursor', GREATEST((c.d->>'cursor')::bigint, c.cursor))
+                  ELSE c.d || jsonb_build_object('cursor', GREATEST((c.d->>'cursor')::bigint, c.cursor),
+                    'failingSince', NULL, 'lastError', NULL,
+                    'lastDeliveredAt', (c.deliveries->(c.k - 1)->>'atMs')::bigint) END)::text)
+                FROM cur c WHERE w.id = c.id
+                RETURNING w.id, w.doc),
+            logged AS (
+              INSERT INTO webhook_deliveries (webhook_id, doc)
+                SELECT c.id, d.d FROM cur c, json_array_elements(c.deliveries) WITH ORDINALITY AS d(d, i)
+                ORDER BY c.id, d.i),
+            trimmed AS (
+              DELETE FROM webhook_deliveries x USING cur c
+                WHERE c.k > 0 AND x.webhook_id = c.id AND x.n <= (
+                  SELECT y.n FROM webhook_deliveries y WHERE y.webhook_id = c.id ORDER BY y.n DESC
+                  OFFSET GREATEST(0, ${keptDeliveries} - c.k) LIMIT 1))
+          SELECT id, doc FROM moved`,
+      );
+      const byId = new Map<string, WebhookRecord>(rows.map((r: Row) => [r.id, json<WebhookRecord>(r.doc)]));
+      return moves.map((m) => byId.get(m.id));
+    },
+
     deleteWebhook(id) {
       // The subscription's row first, then its log's, in the order a delivery's write takes them
       // (updateWebhook): the other order deadlocks with a delivery writing its log meanwhile.
@@ -94,9 +132,14 @@ export function pgWebhooks(s: PgState): Webhooks {
       return { events, erasures, scannedTo };
     },
 
-    async eventBySeq(seq) {
-      const [r] = await db(() => sql`SELECT * FROM events WHERE seq = ${seq}`);
-      return r ? eventOf(r) : undefined;
+    async eventsBySeq(seqs) {
+      const rows = await db(() => sql`SELECT * FROM events WHERE seq = ANY(${sql.array(seqs, "int8")}::bigint[])`);
+      const bySeq = new Map<number, EventRecord>();
+      for (const r of rows) {
+        const e = eventOf(r);
+        bySeq.set(e.seq, e);
+      }
+      return seqs.map((seq) => bySeq.get(seq));
     },
 
     // Leases are timed by the database's clock (clock_timestamp), whatever the replicas' own say.
