@@ -43,6 +43,14 @@ export interface DeliveryOptions {
 /** The least time between two reads of the trail by one idle subscription (ms). */
 export const scanSpacingMs = 5;
 /**
+ * The most (ms): a subscription whose reads found nothing to send reads twice as far apart each
+ * time, up to this, on a grid every subscription shares (so that they still share one read of
+ * storage). Ten subscriptions to namespaces nobody writes otherwise read the trail, and wake, at
+ * every scan spacing while stores run elsewhere; an event one of them wants waits this long more
+ * at most.
+ */
+const idleScanMs = 40;
+/**
  * The least time between two cursor writes while subscriptions deliver (ms): one write moves
  * every subscription's cursor and logs their successes (one statement on PostgreSQL, one
  * transaction on LMDB), beside the store path's; written per event, ten subscriptions delivering
@@ -388,6 +396,8 @@ export function startDeliverer(
       /** The furthest cursor move made while idle. */
       let movedTo = 0;
       let scannedAt = 0;
+      /** Reads of the trail in a row that found nothing to send. */
+      let emptyScans = 0;
       let readAt = performance.now();
       /** Takes `next` as the stored record: on an edit through the API (rev), the plan starts again from its cursor. */
       const adopt = (next: WebhookRecord) => {
@@ -431,6 +441,7 @@ export function startDeliverer(
           const scrubbed = scrubs();
           const page = await trail.after(pos, trailFilter(w), 100);
           if (page.events.length > 0 || page.erasures.length > 0) {
+            emptyScans = 0;
             // Committed is not yet durable on LMDB: never deliver what a crash could take back.
             await storage.durable();
             buffer = trailItems(page);
@@ -440,6 +451,7 @@ export function startDeliverer(
             continue;
           }
           pos = page.scannedTo;
+          emptyScans++;
           if (this.lost) return;
           // Past events it does not want: the cursor moves too (with the next cursor write), so
           // the lag and a restart skip them.
@@ -451,9 +463,11 @@ export function startDeliverer(
           await this.sleep(o.pollMs);
           if (!this.running) return;
           // Commits come in bursts: read the trail at most every few ms, so that a busy store
-          // path wakes each subscription a bounded number of times a second, not once per commit.
-          const since = performance.now() - scannedAt;
-          if (since < scanSpacingMs) await Bun.sleep(scanSpacingMs - since);
+          // path wakes each subscription a bounded number of times a second, not once per commit;
+          // further apart while there is nothing for it (idleScanMs).
+          const spacing = Math.min(idleScanMs, scanSpacingMs * 2 ** Math.min(emptyScans - 1, 8));
+          const now = performance.now();
+          if (now - scannedAt < spacing) await Bun.sleep(spacing - (now % spacing));
           // The stored subscription (edits made on other replicas) at least every poll interval.
           if (this.changed || performance.now() - readAt >= o.pollMs) {
             this.changed = false;
