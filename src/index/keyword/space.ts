@@ -63,8 +63,7 @@ export class KeywordSpace extends DocumentTable {
   private unpack() {
     const docs = [...this.small!.docs()];
     this.small = undefined;
-    this.table = new Int32Array(8);
-    this.docStart = new Int32Array(5);
+    this.allocate(docs.length);
     this.live = 0;
     this.totalLength = 0;
     for (const [id, v] of docs) this.add(id, v, true);
