@@ -12,7 +12,8 @@
 // BENCH_FOLLOW_BASE=<a memd binary> (with BENCH_FOLLOW_HTTP=1): that binary (e.g. b09d4a9's, before
 // vectors were followed) against this code (BENCH_FOLLOW_NEW=<a memd binary>, else from source),
 // both with their default settings (so followed past the threshold), and this code with
-// --keyword-prebuild 0 (nothing followed), in turn each round.
+// --keyword-prebuild 0 (nothing followed), in turn each round; BENCH_FOLLOW_ALSO=<a memd binary>:
+// another beside them (e.g. main before a change).
 //   nice -n 10 bun run bench/vector-follow.ts
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -82,6 +83,8 @@ const words = Array.from({ length: 5000 }, (_, i) => `w${i.toString(36)}`);
 const base = process.env.BENCH_FOLLOW_BASE;
 const fromSource = [process.execPath, "run", join(import.meta.dir, "../src/main.ts")];
 const newer = process.env.BENCH_FOLLOW_NEW ? [process.env.BENCH_FOLLOW_NEW] : fromSource;
+/** Another binary beside them (e.g. main before a change), with its defaults. */
+const also = process.env.BENCH_FOLLOW_ALSO;
 
 /**
  * The same stores over HTTP to `memd serve` (see above): `follow` sets --keyword-prebuild (1e9 or
@@ -154,19 +157,21 @@ if (http && base) {
   // Today's binary, this code and this code following nothing, in turn (the order turns each round).
   const rows: string[] = [];
   for (let r = 0; r < rounds; r++) {
-    const arms = [
+    const arms: [string, () => Promise<{ perStore: number; first: number }>][] = [
       ["base", () => runHttp(undefined, [base])],
       ["new", () => runHttp(undefined, newer)],
       ["off", () => runHttp(false, newer)],
-    ] as const;
+    ];
+    if (also) arms.push(["also", () => runHttp(undefined, [also])]);
     const got: Record<string, { perStore: number; first: number }> = {};
     for (let i = 0; i < arms.length; i++) {
       const [name, go] = arms[(i + r) % arms.length];
       got[name] = await go();
     }
-    const { base: b, new: n, off: o } = got;
+    const { base: b, new: n, off: o, also: a } = got;
+    const againstAlso = a ? ` ${a.perStore.toFixed(1)} µs (${(a.perStore / b.perStore).toFixed(2)}×) |` : "";
     rows.push(
-      `| ${r + 1} | ${b.perStore.toFixed(1)} µs | ${n.perStore.toFixed(1)} µs | ${o.perStore.toFixed(1)} µs | **${(n.perStore / b.perStore).toFixed(2)}×** | ${(n.perStore / o.perStore).toFixed(2)}× | ${b.first.toFixed(0)} / ${n.first.toFixed(0)} / ${o.first.toFixed(0)} ms |`,
+      `| ${r + 1} | ${b.perStore.toFixed(1)} µs |${againstAlso} ${n.perStore.toFixed(1)} µs | ${o.perStore.toFixed(1)} µs | **${(n.perStore / b.perStore).toFixed(2)}×** | ${(n.perStore / o.perStore).toFixed(2)}× | ${b.first.toFixed(0)} / ${n.first.toFixed(0)} / ${o.first.toFixed(0)} ms |`,
     );
     console.error(rows.at(-1));
   }
@@ -175,8 +180,8 @@ if (http && base) {
 
 ${N.toLocaleString("en")} raw stores over HTTP (${connections} in flight, one namespace) with an embedding endpoint giving vectors of ${dims} dimensions, to today's binary and to this code (${newer.join(" ")}) with their default settings, and to this code with --keyword-prebuild 0 (nothing followed), in turn, a fresh data dir each (CPU of the server process over the stores and the saves behind them).
 
-| round | CPU a store, today | this code | this code, nothing followed | this / today | this / nothing followed | first semantic search, today / this / nothing followed |
-|---|---|---|---|---|---|---|
+| round | CPU a store, today |${also ? ` ${also}, / today |` : ""} this code | this code, nothing followed | this / today | this / nothing followed | first semantic search, today / this / nothing followed |
+|---|---|${also ? "---|" : ""}---|---|---|---|---|
 ${rows.join("\n")}
 `);
   await embedder?.stop();

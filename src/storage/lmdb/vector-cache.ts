@@ -1,8 +1,9 @@
 // LMDB's in-memory vectors: one VectorSpace (src/index/vector/space.ts) per namespace searched, built
 // from the `vectors` sub-database on the namespace's first semantic search (in slices:
-// touched.ts) and kept in step by the storage after each committed write that touched vectors
-// (it re-reads those vectors from LMDB, so it follows the committed state whatever order commits
-// land in). Beside the codes, a 4-bit copy of each vector (src/index/vector/four-bit.ts) ranks a search's
+// touched.ts) and kept in step by the storage after each committed write that touched vectors:
+// with the vectors the commit wrote while no later commit can have changed them, else read again
+// from LMDB (NamespaceCache.refresh), so it follows the committed state whatever order commits
+// land in. Beside the codes, a 4-bit copy of each vector (src/index/vector/four-bit.ts) ranks a search's
 // candidates, and only the best few are read from LMDB and scored exactly (search.ts).
 // A first load reads the namespace in key order, which is by entity; so that the codes' mean and
 // the cells' centres are not its first entities' alone (an entity's memories share topics), a
