@@ -7,7 +7,9 @@
 // when it is not all ASCII; then a byte a unit (ASCII) or two (every string exactly as it was,
 // lone surrogates included).
 import { hex8, words } from "./ids";
-import type { DocTerms } from "./space";
+
+/** A memory's indexed terms: [length, createdAt, entity, term, tf, term, tf, ...]. */
+export type DocTerms = (string | number)[];
 
 export class PackedDocs {
   bytes = new Uint8Array(0);

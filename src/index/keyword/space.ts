@@ -7,7 +7,7 @@ import { indexTerms, termFrequencies } from "../../text/tokens";
 import { DocumentTable } from "./documents";
 import { words } from "./ids";
 import { EMPTY_DOCS, EMPTY_TFS, grown, List, MAX_TF, NONE, SKY, trimmed } from "./lists";
-import { PackedDocs } from "./packed";
+import { type DocTerms, PackedDocs } from "./packed";
 import { type FrozenSpace, freezeTable, type SpaceParts, thaw } from "./snapshot";
 
 /**
@@ -355,8 +355,7 @@ const LIST_BYTES = 400;
 const ENTITY_BYTES = 150;
 const OTHER_ID_BYTES = 100;
 
-/** A memory's indexed terms: [length, createdAt, entity, term, tf, term, tf, ...]. */
-export type DocTerms = (string | number)[];
+export type { DocTerms };
 
 export function packTerms(content: string, createdAt: number, entity: string): DocTerms {
   const terms = indexTerms(content);
