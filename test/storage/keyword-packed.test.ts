@@ -5,7 +5,8 @@
 // adds, changes and removals, over the namespace and an entity, and past the size where it
 // unpacks for good.
 import { afterAll, expect, test } from "bun:test";
-import { KeywordSpace, keywordSearch, packing, packTerms } from "../../src/index/keyword/index";
+import { type DocTerms, KeywordSpace, keywordSearch, packing, packTerms } from "../../src/index/keyword/index";
+import { PackedDocs } from "../../src/index/keyword/packed";
 import { queryTerms } from "../../src/text/tokens";
 import { seededRandom } from "../helpers";
 
@@ -84,4 +85,31 @@ test("a small space costs memory in proportion to what it holds (no fixed room o
   const lists = new KeywordSpace();
   lists.add(Bun.randomUUIDv7(), packTerms(text(), 1, "e"), true);
   expect(lists.heldBytes()).toBeLessThan(8 * 1024);
+});
+
+test("packed records give back every document exactly: any id, any string, large tfs and lengths, any time", () => {
+  const docs: [string, DocTerms][] = [
+    ["0190b2f4-7a3e-7c11-8d2e-0a1b2c3d4e5f", [3, 1_732_900_000_123, "e1", "tea", 2, "cafe", 1]],
+    ["0190B2F4-7A3E-7C11-8D2E-0A1B2C3D4E5F", [1, 0.5, "", "x", 1]], // not lowercase: kept as a string
+    ["other-id", [300, -12.25, "Zoë 東京", "東京", 200, "naïve", 130, "w".repeat(70), 1]],
+    ["x\ud800y", [2, Number.MAX_SAFE_INTEGER, "e\udc00", "a\ud83d\ude00b", 16_384]], // lone surrogates kept
+  ];
+  const p = new PackedDocs();
+  for (const [id, v] of docs) p.add(id, [...v]);
+  expect([...p.docs()]).toEqual(docs);
+  // Only the terms asked for, the length still all of them.
+  expect([...p.docs(new Set(["東京", "cafe", "nope"]))]).toEqual([
+    [docs[0][0], [3, 1_732_900_000_123, "e1", "cafe", 1]],
+    [docs[1][0], [1, 0.5, ""]],
+    [docs[2][0], [300, -12.25, "Zoë 東京", "東京", 200]],
+    [docs[3][0], [2, Number.MAX_SAFE_INTEGER, "e\udc00"]],
+  ]);
+  expect(p.remove("other-id")).toBe(300);
+  expect(p.remove("other-id")).toBeUndefined();
+  expect(p.remove(docs[0][0])).toBe(3);
+  expect([...p.docs()]).toEqual([docs[1], docs[3]]);
+  p.trim();
+  expect(p.bytes.length).toBe(p.end);
+  p.add(docs[0][0], [...docs[0][1]]);
+  expect([...p.docs()]).toEqual([docs[1], docs[3], docs[0]]);
 });

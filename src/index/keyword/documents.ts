@@ -18,7 +18,7 @@ export class DocumentTable {
   count = 0;
   /** Document number -> its id: 4 words of a UUID, or (any other id) zeros and an entry in `otherIds`. */
   idWords: Int32Array;
-  readonly otherIds = new Map<number, string>();
+  otherIds: Map<number, string>;
   /** Open addressing (linear probing) over the live documents' ids: document + 1, 0 when empty. */
   table: Int32Array;
   /** Document number -> 1 once the document is gone. */
@@ -34,17 +34,17 @@ export class DocumentTable {
   termIds: Int32Array;
   termTfs: Int32Array;
   /** Entities: names, and per entity its documents (gone ones included until compaction) and how many are live. */
-  readonly entityNames: string[] = [];
-  readonly entityIndex = new Map<string, number>();
-  entityDocs: Int32Array[] = [];
-  entityCount: number[] = [];
-  entityLive: number[] = [];
+  entityNames: string[];
+  entityIndex: Map<string, number>;
+  entityDocs: Int32Array[];
+  entityCount: number[];
+  entityLive: number[];
   /** Live documents, the sum of their lengths and of the lengths' squares. */
   live = 0;
   totalLength = 0;
   totalSquares = 0;
-  readonly lists = new Map<string, List>();
-  listById: List[] = [];
+  lists: Map<string, List>;
+  listById: List[];
   /**
    * Scratch for an entity's search: its candidates and their scores (made by its first entity
    * search, search.ts; until then the shared empty arrays, never written: issue 32's small
@@ -62,16 +62,42 @@ export class DocumentTable {
    * brought back and searched over and over: their garbage stayed in the process).
    */
   constructor(room = 4) {
-    this.idWords = room ? new Int32Array(room * 4) : NO_I32;
-    this.table = room ? new Int32Array(tableSize(room)) : NO_I32;
-    this.gone = room ? new Uint8Array(room) : NO_U8;
-    this.docLen = room ? new Int32Array(room) : NO_I32;
-    this.docCreated = room ? new Float64Array(room) : NO_F64;
-    this.docEntity = room ? new Int32Array(room) : NO_I32;
-    this.docStart = room ? new Int32Array(room + 1) : NO_I32;
-    this.pool = room ? new Uint8Array(room * 16) : NO_U8;
-    this.termIds = room ? new Int32Array(16) : NO_I32;
-    this.termTfs = room ? new Int32Array(16) : NO_I32;
+    this.idWords = this.table = this.docLen = this.docEntity = this.docStart = NO_I32;
+    this.termIds = this.termTfs = NO_I32;
+    this.gone = this.pool = NO_U8;
+    this.docCreated = NO_F64;
+    // (Packed: shared empty ones that throw if written, 17 objects less a small namespace held:
+    // issue 32, their cells scattered among the garbage of its build kept the heap's blocks.)
+    this.otherIds = NO_MAP as Map<number, string>;
+    this.entityIndex = NO_MAP as Map<string, number>;
+    this.lists = NO_MAP as Map<string, List>;
+    this.entityNames = NO_ARRAY as string[];
+    this.entityDocs = NO_ARRAY as Int32Array[];
+    this.entityCount = this.entityLive = NO_ARRAY as number[];
+    this.listById = NO_ARRAY as List[];
+    if (room) this.allocate(room);
+  }
+
+  /** Its arrays and maps, empty, with room for `room` documents (a packed space unpacking: space.ts). */
+  protected allocate(room: number) {
+    this.idWords = new Int32Array(room * 4);
+    this.table = new Int32Array(tableSize(room));
+    this.gone = new Uint8Array(room);
+    this.docLen = new Int32Array(room);
+    this.docCreated = new Float64Array(room);
+    this.docEntity = new Int32Array(room);
+    this.docStart = new Int32Array(room + 1);
+    this.pool = new Uint8Array(room * 16);
+    this.termIds = new Int32Array(16);
+    this.termTfs = new Int32Array(16);
+    this.otherIds = new Map();
+    this.entityIndex = new Map();
+    this.lists = new Map();
+    this.entityNames = [];
+    this.entityDocs = [];
+    this.entityCount = [];
+    this.entityLive = [];
+    this.listById = [];
   }
 
   /** Live documents and their total length: BM25's N and average length over the namespace. */
@@ -211,3 +237,9 @@ export class DocumentTable {
 export const NO_I32 = new Int32Array(0);
 export const NO_U8 = new Uint8Array(0);
 export const NO_F64 = new Float64Array(0);
+/** A packed space's maps and arrays until it unpacks: empty, and writing one throws. */
+const NO_ARRAY = Object.freeze([]) as unknown as never[];
+const NO_MAP = new Map<never, never>();
+NO_MAP.set = () => {
+  throw new Error("a packed keyword space's shared empty map was written");
+};

@@ -7,6 +7,7 @@ import { indexTerms, termFrequencies } from "../../text/tokens";
 import { DocumentTable } from "./documents";
 import { words } from "./ids";
 import { EMPTY_DOCS, EMPTY_TFS, grown, List, MAX_TF, NONE, SKY, trimmed } from "./lists";
+import { type DocTerms, PackedDocs } from "./packed";
 import { type FrozenSpace, freezeTable, type SpaceParts, thaw } from "./snapshot";
 
 /**
@@ -17,11 +18,11 @@ import { type FrozenSpace, freezeTable, type SpaceParts, thaw } from "./snapshot
  */
 export class KeywordSpace extends DocumentTable {
   /**
-   * While packed (see packing): every live document as a line, "\n" + its id (JSON) + "\t" + its
-   * DocTerms (JSON), all in one string (a string per document measured ~450 bytes of heap each
-   * however short); and no lists.
+   * While packed (see packing): every live document as a binary record in one array (packed.ts;
+   * a string per document measured ~450 bytes of heap each however short, JSON lines in one
+   * string about twice the records); and no lists.
    */
-  private small: string | undefined;
+  private small: PackedDocs | undefined;
   /** Estimated bytes of the lists (objects and arrays), for heldBytes. */
   private listBytes = 0;
 
@@ -36,19 +37,7 @@ export class KeywordSpace extends DocumentTable {
   ) {
     // (Nothing of the document table is used while packed: unpack makes it.)
     super(packed ? 0 : room);
-    if (packed) this.small = "";
-  }
-
-  /** Each packed document's id and terms (see small). */
-  private *packedDocs(): Generator<[string, DocTerms]> {
-    const small = this.small!;
-    for (let at = 0; at < small.length; ) {
-      const tab = small.indexOf("\t", at);
-      let end = small.indexOf("\n", tab);
-      if (end < 0) end = small.length;
-      yield [JSON.parse(small.slice(at + 1, tab)), JSON.parse(small.slice(tab + 1, end))];
-      at = end;
-    }
+    if (packed) this.small = new PackedDocs();
   }
 
   /** Whether its documents are packed (see packing). */
@@ -63,30 +52,18 @@ export class KeywordSpace extends DocumentTable {
   expanded(terms?: ReadonlySet<string>): KeywordSpace {
     if (this.small === undefined) return this;
     const s = new KeywordSpace(this.compactAfter, false, Math.max(this.live, 1));
-    for (const [id, v] of this.packedDocs()) {
-      if (terms) {
-        // (A search's: only its terms' lists, each document's length still all of its terms. The
-        // lists of every term of every document searched made most of a small namespace's
-        // process memory, as the collector's slack: issue 32.)
-        let k = 3;
-        for (let i = 3; i < v.length; i += 2)
-          if (terms.has(v[i] as string)) {
-            v[k++] = v[i];
-            v[k++] = v[i + 1];
-          }
-        v.length = k;
-      }
-      s.add(id, v, true);
-    }
+    // (A search's: only its terms' lists, each document's length still all of its terms. The
+    // lists of every term of every document searched made most of a small namespace's process
+    // memory, as the collector's slack: issue 32.)
+    for (const [id, v] of this.small.docs(terms)) s.add(id, v, true);
     return s;
   }
 
   /** Lists its packed documents, for good (past packing.upTo). */
   private unpack() {
-    const docs = [...this.packedDocs()];
+    const docs = [...this.small!.docs()];
     this.small = undefined;
-    this.table = new Int32Array(8);
-    this.docStart = new Int32Array(5);
+    this.allocate(docs.length);
     this.live = 0;
     this.totalLength = 0;
     for (const [id, v] of docs) this.add(id, v, true);
@@ -98,7 +75,7 @@ export class KeywordSpace extends DocumentTable {
    * arrays count as held).
    */
   heldBytes(): number {
-    if (this.small !== undefined) return SPACE_BYTES + this.small.length + 64;
+    if (this.small !== undefined) return SPACE_BYTES + this.small.bytes.byteLength + 64;
     return (
       SPACE_BYTES +
       this.idWords.byteLength +
@@ -131,7 +108,7 @@ export class KeywordSpace extends DocumentTable {
   add(id: string, v: DocTerms, isNew = false) {
     if (this.small !== undefined) {
       if (!isNew) this.remove(id);
-      this.small += `\n${JSON.stringify(id)}\t${JSON.stringify(v)}`;
+      this.small.add(id, v);
       this.live++;
       this.totalLength += v[0] as number;
       if (this.live > packing.upTo) this.unpack();
@@ -208,15 +185,10 @@ export class KeywordSpace extends DocumentTable {
 
   remove(id: string) {
     if (this.small !== undefined) {
-      const at = this.small.indexOf(`\n${JSON.stringify(id)}\t`);
-      if (at < 0) return;
-      const tab = this.small.indexOf("\t", at);
-      let end = this.small.indexOf("\n", tab);
-      if (end < 0) end = this.small.length;
+      const length = this.small.remove(id);
+      if (length === undefined) return;
       this.live--;
-      // (The terms start with the document's length: "[length,".)
-      this.totalLength -= Number.parseInt(this.small.slice(tab + 2, end), 10);
-      this.small = this.small.slice(0, at) + this.small.slice(end);
+      this.totalLength -= length;
       return;
     }
     const w = words(id);
@@ -269,12 +241,7 @@ export class KeywordSpace extends DocumentTable {
   /** Drops spare room in every array (after a first load). */
   trim() {
     if (this.small !== undefined) {
-      // (Appends leave a rope of strings, which slice(0) returns as it is: a search through it
-      // makes it one string in place, its length in bytes. Left a rope, a namespace of 20 held
-      // ~5-6 KiB of heap instead of ~3.8 until its next search (issue 32: PostgreSQL builds
-      // lists in the background, and holds them so until the namespace is searched again). The
-      // search's answer is used, else the compiler drops it: JSON escapes every control character.)
-      if (this.small.includes("\0")) throw new Error("a packed document holds a NUL");
+      this.small.trim();
       return;
     }
     for (const l of this.listById) l.trim();
@@ -374,8 +341,8 @@ export class KeywordSpace extends DocumentTable {
 }
 
 /**
- * Up to how many documents a space made `packed` keeps them so: each document's terms as one
- * string (JSON) by id, and no lists. A list per term costs ~500 bytes of objects however few its
+ * Up to how many documents a space made `packed` keeps them so: each document's id and terms as
+ * a binary record, all in one array (packed.ts), and no lists. A list per term costs ~500 bytes of objects however few its
  * postings, so a namespace of 50 memories held ~280 KB of lists against ~13 KB for 50 memories'
  * share of a namespace of 100,000 (issue 32); packed, a small namespace costs memory in
  * proportion to what it holds, and a search makes the lists of that moment (KeywordSpace.expanded:
@@ -388,8 +355,7 @@ const LIST_BYTES = 400;
 const ENTITY_BYTES = 150;
 const OTHER_ID_BYTES = 100;
 
-/** A memory's indexed terms: [length, createdAt, entity, term, tf, term, tf, ...]. */
-export type DocTerms = (string | number)[];
+export type { DocTerms };
 
 export function packTerms(content: string, createdAt: number, entity: string): DocTerms {
   const terms = indexTerms(content);
