@@ -637,6 +637,12 @@ export interface Storage
     Webhooks,
     Upkeep {
   readonly backend: "lmdb" | "postgres";
+  /**
+   * Other processes write to this store too (replicas on one PostgreSQL): what this process read
+   * may be changed by another's write, an erasure included, with no word to this process. False
+   * where one process owns the store (LMDB's data dir).
+   */
+  readonly sharedWithReplicas: boolean;
 }
 
 /** Conditions of the database itself, mapped by the HTTP layer to their own error codes. */

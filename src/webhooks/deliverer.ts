@@ -59,6 +59,12 @@ const idleScanMs = 40;
  * 100 attempts of each) were most of what PostgreSQL wrote for ten subscriptions delivering.
  */
 const flushSpacingMs = 1000;
+/**
+ * A subscription that has sent everything there is has its moves written this soon after the last
+ * write: what it delivered shows in its log and cursor at once, while a backlog still waits for
+ * the second (at most 20 writes a second for subscriptions catching up over and over).
+ */
+const caughtUpFlushMs = 50;
 /** Delivery attempts the log keeps per subscription (storage keeps the newest 100). */
 const keptDeliveries = 100;
 
@@ -201,7 +207,10 @@ export function startDeliverer(
   const moves = new Map<Worker, { rev: number; cursor: number; deliveries: DeliveryRecord[] }>();
   let flushing: Promise<void> | undefined;
   let flushTimer: ReturnType<typeof setTimeout> | undefined;
+  let flushDueAt = Number.POSITIVE_INFINITY;
   let flushedAt = Number.NEGATIVE_INFINITY;
+  /** The least spacing asked for by the moves waiting (flushSpacingMs, or caughtUpFlushMs). */
+  let spacing = flushSpacingMs;
   const move = (w: Worker, cursor: number, delivery?: DeliveryRecord) => {
     let m = moves.get(w);
     if (!m || m.rev !== w.rev) {
@@ -216,15 +225,22 @@ export function startDeliverer(
     if (m.deliveries.length > 2 * keptDeliveries) m.deliveries.splice(0, keptDeliveries);
     flushSoon();
   };
-  const flushSoon = () => {
-    if (flushing || flushTimer || moves.size === 0) return;
-    const wait = flushSpacingMs - (performance.now() - flushedAt);
-    if (wait <= 0) void flush();
-    else
-      flushTimer = setTimeout(() => {
-        flushTimer = undefined;
-        void flush();
-      }, wait);
+  const flushSoon = (within = flushSpacingMs) => {
+    spacing = Math.min(spacing, within);
+    if (flushing || moves.size === 0) return;
+    const due = flushedAt + spacing;
+    if (flushTimer) {
+      if (flushDueAt <= due) return;
+      clearTimeout(flushTimer);
+      flushTimer = undefined;
+    }
+    const wait = due - performance.now();
+    if (wait <= 0) return void flush();
+    flushDueAt = due;
+    flushTimer = setTimeout(() => {
+      flushTimer = undefined;
+      void flush();
+    }, wait);
   };
   /** Writes the moves waiting (one write in flight); each log gets the newest `keptDeliveries` only. */
   const flush = (): Promise<void> => {
@@ -236,6 +252,7 @@ export function startDeliverer(
       move: { id: w.id, rev: m.rev, cursor: m.cursor, deliveries: m.deliveries.slice(-keptDeliveries) },
     }));
     moves.clear();
+    spacing = flushSpacingMs;
     flushedAt = performance.now();
     beforeWrite();
     flushing = storage
@@ -274,7 +291,7 @@ export function startDeliverer(
   const scrubs = core.scrubs ?? (() => pinged);
   // On LMDB every write is this process's (one process owns a data dir): only its scrubs change
   // events read. On PostgreSQL another replica's erasure may too: events read are trusted 5 ms.
-  const freshMs = storage.backend === "lmdb" ? Number.POSITIVE_INFINITY : scanSpacingMs;
+  const freshMs = storage.sharedWithReplicas ? scanSpacingMs : Number.POSITIVE_INFINITY;
   const trail = new SharedTrail(storage, scanSpacingMs, scrubs);
   const current = new CurrentEvents(storage, freshMs, scrubs);
   const unsubscribe = core.notifier.subscribeAll((scrubbed) => {
@@ -453,6 +470,8 @@ export function startDeliverer(
           pos = page.scannedTo;
           emptyScans++;
           if (this.lost) return;
+          // Caught up: what it sent is written soon, not with the next second's batch.
+          if (emptyScans === 1 && moves.has(this)) flushSoon(caughtUpFlushMs);
           // Past events it does not want: the cursor moves too (with the next cursor write), so
           // the lag and a restart skip them.
           if (pos > Math.max(w.cursor, movedTo) && Date.now() - cursorWrittenAt > 1000) {

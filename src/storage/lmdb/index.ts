@@ -87,6 +87,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
   };
   return {
     backend: "lmdb",
+    sharedWithReplicas: false,
     env,
     dbs,
     write: (plan) => write(s, plan),

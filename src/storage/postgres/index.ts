@@ -160,6 +160,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
   };
   return {
     backend: "postgres",
+    sharedWithReplicas: true,
     sql,
     vectors: s.vectors,
     keywordLists,
