@@ -6,6 +6,7 @@ import { ann, exactReads, topIndexes, type VectorSpace } from "../../index/vecto
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
+import { latestCommitOrder, nextCommitOrder } from "./commit-order";
 import { type Dbs, keys } from "./layout";
 import type { Writes } from "./staging";
 import type { LmdbState } from "./state";
@@ -17,7 +18,6 @@ import type { Touched } from "./touched";
  */
 export class IndexWriter {
   private static collecting: IndexWriter[] | undefined;
-  private static made = 0;
   /** Runs `fn` (synchronous), adding every IndexWriter it makes to `into`. */
   static collect<T>(into: IndexWriter[], fn: () => T): T {
     const outer = IndexWriter.collecting;
@@ -34,10 +34,10 @@ export class IndexWriter {
    * Its place in commit order: every IndexWriter is made inside an LMDB transaction callback,
    * and LMDB runs those one at a time, in the order they commit (NamespaceCache.refresh).
    */
-  readonly order = ++IndexWriter.made;
+  readonly order = nextCommitOrder();
   /** The order of the newest writer made so far. */
   static get latest() {
-    return IndexWriter.made;
+    return latestCommitOrder();
   }
   /**
    * The records of the memories this transaction created (new ids), by id; handed to the

@@ -17,8 +17,8 @@ import type { Key } from "lmdb";
 import { ann, FourBit, VectorSpace, xorshift } from "../../index/vector";
 import type { EventRecord, MemoryRecord } from "../records";
 import type { SearchMemory } from "../search-memory";
+import { latestCommitOrder } from "./commit-order";
 import { type Dbs, END } from "./layout";
-import { IndexWriter } from "./search";
 import { NamespaceCache, settledAt, snapshotStamp } from "./touched";
 import {
   dropVectorSnapshot,
@@ -520,7 +520,7 @@ export function vectorCache(
       unfollowed.clear();
       NamespaceCache.prototype.clear.call(cache);
       // (What commits before it wrote is not handed to the copies loaded after it.)
-      cache.passed(IndexWriter.latest);
+      cache.passed(latestCommitOrder());
     },
     forget(ns: string) {
       const job = jobs.get(ns);
