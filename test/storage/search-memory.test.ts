@@ -68,3 +68,21 @@ test("a full collection on the next turn once a sixteenth of the budget (at leas
   await new Promise((r) => setImmediate(r));
   expect(collected).toBe(1);
 });
+
+test("what searches made and let go counts towards the next collection as releases do; without a budget, never", async () => {
+  const MiB = 2 ** 20;
+  let collected = 0;
+  const m = new SearchMemory(64 * MiB, () => collected++);
+  m.hold("a", "keyword", MiB, () => undefined);
+  for (let i = 0; i < 3; i++) m.transient(MiB);
+  await new Promise((r) => setImmediate(r));
+  expect(collected).toBe(0);
+  m.transient(MiB); // 4 MiB let go: one collection, on the next turn
+  expect(collected).toBe(0);
+  await new Promise((r) => setImmediate(r));
+  expect([collected, m.evictions, m.held]).toEqual([1, 0, MiB]);
+  const unbounded = new SearchMemory(Number.POSITIVE_INFINITY, () => collected++);
+  for (let i = 0; i < 100; i++) unbounded.transient(MiB);
+  await new Promise((r) => setImmediate(r));
+  expect(collected).toBe(1);
+});

@@ -221,6 +221,8 @@ export function pgKeywordLists(
       }
       held(ns, e);
       save(ns, e);
+      // (A packed space's search makes its lists of that moment, garbage at its end.)
+      if (e.space.packed) memory?.transient(e.space.heldBytes());
       return e.space;
     },
     isReady: (ns) => entries.get(ns)?.ready === true,
