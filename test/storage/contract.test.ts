@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ExportRecord, KeyRecord } from "../../src/storage/records";
+import type { ExportRecord, KeyRecord, WebhookRecord } from "../../src/storage/records";
 import {
   IdempotencyKeyTaken,
   type IdempotencyRecord,
@@ -46,6 +46,28 @@ const key = (name: string, extra: Partial<KeyRecord> = {}): KeyRecord => ({
   lastUsedAt: null,
   revokedAt: null,
   hash: new Bun.CryptoHasher("sha256").update(`${name}-${Math.random()}`).digest("hex"),
+  ...extra,
+});
+
+const webhook = (id: string, extra: Partial<WebhookRecord> = {}): WebhookRecord => ({
+  id,
+  url: "https://example.com/hook",
+  namespaces: ["a/*"],
+  events: [],
+  description: null,
+  secret: "whsec_x",
+  previousSecret: null,
+  previousSecretUntil: null,
+  createdBy: "k",
+  createdAt: 1,
+  updatedAt: 1,
+  state: "active",
+  stateReason: null,
+  cursor: 0,
+  rev: 0,
+  failingSince: null,
+  lastDeliveredAt: null,
+  lastError: null,
   ...extra,
 });
 
@@ -414,26 +436,7 @@ const cases: Record<string, Case> = {
 
   "Webhooks: a subscription kept and changed in one transaction, its log capped, leases exclusive": async (s) => {
     const id = `wh_${ns("hook")}`;
-    const w = {
-      id,
-      url: "https://example.com/hook",
-      namespaces: ["a/*"],
-      events: [],
-      description: null,
-      secret: "whsec_x",
-      previousSecret: null,
-      previousSecretUntil: null,
-      createdBy: "k",
-      createdAt: 1,
-      updatedAt: 1,
-      state: "active" as const,
-      stateReason: null,
-      cursor: 0,
-      rev: 0,
-      failingSince: null,
-      lastDeliveredAt: null,
-      lastError: null,
-    };
+    const w = webhook(id);
     await s.insertWebhook(w);
     expect(await s.getWebhook(id)).toEqual(w);
     expect((await s.listWebhooks()).map((x) => x.id)).toContain(id);
@@ -473,26 +476,7 @@ const cases: Record<string, Case> = {
   "Webhooks: cursors of several subscriptions moved in one write, their logs capped, edits and leases kept": async (
     s,
   ) => {
-    const hook = (id: string) => ({
-      id,
-      url: "https://example.com/hook",
-      namespaces: ["a/*"],
-      events: [],
-      description: null,
-      secret: "whsec_x",
-      previousSecret: null,
-      previousSecretUntil: null,
-      createdBy: "k",
-      createdAt: 1,
-      updatedAt: 1,
-      state: "active" as const,
-      stateReason: null,
-      cursor: 0,
-      rev: 0,
-      failingSince: 5,
-      lastDeliveredAt: null,
-      lastError: "was failing",
-    });
+    const hook = (id: string) => webhook(id, { failingSince: 5, lastError: "was failing" });
     const [a, b, c] = ["a", "b", "c"].map((x) => `wh_${ns(`adv-${x}`)}`);
     for (const id of [a, b, c]) {
       await s.insertWebhook(hook(id));

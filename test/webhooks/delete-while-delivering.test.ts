@@ -7,6 +7,7 @@
 // waiting between its two steps, so the order is the same every run.
 import { afterAll, expect, test } from "bun:test";
 import { SQL } from "bun";
+import { call as callAs } from "../binary-helpers";
 import { backendArgs, rootSecret, type ServerProcess, spawnServer, tempDir } from "../helpers";
 import { startReceiver } from "./receiver";
 
@@ -21,14 +22,7 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-async function call(method: string, path: string, body?: unknown) {
-  const res = await fetch(server!.url + path, {
-    method,
-    headers: { authorization: `Bearer ${rootSecret}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json().catch(() => null)) as any };
-}
+const call = (method: string, path: string, body?: unknown) => callAs(server!.url, rootSecret, method, path, body);
 
 test("a subscription deleted while a delivery writes its log is deleted, not answered 503", async () => {
   const args = await backendArgs(tmp.dir);

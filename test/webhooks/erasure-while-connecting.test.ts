@@ -4,9 +4,10 @@
 // the event as it was before, so it must not write that content after the erasure's answer. It
 // sends nothing, keeps the connection, reads the event again and sends it scrubbed.
 import { afterAll, expect, test } from "bun:test";
-import { join } from "node:path";
 import type { Socket } from "bun";
+import { call as callAs } from "../binary-helpers";
 import { rootSecret, type ServerProcess, spawnServer, tempDir } from "../helpers";
+import { selfSignedCert } from "./receiver";
 
 const tmp = tempDir("memd-erase-connect-");
 let server: ServerProcess | undefined;
@@ -17,14 +18,7 @@ afterAll(() => {
   tmp.cleanup();
 });
 
-async function call(method: string, path: string, body?: unknown) {
-  const res = await fetch(server!.url + path, {
-    method,
-    headers: { authorization: `Bearer ${rootSecret}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json().catch(() => null)) as any };
-}
+const call = (method: string, path: string, body?: unknown) => callAs(server!.url, rootSecret, method, path, body);
 
 /** Polls until `check` holds (at most 20 s). */
 async function until(what: string, check: () => Promise<boolean> | boolean) {
@@ -36,18 +30,7 @@ async function until(what: string, check: () => Promise<boolean> | boolean) {
 }
 
 test("an erasure answered during a delivery's TLS handshake: the erased content is never sent", async () => {
-  const cert = join(tmp.dir, "cert.pem");
-  const key = join(tmp.dir, "key.pem");
-  const made = Bun.spawnSync(
-    ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1"].concat([
-      "-subj",
-      "/CN=localhost",
-      "-addext",
-      "subjectAltName=DNS:localhost",
-    ]),
-    { stderr: "pipe" },
-  );
-  expect(made.exitCode).toBe(0);
+  const { cert, key } = selfSignedCert(tmp.dir);
   const bodies: string[] = [];
   const receiver = Bun.serve({
     hostname: "127.0.0.1",

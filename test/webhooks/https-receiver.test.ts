@@ -5,24 +5,14 @@
 import { afterAll, expect, test } from "bun:test";
 import { join, resolve } from "node:path";
 import { tempDir } from "../helpers";
+import { selfSignedCert } from "./receiver";
 
 const tmp = tempDir("memd-tls-");
 afterAll(() => tmp.cleanup());
 const repo = resolve(import.meta.dir, "../..");
 
 test("https: verified against the host name, refused when the certificate is not trusted", async () => {
-  const cert = join(tmp.dir, "cert.pem");
-  const key = join(tmp.dir, "key.pem");
-  const made = Bun.spawnSync(
-    ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1"].concat([
-      "-subj",
-      "/CN=localhost",
-      "-addext",
-      "subjectAltName=DNS:localhost",
-    ]),
-    { stderr: "pipe" },
-  );
-  expect(made.exitCode).toBe(0);
+  const { cert, key } = selfSignedCert(tmp.dir);
   const script = join(tmp.dir, "post.ts");
   await Bun.write(
     script,

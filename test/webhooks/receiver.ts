@@ -1,5 +1,6 @@
 // A webhook receiver on 127.0.0.1 for the tests: Bun.serve, each delivery verified with the
 // official `standardwebhooks` package, its answer chosen by the test (status, delay, down).
+import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
 
 export interface Received {
@@ -107,4 +108,21 @@ export function checkDeliveries(accepted: Received[], expected: number[]): strin
   }
   for (const s of expected) if (!firstId.has(s)) problems.push(`seq ${s} never delivered`);
   return problems;
+}
+
+/** A self-signed certificate for `localhost` (openssl), valid a day: its files' paths in `dir`. */
+export function selfSignedCert(dir: string): { cert: string; key: string } {
+  const cert = join(dir, "cert.pem");
+  const key = join(dir, "key.pem");
+  const made = Bun.spawnSync(
+    ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1"].concat([
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=DNS:localhost",
+    ]),
+    { stderr: "pipe" },
+  );
+  if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
+  return { cert, key };
 }

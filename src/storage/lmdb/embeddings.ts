@@ -4,6 +4,7 @@
 import type { RootDatabase } from "lmdb";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { Embeddings, PendingEmbedding, VectorKey } from "../storage";
+import { latestCommitOrder } from "./commit-order";
 import { openEnv } from "./env";
 import type { Dbs } from "./layout";
 import { rebuildIndex } from "./migrate";
@@ -112,7 +113,7 @@ export function lmdbEmbeddings(s: LmdbState, mapSizeMb?: number): Embeddings {
             // transaction on a timer, which a search may come before).
             env.resetReadTxn();
             // (Ordered after every commit of this thread so far: see NamespaceCache.refresh.)
-            vectorCache.refresh(touched, IndexWriter.latest);
+            vectorCache.refresh(touched, latestCommitOrder());
           } finally {
             s.inflight.delete(token);
           }

@@ -6,7 +6,7 @@ import { ann, exactReads, topIndexes, type VectorSpace } from "../../index/vecto
 import { byScoreThenNewer, matchesFilter, normalized } from "../ops";
 import { isCurrent, type MemoryRecord } from "../records";
 import type { MemoryScope, Scored, Search, SearchFilter, VectorUpdate } from "../storage";
-import { latestCommitOrder, nextCommitOrder } from "./commit-order";
+import { nextCommitOrder } from "./commit-order";
 import { type Dbs, keys } from "./layout";
 import type { Writes } from "./staging";
 import type { LmdbState } from "./state";
@@ -35,10 +35,6 @@ export class IndexWriter {
    * and LMDB runs those one at a time, in the order they commit (NamespaceCache.refresh).
    */
   readonly order = nextCommitOrder();
-  /** The order of the newest writer made so far. */
-  static get latest() {
-    return latestCommitOrder();
-  }
   /**
    * The records of the memories this transaction created (new ids), by id; handed to the
    * keyword lists with keywordTouched once committed, if `applied`: its writes were applied
