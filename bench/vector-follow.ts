@@ -11,8 +11,9 @@
 // the server process's (/proc), its saves included.
 // BENCH_FOLLOW_BASE=<a memd binary> (with BENCH_FOLLOW_HTTP=1): that binary (e.g. b09d4a9's, before
 // vectors were followed) against this code (BENCH_FOLLOW_NEW=<a memd binary>, else from source),
-// both with their default settings (so followed past the threshold), and this code with
-// --keyword-prebuild 0 (nothing followed), in turn each round; BENCH_FOLLOW_ALSO=<a memd binary>:
+// both with their default settings (so followed past the threshold), this code with
+// --keyword-prebuild 1e9 (vectors followed, keyword lists not) and with --keyword-prebuild 0
+// (nothing followed), in turn each round; BENCH_FOLLOW_ALSO=<a memd binary>:
 // another beside them (e.g. main before a change).
 //   nice -n 10 bun run bench/vector-follow.ts
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -161,6 +162,8 @@ if (http && base) {
       ["base", () => runHttp(undefined, [base])],
       ["new", () => runHttp(undefined, newer)],
       ["off", () => runHttp(false, newer)],
+      // Vectors followed, keyword lists not (their prebuild threshold above N): following vectors' own share.
+      ["vectors", () => runHttp(true, newer)],
     ];
     if (also) arms.push(["also", () => runHttp(undefined, [also])]);
     const got: Record<string, { perStore: number; first: number }> = {};
@@ -168,20 +171,20 @@ if (http && base) {
       const [name, go] = arms[(i + r) % arms.length];
       got[name] = await go();
     }
-    const { base: b, new: n, off: o, also: a } = got;
+    const { base: b, new: n, off: o, vectors: v, also: a } = got;
     const againstAlso = a ? ` ${a.perStore.toFixed(1)} µs (${(a.perStore / b.perStore).toFixed(2)}×) |` : "";
     rows.push(
-      `| ${r + 1} | ${b.perStore.toFixed(1)} µs |${againstAlso} ${n.perStore.toFixed(1)} µs | ${o.perStore.toFixed(1)} µs | **${(n.perStore / b.perStore).toFixed(2)}×** | ${(n.perStore / o.perStore).toFixed(2)}× | ${b.first.toFixed(0)} / ${n.first.toFixed(0)} / ${o.first.toFixed(0)} ms |`,
+      `| ${r + 1} | ${b.perStore.toFixed(1)} µs |${againstAlso} ${n.perStore.toFixed(1)} µs | ${v.perStore.toFixed(1)} µs | ${o.perStore.toFixed(1)} µs | **${(n.perStore / b.perStore).toFixed(2)}×** | **${(v.perStore / b.perStore).toFixed(2)}×** | ${(n.perStore / o.perStore).toFixed(2)}× | ${(v.perStore / o.perStore).toFixed(2)}× | ${b.first.toFixed(0)} / ${n.first.toFixed(0)} / ${v.first.toFixed(0)} / ${o.first.toFixed(0)} ms |`,
     );
     console.error(rows.at(-1));
   }
   console.log(`
 ### The store path against today's (${base}), following vectors (LMDB, issue 32, over HTTP)
 
-${N.toLocaleString("en")} raw stores over HTTP (${connections} in flight, one namespace) with an embedding endpoint giving vectors of ${dims} dimensions, to today's binary and to this code (${newer.join(" ")}) with their default settings, and to this code with --keyword-prebuild 0 (nothing followed), in turn, a fresh data dir each (CPU of the server process over the stores and the saves behind them).
+${N.toLocaleString("en")} raw stores over HTTP (${connections} in flight, one namespace) with an embedding endpoint giving vectors of ${dims} dimensions, to today's binary and to this code (${newer.join(" ")}) with their default settings, to this code with --keyword-prebuild 1e9 (vectors followed, keyword lists not) and with --keyword-prebuild 0 (nothing followed), in turn, a fresh data dir each (CPU of the server process over the stores and the saves behind them).
 
-| round | CPU a store, today |${also ? ` ${also}, / today |` : ""} this code | this code, nothing followed | this / today | this / nothing followed | first semantic search, today / this / nothing followed |
-|---|---|${also ? "---|" : ""}---|---|---|---|---|
+| round | CPU a store, today |${also ? ` ${also}, / today |` : ""} this code | vectors only | nothing followed | this / today | vectors only / today | this / nothing followed | vectors only / nothing followed | first semantic search, today / this / vectors only / nothing followed |
+|---|---|${also ? "---|" : ""}---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
 `);
   await embedder?.stop();

@@ -462,9 +462,9 @@ export const settings: Setting[] = [
     key: "webhookThreadNice",
     flag: "--webhook-thread-nice",
     env: "MEMD_WEBHOOK_THREAD_NICE",
-    default: 10,
+    default: 19,
     parse: int(0, 19),
-    help: "the webhook delivery thread runs this much nicer than the process (Linux; at 19 also in the idle scheduling class where it may leave it for its writes): on a busy core, requests come first and deliveries catch up after (0: as the process)",
+    help: "the webhook delivery thread runs this much nicer than the process (Linux; at 19, the default, also in the idle scheduling class where it may leave it for its writes): on a busy core, requests come first and deliveries catch up after (0: as the process)",
   },
 ];
 

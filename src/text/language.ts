@@ -82,9 +82,13 @@ const cjk = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hang
 interface Word {
   /** The word itself: one string for every text that has it (its hash is made once, for the lists' maps). */
   text: string;
+  /** Its number in this process (see termIds). */
+  id: number;
   stopBits: number;
   canStem: boolean;
   stems: (string | undefined)[];
+  /** The numbers of its stems (see termIds), by language. */
+  stemIds: (number | undefined)[];
 }
 /**
  * Words seen, so that each is looked up and stemmed once per process (until the cache fills): an
@@ -95,7 +99,14 @@ interface Word {
 let slots = new Int32Array(1024);
 const entries: Word[] = [];
 const hashes: number[] = [];
-const MAX_CACHED_WORDS = 200_000;
+/** Up to how many words the cache holds before it is emptied (tests make it small). */
+export const wordCache = { max: 200_000 };
+/**
+ * The next word's number: every word entered in the cache gets one, never given to another text
+ * (a word met again after the cache was emptied gets a new one), so a number names one text for
+ * the process's life and the keyword lists can find a term's list by it (stemAscii's `ids`).
+ */
+let nextId = 1;
 
 /** FNV-1a of text[from, to), ASCII capitals lowered when `lower`. */
 function hashOf(text: string, from: number, to: number, lower: boolean): number {
@@ -126,7 +137,7 @@ function lookup(text: string, from: number, to: number, lower: boolean): Word {
   let s = h & mask;
   for (let e = slots[s]; e !== 0; s = (s + 1) & mask, e = slots[s])
     if (hashes[e - 1] === h && same(entries[e - 1].text, text, from, to, lower)) return entries[e - 1];
-  if (entries.length >= MAX_CACHED_WORDS) {
+  if (entries.length >= wordCache.max) {
     entries.length = 0;
     hashes.length = 0;
     slots = new Int32Array(1024);
@@ -145,7 +156,14 @@ function lookup(text: string, from: number, to: number, lower: boolean): Word {
   }
   let w = text.slice(from, to);
   if (lower) w = w.toLowerCase();
-  const info = { text: w, stopBits: stopBits.get(w) ?? 0, canStem: stemmable.test(w) && !cjk.test(w), stems: [] };
+  const info: Word = {
+    text: w,
+    id: nextId++,
+    stopBits: stopBits.get(w) ?? 0,
+    canStem: stemmable.test(w) && !cjk.test(w),
+    stems: [],
+    stemIds: [],
+  };
   entries.push(info);
   hashes.push(h);
   slots[s] = entries.length;
@@ -216,11 +234,23 @@ export function stemText(ws: string[]): number {
   return language;
 }
 
+/** The number of a word's stem in a language (see nextId). */
+function stemIdOf(info: Word, language: number): number {
+  if (!info.canStem) return info.id;
+  let id = info.stemIds[language];
+  if (id === undefined) {
+    const s = stemOf(info.text, info, language);
+    id = info.stemIds[language] = s === info.text ? info.id : word(s).id;
+  }
+  return id;
+}
+
 /**
  * stemText of the words of a plain ASCII text that are runs of letters and digits, lowered and
  * cut to `max` characters (text/tokens.ts's tokenize, whose fast case this is); the same terms.
+ * With `ids`, each term's number (see nextId) is put there too, in the same order.
  */
-export function stemAscii(text: string, max: number): string[] {
+export function stemAscii(text: string, max: number, ids?: number[]): string[] {
   const infos: Word[] = [];
   for (let i = 0; i < text.length; ) {
     const c = text.charCodeAt(i);
@@ -237,6 +267,7 @@ export function stemAscii(text: string, max: number): string[] {
   const out = new Array<string>(infos.length);
   for (let i = 0; i < infos.length; i++)
     out[i] = language >= 0 ? stemOf(infos[i].text, infos[i], language) : infos[i].text;
+  if (ids) for (let i = 0; i < infos.length; i++) ids[i] = language >= 0 ? stemIdOf(infos[i], language) : infos[i].id;
   return out;
 }
 

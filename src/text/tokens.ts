@@ -66,9 +66,14 @@ export function segmented(text: string): string[] {
   return out;
 }
 
-/** The index terms of a text in order: its words (tokenize), stemmed in the text's language. */
-export function indexTerms(text: string): string[] {
-  if (plainAscii.test(text) && !joined.test(text)) return stemAscii(text, MAX_TERM_LENGTH);
+/**
+ * The index terms of a text in order: its words (tokenize), stemmed in the text's language. With
+ * `ids` (emptied first), a plain ASCII text's terms' numbers too (language.ts: one number names
+ * one term for the process's life); any other text's are left out (ids stays empty).
+ */
+export function indexTerms(text: string, ids?: number[]): string[] {
+  if (ids) ids.length = 0;
+  if (plainAscii.test(text) && !joined.test(text)) return stemAscii(text, MAX_TERM_LENGTH, ids);
   const words = tokenize(text);
   stemText(words);
   return words;

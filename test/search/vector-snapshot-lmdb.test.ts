@@ -214,6 +214,41 @@ test("a namespace growing past the threshold is followed and saved without a sea
   }
 }, 60_000);
 
+test("a namespace is followed from the commit that takes it past the threshold, not from the next timed look", async () => {
+  const d = tempDir("memd-vector-snapshot-follow-at-commit-");
+  // (The timed look never comes in this test: only the count at commit time can start it.)
+  Object.assign(vectorSnapshots, { from: 100, followMs: 3_600_000 });
+  try {
+    const draw = clustered(83, 32);
+    const vectors = new Map<string, Float32Array>();
+    let s = await openLmdb(d.dir, { keywordPrebuild: 100_000 });
+    const store = async (n: number) => {
+      const ops = Array.from({ length: n }, (_, i) => {
+        const id = Bun.randomUUIDv7();
+        const v = draw();
+        vectors.set(id, v);
+        return create(id, i, v);
+      });
+      await s.apply(ops, null);
+    };
+    await store(60);
+    await store(60);
+    // Loaded in the background and saved, never searched.
+    await until("followed and saved at the commit", () => s.vectorCacheStats().written >= 1);
+    await s.close();
+    s = await openLmdb(d.dir);
+    const q = draw();
+    const got = await s.semanticSearch({ namespace: ns }, q, {}, 5000);
+    expect(s.vectorCacheStats().read).toBe(1);
+    expect(new Set(got.map((h) => h.memory.id))).toEqual(new Set(vectors.keys()));
+    for (const h of got.slice(0, 10)) expect(h.score).toBeCloseTo(dot(vectors.get(h.memory.id)!, q), 5);
+    await s.close();
+  } finally {
+    Object.assign(vectorSnapshots, { followMs: saved.snap.followMs });
+    d.cleanup();
+  }
+}, 60_000);
+
 test("row ids (the row of an id, in typed arrays): as a list of ids through sets, deletes, moves, freeze and thaw", () => {
   let ids = new RowIds();
   const rows: string[] = [];

@@ -60,6 +60,8 @@ export class List {
    */
   sky: Int32Array | undefined = undefined;
   skyTf = 0;
+  /** A document's occurrences of the term counted so far, while KeywordSpace.addText adds it (0 otherwise). */
+  pending = 0;
   constructor(readonly id: number) {}
   /** Notes a posting in the skyline. */
   noteSky(tf: number, len: number) {

@@ -25,6 +25,10 @@ export class KeywordSpace extends DocumentTable {
   private small: PackedDocs | undefined;
   /** Estimated bytes of the lists (objects and arrays), for heldBytes. */
   private listBytes = 0;
+  /** Terms' numbers -> list ids (see listOfWord); emptied by a compaction. */
+  private wordKeys: Int32Array = EMPTY_DOCS;
+  private wordLists: Int32Array = EMPTY_DOCS;
+  private wordCount = 0;
 
   /**
    * Compacts once more than this many documents (and more than half) are gone. `packed`: its
@@ -89,6 +93,7 @@ export class KeywordSpace extends DocumentTable {
       this.touched.byteLength +
       this.values.byteLength +
       this.termIds.byteLength * 2 +
+      this.wordKeys.byteLength * 2 +
       this.listBytes +
       // (The entities' arrays of documents: about 4 bytes a document, with room.)
       this.count * 6 +
@@ -114,10 +119,51 @@ export class KeywordSpace extends DocumentTable {
       if (this.live > packing.upTo) this.unpack();
       return;
     }
-    if (!isNew) this.remove(id);
-    const entity = v[2] as string;
-    const d = this.count++;
     const length = v[0] as number;
+    const d = this.begin(id, isNew, length, v[1] as number, ((v.length - 3) / 2) * 8);
+    let k = this.docStart[d];
+    for (let i = 3; i < v.length; i += 2)
+      k = this.post(d, this.listOf(v[i] as string), Math.min(MAX_TF, v[i + 1] as number), length, k);
+    this.end(d, k, v[2] as string);
+  }
+
+  /**
+   * Adds a memory from its text: the same as add(id, packTerms(content, createdAt, entity)), with
+   * each term's list found by the term's number (indexTerms' ids: a plain ASCII text) in a table of
+   * numbers, not by its text in the lists' Map (its lookups were about a fifth of the CPU of
+   * following a bulk load, issue 32), and no terms array made.
+   */
+  addText(id: string, content: string, createdAt: number, entity: string, isNew = false) {
+    const ids = scratchIds;
+    const terms = indexTerms(content, ids);
+    if (this.small !== undefined || ids.length !== terms.length) {
+      this.add(id, packFrom(terms, createdAt, entity), isNew);
+      return;
+    }
+    const length = terms.length;
+    const d = this.begin(id, isNew, length, createdAt, length * 8);
+    // Each distinct term's list in the order first seen (as packTerms orders them), its tf counted
+    // in List.pending.
+    const seen = scratchLists;
+    let n = 0;
+    for (let i = 0; i < length; i++) {
+      const l = this.listOfWord(ids[i], terms[i]);
+      if (l.pending++ === 0) seen[n++] = l;
+    }
+    let k = this.docStart[d];
+    for (let i = 0; i < n; i++) {
+      const l = seen[i];
+      k = this.post(d, l, Math.min(MAX_TF, l.pending), length, k);
+      l.pending = 0;
+    }
+    seen.length = 0;
+    this.end(d, k, entity);
+  }
+
+  /** A new document for `id` (the live one of that id gone first, unless `isNew`), its terms' room in the pool made. */
+  private begin(id: string, isNew: boolean, length: number, createdAt: number, poolRoom: number): number {
+    if (!isNew) this.remove(id);
+    const d = this.count++;
     // (Each array by its own length: they need not have grown in step, after a snapshot was read.)
     this.gone = grown(this.gone, d + 1);
     this.docLen = grown(this.docLen, d + 1);
@@ -140,33 +186,30 @@ export class KeywordSpace extends DocumentTable {
     if ((this.live + 1) * 2 > this.table.length) this.rehash(this.live + 1);
     this.table[this.slot(id, w)] = d + 1;
     this.live++;
-    const start = this.docStart[d];
-    this.pool = grown(this.pool, start + ((v.length - 3) / 2) * 8);
-    const pool = this.pool;
+    this.pool = grown(this.pool, this.docStart[d] + poolRoom);
     this.docLen[d] = length;
     this.totalLength += length;
     this.totalSquares += length * length;
-    this.docCreated[d] = v[1] as number;
-    let k = start;
-    for (let i = 3; i < v.length; i += 2) {
-      const term = v[i] as string;
-      let l = this.lists.get(term);
-      if (!l) {
-        l = new List(this.listById.length);
-        this.listById.push(l);
-        this.lists.set(term, l);
-        this.listBytes += LIST_BYTES + term.length;
-      }
-      let tf = Math.min(MAX_TF, v[i + 1] as number);
-      const room = l.doc.length + l.tailDoc.length;
-      l.push(d, tf, length);
-      this.listBytes += (l.doc.length + l.tailDoc.length - room) * 6;
-      let id = l.id;
-      for (; id >= 0x80; id >>>= 7) pool[k++] = (id & 0x7f) | 0x80;
-      pool[k++] = id;
-      for (; tf >= 0x80; tf >>>= 7) pool[k++] = (tf & 0x7f) | 0x80;
-      pool[k++] = tf;
-    }
+    this.docCreated[d] = createdAt;
+    return d;
+  }
+
+  /** Posts document d with tf in list l, and (list id, tf) at k in the pool; returns where the pool goes on. */
+  private post(d: number, l: List, tf: number, length: number, k: number): number {
+    const pool = this.pool;
+    const room = l.doc.length + l.tailDoc.length;
+    l.push(d, tf, length);
+    this.listBytes += (l.doc.length + l.tailDoc.length - room) * 6;
+    let id = l.id;
+    for (; id >= 0x80; id >>>= 7) pool[k++] = (id & 0x7f) | 0x80;
+    pool[k++] = id;
+    for (; tf >= 0x80; tf >>>= 7) pool[k++] = (tf & 0x7f) | 0x80;
+    pool[k++] = tf;
+    return k;
+  }
+
+  /** Ends document d: its pool ends at k; its entity. */
+  private end(d: number, k: number, entity: string) {
     this.docStart[d + 1] = k;
     let e = this.entityIndex.get(entity);
     if (e === undefined) {
@@ -181,6 +224,71 @@ export class KeywordSpace extends DocumentTable {
     this.entityDocs[e][n] = d;
     this.entityLive[e]++;
     this.docEntity[d] = e;
+  }
+
+  /** The list of a term, made if new. */
+  private listOf(term: string): List {
+    let l = this.lists.get(term);
+    if (!l) {
+      l = new List(this.listById.length);
+      this.listById.push(l);
+      this.lists.set(term, l);
+      this.listBytes += LIST_BYTES + term.length;
+    }
+    return l;
+  }
+
+  /**
+   * The list of a term by its number (see addText), made if new: open addressing over the numbers
+   * seen (wordKeys, 0 empty) to list ids (wordLists); a number not there yet is found by its text
+   * (listOf) once.
+   */
+  private listOfWord(word: number, term: string): List {
+    let keys = this.wordKeys;
+    let mask = keys.length - 1;
+    let s = 0;
+    if (mask > 0)
+      for (s = wordHash(word) & mask; ; s = (s + 1) & mask) {
+        const k = keys[s];
+        if (k === word) return this.listById[this.wordLists[s]];
+        if (k === 0) break;
+      }
+    const l = this.listOf(term);
+    if ((this.wordCount + 1) * 2 > keys.length) {
+      this.rewordTable();
+      keys = this.wordKeys;
+      mask = keys.length - 1;
+      s = wordHash(word) & mask;
+      while (keys[s] !== 0) s = (s + 1) & mask;
+    }
+    keys[s] = word;
+    this.wordLists[s] = l.id;
+    this.wordCount++;
+    return l;
+  }
+
+  /**
+   * The numbers' table twice as large, or emptied when it holds many more numbers than there are
+   * lists (words the word cache forgot and numbered again: see language.ts).
+   */
+  private rewordTable() {
+    const keys = this.wordKeys;
+    const values = this.wordLists;
+    const n = keys.length === 0 ? 64 : this.wordCount > this.lists.size * 2 ? keys.length : keys.length * 2;
+    this.wordKeys = new Int32Array(n);
+    this.wordLists = new Int32Array(n);
+    const keep = this.wordCount <= this.lists.size * 2;
+    this.wordCount = 0;
+    if (!keep) return;
+    const mask = n - 1;
+    for (let i = 0; i < keys.length; i++) {
+      if (keys[i] === 0) continue;
+      let s = wordHash(keys[i]) & mask;
+      while (this.wordKeys[s] !== 0) s = (s + 1) & mask;
+      this.wordKeys[s] = keys[i];
+      this.wordLists[s] = values[i];
+      this.wordCount++;
+    }
   }
 
   remove(id: string) {
@@ -337,6 +445,9 @@ export class KeywordSpace extends DocumentTable {
     this.rehash(this.live);
     this.dead = 0;
     this.countLists();
+    // (Lists left empty were dropped: a term's number may name one no longer in the Map.)
+    this.wordKeys = this.wordLists = EMPTY_DOCS;
+    this.wordCount = 0;
   }
 }
 
@@ -354,11 +465,22 @@ const SPACE_BYTES = 1024;
 const LIST_BYTES = 400;
 const ENTITY_BYTES = 150;
 const OTHER_ID_BYTES = 100;
+/** addText's scratch: the terms' numbers, the distinct terms' lists. */
+const scratchIds: number[] = [];
+const scratchLists: List[] = [];
+const wordHash = (word: number) => {
+  const h = Math.imul(word ^ (word >>> 15), 0x2c1b3c6d);
+  return h ^ (h >>> 12);
+};
 
 export type { DocTerms };
 
 export function packTerms(content: string, createdAt: number, entity: string): DocTerms {
-  const terms = indexTerms(content);
+  return packFrom(indexTerms(content), createdAt, entity);
+}
+
+/** A memory's DocTerms from its terms in order (indexTerms). */
+function packFrom(terms: string[], createdAt: number, entity: string): DocTerms {
   const v: DocTerms = [terms.length, createdAt, entity];
   if (terms.length > 32) {
     for (const [term, n] of termFrequencies(terms)) v.push(term, n);

@@ -1,9 +1,9 @@
 // The 4-bit code of one vector (four-bit.ts's put) in WebAssembly SIMD: its largest absolute
-// value (f32x4), then each value as (x * k + 8.5) truncated, k = 7 / that largest, computed in
-// f64 as JavaScript computes it, so the codes are the same bytes the JavaScript loop writes.
-// About 3x faster than that loop (a vector followed as a namespace grows pays it on the
-// store path: issue 32). The module is built here, byte by byte (wasm.ts), as dot.ts and
-// hamming.ts are.
+// value (f32x4), then each value as (x * k + 8.5) truncated, k = 7 / that largest, all in f32
+// (four lanes a step; f64, as a JavaScript loop computes it, took twice the steps for codes that
+// differ only where a value falls within f32's rounding of a level's edge). About 4x faster than
+// that loop (a vector followed as a namespace grows pays it on the store path: issue 32). The
+// module is built here, byte by byte (wasm.ts), as dot.ts and hamming.ts are.
 //   put(v, n, out) -> max: the n floats at v (n a multiple of 32, zero-padded) as n / 2 bytes
 //                          at out (two values a byte, the even one in the low nibble)
 
@@ -14,7 +14,7 @@ const simd = (...op: number[]) => [0xfd, ...op];
 const load = (offset: number) => [...simd(0x00), 0x04, ...leb(offset)]; // v128.load align=16
 const store = [...simd(0x0b), 0x04, 0x00];
 const shuffle = (lanes: number[]) => [...simd(0x0d), ...lanes];
-const f64 = (x: number) => [0x44, ...new Uint8Array(Float64Array.of(x).buffer)];
+const f32 = (x: number) => [0x43, ...new Uint8Array(Float32Array.of(x).buffer)];
 const lane = (l: number) => simd(0x1f).concat(l); // f32x4.extract_lane
 const absMask = [...simd(0x0c), ...new Array(4).fill([0xff, 0xff, 0xff, 0x7f]).flat()];
 
@@ -27,25 +27,15 @@ const HALF = 7;
 const A = 8;
 const MAX = 9;
 
-/** The two values at `at` + offset as (x * k + 8.5) truncated, in i32 lanes 0 and 1. */
-const two = (offset: number) => [
-  ...get(AT),
-  ...simd(0x5d),
-  0x03,
-  ...leb(offset), // v128.load64_zero
-  ...simd(0x5f), // f64x2.promote_low_f32x4
-  ...get(K),
-  ...simd(0xf2, 0x01), // f64x2.mul
-  ...get(HALF),
-  ...simd(0xf0, 0x01), // f64x2.add
-  ...simd(0xfc, 0x01), // i32x4.trunc_sat_f64x2_s_zero
-];
-/** The four values at `at` + offset as i32x4 codes (shuffles measured slower than the lane moves). */
+/** The four values at `at` + offset as i32x4 codes. */
 const four = (offset: number) => [
-  ...two(offset),
-  ...two(offset + 8),
-  ...simd(0x1d, 0), // i64x2.extract_lane 0
-  ...simd(0x1e, 1), // i64x2.replace_lane 1
+  ...get(AT),
+  ...load(offset),
+  ...get(K),
+  ...simd(0xe6, 0x01), // f32x4.mul
+  ...get(HALF),
+  ...simd(0xe4, 0x01), // f32x4.add
+  ...simd(0xf8, 0x01), // i32x4.trunc_sat_f32x4_s
 ];
 /**
  * The sixteen values at `at` + offset as sixteen bytes, each byte's high nibble moved beside the
@@ -106,24 +96,19 @@ const put = [
   ...simd(0xb9, 0x01),
   ...lane(0),
   ...set(MAX),
-  // k = max > 0 ? 7 / max : 0 (f64, as four-bit.ts computes it)
-  ...f64(7),
+  // k = max > 0 ? 7 / max : 0
+  ...f32(7),
   ...get(MAX),
-  0xbb, // f64.promote_f32
-  0xa3, // f64.div
-  ...f64(0),
+  0x95, // f32.div
+  ...f32(0),
   ...get(MAX),
-  0x43,
-  0,
-  0,
-  0,
-  0, // f32.const 0
+  ...f32(0),
   0x5e, // f32.gt
   0x1b, // select
-  ...simd(0x14), // f64x2.splat
+  ...simd(0x13), // f32x4.splat
   ...set(K),
-  ...f64(8.5),
-  ...simd(0x14),
+  ...f32(8.5),
+  ...simd(0x13),
   ...set(HALF),
   // 32 values (128 bytes) to 16 bytes a turn
   ...get(0),

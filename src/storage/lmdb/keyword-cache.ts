@@ -7,7 +7,7 @@
 // what is current, so it follows the committed state whatever order commits land in).
 import { rmSync } from "node:fs";
 import type { Key } from "lmdb";
-import { type DocTerms, KeywordSpace, packTerms } from "../../index/keyword";
+import { KeywordSpace } from "../../index/keyword";
 import type { EventRecord, MemoryRecord } from "../records";
 import type { SearchMemory } from "../search-memory";
 import {
@@ -21,8 +21,11 @@ import {
 import { type Dbs, END } from "./layout";
 import { loadSlice, NamespaceCache, settledAt, snapshotStamp } from "./touched";
 
-/** The in-memory postings of every namespace searched so far. */
-export type KeywordCache = NamespaceCache<KeywordSpace, DocTerms>;
+/**
+ * The in-memory postings of every namespace searched so far, each kept in step with the current
+ * records of its memories (KeywordSpace.addText takes their terms).
+ */
+export type KeywordCache = NamespaceCache<KeywordSpace, MemoryRecord>;
 
 /**
  * How many namespaces' lists were read from a snapshot in this process on a first search
@@ -128,14 +131,16 @@ export function keywordCache(
   options: { prebuild?: number; log?: PrebuildLog; memory?: SearchMemory } = {},
 ): LoadedKeywordCache {
   /**
-   * A memory's terms, from its record, if namespace_memories lists it under `namespace`: a memory
-   * is listed exactly while its record is current (both written in one transaction), and never
-   * changes namespace, so the record alone answers.
+   * A memory's record if namespace_memories lists it under `namespace`: a memory is listed exactly
+   * while its record is current (both written in one transaction), and never changes namespace,
+   * so the record alone answers.
    */
-  const termsOf = (namespace: string, id: string): DocTerms | undefined =>
-    recordTerms(namespace, dbs.memories.get(id) as MemoryRecord | undefined);
-  const recordTerms = (namespace: string, r: MemoryRecord | undefined): DocTerms | undefined =>
-    r?.state === "current" && r.namespace === namespace ? packTerms(r.content, r.createdAt, r.entity) : undefined;
+  const recordOf = (namespace: string, id: string): MemoryRecord | undefined =>
+    listed(namespace, dbs.memories.get(id) as MemoryRecord | undefined);
+  const listed = (namespace: string, r: MemoryRecord | undefined): MemoryRecord | undefined =>
+    r?.state === "current" && r.namespace === namespace ? r : undefined;
+  const addRecord = (s: KeywordSpace, id: string, r: MemoryRecord, isNew = false) =>
+    s.addText(id, r.content, r.createdAt, r.entity, isNew);
   const stamp = () => snapshotStamp(dbs);
   /**
    * Per loaded space: its namespace, changes since its last save began, whether a save is
@@ -252,7 +257,7 @@ export function keywordCache(
   const unfollowed = new Set<string>();
   const noted = new Map<string, number>();
   const counted = new Map<string, number>();
-  const cache = new NamespaceCache<KeywordSpace, DocTerms>(
+  const cache = new NamespaceCache<KeywordSpace, MemoryRecord>(
     {
       empty: (ns, reload) => {
         // (A reload reads the file this process has just written: its hashes are not checked again.)
@@ -283,8 +288,8 @@ export function keywordCache(
             if (e.mergedFromId) ids.add(e.mergedFromId);
           }
           for (const id of ids) {
-            const terms = termsOf(ns, id);
-            if (terms) s.add(id, terms);
+            const r = recordOf(ns, id);
+            if (r) addRecord(s, id, r);
             else s.remove(id);
           }
           st.changes = ids.size;
@@ -292,8 +297,8 @@ export function keywordCache(
         }
         return loadSlice(dbs.namespaceMemories, ns, after, limit, (key) => {
           if (later?.(key[1] as string)) return;
-          const terms = termsOf(ns, key[1] as string);
-          if (terms) s.add(key[1] as string, terms, true);
+          const r = recordOf(ns, key[1] as string);
+          if (r) addRecord(s, key[1] as string, r, true);
         });
       },
       loaded: (s) => {
@@ -331,15 +336,15 @@ export function keywordCache(
         }
         return keep;
       },
-      read: ([ns, , id]) => termsOf(ns, id),
+      read: ([ns, , id]) => recordOf(ns, id),
       // (The record a commit just created: not read back from LMDB. See NamespaceCache.refresh.)
-      created: ([ns], r) => recordTerms(ns, r),
+      created: ([ns], r) => listed(ns, r),
       drop: (s, [, , id]) => {
         s.remove(id);
         changed(s);
       },
-      put: (s, [, , id], terms) => {
-        s.add(id, terms);
+      put: (s, [, , id], r) => {
+        addRecord(s, id, r);
         changed(s);
       },
       bytes: (s) => s.heldBytes(),

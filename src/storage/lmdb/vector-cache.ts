@@ -434,7 +434,14 @@ export function vectorCache(
         if (!following || unfollowed.has(ns)) return;
         // (Bounded: a server of many small tenants forgets the counts, and counts again.)
         if (noted.size >= 10_000 && !noted.has(ns)) noted.clear();
-        noted.set(ns, (noted.get(ns) ?? 0) + changes);
+        const n = (noted.get(ns) ?? 0) + changes;
+        noted.set(ns, n);
+        // Counted at commit time: a bulk load is looked at once it may hold enough, not up to
+        // followMs later (in process, 16,000 stores a second, the timer's look found 20,000-26,000
+        // vectors: all loaded in the background, then those committed meanwhile read again). Not
+        // again before an eighth of `from` more changes, so a namespace just below it whose
+        // vectors are replaced (changes that do not add) is not counted at every commit.
+        if (n >= Math.max(vectorSnapshots.from - (counted.get(ns) ?? 0), vectorSnapshots.from / 8)) lookSoon();
       },
       load: (s, ns, _after, limit, later) => load(s, ns, limit, later),
       // Read from the records: saved behind this search, so the next start reads it.
@@ -464,8 +471,9 @@ export function vectorCache(
   );
   /**
    * Following namespaces as they grow (`follow`, with a data dir: memd serve with
-   * --keyword-prebuild): a namespace that commits vectors is counted every `followMs` (keys up to
-   * `vectorSnapshots.from`, not again until its noted changes could take it there), and once it
+   * --keyword-prebuild): a namespace that commits vectors is counted (keys up to
+   * `vectorSnapshots.from`) right after a commit whose noted changes could take it there, and by a
+   * look every `followMs` (not again until its noted changes could take it there), and once it
    * holds that many its vectors are loaded in the background and kept in step, so that it is
    * saved (and saved again as it grows) without being searched: the first semantic search after a
    * bulk load, or after a restart that followed one, does not read every vector.
@@ -499,6 +507,15 @@ export function vectorCache(
     } finally {
       looking = false;
     }
+  };
+  let soon = false;
+  const lookSoon = () => {
+    if (soon) return;
+    soon = true;
+    setImmediate(() => {
+      soon = false;
+      look();
+    });
   };
   const timer = following ? setInterval(look, vectorSnapshots.followMs) : undefined;
   timer?.unref?.();
