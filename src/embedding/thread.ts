@@ -14,6 +14,8 @@ export interface EmbedThread {
    * stored by the thread itself; how many were read and the vector keys written.
    */
   store(o: { dataDir: string; mapSizeMb?: number; limit: number }): Promise<{ read: number; touched: VectorKey[] }>;
+  /** Starts the thread and has it read its table, so that its first batch need not wait for them. */
+  warm(): void;
   /** Ends the thread; calls waiting on it are refused. */
   stop(): void;
 }
@@ -84,6 +86,9 @@ export function startEmbedThread(): EmbedThread {
       if (texts.length === 0 && !stopped) return [];
       const { vectors } = await ask({ id: next++, texts });
       return (vectors ?? []).map((b) => new Float32Array(b));
+    },
+    warm() {
+      if (!stopped && !worker) ask({ id: next++, texts: [] }).catch(() => {});
     },
     async store(store) {
       const { stored } = await ask({ id: next++, store });

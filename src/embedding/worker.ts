@@ -172,7 +172,8 @@ export function startEmbedWorker(core: Core<Embeddings>, o: WorkerOptions = {}):
     const b: Backlog = { dirty: true, afterBatch: new Set() };
     backlog = b;
     backlogs.set(core.notifier, b);
-    threads.set(core.notifier, startEmbedThread());
+    const thread = startEmbedThread();
+    threads.set(core.notifier, thread);
     // A while after a commit, so that a burst of stores is embedded in full batches: each pass
     // reads the queue and writes its vectors in a transaction of its own beside the stores'.
     // bench/default-embedder.ts, 2,000 stores 8 at a time, store p50 against --embedder none's in
@@ -180,6 +181,9 @@ export function startEmbedWorker(core: Core<Embeddings>, o: WorkerOptions = {}):
     let soon: ReturnType<typeof setTimeout> | undefined;
     unsubscribe = core.notifier.subscribeAll(() => {
       b.dirty = true;
+      // The first commit starts the thread (reading its modules and table takes a while, from
+      // source most), so that a search right after the first stores finds them embedded.
+      thread.warm();
       soon ??= setTimeout(() => {
         soon = undefined;
         if (!stopped)
