@@ -189,6 +189,10 @@ export function startEmbedWorker(core: Core<Embeddings>, o: WorkerOptions = {}):
     backlogs.set(core.notifier, b);
     const thread = startEmbedThread();
     threads.set(core.notifier, thread);
+    // On LMDB the first look for pending memories (a tick) starts the thread anyway: started now,
+    // it has read its modules and table before the first stores come (from source that takes ~1
+    // s under load, and a search right after the first stores waits at most catchUpMaxMs).
+    if (core.storage.vectorsElsewhere) thread.warm();
     // A while after a commit, so that a burst of stores is embedded in full batches: each pass
     // reads the queue and writes its vectors in a transaction of its own beside the stores'.
     // bench/default-embedder.ts, 2,000 stores 8 at a time, store p50 against --embedder none's in
