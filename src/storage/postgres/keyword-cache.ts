@@ -109,9 +109,14 @@ export function pgKeywordLists(
   const entries = new Map<string, Lists>();
   let closed = false;
   const stats = { read: 0, written: 0 };
-  /** Lets a namespace's lists go (the budget released them, or they are built again): they follow nothing any more. */
-  const release = (ns: string, e: Lists) => {
-    if (entries.get(ns) !== e) return;
+  /**
+   * The budget lets the namespace's lists go: they follow nothing any more. (It counts only the
+   * lists held now: start() drops them from it before it builds others. One function for every
+   * namespace, not a closure each: issue 32's small namespaces.)
+   */
+  const release = (ns: string) => {
+    const e = entries.get(ns);
+    if (!e) return;
     entries.delete(ns);
     followers.detach(ns, e);
   };
@@ -119,8 +124,7 @@ export function pgKeywordLists(
    * Counts the lists in the budget as they are now, with their bookkeeping (this map's entry, the
    * follower's, the budget's), which may release others'.
    */
-  const held = (ns: string, e: Lists) =>
-    memory?.hold(ns, "keyword", e.space.heldBytes() + ENTRY_BYTES, () => release(ns, e));
+  const held = (ns: string, e: Lists) => memory?.hold(ns, "keyword", e.space.heldBytes() + ENTRY_BYTES, release);
 
   /** Reads the namespace's current memories in slices, then follows what changed meanwhile. */
   const build = async (ns: string, e: Lists) => {
