@@ -42,21 +42,19 @@ const lateMs = 20;
 /**
  * Calls `expire` once `ms` have passed, and answers how to cancel it. A timer that fires late
  * means this thread was not running (a busy machine; the delivery thread is in the idle class),
- * and a timer due runs before the socket's events that came meanwhile: it waits one more turn, so
- * an answer that came in time is read first and the thread's own wait is not the receiver's.
+ * and a timer due runs before the socket's events that came meanwhile: it waits one more turn of
+ * the event loop (once, so a thread kept from running still times out), and an answer that came
+ * in time is read first: the thread's own wait is not the receiver's.
  */
 function timeLimit(ms: number, expire: () => void): () => void {
-  let due = performance.now() + ms;
-  let timer: ReturnType<typeof setTimeout>;
-  const check = () => {
-    const now = performance.now();
-    if (now - due <= lateMs) return expire();
-    due = now + 1;
-    timer = setTimeout(check, 1);
-  };
-  timer = setTimeout(check, ms);
+  const due = performance.now() + ms;
+  let timer = setTimeout(() => {
+    if (performance.now() - due <= lateMs) expire();
+    else timer = setTimeout(expire, 1);
+  }, ms);
   return () => clearTimeout(timer);
 }
+
 /** Idle kept connections per address, port, scheme and host name; closed after idleMs unused. */
 const idle = new Map<string, Link[]>();
 const idleMs = 30_000;
