@@ -4,6 +4,14 @@ import { EmbedError, embedSettings, embedTexts, newCost } from "./client";
 import { type EmbedThread, startEmbedThread } from "./thread";
 
 const batchSize = 64;
+/**
+ * Pending memories the built-in embedder's thread embeds and writes in one transaction on LMDB:
+ * four batches, as each transaction's durable commit and hand-offs (the serving thread's refresh
+ * of its vectors) weigh on every memory it holds. Raw stores at 64 connections, per-thread CPU
+ * of the process in the same run: the thread 30 against 37-45 µs a store, the serving thread
+ * 66 against 73-105 (bench/notes.md, "h32e, stop 43").
+ */
+const threadBatchSize = 4 * batchSize;
 
 /** Each server's embedding thread (built-in embedder), by its commit notifier. */
 const threads = new WeakMap<object, EmbedThread>();
@@ -27,7 +35,7 @@ export async function embedPendingBatch(core: Core<Embeddings>): Promise<number>
       const stored = await thread.store({
         dataDir: elsewhere.dataDir,
         mapSizeMb: elsewhere.mapSizeMb,
-        limit: batchSize,
+        limit: threadBatchSize,
       });
       touched = stored.touched;
       return stored.read;
@@ -51,6 +59,8 @@ export async function embedPendingBatch(core: Core<Embeddings>): Promise<number>
  */
 interface Backlog {
   dirty: boolean;
+  /** Memories a batch takes at most (batchSize, or threadBatchSize on the thread writing them). */
+  perBatch: number;
   running?: Promise<void>;
   /** Called after each batch a pass embeds (catchUp waits on them). */
   afterBatch: Set<() => void>;
@@ -75,7 +85,7 @@ function drain(core: Core<Embeddings>, b: Backlog, max: number): Promise<void> {
         const n = await embedPendingBatch(core);
         done += n;
         for (const f of b.afterBatch) f();
-        if (n < batchSize) return;
+        if (n < b.perBatch) return;
       }
       b.dirty = true;
     } finally {
@@ -107,7 +117,8 @@ const catchUpMaxMs = 1000;
 
 async function catchUpBatches(b: Backlog, core: Core<Embeddings>): Promise<void> {
   // A pass under way (a bulk load's may run long): its next batches, as many as a pass of our own.
-  for (let batches = 0; batches < searchCatchUp / batchSize; batches++) {
+  const batches = Math.max(1, searchCatchUp / b.perBatch);
+  for (let batch = 0; batch < batches; batch++) {
     if (b.running) {
       const running = b.running;
       await new Promise<void>((resolve) => {
@@ -120,7 +131,7 @@ async function catchUpBatches(b: Backlog, core: Core<Embeddings>): Promise<void>
       });
     } else if (b.dirty)
       // A failure is logged by the background pass that retries; the search finds by words meanwhile.
-      return drain(core, b, searchCatchUp - batches * batchSize).catch(() => {});
+      return drain(core, b, searchCatchUp - batch * b.perBatch).catch(() => {});
     else return;
   }
 }
@@ -169,7 +180,11 @@ export function startEmbedWorker(core: Core<Embeddings>, o: WorkerOptions = {}):
   };
   let unsubscribe = () => {};
   if (s.builtin) {
-    const b: Backlog = { dirty: true, afterBatch: new Set() };
+    const b: Backlog = {
+      dirty: true,
+      perBatch: core.storage.vectorsElsewhere ? threadBatchSize : batchSize,
+      afterBatch: new Set(),
+    };
     backlog = b;
     backlogs.set(core.notifier, b);
     const thread = startEmbedThread();

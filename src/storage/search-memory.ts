@@ -27,17 +27,22 @@ export const ENTRY_BYTES = 1024;
 export const COLLECT_FRACTION = 1 / 16;
 export const COLLECT_MIN = 4 * 2 ** 20;
 
-/** One structure of a namespace held in memory: its size and how to let it go. */
-type Held = { bytes: number; release: () => void };
+/**
+ * One structure of a namespace held in memory: its kind, size and how to let it go (called with
+ * the namespace), and the namespace's next structure. A namespace's structures are a chain of
+ * these, changed in place by hold (issue 32: a Map per namespace, and a new record and closure at
+ * each search, were most of what the budget's bookkeeping cost 10,000s of small namespaces).
+ */
+type Held = { kind: string; bytes: number; release: (namespace: string) => void; next: Held | undefined };
 
 export class SearchMemory {
-  /** Namespaces holding something, least recently searched first (a Map keeps insertion order). */
-  private readonly byNamespace = new Map<string, Map<string, Held>>();
+  /** Namespaces holding something (their first structure), least recently searched first (a Map keeps insertion order). */
+  private readonly byNamespace = new Map<string, Held>();
   /**
    * Namespaces holding something loaded without a search (LMDB: followed as they grew), released
    * before any searched one; a search moves its namespace to byNamespace.
    */
-  private readonly unsearched = new Map<string, Map<string, Held>>();
+  private readonly unsearched = new Map<string, Held>();
   /** Bytes held now, and structures released to stay within the budget since the start. */
   held = 0;
   evictions = 0;
@@ -69,19 +74,27 @@ export class SearchMemory {
 
   /**
    * The `kind` structure of `namespace` (e.g. "keyword") holds `bytes` now (first held, or grown or
-   * shrunk since), and is let go by `release`; then the budget is enforced. A namespace not held
-   * yet counts as the most recent, or (`searched` false: loaded without a search) goes with the
-   * ones released first.
+   * shrunk since), and is let go by `release` (called with the namespace); then the budget is
+   * enforced. A namespace not held yet counts as the most recent, or (`searched` false: loaded
+   * without a search) goes with the ones released first.
    */
-  hold(namespace: string, kind: string, bytes: number, release: () => void, searched = true) {
-    let held = this.byNamespace.get(namespace) ?? this.unsearched.get(namespace);
-    if (held === undefined) {
-      held = new Map();
-      (searched ? this.byNamespace : this.unsearched).set(namespace, held);
+  hold(namespace: string, kind: string, bytes: number, release: (namespace: string) => void, searched = true) {
+    const first = this.byNamespace.get(namespace) ?? this.unsearched.get(namespace);
+    let last: Held | undefined;
+    let h = first;
+    while (h !== undefined && h.kind !== kind) {
+      last = h;
+      h = h.next;
     }
-    const before = held.get(kind);
-    this.held += bytes - (before?.bytes ?? 0);
-    held.set(kind, { bytes, release });
+    if (h === undefined) {
+      // (Released in the order first held.)
+      h = { kind, bytes: 0, release, next: undefined };
+      if (last !== undefined) last.next = h;
+      else (searched ? this.byNamespace : this.unsearched).set(namespace, h);
+    }
+    this.held += bytes - h.bytes;
+    h.bytes = bytes;
+    h.release = release;
     this.enforce();
   }
 
@@ -99,20 +112,26 @@ export class SearchMemory {
 
   /** Its owner let the structure go itself (an erasure, a rebuild, closing): no longer counted. */
   drop(namespace: string, kind: string) {
-    const held = this.byNamespace.get(namespace) ?? this.unsearched.get(namespace);
-    const h = held?.get(kind);
-    if (!held || !h) return;
-    this.held -= h.bytes;
-    held.delete(kind);
-    if (held.size === 0) {
-      this.byNamespace.delete(namespace);
-      this.unsearched.delete(namespace);
+    const from = this.byNamespace.has(namespace) ? this.byNamespace : this.unsearched;
+    const first = from.get(namespace);
+    let before: Held | undefined;
+    let h = first;
+    while (h !== undefined && h.kind !== kind) {
+      before = h;
+      h = h.next;
     }
+    if (h === undefined) return;
+    this.held -= h.bytes;
+    if (before !== undefined) before.next = h.next;
+    else if (h.next !== undefined) from.set(namespace, h.next);
+    else from.delete(namespace);
   }
 
   /** Whether a structure of the namespace is counted (for tests). */
   holds(namespace: string, kind: string): boolean {
-    return (this.byNamespace.get(namespace) ?? this.unsearched.get(namespace))?.has(kind) === true;
+    let h = this.byNamespace.get(namespace) ?? this.unsearched.get(namespace);
+    while (h !== undefined && h.kind !== kind) h = h.next;
+    return h !== undefined;
   }
 
   /** Namespaces holding something. */
@@ -127,13 +146,13 @@ export class SearchMemory {
   enforce() {
     while (this.held > this.budget && (this.unsearched.size > 0 || this.byNamespace.size > 1)) {
       const from = this.unsearched.size > 0 ? this.unsearched : this.byNamespace;
-      const [namespace, held] = from.entries().next().value as [string, Map<string, Held>];
+      const [namespace, first] = from.entries().next().value as [string, Held];
       from.delete(namespace);
-      for (const h of held.values()) {
+      for (let h: Held | undefined = first; h !== undefined; h = h.next) {
         this.held -= h.bytes;
         this.released += h.bytes;
         this.evictions++;
-        h.release();
+        h.release(namespace);
       }
     }
     this.collectSoon();

@@ -611,6 +611,12 @@ export interface Webhooks {
   /** Events by seq, as they are now (an erasure scrubs events in place): one answer per seq, in order, undefined where none. */
   eventsBySeq(seqs: number[]): Promise<(EventRecord | undefined)[]>;
   /**
+   * How many erasures have committed, by any process: it goes up in each erasure's own
+   * transaction, whatever seq the erasure took, so events read after one answer and before the
+   * next that gives the same count are as they are now. One row on PostgreSQL.
+   */
+  erasuresCommitted(): Promise<number>;
+  /**
    * Takes or renews the delivery lease of a subscription for `ttlMs` (database time on
    * PostgreSQL, so replicas' clocks do not matter): true while `owner` holds it. A lease is a
    * row, not a session lock, so it works through a pooler in transaction mode. LMDB has one

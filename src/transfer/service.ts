@@ -321,7 +321,8 @@ export async function runImport(
 export class Progress {
   private done = 0;
   private readonly started = performance.now();
-  private lastDraw = 0;
+  /** A line every `everyMs` from the start (not from the process's start: a slow start printed one at once). */
+  private lastDraw = this.started;
 
   constructor(
     private readonly label: string,

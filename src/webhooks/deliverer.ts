@@ -72,15 +72,74 @@ const keptDeliveries = 100;
 const eventsRead = 20;
 
 /**
+ * Whether events read from storage at some moment are still as they are, where another process's
+ * erasure may have scrubbed them since (PostgreSQL replicas): storage's count of committed
+ * erasures, one read at a time, a read begun at most `freshMs` ago answering every caller. What
+ * was read after a read that gave the count now, checked against one begun within `freshMs`, is
+ * as it was then; an erasure that commits later with a lower seq counts as well.
+ */
+class ErasureWatch {
+  private count: number | undefined;
+  /** When the first read that gave `count` had ended: reads begun since are current while it holds. */
+  private since = Number.POSITIVE_INFINITY;
+  private startedAt = Number.NEGATIVE_INFINITY;
+  private reading: Promise<void> | undefined;
+
+  constructor(
+    private readonly storage: Pick<Storage, "erasuresCommitted">,
+    private readonly freshMs: number,
+  ) {}
+
+  /** Whether no erasure has committed since `readAt` (performance.now() when a read of storage began), as of freshMs ago at most. */
+  async unchangedSince(readAt: number): Promise<boolean> {
+    // `since` only moves on: what was read before it is not vouched for.
+    if (this.count !== undefined && readAt < this.since) return false;
+    await this.fresh();
+    return readAt >= this.since;
+  }
+
+  private async fresh() {
+    for (;;) {
+      const recent = performance.now() - this.startedAt <= this.freshMs;
+      if (this.reading) {
+        await this.reading;
+        if (recent) return;
+        continue;
+      }
+      if (recent) return;
+      this.startedAt = performance.now();
+      this.reading = this.storage
+        .erasuresCommitted()
+        .then(
+          (n) => {
+            if (n === this.count) return;
+            this.count = n;
+            this.since = performance.now();
+          },
+          () => {
+            // Unknown: nothing read so far is vouched for (the events are read again).
+            this.count = undefined;
+            this.since = Number.POSITIVE_INFINITY;
+          },
+        )
+        .finally(() => {
+          this.reading = undefined;
+        });
+    }
+  }
+}
+
+/**
  * Events as they are now (storage.eventsBySeq), for the POSTs whose trail read is older than the
  * last scrubbing commit of this process (an erasure scrubs events in place; `scrubs` counts it
- * before the erasure is answered) or than `freshMs` (another replica's erasures; PostgreSQL).
- * One statement reads a subscription's next events, and every subscription sending the same
- * events at about the same time uses that read (its body is serialized once: payload keeps the
- * parts by the record read), under the same two bounds.
+ * before the erasure is answered) or, on PostgreSQL, older than `freshMs` with an erasure
+ * committed since (another replica's; `watch`). One statement reads a subscription's next
+ * events, and every subscription sending the same events uses that read (its body is serialized
+ * once: payload keeps the parts by the record read), under the same two bounds.
  */
 class CurrentEvents {
   private reads = new Map<number, Promise<EventRecord | undefined>>();
+  /** When the reads kept began, at the earliest, and this process's scrubs then. */
   private since = 0;
   private seen: number;
 
@@ -88,22 +147,31 @@ class CurrentEvents {
     private readonly storage: Pick<Storage, "eventsBySeq">,
     private readonly freshMs: number,
     private readonly scrubs: () => number,
+    private readonly watch: ErasureWatch | undefined,
   ) {
     this.seen = scrubs();
   }
 
+  /** Whether what was read from storage at `at` is as it is now, this process's scrubs aside. */
+  private async unchanged(at: number) {
+    if (performance.now() - at <= this.freshMs) return true;
+    return this.watch !== undefined && (await this.watch.unchangedSince(at));
+  }
+
   /** Whether items read at `readAt` (performance.now()), with `scrubs` as it was then, are as they are now. */
-  current(readAt: number, scrubs: number) {
-    return scrubs === this.scrubs() && performance.now() - readAt <= this.freshMs;
+  async current(readAt: number, scrubs: number) {
+    return scrubs === this.scrubs() && (await this.unchanged(readAt));
   }
 
   /** `seq` as it is now; `next`: the seqs to be asked for next, read in the same statement. */
-  get(seq: number, next: () => number[]) {
-    const now = performance.now();
+  async get(seq: number, next: () => number[]) {
+    const since = this.since;
     const scrubs = this.scrubs();
-    if (now - this.since > this.freshMs || scrubs !== this.seen || this.reads.size > 10 * eventsRead) {
+    const kept = scrubs === this.seen && this.reads.size <= 10 * eventsRead && (await this.unchanged(since));
+    // Unless another caller started afresh meanwhile.
+    if (!kept && this.since === since) {
       this.reads.clear();
-      this.since = now;
+      this.since = performance.now();
       this.seen = scrubs;
     }
     const r = this.reads.get(seq);
@@ -290,10 +358,12 @@ export function startDeliverer(
   let pinged = 0;
   const scrubs = core.scrubs ?? (() => pinged);
   // On LMDB every write is this process's (one process owns a data dir): only its scrubs change
-  // events read. On PostgreSQL another replica's erasure may too: events read are trusted 5 ms.
+  // events read. On PostgreSQL another replica's erasure may too: events read are trusted 5 ms,
+  // and after that while the erasure count read within 5 ms is the one they were read under.
   const freshMs = storage.sharedWithReplicas ? scanSpacingMs : Number.POSITIVE_INFINITY;
   const trail = new SharedTrail(storage, scanSpacingMs, scrubs);
-  const current = new CurrentEvents(storage, freshMs, scrubs);
+  const watch = storage.sharedWithReplicas ? new ErasureWatch(storage, scanSpacingMs) : undefined;
+  const current = new CurrentEvents(storage, freshMs, scrubs, watch);
   const unsubscribe = core.notifier.subscribeAll((scrubbed) => {
     if (scrubbed) pinged++;
     trail.committed();
@@ -510,7 +580,7 @@ export function startDeliverer(
         // As it is now: an erasure since it was read has scrubbed it.
         const scrubsAtRead = scrubs();
         const e =
-          isErasure(head) || current.current(bufferReadAt, bufferScrubs)
+          isErasure(head) || (await current.current(bufferReadAt, bufferScrubs))
             ? head
             : ((await current.get(head.seq, nextSeqs)) ?? head);
         const id = messageId(w, e.seq);

@@ -35,6 +35,26 @@ export interface PostResult {
 }
 
 const headerEnd = Buffer.from("\r\n\r\n");
+
+/** How late a time limit's timer may fire before it counts as this thread not having run. */
+const lateMs = 20;
+
+/**
+ * Calls `expire` once `ms` have passed, and answers how to cancel it. A timer that fires late
+ * means this thread was not running (a busy machine; the delivery thread is in the idle class),
+ * and a timer due runs before the socket's events that came meanwhile: it waits one more turn of
+ * the event loop (once, so a thread kept from running still times out), and an answer that came
+ * in time is read first: the thread's own wait is not the receiver's.
+ */
+function timeLimit(ms: number, expire: () => void): () => void {
+  const due = performance.now() + ms;
+  let timer = setTimeout(() => {
+    if (performance.now() - due <= lateMs) expire();
+    else timer = setTimeout(expire, 1);
+  }, ms);
+  return () => clearTimeout(timer);
+}
+
 /** Idle kept connections per address, port, scheme and host name; closed after idleMs unused. */
 const idle = new Map<string, Link[]>();
 const idleMs = 30_000;
@@ -163,9 +183,9 @@ const bunHandlers: SocketHandler<BunConn> = {
 /** A new http connection to the checked address, or why not (within the connect time limit). */
 async function bunConnect(address: string, port: number, o: PostOptions): Promise<BunConn | PostResult> {
   const conn = new BunConn();
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let cancel: (() => void) | undefined;
   const late = new Promise<"late">((resolve) => {
-    timer = setTimeout(() => resolve("late"), o.connectTimeoutMs);
+    cancel = timeLimit(o.connectTimeoutMs, () => resolve("late"));
   });
   const connecting = Bun.connect({ hostname: address, port, data: conn, socket: bunHandlers }).then(
     (s) => {
@@ -180,7 +200,7 @@ async function bunConnect(address: string, port: number, o: PostOptions): Promis
     o.signal?.addEventListener("abort", onAbort, { once: true });
   });
   const r = await Promise.race([connecting, late, stopped]);
-  clearTimeout(timer);
+  cancel?.();
   if (onAbort) o.signal?.removeEventListener("abort", onAbort);
   if (r !== "late" && r !== "stopped") return r;
   void connecting.then((c) => c instanceof BunConn && c.destroy());
@@ -272,12 +292,12 @@ function exchange(conn: Link, request: string, o: PostOptions, connecting?: "sec
   const socket = conn instanceof Conn ? conn.socket : undefined;
   return new Promise<Exchanged>((resolve) => {
     let done = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancel: (() => void) | undefined;
     let all: Buffer | undefined;
     const settle = (result: PostResult, reusable = false) => {
       if (done) return;
       done = true;
-      clearTimeout(timer);
+      cancel?.();
       o.signal?.removeEventListener("abort", onAbort);
       if (connecting) socket?.removeListener(connecting, onConnect);
       conn.current = undefined;
@@ -328,13 +348,13 @@ function exchange(conn: Link, request: string, o: PostOptions, connecting?: "sec
       },
     };
     const onConnect = () => {
-      clearTimeout(timer);
+      cancel?.();
       if (o.stillCurrent && !o.stillCurrent()) return settle({ ...failed("stale"), stale: true }, true);
-      timer = setTimeout(() => settle(failed(`no answer within ${o.answerTimeoutMs} ms`)), o.answerTimeoutMs);
+      cancel = timeLimit(o.answerTimeoutMs, () => settle(failed(`no answer within ${o.answerTimeoutMs} ms`)));
       conn.write(request);
     };
     if (connecting && socket) {
-      timer = setTimeout(() => settle(failed(`no connection within ${o.connectTimeoutMs} ms`)), o.connectTimeoutMs);
+      cancel = timeLimit(o.connectTimeoutMs, () => settle(failed(`no connection within ${o.connectTimeoutMs} ms`)));
       socket.once(connecting, onConnect);
     } else onConnect();
   });

@@ -225,9 +225,7 @@ test("each backend uses the search engine through its small interface: src/index
   const inside = [...typeAndRunTimeGraph()]
     .filter(([file]) => !file.startsWith("index/"))
     .flatMap(([file, deps]) =>
-      [...deps]
-        .filter((d) => d.startsWith("index/") && !entries.has(d) && d !== encoders)
-        .map((d) => `${file} → ${d}`),
+      [...deps].filter((d) => d.startsWith("index/") && !entries.has(d) && d !== encoders).map((d) => `${file} → ${d}`),
     );
   expect(inside).toEqual([]);
   const users = [...graph].filter(([, deps]) => [...deps].some((d) => entries.has(d))).map(([file]) => file);

@@ -612,6 +612,21 @@ const cases: Record<string, Case> = {
     expect(last.scannedTo).toBe(end);
   },
 
+  "Webhooks: the count of committed erasures goes up with each erasure, and with nothing else": async (s) => {
+    const n = ns("erasure-count");
+    const a = add(n, "erin's phone", { entity: "erin" });
+    await s.apply([a], "k");
+    const before = await s.erasuresCommitted();
+    await s.apply([add(n, "frank's phone", { entity: "frank" })], "k");
+    await s.apply([{ event: "DELETE", target: idOf(a), reason: "deleted" }], "k");
+    expect(await s.erasuresCommitted()).toBe(before);
+    await s.erase(n, "erin", "k");
+    expect(await s.erasuresCommitted()).toBe(before + 1);
+    // At once, whatever seq each takes and in whatever order they commit.
+    await Promise.all(["frank", "gina", "hal"].map((e) => s.erase(n, e, "k")));
+    expect(await s.erasuresCommitted()).toBe(before + 4);
+  },
+
   "Upkeep: an open store is ready, and its figures count what was written": async (s) => {
     expect(await s.notReadyReason()).toBeUndefined();
     const before = await s.stats();

@@ -44,14 +44,15 @@ test("the bytes counted for a held small namespace are at least the heap it hold
   );
   expect(await child.exited).toBe(0);
   const { built, searched } = JSON.parse(await new Response(child.stdout).text()) as Record<string, Measure>;
-  // (Measured, a namespace: ~3.5-3.7 KiB freed, counted 4.2 KiB, its documents binary records
+  // (Measured, a namespace: ~3.0-3.1 KiB freed, counted 4.2 KiB, its bookkeeping records changed
+  // in place; ~3.5-3.7 KiB with a Map, a Set and a closure per namespace; its documents binary records
   // and no maps or arrays of its own while packed; as JSON lines in a string ~4.9-5.0 KiB freed,
   // counted 5.2. Before that: 4.2 KiB counted (0.82
   // of it), and lists built but not searched yet held ~7 KiB, their packed documents a rope of strings.)
   for (const { held, counted, freed, after } of [built, searched]) {
     expect(held).toBe(n);
     expect(after).toBe(0);
-    expect(freed / n).toBeGreaterThan(3000);
+    expect(freed / n).toBeGreaterThan(2000);
     expect(counted / freed).toBeGreaterThan(0.95);
   }
 }, 120_000);

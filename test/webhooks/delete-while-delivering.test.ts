@@ -1,6 +1,6 @@
 // @targets postgres
 // DELETE /v1/webhooks/{id} while the delivery thread writes the subscription's cursor and log: a
-// delivery's write locks the subscription's row, then its log's rows (trimming the oldest). The
+// delivery's write locks the subscription's row, then its log's row (webhook_logs). The
 // delete used to take them the other way round, and the two deadlocked: PostgreSQL ended one, and
 // the DELETE answered 503 storage_unavailable (seen in the bench right after a busy delivery).
 // Here a transaction of the test takes the locks as a delivery's write does, with the DELETE
@@ -39,7 +39,7 @@ test("a subscription deleted while a delivery writes its log is deleted, not ans
     expect(
       (await call("POST", "/v1/memory", { namespace: "d", entity: "e", content: `fact ${i}`, infer: false })).status,
     ).toBe(200);
-  // Delivered, and the log written (the rows the delete and the delivery's trim both lock).
+  // Delivered, and the log written (the row the delete and the delivery's write both lock).
   for (const deadline = Date.now() + 20_000; ; await Bun.sleep(20)) {
     const log = await call("GET", `/v1/webhooks/${id}/deliveries`);
     if (log.body?.length >= 3) break;
@@ -58,12 +58,12 @@ test("a subscription deleted while a delivery writes its log is deleted, not ans
       if (w.n > 0) break;
       if (Date.now() > deadline) throw new Error("the DELETE never waited for the subscription's row");
     }
-    // ...then the log's rows, as the trim of the oldest entries does.
-    await tx`SELECT 1 FROM webhook_deliveries WHERE webhook_id = ${id} FOR UPDATE`;
+    // ...then the log's row, as the delivery's write does.
+    await tx`SELECT 1 FROM webhook_logs WHERE webhook_id = ${id} FOR UPDATE`;
   });
   const answer = await deleted!;
   expect(answer).toEqual({ status: 200, body: { id, deleted: true } });
   expect((await call("GET", `/v1/webhooks/${id}`)).status).toBe(404);
-  const [left] = await db`SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = ${id}`;
+  const [left] = await db`SELECT count(*)::int AS n FROM webhook_logs WHERE webhook_id = ${id}`;
   expect(left.n).toBe(0);
 });

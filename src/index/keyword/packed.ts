@@ -2,7 +2,7 @@
 // record in one byte array, instead of a line of JSON in one string (issue 32: on PostgreSQL a
 // held namespace of 20 memories freed ~4.9 KiB of heap with JSON lines, ~4.0 KiB with records).
 // A record: its size in bytes (varint), the id (0 and a UUID's 16 bytes, or 1 and a string),
-// then the DocTerms: length (varint), createdAt (float64), entity (a string), and each term (a
+// then the DocTerms: length (varint), createdAt (float64, the machine's byte order), entity (a string), and each term (a
 // string) with its tf (varint). A string: a varint of its length in UTF-16 units times 2, plus 1
 // when it is not all ASCII; then a byte a unit (ASCII) or two (every string exactly as it was,
 // lone surrogates included).
@@ -47,8 +47,8 @@ export class PackedDocs {
       k = putString(b, k, id);
     }
     k = putVarint(b, k, v[0] as number);
-    new DataView(b.buffer, b.byteOffset + k, 8).setFloat64(0, v[1] as number, true);
-    k += 8;
+    time[0] = v[1] as number;
+    for (let i = 0; i < 8; i++) b[k++] = timeBytes[i];
     k = putString(b, k, v[2] as string);
     for (let i = 3; i < v.length; i += 2) {
       k = putString(b, k, v[i] as string);
@@ -83,7 +83,6 @@ export class PackedDocs {
    */
   *docs(terms?: ReadonlySet<string>): Generator<[string, DocTerms]> {
     const b = this.bytes;
-    const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
     // The terms looked for, as their records' bytes: compared in place, none decoded.
     const wanted = terms && [...terms].map((t) => encoded(t));
     for (let at = 0; at < this.end; ) {
@@ -92,7 +91,8 @@ export class PackedDocs {
       const id = this.idAt(this.at);
       this.skipId(this.at);
       const length = this.readVarint(this.at);
-      const v: DocTerms = [length, view.getFloat64(this.at, true)];
+      for (let i = 0; i < 8; i++) timeBytes[i] = b[this.at + i];
+      const v: DocTerms = [length, time[0]];
       v.push(this.readString(this.at + 8));
       while (this.at < end) {
         let term: string | undefined;
@@ -183,6 +183,14 @@ export class PackedDocs {
     return `${a}-${c.slice(0, 4)}-${c.slice(4)}-${d.slice(0, 4)}-${d.slice(4)}${e}`;
   }
 }
+
+/**
+ * A record's time goes through these, in the machine's byte order (records never leave the
+ * process): not a DataView of the record array, whose `buffer` would be made for it, an object
+ * more for every small namespace held (issue 32).
+ */
+const time = new Float64Array(1);
+const timeBytes = new Uint8Array(time.buffer);
 
 function putVarint(b: Uint8Array, k: number, n: number): number {
   for (; n >= 0x80; n = Math.floor(n / 128)) b[k++] = (n % 128) | 0x80;

@@ -149,6 +149,11 @@ export function lmdbWebhooks(s: LmdbState): Webhooks {
       return seqs.map((seq) => dbs.events.get(seq) as EventRecord | undefined);
     },
 
+    async erasuresCommitted() {
+      if (!isMainThread) s.env.resetReadTxn();
+      return dbs.erasures.getCount();
+    },
+
     async leaseWebhook() {
       return true;
     },

@@ -57,6 +57,8 @@ export function pgErasure(s: PgState): Erasure {
         // Search snapshots of the namespace may hold the erased memories (snapshots.ts).
         await tx`DELETE FROM search_snapshot_parts WHERE namespace = ${namespace}`;
         await tx`DELETE FROM search_snapshots WHERE namespace = ${namespace}`;
+        // Last, so that erasures wait on this one row only as they commit (webhooks.ts reads it).
+        await tx`UPDATE erasures_committed SET n = n + 1 WHERE id = 1`;
         return erasure;
       }).then((erasure) => {
         // This replica writes its copies again once they have followed the erasure.

@@ -76,7 +76,8 @@ export async function startingPoint(
 
 /** One namespace's follower: the copies it keeps in step, the statement under way and the one queued. */
 interface Follower {
-  copies: Set<Copy>;
+  /** (An array, not a Set: one or two copies, and a follower for every namespace held.) */
+  copies: Copy[];
   running?: Promise<void>;
   /** The next follow, its statement not sent yet: callers arriving now share it... */
   queued?: Promise<void>;
@@ -121,7 +122,7 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
   const drop = (ns: string, c: Copy, why: Dropped, epoch: number) => {
     c.dropped = { why, epoch };
     const f = followers.get(ns);
-    f?.copies.delete(c);
+    if (f) remove(f.copies, c);
   };
 
   /**
@@ -223,7 +224,7 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
   /** Pages until done for every copy of the follower that wants `kinds`, at most `pgFollow.pages`. */
   const run = async (ns: string, f: Follower, kinds: Set<Copy["wants"]>) => {
     for (let n = 0; ; n++) {
-      const copies = [...f.copies].filter((c) => kinds.has(c.wants));
+      const copies = f.copies.filter((c) => kinds.has(c.wants));
       if (copies.length === 0) return;
       if (n >= pgFollow.pages) {
         // Too far behind for a search to wait for: built again (answered without them meanwhile).
@@ -238,23 +239,24 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
     attach(ns, copy) {
       let f = followers.get(ns);
       if (!f) {
-        f = { copies: new Set() };
+        f = { copies: [] };
         followers.set(ns, f);
       }
-      f.copies.add(copy);
+      if (!f.copies.includes(copy)) f.copies.push(copy);
     },
 
     detach(ns, copy) {
       const f = followers.get(ns);
-      f?.copies.delete(copy);
+      if (!f) return;
+      remove(f.copies, copy);
       // (A namespace no copy follows any more, and none follows now, is forgotten: many
       // namespaces come and go under the search-memory budget.)
-      if (f && f.copies.size === 0 && !f.queued && !f.running) followers.delete(ns);
+      if (f.copies.length === 0 && !f.queued && !f.running) followers.delete(ns);
     },
 
     caughtUp(ns, wants) {
       const f = followers.get(ns);
-      if (!f || f.copies.size === 0) return Promise.resolve();
+      if (!f || f.copies.length === 0) return Promise.resolve();
       f.wanted ??= new Set();
       f.wanted.add(wants);
       if (f.queued) return f.queued;
@@ -291,4 +293,10 @@ export function pgFollowers(sql: SQL, db: <T>(fn: () => Promise<T>) => Promise<T
       return statements;
     },
   };
+}
+
+/** Takes `c` out of `copies` (if there). */
+function remove(copies: Copy[], c: Copy) {
+  const i = copies.indexOf(c);
+  if (i >= 0) copies.splice(i, 1);
 }

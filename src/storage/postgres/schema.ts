@@ -275,6 +275,24 @@ export const migrations: string[] = [
   ALTER TABLE erasures ADD COLUMN seq bigint;
   CREATE UNIQUE INDEX erasures_by_seq ON erasures (seq) WHERE seq IS NOT NULL;
   `,
+  // How many erasures have committed (issue 34): each adds one in its own transaction, so a
+  // webhook delivery checks with one row that what it read is still as it is (postgres/webhooks.ts).
+  `
+  CREATE TABLE erasures_committed (id int PRIMARY KEY, n bigint NOT NULL);
+  INSERT INTO erasures_committed (id, n) SELECT 1, count(*) FROM erasures;
+  `,
+  // A subscription's delivery log as one row (issue 34): its newest 100 attempts, newest first.
+  // Written a row per attempt, ten subscriptions delivering every event inserted and deleted a
+  // hundred rows each a second.
+  `
+  CREATE TABLE webhook_logs (webhook_id text PRIMARY KEY, log jsonb NOT NULL);
+  INSERT INTO webhook_logs (webhook_id, log)
+    SELECT webhook_id, jsonb_agg(doc::jsonb ORDER BY n DESC) FROM (
+      SELECT webhook_id, n, doc, row_number() OVER (PARTITION BY webhook_id ORDER BY n DESC) AS k
+        FROM webhook_deliveries) d
+    WHERE k <= 100 GROUP BY webhook_id;
+  DROP TABLE webhook_deliveries;
+  `,
 ];
 
 export const SCHEMA_VERSION = migrations.length;

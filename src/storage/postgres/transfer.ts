@@ -154,7 +154,10 @@ export function pgTransfer(s: PgState): Transfer {
               SELECT unnest(${sql.array(touched, "text")}::text[]), 1
               ON CONFLICT (namespace) DO UPDATE SET epoch = s.epoch + 1`;
         if (keyRows.length) await tx`INSERT INTO api_keys ${tx(keyRows)}`;
-        if (erasureRows.length) await tx`INSERT INTO erasures ${tx(erasureRows)}`;
+        if (erasureRows.length) {
+          await tx`INSERT INTO erasures ${tx(erasureRows)}`;
+          await tx`UPDATE erasures_committed SET n = n + ${erasureRows.length} WHERE id = 1`;
+        }
         if (events.length) {
           // New events continue after the imported ones: their seq and, per namespace, their time.
           await tx`SELECT setval('event_seq', GREATEST((SELECT max(seq) FROM events), (SELECT last_value FROM event_seq)))`;

@@ -14,6 +14,12 @@ const keptDeliveries = 100;
 /** `prefix/` as a LIKE pattern that matches names starting with it. */
 const likePrefix = (p: string) => `${p.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+/** Log entries (oldest first, as attempted) as the log keeps them, newest first: a JSON string. */
+const newestFirst = (ds: readonly DeliveryRecord[]) => JSON.stringify(ds.toReversed());
+
+/** The path of a log's (newest first) first `keptDeliveries` entries. */
+const keptPath = `$[0 to ${keptDeliveries - 1}]`;
+
 export function pgWebhooks(s: PgState): Webhooks {
   const { sql, db, write } = s;
   const horizon = new TrailHorizon(sql, db);
@@ -42,27 +48,25 @@ export function pgWebhooks(s: PgState): Webhooks {
         const next = change(w);
         if (next) await tx`UPDATE webhooks SET doc = ${JSON.stringify(next)} WHERE id = ${id}`;
         const ds = options.deliveries ?? [];
-        if (ds.length > 0) {
-          await tx`INSERT INTO webhook_deliveries (webhook_id, doc)
-              SELECT ${id}, d FROM json_array_elements(${JSON.stringify(ds)}::text::json) WITH ORDINALITY AS t(d, i) ORDER BY i`;
-          await tx`DELETE FROM webhook_deliveries WHERE webhook_id = ${id} AND n <= (
-              SELECT n FROM webhook_deliveries WHERE webhook_id = ${id} ORDER BY n DESC OFFSET ${keptDeliveries} LIMIT 1)`;
-        }
+        if (ds.length > 0)
+          await tx`INSERT INTO webhook_logs (webhook_id, log) VALUES (${id}, ${newestFirst(ds)}::text::jsonb)
+              ON CONFLICT (webhook_id) DO UPDATE SET log = jsonb_path_query_array(EXCLUDED.log || webhook_logs.log, ${keptPath}::jsonpath)`;
         return next ?? w;
       });
     },
 
     // One statement, whatever the number of subscriptions (storage.ts advanced() says what it does
-    // to each): the rows first, then their logs', as updateWebhook and deleteWebhook take them.
-    // A doc is kept as a JSON string of the record's JSON (as insertWebhook writes it).
+    // to each): the rows first, then their logs' (one row each), as updateWebhook and
+    // deleteWebhook take them. A doc is kept as a JSON string of the record's JSON (as
+    // insertWebhook writes it).
     async advanceWebhooks(owner, moves) {
       if (moves.length === 0) return [];
       const rows = await db(
         () => sql`WITH m AS (
-              SELECT * FROM json_to_recordset(${JSON.stringify(moves)}::text::json)
-                AS t(id text, rev bigint, cursor bigint, deliveries json)),
+              SELECT * FROM json_to_recordset(${JSON.stringify(moves.map((m) => ({ id: m.id, rev: m.rev, cursor: m.cursor, newest: m.deliveries.toReversed() })))}::text::json)
+                AS t(id text, rev bigint, cursor bigint, newest json)),
             cur AS (
-              SELECT w.id, (w.doc #>> '{}')::jsonb AS d, m.rev, m.cursor, m.deliveries, json_array_length(m.deliveries) AS k
+              SELECT w.id, (w.doc #>> '{}')::jsonb AS d, m.rev, m.cursor, m.newest, json_array_length(m.newest) AS k
                 FROM webhooks w JOIN m ON m.id = w.id
                 WHERE w.lease_owner = ${owner} AND w.lease_until > (extract(epoch from clock_timestamp()) * 1000)::bigint
                 ORDER BY w.id FOR UPDATE OF w),
@@ -72,18 +76,13 @@ export function pgWebhooks(s: PgState): Webhooks {
                   WHEN c.k = 0 THEN c.d || jsonb_build_object('cursor', GREATEST((c.d->>'cursor')::bigint, c.cursor))
                   ELSE c.d || jsonb_build_object('cursor', GREATEST((c.d->>'cursor')::bigint, c.cursor),
                     'failingSince', NULL, 'lastError', NULL,
-                    'lastDeliveredAt', (c.deliveries->(c.k - 1)->>'atMs')::bigint) END)::text)
+                    'lastDeliveredAt', (c.newest->0->>'atMs')::bigint) END)::text)
                 FROM cur c WHERE w.id = c.id
                 RETURNING w.id, w.doc),
             logged AS (
-              INSERT INTO webhook_deliveries (webhook_id, doc)
-                SELECT c.id, d.d FROM cur c, json_array_elements(c.deliveries) WITH ORDINALITY AS d(d, i)
-                ORDER BY c.id, d.i),
-            trimmed AS (
-              DELETE FROM webhook_deliveries x USING cur c
-                WHERE c.k > 0 AND x.webhook_id = c.id AND x.n <= (
-                  SELECT y.n FROM webhook_deliveries y WHERE y.webhook_id = c.id ORDER BY y.n DESC
-                  OFFSET GREATEST(0, ${keptDeliveries} - c.k) LIMIT 1))
+              INSERT INTO webhook_logs (webhook_id, log)
+                SELECT c.id, jsonb_path_query_array(c.newest::jsonb, ${keptPath}::jsonpath) FROM cur c WHERE c.k > 0 ORDER BY c.id
+                ON CONFLICT (webhook_id) DO UPDATE SET log = jsonb_path_query_array(EXCLUDED.log || webhook_logs.log, ${keptPath}::jsonpath))
           SELECT id, doc FROM moved`,
       );
       const byId = new Map<string, WebhookRecord>(rows.map((r: Row) => [r.id, json<WebhookRecord>(r.doc)]));
@@ -95,16 +94,17 @@ export function pgWebhooks(s: PgState): Webhooks {
       // (updateWebhook): the other order deadlocks with a delivery writing its log meanwhile.
       return write(async (tx) => {
         const gone = (await tx`DELETE FROM webhooks WHERE id = ${id} RETURNING id`).length === 1;
-        await tx`DELETE FROM webhook_deliveries WHERE webhook_id = ${id}`;
+        await tx`DELETE FROM webhook_logs WHERE webhook_id = ${id}`;
         return gone;
       });
     },
 
     async webhookDeliveries(id, limit) {
-      const rows = await db(
-        () => sql`SELECT doc FROM webhook_deliveries WHERE webhook_id = ${id} ORDER BY n DESC LIMIT ${limit}`,
+      const [r] = await db(
+        () => sql`SELECT jsonb_path_query_array(log, ${`$[0 to ${Math.max(0, limit - 1)}]`}::jsonpath) AS log
+            FROM webhook_logs WHERE webhook_id = ${id}`,
       );
-      return rows.map((r: Row) => json<DeliveryRecord>(r.doc));
+      return r && limit > 0 ? json<DeliveryRecord[]>(r.log) : [];
     },
 
     async trailAfter(afterSeq, filter, limit) {
@@ -140,6 +140,11 @@ export function pgWebhooks(s: PgState): Webhooks {
         bySeq.set(e.seq, e);
       }
       return seqs.map((seq) => bySeq.get(seq));
+    },
+
+    async erasuresCommitted() {
+      const [r] = await db(() => sql`SELECT n FROM erasures_committed WHERE id = 1`);
+      return Number(r.n);
     },
 
     // Leases are timed by the database's clock (clock_timestamp), whatever the replicas' own say.
