@@ -323,14 +323,33 @@ export function spawnServer(args: string[], env: Record<string, string> = {}) {
 }
 
 /**
+ * Waits (bounded, 30 s) until the server has embedded every memory stored so far (`/metrics`:
+ * memd_embed_pending 0). A search waits for the built-in embedder's backlog at most a second,
+ * which a loaded machine can outlast: a test of what a search ranks waits here first, unless
+ * that wait is what it tests.
+ */
+export async function untilEmbedded(s: TestServer): Promise<void> {
+  for (let i = 0; ; i++) {
+    const m = await (await s.api("GET", "/metrics")).text();
+    if (Number(/^memd_embed_pending (\d+)$/m.exec(m)?.[1]) === 0) return;
+    if (i === 600) throw new Error("the stored memories were not embedded within 30 s");
+    await Bun.sleep(50);
+  }
+}
+
+/**
  * Every record a storage holds, as one string, to prove that a failed request changed nothing:
  * on LMDB every byte of every sub-database, on PostgreSQL every row of every table.
  */
 export async function dumpStorage(storage: Storage): Promise<string> {
   // The built-in embedder embeds stored memories just after their commit (src/embedding/worker.ts):
-  // a dump waits for that queue to empty, so it is not taken halfway through it.
-  for (const deadline = Date.now() + 5000; Date.now() < deadline; await Bun.sleep(10))
-    if ((await storage.pendingEmbeddings(1)).length === 0) break;
+  // a dump waits for that queue to empty, so it is not taken halfway through it (bounded: 30 s,
+  // which a loaded machine needs when the embedding thread starts from source; 5 s let a dump be
+  // taken with memories still pending under load 15-18, and the vectors came before the next).
+  for (let i = 0; (await storage.pendingEmbeddings(1)).length > 0; i++) {
+    if (i === 3000) throw new Error("dumpStorage: memories still waiting for their embedding after 30 s");
+    await Bun.sleep(10);
+  }
   const out: string[] = [];
   if (storage.backend === "lmdb") {
     for (const [name, db] of Object.entries((storage as LmdbStorage).dbs))

@@ -10,7 +10,7 @@ import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotoc
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { runTool, tools } from "../../src/mcp/tools";
 import { buildBinary } from "../binary-helpers";
-import { startTestServer, type TestServer, tempDir } from "../helpers";
+import { startTestServer, type TestServer, tempDir, untilEmbedded } from "../helpers";
 
 const repo = join(import.meta.dir, "../..");
 const tmp = tempDir("memd-mcp-");
@@ -161,6 +161,9 @@ describe("over HTTP: POST /mcp", () => {
     expect(smart.isError).toBe(false);
     expect(smart.data.memories.map((m: any) => m.content)).toEqual(["I moved to Lisbon.", "I work as a nurse."]);
 
+    // (Their vectors written first: a search waits for them at most a second, which a loaded
+    // machine can outlast; this test is about the tools, not that wait.)
+    await untilEmbedded(s);
     const recall = await call(c, "recall", { ...at, query: "what does the user drink, tea?" });
     expect(recall.isError).toBe(false);
     expect(recall.data.results[0]).toMatchObject({ id: teaId, content: "Prefers tea over coffee" });
