@@ -31,6 +31,22 @@ async function seed(s: TestServer, namespace: string) {
     const r = await s.json("POST", "/v1/memory", { namespace, entity: "alice", content, infer: false });
     expect(r.status).toBe(200);
   }
+  await embedded(s);
+}
+
+/**
+ * Waits (bounded) until the server has embedded every memory stored so far. A search waits for
+ * the built-in embedder's backlog for at most a second (src/embedding/worker.ts catchUp): under
+ * heavy load its first search could answer before the memories just stored had their vectors, and
+ * the tests of what ranks first are not about that (the one that is comes after them).
+ */
+async function embedded(s: TestServer) {
+  for (let i = 0; ; i++) {
+    const m = await (await s.api("GET", "/metrics")).text();
+    if (Number(/^memd_embed_pending (\d+)$/m.exec(m)?.[1]) === 0) return;
+    if (i === 600) throw new Error("the stored memories were not embedded within 30 s");
+    await Bun.sleep(50);
+  }
 }
 
 const search = (s: TestServer, namespace: string, query: string, extra: object = {}) =>
@@ -114,6 +130,7 @@ describe("the built-in embedder (the default)", () => {
         expect((await t.json("POST", "/v1/memory", { namespace: ns, entity: "u", content, infer: false })).status).toBe(
           200,
         );
+      await embedded(t);
       const r: number[] = [];
       for (const [query, answer] of g.asks) {
         const res = await t.json("POST", "/v1/memory/search", { namespace: ns, entity: "u", query, limit: 5 });
@@ -151,6 +168,7 @@ describe("the built-in embedder (the default)", () => {
       expect((await t.json("POST", "/v1/memory", { namespace: ns, entity: "u", content, infer: false })).status).toBe(
         200,
       );
+    await embedded(t);
     const r = await t.json("POST", "/v1/memory/context", { namespace: ns, entity: "u", query: "what to drink" });
     expect(r.status).toBe(200);
     expect(r.body.mode).toBe("hybrid");
@@ -175,6 +193,7 @@ describe("the built-in embedder (the default)", () => {
         expect((await s.json("POST", "/v1/memory", { namespace: ns, entity: "u", content, infer: false })).status).toBe(
           200,
         );
+    await embedded(t);
     const query = 'What did she take away from the book "Becoming Nicole"?';
     const blocks = await Promise.all(
       [t, none].map((s) => s.json("POST", "/v1/memory/context", { namespace: ns, entity: "u", query })),
@@ -196,6 +215,7 @@ describe("the built-in embedder (the default)", () => {
     };
     for (const content of ["I prefer green tea", "I moved to Lisbon"])
       await mem0("/v3/memories/add/", { messages: [{ role: "user", content }], user_id: "alice", infer: false });
+    await embedded(t);
     const r = await mem0("/v3/memories/search/", { query: "what does alice drink?", filters: { user_id: "alice" } });
     expect(r.results[0].memory).toBe("I prefer green tea");
   });
