@@ -125,6 +125,7 @@ export async function startServer(
         disableAfterMs: config.webhookDisableAfterMs,
         connectTimeoutMs: config.webhookConnectTimeoutMs,
         answerTimeoutMs: config.webhookTimeoutMs,
+        busyShare: config.webhookBusyPercent / 100,
       },
       config,
       config.webhookThreadNice,

@@ -62,6 +62,7 @@ export interface Config {
   webhookConnectTimeoutMs: number;
   webhookTimeoutMs: number;
   webhookThreadNice: number;
+  webhookBusyPercent: number;
   /** Issue 33: consolidation in the background every this many seconds; 0: off. */
   consolidateEverySeconds: number;
 }
@@ -465,6 +466,14 @@ export const settings: Setting[] = [
     default: 19,
     parse: int(0, 19),
     help: "the webhook delivery thread runs this much nicer than the process (Linux; at 19, the default, also in the idle scheduling class where it may leave it for its writes): on a busy core, requests come first and deliveries catch up after (0: as the process)",
+  },
+  {
+    key: "webhookBusyPercent",
+    flag: "--webhook-busy-percent",
+    env: "MEMD_WEBHOOK_BUSY_PERCENT",
+    default: 100,
+    parse: int(1, 100),
+    help: "while stores come and the machine's CPU is contended (Linux), webhook deliveries take at most this percent of a core; the rest waits for the stores to pause (100: no limit)",
   },
 ];
 

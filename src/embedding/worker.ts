@@ -73,7 +73,10 @@ const backlogs = new WeakMap<object, Backlog>();
 /** How long after a commit the built-in embedder's background pass starts (startEmbedWorker). */
 const passDelayMs = 200;
 
-/** Memories a search embeds, at most, before it answers; more are found by their words meanwhile. */
+/**
+ * Memories a search embeds, at most, before it answers; more are found by their words meanwhile.
+ * (On LMDB, where a batch of the thread's is this many: the batch under way and one more.)
+ */
 export const searchCatchUp = 4 * batchSize;
 
 /** Embeds pending memories until the queue is empty or `max` were embedded. */
@@ -117,7 +120,7 @@ const catchUpMaxMs = 1000;
 
 async function catchUpBatches(b: Backlog, core: Core<Embeddings>): Promise<void> {
   // A pass under way (a bulk load's may run long): its next batches, as many as a pass of our own.
-  const batches = Math.max(1, searchCatchUp / b.perBatch);
+  const batches = Math.max(2, searchCatchUp / b.perBatch);
   for (let batch = 0; batch < batches; batch++) {
     if (b.running) {
       const running = b.running;
@@ -131,7 +134,7 @@ async function catchUpBatches(b: Backlog, core: Core<Embeddings>): Promise<void>
       });
     } else if (b.dirty)
       // A failure is logged by the background pass that retries; the search finds by words meanwhile.
-      return drain(core, b, searchCatchUp - batch * b.perBatch).catch(() => {});
+      return drain(core, b, Math.max(b.perBatch, searchCatchUp - batch * b.perBatch)).catch(() => {});
     else return;
   }
 }
@@ -189,6 +192,10 @@ export function startEmbedWorker(core: Core<Embeddings>, o: WorkerOptions = {}):
     backlogs.set(core.notifier, b);
     const thread = startEmbedThread();
     threads.set(core.notifier, thread);
+    // On LMDB the first look for pending memories (a tick) starts the thread anyway: started now,
+    // it has read its modules and table before the first stores come (from source that takes ~1
+    // s under load, and a search right after the first stores waits at most catchUpMaxMs).
+    if (core.storage.vectorsElsewhere) thread.warm();
     // A while after a commit, so that a burst of stores is embedded in full batches: each pass
     // reads the queue and writes its vectors in a transaction of its own beside the stores'.
     // bench/default-embedder.ts, 2,000 stores 8 at a time, store p50 against --embedder none's in

@@ -82,13 +82,13 @@ const cjk = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hang
 interface Word {
   /** The word itself: one string for every text that has it (its hash is made once, for the lists' maps). */
   text: string;
-  /** Its number in this process (see termIds). */
+  /** Its number in this process (see nextId). */
   id: number;
   stopBits: number;
   canStem: boolean;
   stems: (string | undefined)[];
-  /** The numbers of its stems (see termIds), by language. */
-  stemIds: (number | undefined)[];
+  /** The numbers of its stems (see nextId), by language: made when first asked for (stemIdOf). */
+  stemIds: (number | undefined)[] | undefined;
 }
 /**
  * Words seen, so that each is looked up and stemmed once per process (until the cache fills): an
@@ -162,7 +162,7 @@ function lookup(text: string, from: number, to: number, lower: boolean): Word {
     stopBits: stopBits.get(w) ?? 0,
     canStem: stemmable.test(w) && !cjk.test(w),
     stems: [],
-    stemIds: [],
+    stemIds: undefined,
   };
   entries.push(info);
   hashes.push(h);
@@ -237,10 +237,12 @@ export function stemText(ws: string[]): number {
 /** The number of a word's stem in a language (see nextId). */
 function stemIdOf(info: Word, language: number): number {
   if (!info.canStem) return info.id;
-  let id = info.stemIds[language];
+  info.stemIds ??= [];
+  const ids = info.stemIds;
+  let id = ids[language];
   if (id === undefined) {
     const s = stemOf(info.text, info, language);
-    id = info.stemIds[language] = s === info.text ? info.id : word(s).id;
+    id = ids[language] = s === info.text ? info.id : word(s).id;
   }
   return id;
 }

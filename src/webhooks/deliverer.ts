@@ -9,6 +9,7 @@ import type { KeyRecord } from "../keys/model";
 import type { DeliveryRecord, EventRecord, WebhookRecord } from "../storage/records";
 import type { Storage } from "../storage/storage";
 import { isoTime } from "../wire/time";
+import { Pace } from "./pace";
 import { postWebhook } from "./post";
 import {
   creatorProblem,
@@ -38,6 +39,8 @@ export interface DeliveryOptions {
   pollMs: number;
   /** A delivery lease lasts this long unless renewed (a third of it): a dead replica's subscriptions move within it. */
   leaseMs: number;
+  /** While stores come on a contended CPU, the share of a core deliveries take at most (pace.ts; 1: no limit). */
+  busyShare: number;
 }
 
 /** The least time between two reads of the trail by one idle subscription (ms). */
@@ -211,6 +214,7 @@ export const defaultDeliveryOptions: DeliveryOptions = {
   maxAnswerBytes: 1024,
   pollMs: 500,
   leaseMs: 5000,
+  busyShare: 1,
 };
 
 /**
@@ -246,6 +250,8 @@ type DelivererCore = Pick<Core, "storage" | "notifier" | "logger"> & {
    * thread's shared count); without it, counted from the notifier's pings.
    */
   scrubs?: () => number;
+  /** The request thread's count of its commits (the delivery thread's shared count): deliveries give way while it moves (pace.ts). */
+  commits?: () => number;
 };
 
 /**
@@ -361,6 +367,7 @@ export function startDeliverer(
   // events read. On PostgreSQL another replica's erasure may too: events read are trusted 5 ms,
   // and after that while the erasure count read within 5 ms is the one they were read under.
   const freshMs = storage.sharedWithReplicas ? scanSpacingMs : Number.POSITIVE_INFINITY;
+  const pace = core.commits ? new Pace(core.commits, o.busyShare) : undefined;
   const trail = new SharedTrail(storage, scanSpacingMs, scrubs);
   const watch = storage.sharedWithReplicas ? new ErasureWatch(storage, scanSpacingMs) : undefined;
   const current = new CurrentEvents(storage, freshMs, scrubs, watch);
@@ -576,6 +583,7 @@ export function startDeliverer(
           adopt(fresh);
           continue;
         }
+        await pace?.turn();
         const head = buffer[0];
         // As it is now: an erasure since it was read has scrubbed it.
         const scrubsAtRead = scrubs();

@@ -127,14 +127,19 @@ async function start(m: Extract<ToThread, { type: "init" }>) {
   const notifier = new CommitNotifier();
   let sent = "";
   const scrubs = () => Atomics.load(m.commits, 1);
-  const deliverer = startDeliverer({ storage, notifier, logger, scrubs }, m.root, m.options, () => {
-    const counts = [...deliverer.counts()].map(([id, c]): [string, WebhookCounts] => [id, { ...c }]);
-    const text = JSON.stringify(counts);
-    if (text !== sent) {
-      sent = text;
-      post({ type: "counts", counts });
-    }
-  });
+  const deliverer = startDeliverer(
+    { storage, notifier, logger, scrubs, commits: () => Atomics.load(m.commits, 0) },
+    m.root,
+    m.options,
+    () => {
+      const counts = [...deliverer.counts()].map(([id, c]): [string, WebhookCounts] => [id, { ...c }]);
+      const text = JSON.stringify(counts);
+      if (text !== sent) {
+        sent = text;
+        post({ type: "counts", counts });
+      }
+    },
+  );
   edited = () => deliverer.wake();
   // Each change of the commit count pings the deliverer; after a ping the count is looked at
   // again after the deliverer's scan spacing at the earliest (it reads no more often), so a busy

@@ -509,12 +509,14 @@ export function vectorCache(
     }
   };
   let soon = false;
+  let stopped = false;
   const lookSoon = () => {
-    if (soon) return;
+    if (soon || stopped) return;
     soon = true;
     setImmediate(() => {
       soon = false;
-      look();
+      // (Not after the store closed: its databases are closed too.)
+      if (!stopped) look();
     });
   };
   const timer = following ? setInterval(look, vectorSnapshots.followMs) : undefined;
@@ -524,6 +526,7 @@ export function vectorCache(
     snapshotStats,
     /** Stops following namespaces as they grow (the store closes). */
     stop() {
+      stopped = true;
       if (timer) clearInterval(timer);
     },
     /** Saves every loaded copy changed since its last save (the store closes). */
