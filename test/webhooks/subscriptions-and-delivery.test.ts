@@ -213,7 +213,9 @@ describe("delivery", () => {
   test("an answer slower than the time limit is a failure, retried until one comes in time", async () => {
     const r = receiver();
     const sub = await subscribe(r, { namespaces: "slow" });
-    r.answer = { status: 200, delayMs: 1500 };
+    // Well past the limit: a delivery thread kept from running past 400 ms reads an answer that
+    // came meanwhile before its timer (post.ts timeLimit), and that would be a success.
+    r.answer = { status: 200, delayMs: 3000 };
     await store("slow", "one");
     const expected = await seqsOf("slow");
     await until("a timed-out attempt", async () =>
