@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { indexTerms, queryTerms } from "../../src/text/tokens";
-import { startTestServer, type TestServer } from "../helpers";
+import { startTestServer, type TestServer, untilEmbedded } from "../helpers";
 
 let t: TestServer;
 beforeAll(async () => {
@@ -51,6 +51,8 @@ test("hybrid's first five are keyword's first five (a thin list's evidence); the
     expect((await t.json("POST", "/v1/memory", { namespace: "f", entity: "u", content, infer: false })).status).toBe(
       200,
     );
+  // (Every memory with its vector first: what hybrid ranks by meaning, not the search's catch-up.)
+  await untilEmbedded(t);
   let whole = 0;
   let thin = 0;
   for (const query of queries) {
