@@ -16,9 +16,9 @@ import {
   i32,
   leb,
   ltU,
-  name,
+  moduleOf,
   nextWhileBelow,
-  section,
+  params,
   set,
   V128,
   vec,
@@ -177,33 +177,13 @@ const finish = [
   0x0b,
 ];
 
-const moduleBytes = new Uint8Array([
-  ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-  ...section(
-    1,
-    vec([
-      [0x60, ...vec([[I32], [I32], [I32], [I32], [I32]]), 0],
-      [0x60, ...vec([[I32], [I32], [I32], [F64]]), 0],
-    ]),
-  ),
-  ...section(3, vec([[0], [1]])),
-  ...section(5, vec([[0x00, 1]])),
-  ...section(
-    7,
-    vec([
-      [...name("memory"), 2, 0],
-      [...name("sum"), 0, 0],
-      [...name("finish"), 0, 1],
-    ]),
-  ),
-  ...section(
-    10,
-    vec([
-      [...leb(sum.length), ...sum],
-      [...leb(finish.length), ...finish],
-    ]),
-  ),
-]);
+const moduleBytes = moduleOf(
+  [params(5), [0x60, ...vec([[I32], [I32], [I32], [F64]]), 0]],
+  [
+    ["sum", 0, sum],
+    ["finish", 1, finish],
+  ],
+);
 
 export interface MeanKernel {
   memory: WebAssembly.Memory;

@@ -182,13 +182,23 @@ test("an erasure deletes the namespace's vector snapshot", async () => {
   }
 }, 60_000);
 
+/** Opened again on `dir`: the first semantic search reads the one snapshot saved, finds every vector and scores each exactly. */
+async function expectSnapshotServes(dir: string, vectors: Map<string, Float32Array>, q: Float32Array) {
+  const s = await openLmdb(dir);
+  const got = await s.semanticSearch({ namespace: ns }, q, {}, 5000);
+  expect(s.vectorCacheStats().read).toBe(1);
+  expect(new Set(got.map((h) => h.memory.id))).toEqual(new Set(vectors.keys()));
+  for (const h of got.slice(0, 10)) expect(h.score).toBeCloseTo(dot(vectors.get(h.memory.id)!, q), 5);
+  await s.close();
+}
+
 test("a namespace growing past the threshold is followed and saved without a search (memd serve's prebuild), so the first search after a restart reads it", async () => {
   const d = tempDir("memd-vector-snapshot-follow-");
   Object.assign(vectorSnapshots, { from: 100, followMs: 20 });
   try {
     const draw = clustered(79, 32);
     const vectors = new Map<string, Float32Array>();
-    let s = await openLmdb(d.dir, { keywordPrebuild: 100_000 });
+    const s = await openLmdb(d.dir, { keywordPrebuild: 100_000 });
     for (let k = 0; k < 6; k++) {
       const ops = Array.from({ length: 60 }, (_, i) => {
         const id = Bun.randomUUIDv7();
@@ -201,13 +211,7 @@ test("a namespace growing past the threshold is followed and saved without a sea
     // Never searched: followed once it held 100 vectors, saved, and again as it grew.
     await until("saved without a search", () => s.vectorCacheStats().written >= 1);
     await s.close();
-    s = await openLmdb(d.dir);
-    const q = draw();
-    const got = await s.semanticSearch({ namespace: ns }, q, {}, 5000);
-    expect(s.vectorCacheStats().read).toBe(1);
-    expect(new Set(got.map((h) => h.memory.id))).toEqual(new Set(vectors.keys()));
-    for (const h of got.slice(0, 10)) expect(h.score).toBeCloseTo(dot(vectors.get(h.memory.id)!, q), 5);
-    await s.close();
+    await expectSnapshotServes(d.dir, vectors, draw());
   } finally {
     Object.assign(vectorSnapshots, { followMs: saved.snap.followMs });
     d.cleanup();
@@ -221,7 +225,7 @@ test("a namespace is followed from the commit that takes it past the threshold, 
   try {
     const draw = clustered(83, 32);
     const vectors = new Map<string, Float32Array>();
-    let s = await openLmdb(d.dir, { keywordPrebuild: 100_000 });
+    const s = await openLmdb(d.dir, { keywordPrebuild: 100_000 });
     const store = async (n: number) => {
       const ops = Array.from({ length: n }, (_, i) => {
         const id = Bun.randomUUIDv7();
@@ -236,13 +240,7 @@ test("a namespace is followed from the commit that takes it past the threshold, 
     // Loaded in the background and saved, never searched.
     await until("followed and saved at the commit", () => s.vectorCacheStats().written >= 1);
     await s.close();
-    s = await openLmdb(d.dir);
-    const q = draw();
-    const got = await s.semanticSearch({ namespace: ns }, q, {}, 5000);
-    expect(s.vectorCacheStats().read).toBe(1);
-    expect(new Set(got.map((h) => h.memory.id))).toEqual(new Set(vectors.keys()));
-    for (const h of got.slice(0, 10)) expect(h.score).toBeCloseTo(dot(vectors.get(h.memory.id)!, q), 5);
-    await s.close();
+    await expectSnapshotServes(d.dir, vectors, draw());
   } finally {
     Object.assign(vectorSnapshots, { followMs: saved.snap.followMs });
     d.cleanup();

@@ -4,6 +4,7 @@
 // before the erasure (with the one before it, whose POST the receiver holds); it learns of the
 // erasure only from the database (the count of committed erasures), not from its own commits.
 import { afterAll, expect, test } from "bun:test";
+import { call as callAs } from "../binary-helpers";
 import { backendArgs, rootSecret, type ServerProcess, spawnServer, tempDir } from "../helpers";
 import { checkDeliveries, startReceiver } from "./receiver";
 
@@ -16,14 +17,7 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
-async function call(url: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(url + path, {
-    method,
-    headers: { authorization: `Bearer ${rootSecret}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+const call = (url: string, method: string, path: string, body?: unknown) => callAs(url, rootSecret, method, path, body);
 
 test("another replica's erasure, answered while a POST is held: the erased event read before it is sent scrubbed", async () => {
   const args = ["--data-dir", tmp.dir, ...(await backendArgs(tmp.dir)), "--webhook-allow-private"];

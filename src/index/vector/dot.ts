@@ -5,22 +5,7 @@
 //   gather(m, q, dimsBytes, idx, count, out): out[k] = Σ m[idx[k]][j]·q[j] for k < count
 // Addresses are byte offsets into the module's memory; dimsBytes must be a multiple of 32.
 
-import {
-  add,
-  brIf0,
-  get,
-  I32,
-  i32,
-  leb,
-  name,
-  nextWhileBelow,
-  params,
-  section,
-  set,
-  V128,
-  v128Zero,
-  vec,
-} from "./wasm";
+import { add, brIf0, get, I32, i32, moduleOf, nextWhileBelow, params, set, V128, v128Zero, vec } from "./wasm";
 
 const load = (offset: number) => [0xfd, 0x00, 0x04, offset]; // v128.load align=16
 const fmul = [0xfd, 0xe6, 0x01];
@@ -146,27 +131,13 @@ const gather = [
   0x0b,
 ];
 
-const moduleBytes = new Uint8Array([
-  ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-  ...section(1, vec([params(5), params(6)])),
-  ...section(3, vec([[0], [1]])),
-  ...section(5, vec([[0x00, 1]])),
-  ...section(
-    7,
-    vec([
-      [...name("memory"), 2, 0],
-      [...name("dense"), 0, 0],
-      [...name("gather"), 0, 1],
-    ]),
-  ),
-  ...section(
-    10,
-    vec([
-      [...leb(dense.length), ...dense],
-      [...leb(gather.length), ...gather],
-    ]),
-  ),
-]);
+const moduleBytes = moduleOf(
+  [params(5), params(6)],
+  [
+    ["dense", 0, dense],
+    ["gather", 1, gather],
+  ],
+);
 
 let compiled: WebAssembly.Module | undefined;
 

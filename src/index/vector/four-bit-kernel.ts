@@ -7,7 +7,7 @@
 //   put(v, n, out) -> max: the n floats at v (n a multiple of 32, zero-padded) as n / 2 bytes
 //                          at out (two values a byte, the even one in the low nibble)
 
-import { add, get, I32, i32, leb, name, nextWhileBelow, section, set, tee, V128, v128Zero, vec } from "./wasm";
+import { add, get, I32, i32, leb, moduleOf, nextWhileBelow, set, tee, V128, v128Zero, vec } from "./wasm";
 
 const F32 = 0x7d;
 const simd = (...op: number[]) => [0xfd, ...op];
@@ -130,20 +130,7 @@ const put = [
   0x0b,
 ];
 
-const moduleBytes = new Uint8Array([
-  ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-  ...section(1, vec([[0x60, ...vec([[I32], [I32], [I32]]), ...vec([[F32]])]])),
-  ...section(3, vec([[0]])),
-  ...section(5, vec([[0x00, 1]])),
-  ...section(
-    7,
-    vec([
-      [...name("memory"), 2, 0],
-      [...name("put"), 0, 0],
-    ]),
-  ),
-  ...section(10, vec([[...leb(put.length), ...put]])),
-]);
+const moduleBytes = moduleOf([[0x60, ...vec([[I32], [I32], [I32]]), ...vec([[F32]])]], [["put", 0, put]]);
 
 interface Exports {
   memory: WebAssembly.Memory;

@@ -10,7 +10,7 @@
 // The query code sits at byte 0 of the module's memory; c, at and out are byte offsets into it.
 // The bytes are built here, so there is no build step and nothing to load at run time.
 
-import { add, brIf0, get, I32, i32, leb, name, nextWhileBelow, params, section, set, vec } from "./wasm";
+import { add, brIf0, get, I32, i32, leb, moduleOf, nextWhileBelow, params, set, vec } from "./wasm";
 
 const shl = 0x74;
 const eqz = 0x45;
@@ -128,29 +128,14 @@ function moduleFor(words: number): Uint8Array {
     0x0b,
     0x0b,
   ];
-  return new Uint8Array([
-    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    ...section(1, vec([params(3), params(4)])),
-    ...section(3, vec([[0], [0], [1]])),
-    ...section(5, vec([[0x00, 1]])),
-    ...section(
-      7,
-      vec([
-        [...name("memory"), 2, 0],
-        [...name("scan"), 0, 0],
-        [...name("gather"), 0, 1],
-        [...name("encode"), 0, 2],
-      ]),
-    ),
-    ...section(
-      10,
-      vec([
-        [...leb(scan.length), ...scan],
-        [...leb(gather.length), ...gather],
-        [...leb(encode.length), ...encode],
-      ]),
-    ),
-  ]);
+  return moduleOf(
+    [params(3), params(4)],
+    [
+      ["scan", 0, scan],
+      ["gather", 0, gather],
+      ["encode", 1, encode],
+    ],
+  );
 }
 
 export interface HammingKernel {

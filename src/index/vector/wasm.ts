@@ -1,5 +1,6 @@
-// Encoders for the WebAssembly modules that dot.ts and hamming.ts build byte by byte (the
-// binary format's LEB128 numbers, vectors, sections, and the few instructions both use).
+// Encoders for the WebAssembly modules that the kernels build byte by byte (dot.ts, hamming.ts,
+// four-bit-kernel.ts, embedding/mean-kernel.ts): the binary format's LEB128 numbers, vectors,
+// sections, a module's envelope, and the few instructions they share.
 
 export const leb = (n: number): number[] => {
   const out: number[] = [];
@@ -47,3 +48,17 @@ export const nextWhileBelow = (at: number, step: number, end: number) => [
   ltU,
   ...brIf0,
 ];
+
+/**
+ * A module of one memory (one page to start, exported as "memory") and `functions`, each
+ * [its export name, the index of its type in `types`, its body], exported in that order.
+ */
+export const moduleOf = (types: number[][], functions: [string, number, number[]][]) =>
+  new Uint8Array([
+    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+    ...section(1, vec(types)),
+    ...section(3, vec(functions.map(([, type]) => [type]))),
+    ...section(5, vec([[0x00, 1]])),
+    ...section(7, vec([[...name("memory"), 2, 0], ...functions.map(([n], i) => [...name(n), 0, i])])),
+    ...section(10, vec(functions.map(([, , body]) => [...leb(body.length), ...body]))),
+  ]);
