@@ -158,6 +158,10 @@ export function lmdbWebhooks(s: LmdbState): Webhooks {
       return true;
     },
 
+    async renewWebhookLeases(ids) {
+      return new Set(ids);
+    },
+
     async releaseWebhook() {},
   };
 }
