@@ -242,7 +242,7 @@ export class SearchMemory {
           this.evictions,
         ],
         memd_search_memory_collections_total: [
-          "Full garbage collections run after the search-memory budget released a sixteenth of itself (at least 4 MiB; with what searches of small namespaces made and dropped), so that released structures and their rebuilds' garbage do not grow the process beyond the budget.",
+          "Full garbage collections run after the search-memory budget released a sixteenth of itself (at least 4 MiB; with what searches of small namespaces made and dropped), so that released structures and their rebuilds' garbage do not grow the process beyond the budget; and once searches pause (500 ms) after at least 1 MiB was let go, with the compiled code thrown away and the freed pages given back.",
           this.collections,
         ],
       },
