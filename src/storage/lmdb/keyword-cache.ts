@@ -103,8 +103,12 @@ export const prebuilding = {
  */
 export const prebuildStats = { written: 0, checks: 0 };
 
-/** Namespaces whose lists were loaded to be followed as they grew, unsearched (startFollowing), in this process (for tests). */
-export const followStats = { followed: 0 };
+/**
+ * Namespaces whose lists were loaded to be followed as they grew, unsearched (startFollowing), and
+ * of those followed before their older memories were read, how many had them read since, in this
+ * process (for tests).
+ */
+export const followStats = { followed: 0, olderRead: 0 };
 
 /** The keyword lists with what keywordCache adds: saves, snapshots ahead of a search, figures. */
 export type LoadedKeywordCache = KeywordCache & {
@@ -159,6 +163,11 @@ export function keywordCache(
     from?: { atMs: number; atSeq: number };
     /** meta "clockEpoch" when it was read (see seen). */
     epoch: number;
+    /**
+     * Followed before its older memories were read (startFollowing): how many it held then (at
+     * least), counted in its size until they are read.
+     */
+    older?: number;
   };
   const state = new Map<KeywordSpace, State>();
   /**
@@ -178,6 +187,9 @@ export function keywordCache(
   const save = async (s: KeywordSpace) => {
     const st = state.get(s);
     if (!st) return;
+    // (Followed before its older memories were read: read now, in the background, then saved.)
+    if (cache.partial(st.ns)) await cache.prefetch(st.ns);
+    if (state.get(s) !== st || cache.partial(st.ns)) return;
     st.queued = false;
     // (A small namespace's lists are packed, and built again from its records at a first search
     // in about the time a snapshot takes to read: not saved.)
@@ -241,7 +253,7 @@ export function keywordCache(
   const changed = (s: KeywordSpace) => {
     const st = state.get(s);
     if (!st) return;
-    const docs = s.live;
+    const docs = s.live + (st.older ?? 0);
     ++st.changes;
     if (!growing(st)) {
       if (st.changes >= Math.max(snapshotting.after, docs / 10)) queue(s);
@@ -303,14 +315,19 @@ export function keywordCache(
       },
       loaded: (s) => {
         const st = state.get(s);
+        if (st?.older !== undefined) {
+          st.older = undefined;
+          followStats.olderRead++;
+        }
         if (st?.from === undefined) {
           // Built from the records: saved behind this search, so the next start reads it, and read
           // back in place of these lists once saved (so their spare room is not worth dropping
           // first: a copy of every array, hundreds of milliseconds at 1,000,000). Without
           // snapshots they stay: trimmed.
           if (!dataDir) s.trim();
-          else if (st && growing(st)) st.waiting ??= -1;
-          else if (st) queue(s);
+          else if (st && growing(st)) {
+            if (!st.queued) st.waiting ??= -1;
+          } else if (st) queue(s);
         } else st.from = undefined;
       },
       replaced: (old) => {
@@ -421,7 +438,16 @@ export function keywordCache(
           counted.delete(ns);
           followed.add(ns);
           options.log?.("keyword lists: followed as the namespace grows", { namespace: ns, memories: n });
-          await cache.prefetch(ns);
+          // Without a snapshot to start from, only what it takes from now on is followed: its
+          // memories so far are read once its writes pause (see changed: a save reads them first)
+          // or at its first search, not during the load (building them cost a bulk load of
+          // 100,000 a quarter of its CPU, issue 32).
+          const fresh = !(dataDir && snapshotCovers(dataDir, ns, stamp())) && cache.followNew(ns);
+          const st = fresh && state.get(fresh);
+          if (st) {
+            st.older = n;
+            st.waiting = -1;
+          } else await cache.prefetch(ns);
           followStats.followed++;
         }
       } catch (e) {
