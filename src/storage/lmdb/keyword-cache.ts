@@ -85,10 +85,12 @@ export const prebuilding = {
   followMs: 1_000,
   /**
    * ...and how many current memories one needs (or the prebuild threshold, if more): below it a
-   * first search builds its lists in well under a second (~0.75 s at 50,000 on a quiet machine),
-   * and stores into it do not pay for taking their terms.
+   * first search builds its lists in well under a second, and stores into it do not pay for
+   * taking their terms. Followed, its memories up to then are read at its first search if its
+   * writes did not pause before (~0.65-0.8 s of CPU at 30,000 in process under load; 50,000 took
+   * 0.9-1.5 s, too close to the 1 s bound of issue 32).
    */
-  followFrom: 50_000,
+  followFrom: 30_000,
   /**
    * Whether a look saves a followed namespace whose save waits for its writes to pause (see
    * changed in keywordCache) when it took none since the look before; tests turn it off, and only
@@ -395,11 +397,12 @@ export function keywordCache(
   const prebuild = startPrebuild();
   /**
    * No cold first search after a bulk load (issue 32): a namespace not loaded that takes writes
-   * and reaches prebuilding.followFrom current memories (or `prebuild`) while doing so has its lists
-   * loaded in the background (NamespaceCache.prefetch: from its snapshot, caught up, or its
-   * records, in slices at low priority) within `prebuilding.followMs`, and then kept and followed
-   * like a searched one, so that its first search finds them: the terms of what a bulk load
-   * stores are taken as it stores them instead of all at that search. Counting is cheap: the
+   * and reaches prebuilding.followFrom current memories (or `prebuild`) while doing so is followed
+   * from then on (within `prebuilding.followMs`) like a searched one: the terms of what a bulk
+   * load stores are taken as it stores them instead of all at its first search. What it held
+   * before is read into its lists once its writes pause (a save reads it first), or at its first
+   * search (NamespaceCache.followNew); with a snapshot, its lists are loaded from it, caught up,
+   * in the background (NamespaceCache.prefetch) instead. Counting is cheap: the
    * changes every commit makes per namespace are noted (refresh), and a namespace is counted
    * (its current memories, up to the threshold) only once those could have taken it there.
    * Such lists count in the search-memory budget like any (never searched: released first).
