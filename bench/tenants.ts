@@ -534,7 +534,7 @@ if (doMany) {
       const none = await budgetRun(budgetNames, bn * m, 1);
       out("");
       out(
-        `The base alone (BENCH_TENANTS_BUDGET_BASE=only), ${int(bn)} namespaces of ${m} searched twice over with --search-memory-mb 1: RssAnon ${mb(none.loaded)} loaded → ${mb(none.settled)} after the searches (at most ${mb(none.peak)}), ${int(none.evictions)} evictions, second pass p50 ${ms(pct(none.again, 0.5))} / p99 ${ms(pct(none.again, 0.99))}, ${none.wrong} of ${int(2 * bn)} answers different. The budget's run alone: BENCH_TENANTS_BUDGET_BASE=${none.settled.toFixed(1)}.`,
+        `The base alone (BENCH_TENANTS_BUDGET_BASE=only), ${int(bn)} namespaces of ${m} searched twice over with --search-memory-mb 1: RssAnon ${mb(none.loaded)} loaded → ${mb(none.settled)} after the searches (at most ${mb(none.peak)}), ${int(none.evictions)} evictions, second pass p50 ${ms(pct(none.again, 0.5))} / p99 ${ms(pct(none.again, 0.99))}, ${none.wrong} of ${int(2 * bn)} answers different (the budget's run alone: BENCH_TENANTS_BUDGET_BASE=${none.settled.toFixed(1)})`,
       );
       targets.push([
         "1",
@@ -543,8 +543,10 @@ if (doMany) {
         none.wrong === 0,
       ]);
     } else {
-      const b = await budgetRun(budgetNames, bn * m, budgetMb);
       const given = split === undefined ? undefined : Number(split);
+      if (given !== undefined && !Number.isFinite(given))
+        throw new Error(`BENCH_TENANTS_BUDGET_BASE: "only" or the base's RssAnon in MiB, not ${split}`);
+      const b = await budgetRun(budgetNames, bn * m, budgetMb);
       const none =
         given === undefined
           ? await budgetRun(budgetNames, bn * m, 1)
