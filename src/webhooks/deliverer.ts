@@ -46,6 +46,13 @@ export interface DeliveryOptions {
 /** The least time between two reads of the trail by one idle subscription (ms). */
 export const scanSpacingMs = 5;
 /**
+ * PostgreSQL: while commits come back to back (stores at full speed), the shared stretch of the
+ * trail is read from the database at most this often (ms), not at every scan spacing: each read
+ * is three statements (the horizon, the events, the erasures) on the backends the stores wait
+ * on. A commit after a pause is still read at once; an event waits this long more at most.
+ */
+const streakReadMs = 25;
+/**
  * The most (ms): a subscription whose reads found nothing to send reads twice as far apart each
  * time, up to this, on a grid every subscription shares (so that they still share one read of
  * storage). Ten subscriptions to namespaces nobody writes otherwise read the trail, and wake, at
@@ -433,7 +440,7 @@ export function startDeliverer(
   // and after that while the erasure count read within 5 ms is the one they were read under.
   const freshMs = storage.sharedWithReplicas ? scanSpacingMs : Number.POSITIVE_INFINITY;
   const pace = core.commits ? new Pace(core.commits, o.busyShare) : undefined;
-  const trail = new SharedTrail(storage, scanSpacingMs, scrubs);
+  const trail = new SharedTrail(storage, scanSpacingMs, scrubs, storage.sharedWithReplicas ? streakReadMs : 0);
   const watch = storage.sharedWithReplicas ? new ErasureWatch(storage, scanSpacingMs) : undefined;
   const current = new CurrentEvents(storage, freshMs, scrubs, watch);
   const subscriptions = new StoredSubscriptions(storage);
