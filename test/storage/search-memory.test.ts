@@ -118,3 +118,31 @@ test("once nothing was counted for a while, a full collection if at least idleCo
     idleCollect.ms = was;
   }
 });
+
+test("the idle collection shrinks (collectIdle) at most once every idleCollect.shrinkEvery ms, a full collection between", async () => {
+  const MiB = 2 ** 20;
+  const calls: string[] = [];
+  const m = new SearchMemory(
+    64 * MiB,
+    () => calls.push("collect"),
+    () => calls.push("shrink"),
+  );
+  const was = { ...idleCollect };
+  idleCollect.ms = 20;
+  idleCollect.shrinkEvery = 3_600_000;
+  try {
+    for (const expected of [["shrink"], ["shrink", "collect"], ["shrink", "collect", "collect"]]) {
+      m.transient(idleCollect.min);
+      for (let i = 0; i < 500 && calls.length < expected.length; i++) await Bun.sleep(20);
+      expect(calls).toEqual(expected);
+    }
+    // Once shrinkEvery has passed, it shrinks again.
+    idleCollect.shrinkEvery = 0;
+    m.transient(idleCollect.min);
+    for (let i = 0; i < 500 && calls.length < 4; i++) await Bun.sleep(20);
+    expect(calls).toEqual(["shrink", "collect", "collect", "shrink"]);
+    expect(m.collections).toBe(4);
+  } finally {
+    Object.assign(idleCollect, was);
+  }
+});
