@@ -27,6 +27,8 @@ export interface StorageSettings {
   keywordPrebuild?: number;
   /** The search-memory budget in MiB (search-memory.ts); unset: 256. */
   searchMemoryMb?: number;
+  /** PostgreSQL: the connections' application_name (pg_stat_activity); unset: memd. */
+  applicationName?: string;
 }
 
 /** Opens the configured storage, migrating it to this release's format. */
@@ -44,6 +46,7 @@ export async function openStorage(
       keywordLists: s.pgKeywordLists ?? true,
       snapshotFrom: s.pgSnapshotFrom,
       searchMemoryMb: s.searchMemoryMb,
+      applicationName: s.applicationName,
     });
   }
   return openLmdb(s.dataDir, {

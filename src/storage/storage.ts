@@ -623,6 +623,12 @@ export interface Webhooks {
    * process per data dir: always true.
    */
   leaseWebhook(id: string, owner: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Renews, for `ttlMs`, the leases `owner` still holds among `ids` (an expired one too, while no
+   * other owner has taken it; never one given up): one statement for every subscription a replica
+   * delivers. Answers the ids renewed. LMDB: every id.
+   */
+  renewWebhookLeases(ids: readonly string[], owner: string, ttlMs: number): Promise<Set<string>>;
   /** Gives a lease up (on a clean stop), so another replica takes over at once. */
   releaseWebhook(id: string, owner: string): Promise<void>;
 }

@@ -46,6 +46,13 @@ export interface DeliveryOptions {
 /** The least time between two reads of the trail by one idle subscription (ms). */
 export const scanSpacingMs = 5;
 /**
+ * PostgreSQL: while commits come back to back (stores at full speed), the shared stretch of the
+ * trail is read from the database at most this often (ms), not at every scan spacing: each read
+ * is three statements (the horizon, the events, the erasures) on the backends the stores wait
+ * on. A commit after a pause is still read at once; an event waits this long more at most.
+ */
+const streakReadMs = 25;
+/**
  * The most (ms): a subscription whose reads found nothing to send reads twice as far apart each
  * time, up to this, on a grid every subscription shares (so that they still share one read of
  * storage). Ten subscriptions to namespaces nobody writes otherwise read the trail, and wake, at
@@ -189,6 +196,41 @@ class CurrentEvents {
       this.reads.set(s, one);
     });
     return this.reads.get(seq) as Promise<EventRecord | undefined>;
+  }
+}
+
+/**
+ * The stored subscriptions, one read (listWebhooks) for every worker and the supervisor: a read
+ * begun at or after the time a caller asks for answers it, so ten workers polling for edits made
+ * on other replicas make one statement, not ten.
+ */
+class StoredSubscriptions {
+  private last: { at: number; byId: Map<string, WebhookRecord> } | undefined;
+  private reading: { at: number; read: Promise<Map<string, WebhookRecord>> } | undefined;
+
+  constructor(private readonly storage: Pick<Storage, "listWebhooks">) {}
+
+  /** Every subscription, as read by a read begun at `since` (performance.now()) or later. */
+  all(since: number): Promise<Map<string, WebhookRecord>> {
+    if (this.last && this.last.at >= since) return Promise.resolve(this.last.byId);
+    if (this.reading && this.reading.at >= since) return this.reading.read;
+    const at = performance.now();
+    const read = this.storage.listWebhooks().then((ws) => {
+      const byId = new Map(ws.map((w) => [w.id, w]));
+      if (!this.last || this.last.at < at) this.last = { at, byId };
+      return byId;
+    });
+    this.reading = { at, read };
+    const done = () => {
+      if (this.reading?.read === read) this.reading = undefined;
+    };
+    read.then(done, done);
+    return read;
+  }
+
+  /** Subscription `id` (undefined: deleted), as read at `since` or later. */
+  async get(id: string, since: number) {
+    return (await this.all(since)).get(id);
   }
 }
 
@@ -348,6 +390,36 @@ export function startDeliverer(
     return flushing;
   };
 
+  /**
+   * The workers holding their lease, renewed together (one statement on PostgreSQL) every third
+   * of the lease: a worker whose lease was not renewed (taken over, the subscription deleted, or
+   * the renewal failed) stops.
+   */
+  const leased = new Set<Worker>();
+  let renewer: ReturnType<typeof setInterval> | undefined;
+  const renewLeases = async () => {
+    const holding = [...leased];
+    const renewed = await storage
+      .renewWebhookLeases(
+        holding.map((w) => w.id),
+        owner,
+        o.leaseMs,
+      )
+      .catch(() => new Set<string>());
+    for (const w of holding) if (!renewed.has(w.id) && leased.has(w)) w.abort.abort();
+  };
+  const holdLease = (w: Worker) => {
+    leased.add(w);
+    renewer ??= setInterval(() => void renewLeases(), o.leaseMs / 3);
+  };
+  const dropLease = (w: Worker) => {
+    leased.delete(w);
+    if (leased.size === 0) {
+      clearInterval(renewer);
+      renewer = undefined;
+    }
+  };
+
   const countOf = (id: string) => {
     let c = counts.get(id);
     if (!c) {
@@ -368,9 +440,10 @@ export function startDeliverer(
   // and after that while the erasure count read within 5 ms is the one they were read under.
   const freshMs = storage.sharedWithReplicas ? scanSpacingMs : Number.POSITIVE_INFINITY;
   const pace = core.commits ? new Pace(core.commits, o.busyShare) : undefined;
-  const trail = new SharedTrail(storage, scanSpacingMs, scrubs);
+  const trail = new SharedTrail(storage, scanSpacingMs, scrubs, storage.sharedWithReplicas ? streakReadMs : 0);
   const watch = storage.sharedWithReplicas ? new ErasureWatch(storage, scanSpacingMs) : undefined;
   const current = new CurrentEvents(storage, freshMs, scrubs, watch);
+  const subscriptions = new StoredSubscriptions(storage);
   const unsubscribe = core.notifier.subscribeAll((scrubbed) => {
     if (scrubbed) pinged++;
     trail.committed();
@@ -382,14 +455,14 @@ export function startDeliverer(
     private wakeUp: (() => void) | undefined;
     private dirty = false;
     private leased = false;
-    private renewer: ReturnType<typeof setInterval> | undefined;
     /** Set by a cursor write: the lease was lost (or the subscription deleted), or an edit through the API came. */
     private lost = false;
     private edited: WebhookRecord | undefined;
     /** The rev of the plan under way (the stored record's as last adopted): moves are made under it. */
     rev = 0;
-    /** An edit through this process's API since the subscription was last read. */
+    /** An edit through this process's API since the subscription was last read, and when it was told. */
     private changed = false;
+    private changedAt = 0;
     readonly done: Promise<void>;
 
     constructor(readonly id: string) {
@@ -397,7 +470,7 @@ export function startDeliverer(
         .then(() => this.drain())
         .catch((e) => logger.error("webhook delivery failed", { webhook: id, error: String((e as Error)?.stack ?? e) }))
         .finally(() => {
-          clearInterval(this.renewer);
+          dropLease(this);
           moves.delete(this);
           workers.delete(id);
           if (this.leased) storage.releaseWebhook(id, owner).catch(() => {});
@@ -421,7 +494,10 @@ export function startDeliverer(
 
     /** Something to read: a commit, or (`changed`) an edit through the API, which is re-read at once. */
     wake(changed = false) {
-      if (changed) this.changed = true;
+      if (changed) {
+        this.changed = true;
+        this.changedAt = performance.now();
+      }
       this.dirty = true;
       const w = this.wakeUp;
       this.wakeUp = undefined;
@@ -453,14 +529,7 @@ export function startDeliverer(
         if (await storage.leaseWebhook(this.id, owner, o.leaseMs).catch(() => false)) {
           this.leased = true;
           logger.info("webhook delivery lease taken", { webhook: this.id, replica: owner, pid: process.pid });
-          this.renewer = setInterval(() => {
-            storage
-              .leaseWebhook(this.id, owner, o.leaseMs)
-              .catch(() => false)
-              .then((held) => {
-                if (!held) this.abort.abort();
-              });
-          }, o.leaseMs / 3);
+          holdLease(this);
           return true;
         }
         const w = await storage.getWebhook(this.id).catch(() => undefined);
@@ -566,9 +635,11 @@ export function startDeliverer(
           if (now - scannedAt < spacing) await Bun.sleep(spacing - (now % spacing));
           // The stored subscription (edits made on other replicas) at least every poll interval.
           if (this.changed || performance.now() - readAt >= o.pollMs) {
+            // After the edit told of; else one read by any worker within half a poll interval.
+            const since = this.changed ? this.changedAt : performance.now() - o.pollMs / 2;
             this.changed = false;
-            readAt = performance.now();
-            const fresh = await storage.getWebhook(this.id);
+            readAt = since;
+            const fresh = await subscriptions.get(this.id, since);
             if (!fresh) return;
             adopt(fresh);
           }
@@ -576,9 +647,10 @@ export function startDeliverer(
         }
         // An edit through the API (a rotated secret, a new filter or URL) is read before the next POST.
         if (this.changed) {
+          const since = this.changedAt;
           this.changed = false;
           readAt = performance.now();
-          const fresh = await storage.getWebhook(this.id);
+          const fresh = await subscriptions.get(this.id, since);
           if (!fresh) return;
           adopt(fresh);
           continue;
@@ -674,7 +746,7 @@ export function startDeliverer(
   const supervise = async () => {
     while (!stopped) {
       try {
-        for (const w of await storage.listWebhooks())
+        for (const w of (await subscriptions.all(performance.now())).values())
           if (w.state === "active" && !workers.has(w.id)) workers.set(w.id, new Worker(w.id));
       } catch (e) {
         logger.error("webhook supervisor failed", { error: String(e) });

@@ -97,6 +97,7 @@ async function start(m: Extract<ToThread, { type: "init" }>) {
     pgSnapshotFrom: 0,
     keywordPrebuild: 0,
     searchMemoryMb: 1,
+    applicationName: "memd webhooks",
   });
   if (stopping) return opened.close();
   // What the request thread committed is durable once it says so (LMDB: its flush). One question

@@ -538,6 +538,31 @@ const cases: Record<string, Case> = {
     for (const id of [a, b, c]) expect(await s.deleteWebhook(id)).toBe(true);
   },
 
+  "Webhooks: the leases an owner holds renewed in one call, never one given up or taken over": async (s) => {
+    const [a, b, c] = ["a", "b", "c"].map((x) => `wh_${ns(`renew-${x}`)}`);
+    for (const id of [a, b, c]) {
+      await s.insertWebhook(webhook(id));
+      expect(await s.leaseWebhook(id, "r1", 60_000)).toBe(true);
+    }
+    const gone = `wh_${ns("renew-none")}`;
+    expect(await s.renewWebhookLeases([], "r1", 60_000)).toEqual(new Set());
+    expect(await s.renewWebhookLeases([a, b, c, gone], "r1", 60_000)).toEqual(
+      s.backend === "postgres" ? new Set([a, b, c]) : new Set([a, b, c, gone]),
+    );
+    if (s.backend === "postgres") {
+      // b given up, c taken over once expired: only a is still r1's.
+      await s.releaseWebhook(b, "r1");
+      expect(await s.renewWebhookLeases([c], "r1", 1)).toEqual(new Set([c]));
+      await Bun.sleep(5);
+      expect(await s.leaseWebhook(c, "r2", 60_000)).toBe(true);
+      expect(await s.renewWebhookLeases([a, b, c], "r1", 60_000)).toEqual(new Set([a]));
+      // The one given up stays free: another replica takes it at once.
+      expect(await s.leaseWebhook(b, "r2", 60_000)).toBe(true);
+      expect(await s.renewWebhookLeases([a, b, c], "r2", 60_000)).toEqual(new Set([b, c]));
+    }
+    for (const id of [a, b, c]) expect(await s.deleteWebhook(id)).toBe(true);
+  },
+
   "Webhooks: the trail by seq, filtered by namespace pattern and kind, never passing an event": async (s) => {
     const n = ns("trail");
     const start = (await s.trailAfter(0, { namespaces: [], kinds: [] }, 1)).scannedTo;

@@ -4,7 +4,11 @@
 // structures at once, never the namespace searched last; sizes can grow and shrink; an owner's
 // own drop is not an eviction.
 import { expect, test } from "bun:test";
-import { SearchMemory } from "../../src/storage/search-memory";
+import { idleCollect, SearchMemory } from "../../src/storage/search-memory";
+
+// (The collections counted by the tests below are those made on the next turn; the idle one,
+// checked last, waits far longer here.)
+idleCollect.ms = 3_600_000;
 
 test("released in order: unsearched, then least recently searched; never the last searched; evictions counted", () => {
   const m = new SearchMemory(100);
@@ -85,4 +89,60 @@ test("what searches made and let go counts towards the next collection as releas
   for (let i = 0; i < 100; i++) unbounded.transient(MiB);
   await new Promise((r) => setImmediate(r));
   expect(collected).toBe(1);
+});
+
+test("once nothing was counted for a while, a full collection if at least idleCollect.min was let go since the last; without a budget, never", async () => {
+  const MiB = 2 ** 20;
+  let collected = 0;
+  const m = new SearchMemory(64 * MiB, () => collected++);
+  const unbounded = new SearchMemory(Number.POSITIVE_INFINITY, () => collected++);
+  const was = idleCollect.ms;
+  idleCollect.ms = 20;
+  try {
+    m.hold("a", "keyword", MiB, () => undefined);
+    m.transient(idleCollect.min / 2); // under the idle minimum: armed, but not enough
+    unbounded.transient(8 * MiB);
+    await Bun.sleep(200);
+    expect(collected).toBe(0);
+    m.transient(idleCollect.min); // under a sixteenth of the budget, so not on the next turn...
+    await new Promise((r) => setImmediate(r));
+    expect(collected).toBe(0);
+    // ...but once quiet (bounded wait: a loaded machine runs timers late).
+    for (let i = 0; i < 500 && collected === 0; i++) await Bun.sleep(20);
+    expect([collected, m.collections, m.held]).toEqual([1, 1, MiB]);
+    // Counted again from that collection: nothing let go since, nothing more.
+    m.searched("a");
+    await Bun.sleep(200);
+    expect(collected).toBe(1);
+  } finally {
+    idleCollect.ms = was;
+  }
+});
+
+test("the idle collection shrinks (collectIdle) at most once every idleCollect.shrinkEvery ms, a full collection between", async () => {
+  const MiB = 2 ** 20;
+  const calls: string[] = [];
+  const m = new SearchMemory(
+    64 * MiB,
+    () => calls.push("collect"),
+    () => calls.push("shrink"),
+  );
+  const was = { ...idleCollect };
+  idleCollect.ms = 20;
+  idleCollect.shrinkEvery = 3_600_000;
+  try {
+    for (const expected of [["shrink"], ["shrink", "collect"], ["shrink", "collect", "collect"]]) {
+      m.transient(idleCollect.min);
+      for (let i = 0; i < 500 && calls.length < expected.length; i++) await Bun.sleep(20);
+      expect(calls).toEqual(expected);
+    }
+    // Once shrinkEvery has passed, it shrinks again.
+    idleCollect.shrinkEvery = 0;
+    m.transient(idleCollect.min);
+    for (let i = 0; i < 500 && calls.length < 4; i++) await Bun.sleep(20);
+    expect(calls).toEqual(["shrink", "collect", "collect", "shrink"]);
+    expect(m.collections).toBe(4);
+  } finally {
+    Object.assign(idleCollect, was);
+  }
 });

@@ -73,10 +73,13 @@ export function lmdbWebhooks(s: LmdbState): Webhooks {
     },
 
     async getWebhook(id) {
+      // On the delivery thread, an edit the request thread just committed must be seen.
+      if (!isMainThread) s.env.resetReadTxn();
       return dbs.webhooks.get(id) as WebhookRecord | undefined;
     },
 
     async listWebhooks() {
+      if (!isMainThread) s.env.resetReadTxn();
       return [...dbs.webhooks.getRange({})].map((e) => e.value as WebhookRecord);
     },
 
@@ -156,6 +159,10 @@ export function lmdbWebhooks(s: LmdbState): Webhooks {
 
     async leaseWebhook() {
       return true;
+    },
+
+    async renewWebhookLeases(ids) {
+      return new Set(ids);
     },
 
     async releaseWebhook() {},

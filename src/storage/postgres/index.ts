@@ -55,6 +55,8 @@ export interface PostgresOptions {
    * database once built and read by other replicas and restarts (snapshots.ts); unset: 10,000; 0: off.
    */
   snapshotFrom?: number;
+  /** The connections' application_name, as pg_stat_activity shows them; unset: memd. */
+  applicationName?: string;
 }
 
 export interface PostgresStorage extends Storage {
@@ -92,7 +94,7 @@ export async function openPostgres(o: PostgresOptions): Promise<PostgresStorage>
       // Behind a pooler no startup parameters but the application's name (poolers refuse or drop
       // the others): the statement timeout and synchronous_commit are set in each write
       // transaction (writes.ts).
-      connection: { application_name: "memd", ...serverSide },
+      connection: { application_name: o.applicationName ?? "memd", ...serverSide },
       prepare: o.pooler !== "transaction",
     });
   const sql = connect(o.pool);

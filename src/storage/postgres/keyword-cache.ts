@@ -176,6 +176,9 @@ export function pgKeywordLists(
     e.ready = true;
     followers.attach(ns, e);
     held(ns, e);
+    // (Built from its rows: their strings and the terms made of them are garbage now, about as
+    // much again as the lists hold, collected with what the budget releases.)
+    if (!read) memory?.transient(e.space.heldBytes());
     // Built from the rows: written for the other replicas (and the next start).
     e.changed = read ? e.changed : Number.POSITIVE_INFINITY;
     save(ns, e);

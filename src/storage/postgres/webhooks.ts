@@ -157,6 +157,16 @@ export function pgWebhooks(s: PgState): Webhooks {
       return rows.length === 1;
     },
 
+    async renewWebhookLeases(ids, owner, ttlMs) {
+      if (ids.length === 0) return new Set();
+      const rows = await db(
+        () => sql`UPDATE webhooks SET lease_until = (extract(epoch from clock_timestamp()) * 1000)::bigint + ${ttlMs}
+            WHERE id = ANY(${sql.array([...ids], "text")}::text[]) AND lease_owner = ${owner}
+            RETURNING id`,
+      );
+      return new Set(rows.map((r: Row) => r.id as string));
+    },
+
     async releaseWebhook(id, owner) {
       await db(
         () =>
