@@ -573,6 +573,14 @@ export function startDeliverer(
         w = next;
         this.rev = next.rev;
       };
+      /**
+       * A record from the shared reads (StoredSubscriptions): one begun before this worker took a
+       * newer record from a cursor write (an edit) is older, and left, or the plan would go back
+       * to the old URL, filter or cursor until the next cursor write is refused.
+       */
+      const adoptShared = (next: WebhookRecord) => {
+        if (!w || next.rev >= w.rev) adopt(next);
+      };
       if (w) this.rev = w.rev;
       while (this.running && w && w.state === "active") {
         if (this.lost) return;
@@ -625,7 +633,8 @@ export function startDeliverer(
             movedTo = pos;
             move(this, pos);
           }
-          await this.sleep(o.pollMs);
+          // A commit the shared trail put off (a streak) is read when due, not at the next poll.
+          await this.sleep(Math.min(o.pollMs, trail.unreadDueIn() ?? o.pollMs));
           if (!this.running) return;
           // Commits come in bursts: read the trail at most every few ms, so that a busy store
           // path wakes each subscription a bounded number of times a second, not once per commit;
@@ -641,7 +650,7 @@ export function startDeliverer(
             readAt = since;
             const fresh = await subscriptions.get(this.id, since);
             if (!fresh) return;
-            adopt(fresh);
+            adoptShared(fresh);
           }
           continue;
         }
@@ -652,7 +661,7 @@ export function startDeliverer(
           readAt = performance.now();
           const fresh = await subscriptions.get(this.id, since);
           if (!fresh) return;
-          adopt(fresh);
+          adoptShared(fresh);
           continue;
         }
         await pace?.turn();

@@ -78,6 +78,16 @@ export class SharedTrail {
     return this.page(pos, filter, limit);
   }
 
+  /**
+   * When commits seen wait for the next read (a streak puts it off, refresh): the ms until that
+   * read is due, 0 if it is; undefined when every commit seen is read or being read. A caller that
+   * found nothing sleeps no longer than this: the burst's last commit wakes it once only.
+   */
+  unreadDueIn(): number | undefined {
+    if (this.readCommits === this.commits) return undefined;
+    return Math.max(0, this.readStartedAt + this.streakMs - this.now());
+  }
+
   /** Storage's page, for a position outside the stretch. */
   private async read(pos: number, filter: TrailFilter, limit: number): Promise<Page> {
     const readAt = this.now();

@@ -65,6 +65,26 @@ test("commits back to back: the stretch is read at most every streakMs, then wit
   expect(t.reads).toBe(4);
 });
 
+test("a commit put off by a streak says when it is read (unreadDueIn): a caller that found nothing sleeps no longer", async () => {
+  const { t, trail, commit, seqs } = setup(25);
+  commit();
+  expect(await seqs()).toEqual([1]);
+  t.now += 30;
+  commit();
+  expect(await seqs()).toEqual([1, 2]);
+  expect(trail.unreadDueIn()).toBeUndefined();
+  // The burst's last commit, within the streak: not read now, and due 25 ms after the last read began.
+  t.now += 5;
+  commit();
+  expect(await seqs()).toEqual([1, 2]);
+  expect(trail.unreadDueIn()).toBe(20);
+  t.now += 20;
+  expect(trail.unreadDueIn()).toBe(0);
+  expect(await seqs()).toEqual([1, 2, 3]);
+  expect(trail.unreadDueIn()).toBeUndefined();
+  expect(t.reads).toBe(3);
+});
+
 test("streakMs 0 (LMDB): every commit is read at once", async () => {
   const { t, commit, seqs } = setup(0);
   for (let i = 1; i <= 5; i++) {
