@@ -6,8 +6,8 @@
 // scripts/build.ts builds it into the binary.
 // First: in the compiled binary, lmdb's native addon is loaded through it (as in main.ts).
 import "../native-addon";
-import { embedPendingElsewhere } from "../storage/index";
 import type { VectorKey } from "../storage/storage";
+import { embedPendingElsewhere } from "../storage/vectors-elsewhere";
 import { builtinEmbedder } from "./builtin";
 
 declare const self: Worker;

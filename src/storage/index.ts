@@ -12,9 +12,6 @@ import { postgresBackupAdvice, postgresCompactAdvice } from "./postgres/advice";
 import { openPostgres } from "./postgres/index";
 import type { Storage } from "./storage";
 
-// The embedding thread's side of the LMDB backend (embedding/embed-thread.ts).
-export { embedPendingElsewhere } from "./lmdb/embeddings";
-
 export interface StorageSettings {
   dataDir: string;
   mapSizeMb?: number;

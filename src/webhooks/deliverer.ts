@@ -46,6 +46,13 @@ export interface DeliveryOptions {
 /** The least time between two reads of the trail by one idle subscription (ms). */
 export const scanSpacingMs = 5;
 /**
+ * PostgreSQL: while commits come back to back (stores at full speed), the shared stretch of the
+ * trail is read from the database at most this often (ms), not at every scan spacing: each read
+ * is three statements (the horizon, the events, the erasures) on the backends the stores wait
+ * on. A commit after a pause is still read at once; an event waits this long more at most.
+ */
+const streakReadMs = 25;
+/**
  * The most (ms): a subscription whose reads found nothing to send reads twice as far apart each
  * time, up to this, on a grid every subscription shares (so that they still share one read of
  * storage). Ten subscriptions to namespaces nobody writes otherwise read the trail, and wake, at
@@ -433,7 +440,7 @@ export function startDeliverer(
   // and after that while the erasure count read within 5 ms is the one they were read under.
   const freshMs = storage.sharedWithReplicas ? scanSpacingMs : Number.POSITIVE_INFINITY;
   const pace = core.commits ? new Pace(core.commits, o.busyShare) : undefined;
-  const trail = new SharedTrail(storage, scanSpacingMs, scrubs);
+  const trail = new SharedTrail(storage, scanSpacingMs, scrubs, storage.sharedWithReplicas ? streakReadMs : 0);
   const watch = storage.sharedWithReplicas ? new ErasureWatch(storage, scanSpacingMs) : undefined;
   const current = new CurrentEvents(storage, freshMs, scrubs, watch);
   const subscriptions = new StoredSubscriptions(storage);
@@ -566,6 +573,14 @@ export function startDeliverer(
         w = next;
         this.rev = next.rev;
       };
+      /**
+       * A record from the shared reads (StoredSubscriptions): one begun before this worker took a
+       * newer record from a cursor write (an edit) is older, and left, or the plan would go back
+       * to the old URL, filter or cursor until the next cursor write is refused.
+       */
+      const adoptShared = (next: WebhookRecord) => {
+        if (!w || next.rev >= w.rev) adopt(next);
+      };
       if (w) this.rev = w.rev;
       while (this.running && w && w.state === "active") {
         if (this.lost) return;
@@ -618,7 +633,8 @@ export function startDeliverer(
             movedTo = pos;
             move(this, pos);
           }
-          await this.sleep(o.pollMs);
+          // A commit the shared trail put off (a streak) is read when due, not at the next poll.
+          await this.sleep(Math.min(o.pollMs, trail.unreadDueIn() ?? o.pollMs));
           if (!this.running) return;
           // Commits come in bursts: read the trail at most every few ms, so that a busy store
           // path wakes each subscription a bounded number of times a second, not once per commit;
@@ -634,7 +650,7 @@ export function startDeliverer(
             readAt = since;
             const fresh = await subscriptions.get(this.id, since);
             if (!fresh) return;
-            adopt(fresh);
+            adoptShared(fresh);
           }
           continue;
         }
@@ -645,7 +661,7 @@ export function startDeliverer(
           readAt = performance.now();
           const fresh = await subscriptions.get(this.id, since);
           if (!fresh) return;
-          adopt(fresh);
+          adoptShared(fresh);
           continue;
         }
         await pace?.turn();

@@ -30,17 +30,24 @@ export class SharedTrail {
   private commits = 0;
   private readCommits = -1;
   private readStartedAt = Number.NEGATIVE_INFINITY;
+  /** The time between the last two reads' starts (ms). */
+  private lastGap = Number.POSITIVE_INFINITY;
   private reading: Promise<void> | undefined;
   private scrubsSeen: number;
 
   /**
    * `freshMs`: a stretch read longer ago than this is read again, commits seen or not (another
    * replica's). `scrubs`: this process's count of scrubbing commits, as soon as each is made.
+   * `streakMs`: while reads follow each other within twice this (commits coming back to back:
+   * stores at full speed), the next waits until this long after the last one began, whatever was
+   * committed meanwhile; a commit after a pause is read at once (0: always at once).
    */
   constructor(
     private readonly storage: Pick<Webhooks, "trailAfter">,
     private readonly freshMs: number,
     private readonly scrubs: () => number,
+    private readonly streakMs = 0,
+    private readonly now: () => number = () => performance.now(),
   ) {
     this.scrubsSeen = scrubs();
   }
@@ -71,16 +78,31 @@ export class SharedTrail {
     return this.page(pos, filter, limit);
   }
 
+  /**
+   * When commits seen wait for the next read (a streak puts it off, refresh): the ms until that
+   * read is due, 0 if it is; undefined when every commit seen is read or being read. A caller that
+   * found nothing sleeps no longer than this: the burst's last commit wakes it once only.
+   */
+  unreadDueIn(): number | undefined {
+    if (this.readCommits === this.commits) return undefined;
+    return Math.max(0, this.readStartedAt + this.streakMs - this.now());
+  }
+
   /** Storage's page, for a position outside the stretch. */
   private async read(pos: number, filter: TrailFilter, limit: number): Promise<Page> {
-    const readAt = performance.now();
+    const readAt = this.now();
     return { ...(await this.storage.trailAfter(pos, filter, limit)), readAt };
   }
 
-  /** Reads what was committed since the stretch was read, unless a read begun since the last commit is in flight or just done. */
+  /**
+   * Reads what was committed since the stretch was read, unless a read begun since the last
+   * commit is in flight or just done, or (a streak) the last one began under streakMs ago.
+   */
   private async refresh() {
     for (;;) {
-      const current = this.readCommits === this.commits && performance.now() - this.readStartedAt < this.freshMs;
+      const since = this.now() - this.readStartedAt;
+      const early = this.lastGap < 2 * this.streakMs && since < this.streakMs;
+      const current = early || (this.readCommits === this.commits && since < this.freshMs);
       if (this.reading) {
         await this.reading;
         if (current) return;
@@ -88,7 +110,8 @@ export class SharedTrail {
       }
       if (current) return;
       this.readCommits = this.commits;
-      this.readStartedAt = performance.now();
+      this.lastGap = since;
+      this.readStartedAt = this.now();
       this.reading = this.readMore().finally(() => {
         this.reading = undefined;
       });
@@ -96,7 +119,7 @@ export class SharedTrail {
   }
 
   private async readMore() {
-    const at = performance.now();
+    const at = this.now();
     const scrubs = this.scrubsSeen;
     const page = await this.storage.trailAfter(this.to, everything, readLimit);
     if (scrubs !== this.scrubsSeen) return;
@@ -119,7 +142,7 @@ export class SharedTrail {
     const erasures: TrailErasure[] = [];
     let scannedTo = this.to;
     const first = this.firstAfter(pos);
-    const readAt = this.times[first] ?? performance.now();
+    const readAt = this.times[first] ?? this.now();
     for (let i = first; i < this.items.length; i++) {
       const item = this.items[i];
       if (isErasure(item)) {

@@ -1,11 +1,10 @@
 // @targets lmdb
 // No cold first search after a bulk load (issue 32; src/storage/lmdb/keyword-cache.ts,
 // startFollowing): a namespace never searched that takes writes past the prebuild threshold has
-// its keyword lists followed, commit by commit, from then on; the memories it held before are read
-// into them once its writes pause (so that its first search builds nothing: no load slice runs) or
-// at its first search, which answers exactly as lists rebuilt from the records either way; a
-// namespace below the threshold is not loaded. Such lists are not saved while the namespace takes
-// writes: once they pause, or when it has grown fourfold.
+// its keyword lists loaded in the background and then followed, commit by commit, so that its
+// first search builds nothing (no load slice runs) and answers exactly as lists rebuilt from the
+// records; a namespace below the threshold is not loaded. Such lists are not saved while the
+// namespace takes writes: once they pause, or when it has grown fourfold.
 import { afterAll, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { packing } from "../../src/index/keyword";
@@ -14,7 +13,6 @@ import { followStats, prebuilding, snapshotting } from "../../src/storage/lmdb/k
 import { snapshotDir } from "../../src/storage/lmdb/keyword-snapshot";
 import { loading } from "../../src/storage/lmdb/touched";
 import type { MemoryOp } from "../../src/storage/storage";
-import { queryTerms } from "../../src/text/tokens";
 import { seededRandom, tempDir } from "../helpers";
 import { keywordAnswers, rebuiltAnswers, vocab } from "./keyword-answers";
 
@@ -29,17 +27,13 @@ prebuilding.followFrom = 0; // (the prebuild threshold, 100, then)
 prebuilding.startMs = 3_600_000;
 prebuilding.everyMs = 3_600_000;
 packing.upTo = 0;
-// Loads in slices of 10, counted: a search that had to load its lists would run them; `during`,
-// if set, runs (once) between the first two.
+// Loads in slices of 10, counted: a search that had to load its lists would run them.
 let slicesRun = 0;
-let during: (() => Promise<unknown>) | undefined;
 loading.slice = 10;
 loading.backgroundSlice = 10;
 loading.between = () => {
   slicesRun++;
-  const run = during;
-  during = undefined;
-  return run ? run() : new Promise((resolve) => setImmediate(resolve));
+  return new Promise((resolve) => setImmediate(resolve));
 };
 afterAll(() => {
   Object.assign(prebuilding, knobs);
@@ -69,22 +63,19 @@ function adds(rand: () => number, ns: string, n: number, ids: string[]): MemoryO
   });
 }
 
-test("a namespace growing past the threshold is followed unsearched, its older memories read once its writes pause: its first search loads nothing and is exact", async () => {
+test("a namespace growing past the threshold is loaded and followed unsearched: its first search loads nothing and is exact", async () => {
   const rand = seededRandom(32);
   const ids: string[] = [];
   const s = await openLmdb(tmp.dir, { keywordPrebuild: 100 });
   const followed = followStats.followed;
-  const read = followStats.olderRead;
   // Below the threshold: not followed, however long it waits.
   for (let i = 0; i < 6; i++) await s.apply(adds(rand, "grow", 10, ids), null);
   await s.apply(adds(rand, "small", 40, []), null);
   await Bun.sleep(200);
   expect(followStats.followed).toBe(followed);
-  // Past it, in many commits as a bulk load's: followed, and its memories so far read in the
-  // background once its writes pause.
+  // Past it, in many commits as a bulk load's: loaded in the background, then followed.
   for (let i = 0; i < 10; i++) await s.apply(adds(rand, "grow", 10, ids), null);
   await waitFor(() => followStats.followed === followed + 1);
-  await waitFor(() => followStats.olderRead === read + 1);
   // More changes, each followed as it commits.
   await s.apply(adds(rand, "grow", 30, ids), null);
   await s.apply(
@@ -153,66 +144,6 @@ test("a followed namespace is not saved while it grows: after its writes pause, 
     await s.close();
     expect(here).toEqual(await rebuiltAnswers(dir.dir, "bulk"));
   } finally {
-    dir.cleanup();
-  }
-});
-
-test("searched before its writes pause, a followed namespace reads its older memories at that search, writes committed during that read included: exact", async () => {
-  const rand = seededRandom(34);
-  const ids: string[] = [];
-  const dir = tempDir();
-  const one = (content: string): MemoryOp => {
-    const id = Bun.randomUUIDv7();
-    ids.push(id);
-    return {
-      event: "ADD",
-      create: { id, namespace: "late", entity: "e1", content, category: "fact", importance: 0.5 },
-    };
-  };
-  const find = async (s: Awaited<ReturnType<typeof openLmdb>>, q: string) =>
-    (await s.keywordSearch({ namespace: "late" }, queryTerms(q), {}, 20)).map((h) => h.memory.id);
-  // (No read in the background when its writes pause: the search reads them.)
-  prebuilding.savePaused = false;
-  try {
-    const s = await openLmdb(dir.dir, { keywordPrebuild: 100 });
-    const followed = followStats.followed;
-    const read = followStats.olderRead;
-    // Older memories (stored before it is followed; ids in time order, so read in this order):
-    // "yak" in the first slice read, "zebra" and "giraffe" in later ones.
-    await s.apply([one("yak tea")], null);
-    const yak = ids[0];
-    for (let i = 0; i < 5; i++) await s.apply(adds(rand, "late", 10, ids), null);
-    await s.apply([one("zebra dog"), one("giraffe cat")], null);
-    const [zebra, giraffe] = ids.slice(-2);
-    for (let i = 0; i < 5; i++) await s.apply(adds(rand, "late", 10, ids), null);
-    await waitFor(() => followStats.followed === followed + 1);
-    // Followed from here: new memories, and older ones changed.
-    await s.apply(adds(rand, "late", 30, ids), null);
-    await s.apply([{ event: "UPDATE", target: ids[3], patch: { content: "okapi boat" } }], null);
-    await s.apply([{ event: "DELETE", target: ids[5], reason: "test" }], null);
-    expect(followStats.olderRead).toBe(read);
-    // The first search reads the older memories; after its first slice, commits change an older
-    // memory read already (yak), two not read yet (zebra gone, giraffe now "okapi") and add one.
-    during = async () => {
-      await s.apply([{ event: "DELETE", target: yak, reason: "test" }], null);
-      await s.apply([{ event: "DELETE", target: zebra, reason: "test" }], null);
-      await s.apply([{ event: "UPDATE", target: giraffe, patch: { content: "okapi red" } }], null);
-      await s.apply([one("zebra okapi")], null);
-    };
-    const before = slicesRun;
-    const here = await keywordAnswers(s, "late");
-    expect(slicesRun).toBeGreaterThan(before + 5);
-    expect(during).toBeUndefined();
-    expect(followStats.olderRead).toBe(read + 1);
-    expect(await find(s, "yak")).toEqual([]);
-    expect(await find(s, "zebra")).toEqual([ids.at(-1)!]);
-    expect(await find(s, "giraffe")).toEqual([]);
-    expect((await find(s, "okapi")).sort()).toEqual([ids[3], giraffe, ids.at(-1)!].sort());
-    await s.close();
-    expect(here).toEqual(await rebuiltAnswers(dir.dir, "late"));
-  } finally {
-    during = undefined;
-    prebuilding.savePaused = true;
     dir.cleanup();
   }
 });

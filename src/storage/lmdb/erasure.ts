@@ -4,8 +4,8 @@ import { uuidsIn } from "../../wire/schemas";
 import { planOp } from "../ops";
 import type { ErasureRecord, EventRecord, IdempotencyEntry, MemoryRecord } from "../records";
 import type { Erasure, MemoryOp } from "../storage";
+import { IndexWriter } from "./index-writer";
 import { END, keys } from "./layout";
-import { IndexWriter } from "./search";
 import { getRecord, type LmdbState } from "./state";
 import { stage, write } from "./writes";
 

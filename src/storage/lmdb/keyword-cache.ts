@@ -85,12 +85,10 @@ export const prebuilding = {
   followMs: 1_000,
   /**
    * ...and how many current memories one needs (or the prebuild threshold, if more): below it a
-   * first search builds its lists in well under a second, and stores into it do not pay for
-   * taking their terms. Followed, its memories up to then are read at its first search if its
-   * writes did not pause before (~0.65-0.8 s of CPU at 30,000 in process under load; 50,000 took
-   * 0.9-1.5 s, too close to the 1 s bound of issue 32).
+   * first search builds its lists in well under a second (~0.75 s at 50,000 on a quiet machine),
+   * and stores into it do not pay for taking their terms.
    */
-  followFrom: 30_000,
+  followFrom: 50_000,
   /**
    * Whether a look saves a followed namespace whose save waits for its writes to pause (see
    * changed in keywordCache) when it took none since the look before; tests turn it off, and only
@@ -105,12 +103,8 @@ export const prebuilding = {
  */
 export const prebuildStats = { written: 0, checks: 0 };
 
-/**
- * Namespaces whose lists were loaded to be followed as they grew, unsearched (startFollowing), and
- * of those followed before their older memories were read, how many had them read since, in this
- * process (for tests).
- */
-export const followStats = { followed: 0, olderRead: 0 };
+/** Namespaces whose lists were loaded to be followed as they grew, unsearched (startFollowing), in this process (for tests). */
+export const followStats = { followed: 0 };
 
 /** The keyword lists with what keywordCache adds: saves, snapshots ahead of a search, figures. */
 export type LoadedKeywordCache = KeywordCache & {
@@ -165,11 +159,6 @@ export function keywordCache(
     from?: { atMs: number; atSeq: number };
     /** meta "clockEpoch" when it was read (see seen). */
     epoch: number;
-    /**
-     * Followed before its older memories were read (startFollowing): how many it held then (at
-     * least), counted in its size until they are read.
-     */
-    older?: number;
   };
   const state = new Map<KeywordSpace, State>();
   /**
@@ -189,9 +178,6 @@ export function keywordCache(
   const save = async (s: KeywordSpace) => {
     const st = state.get(s);
     if (!st) return;
-    // (Followed before its older memories were read: read now, in the background, then saved.)
-    if (cache.partial(st.ns)) await cache.prefetch(st.ns);
-    if (state.get(s) !== st || cache.partial(st.ns)) return;
     st.queued = false;
     // (A small namespace's lists are packed, and built again from its records at a first search
     // in about the time a snapshot takes to read: not saved.)
@@ -255,7 +241,7 @@ export function keywordCache(
   const changed = (s: KeywordSpace) => {
     const st = state.get(s);
     if (!st) return;
-    const docs = s.live + (st.older ?? 0);
+    const docs = s.live;
     ++st.changes;
     if (!growing(st)) {
       if (st.changes >= Math.max(snapshotting.after, docs / 10)) queue(s);
@@ -317,19 +303,14 @@ export function keywordCache(
       },
       loaded: (s) => {
         const st = state.get(s);
-        if (st?.older !== undefined) {
-          st.older = undefined;
-          followStats.olderRead++;
-        }
         if (st?.from === undefined) {
           // Built from the records: saved behind this search, so the next start reads it, and read
           // back in place of these lists once saved (so their spare room is not worth dropping
           // first: a copy of every array, hundreds of milliseconds at 1,000,000). Without
           // snapshots they stay: trimmed.
           if (!dataDir) s.trim();
-          else if (st && growing(st)) {
-            if (!st.queued) st.waiting ??= -1;
-          } else if (st) queue(s);
+          else if (st && growing(st)) st.waiting ??= -1;
+          else if (st) queue(s);
         } else st.from = undefined;
       },
       replaced: (old) => {
@@ -397,12 +378,11 @@ export function keywordCache(
   const prebuild = startPrebuild();
   /**
    * No cold first search after a bulk load (issue 32): a namespace not loaded that takes writes
-   * and reaches prebuilding.followFrom current memories (or `prebuild`) while doing so is followed
-   * from then on (within `prebuilding.followMs`) like a searched one: the terms of what a bulk
-   * load stores are taken as it stores them instead of all at its first search. What it held
-   * before is read into its lists once its writes pause (a save reads it first), or at its first
-   * search (NamespaceCache.followNew); with a snapshot, its lists are loaded from it, caught up,
-   * in the background (NamespaceCache.prefetch) instead. Counting is cheap: the
+   * and reaches prebuilding.followFrom current memories (or `prebuild`) while doing so has its lists
+   * loaded in the background (NamespaceCache.prefetch: from its snapshot, caught up, or its
+   * records, in slices at low priority) within `prebuilding.followMs`, and then kept and followed
+   * like a searched one, so that its first search finds them: the terms of what a bulk load
+   * stores are taken as it stores them instead of all at that search. Counting is cheap: the
    * changes every commit makes per namespace are noted (refresh), and a namespace is counted
    * (its current memories, up to the threshold) only once those could have taken it there.
    * Such lists count in the search-memory budget like any (never searched: released first).
@@ -441,16 +421,7 @@ export function keywordCache(
           counted.delete(ns);
           followed.add(ns);
           options.log?.("keyword lists: followed as the namespace grows", { namespace: ns, memories: n });
-          // Without a snapshot to start from, only what it takes from now on is followed: its
-          // memories so far are read once its writes pause (see changed: a save reads them first)
-          // or at its first search, not during the load (building them cost a bulk load of
-          // 100,000 a quarter of its CPU, issue 32).
-          const fresh = !(dataDir && snapshotCovers(dataDir, ns, stamp())) && cache.followNew(ns);
-          const st = fresh && state.get(fresh);
-          if (st) {
-            st.older = n;
-            st.waiting = -1;
-          } else await cache.prefetch(ns);
+          await cache.prefetch(ns);
           followStats.followed++;
         }
       } catch (e) {

@@ -1,7 +1,7 @@
 import type { RootDatabase } from "lmdb";
 import type { MemoryRecord } from "../records";
+import { IndexWriter } from "./index-writer";
 import { type Dbs, FORMAT_VERSION, keys } from "./layout";
-import { IndexWriter } from "./search";
 import { Writes } from "./staging";
 
 /**

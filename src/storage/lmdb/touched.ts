@@ -122,13 +122,6 @@ type LoadEntry<S, V> = {
 };
 
 /**
- * A namespace followed before its older entries were read (NamespaceCache.followNew): its copy,
- * the ids commits touched since (their entries are the follow's: the read leaves them out), and
- * the read of the rest once started.
- */
-type Older<S> = { s: S; ids: Set<string>; background: boolean; done?: Promise<S> };
-
-/**
  * In-memory copies of an index, per namespace: loaded from LMDB on first use, in slices so that a
  * large namespace does not hold up every other request while it loads (concurrent first uses
  * share one load), and kept in step with every committed write (refresh). Writes that commit
@@ -140,8 +133,6 @@ export class NamespaceCache<S, V> {
   private readonly loads = new Map<string, LoadEntry<S, V>>();
   /** Namespaces asked for by get (searched), as opposed to loaded in the background only. */
   private readonly wanted = new Set<string>();
-  /** Namespaces followed whose older entries are not read yet (followNew). */
-  private readonly older = new Map<string, Older<S>>();
   private generation = 0;
   /** Commits' touched keys not yet followed (`deferred`: see deferring), and the timer that will. */
   private queued: Touched[] = [];
@@ -171,12 +162,7 @@ export class NamespaceCache<S, V> {
     this.wanted.add(namespace);
     this.memory?.searched(namespace);
     const s = this.ready.get(namespace);
-    if (s) {
-      const o = this.older.get(namespace);
-      if (o === undefined) return s;
-      o.background = false;
-      return this.readOlder(namespace, o);
-    }
+    if (s) return s;
     const running = this.loads.get(namespace);
     if (running) {
       running.background = false;
@@ -190,60 +176,7 @@ export class NamespaceCache<S, V> {
    * a get arriving meanwhile joins this load.
    */
   prefetch(namespace: string): S | Promise<S> {
-    const o = this.older.get(namespace);
-    if (o) return this.readOlder(namespace, o);
     return this.ready.get(namespace) ?? this.loads.get(namespace)?.done ?? this.start(namespace, true);
-  }
-
-  /**
-   * Follows a namespace neither loaded nor loading from now on without reading what it holds: its
-   * (empty) copy takes every write followed from here, and the entries it held before are read
-   * into it later, by a prefetch or at the latest by its first get (a bulk load pays for
-   * following only what it stores from now, issue 32). Returns the copy (undefined: none made).
-   */
-  followNew(namespace: string): S | undefined {
-    if (this.has(namespace)) return undefined;
-    // (Commits queued before: in LMDB, so among the older entries.)
-    this.follow();
-    const s = this.source.empty(namespace);
-    if (s === undefined) return undefined;
-    this.ready.set(namespace, s);
-    this.older.set(namespace, { s, ids: new Set(), background: true });
-    this.held(namespace, s);
-    return s;
-  }
-
-  /** Whether the namespace is followed with its older entries not read yet (followNew). */
-  partial(namespace: string): boolean {
-    return this.older.has(namespace);
-  }
-
-  /**
-   * Reads a namespace's older entries (followNew) into its copy, in slices as a first load does,
-   * leaving out the memories commits touched since it was followed (the follow put them, or
-   * dropped them, as LMDB held them after those commits; what a commit not yet followed changes
-   * is put or dropped once it is, after this read). Background (a prefetch) until a get joins.
-   */
-  private readOlder(namespace: string, o: Older<S>): Promise<S> {
-    o.done ??= (async () => {
-      const { s } = o;
-      const later = (id: string) => o.ids.has(id);
-      const slice = () => (o.background ? loading.backgroundSlice : loading.slice);
-      // (Released by the budget, evicted or cleared meanwhile: a get loads it afresh.)
-      const ours = () => this.older.get(namespace) === o && this.ready.get(namespace) === s;
-      for (let after = this.source.load(s, namespace, undefined, slice(), later); after !== undefined; ) {
-        await (o.background ? loading.background() : loading.between());
-        if (!ours()) return o.background ? s : this.get(namespace);
-        this.follow();
-        after = this.source.load(s, namespace, after, slice(), later);
-      }
-      if (!ours()) return o.background ? s : this.get(namespace);
-      this.older.delete(namespace);
-      this.source.loaded?.(s);
-      this.held(namespace, s);
-      return s;
-    })();
-    return o.done;
   }
 
   private start(namespace: string, background: boolean): Promise<S> {
@@ -274,7 +207,6 @@ export class NamespaceCache<S, V> {
   evict(namespace: string): S | undefined {
     const s = this.ready.get(namespace);
     this.ready.delete(namespace);
-    this.older.delete(namespace);
     this.memory?.drop(namespace, this.kind);
     return s;
   }
@@ -288,7 +220,6 @@ export class NamespaceCache<S, V> {
       () => {
         if (this.ready.get(namespace) !== s) return;
         this.ready.delete(namespace);
-        this.older.delete(namespace);
         this.wanted.delete(namespace);
         this.source.released?.(s, namespace);
       },
@@ -302,7 +233,7 @@ export class NamespaceCache<S, V> {
    */
   reload(namespace: string) {
     const old = this.ready.get(namespace);
-    if (!old || this.loads.has(namespace) || this.older.has(namespace)) return;
+    if (!old || this.loads.has(namespace)) return;
     const entry: LoadEntry<S, V> = {
       touched: [],
       ids: new Set(),
@@ -428,11 +359,6 @@ export class NamespaceCache<S, V> {
         if (w && w[0][0] === t[0] && w[0][1] === t[1]) entry.written.set(t[2], w);
         else if (!this.deferred) entry.written.delete(t[2]);
       }
-    if (this.older.size > 0)
-      for (const t of touched) {
-        const o = this.older.get(t[0]);
-        if (o) o.ids.add(t[2]);
-      }
     if (this.ready.size === 0) return;
     this.apply(touched, (ns) => this.ready.get(ns), handed, written);
     if (!this.memory) return;
@@ -483,7 +409,6 @@ export class NamespaceCache<S, V> {
     for (const ns of this.ready.keys()) this.memory?.drop(ns, this.kind);
     this.generation++;
     this.ready.clear();
-    this.older.clear();
     this.wanted.clear();
     this.loads.clear();
   }

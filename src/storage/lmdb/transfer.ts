@@ -1,8 +1,8 @@
 // The LMDB export (one read transaction: a consistent snapshot) and import of records as they are.
 import type { ErasureRecord, EventRecord, ExportRecord, KeyRecord, MemoryRecord } from "../records";
 import type { Transfer } from "../storage";
+import { IndexWriter } from "./index-writer";
 import { keys } from "./layout";
-import { IndexWriter } from "./search";
 import { putEvent } from "./staging";
 import type { LmdbState } from "./state";
 import { write } from "./writes";

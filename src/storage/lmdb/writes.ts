@@ -22,8 +22,8 @@ import {
   StorageError,
   WriteConflict,
 } from "../storage";
+import { IndexWriter, indexChange } from "./index-writer";
 import { END, keys } from "./layout";
-import { IndexWriter, indexChange } from "./search";
 import { putEvent, Writes } from "./staging";
 import { flushed, getRecord, type LmdbState, type Pending } from "./state";
 
