@@ -38,7 +38,9 @@ test("the embedding thread imports only what it runs", () => {
   expect(files).toContain("storage/lmdb/vectors-elsewhere.ts");
   expect(files).toContain("embedding/static-embedder.ts");
   const heavy = [...files].filter((f) =>
-    /^(storage\/index\.ts|storage\/postgres\/|storage\/lmdb\/search\.ts|index\/keyword\/|text\/|http\/|memory\/)/.test(f),
+    /^(storage\/index\.ts|storage\/postgres\/|storage\/lmdb\/search\.ts|index\/keyword\/|text\/|http\/|memory\/)/.test(
+      f,
+    ),
   );
   expect(heavy).toEqual([]);
   expect([...packages].filter((p) => /^(snowball-stemmers|stopwords-iso|elysia|ai|@ai-sdk\/)/.test(p))).toEqual([]);
