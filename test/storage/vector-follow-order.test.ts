@@ -1,5 +1,5 @@
 // @targets lmdb
-// The in-memory vectors follow a commit from what it wrote (src/storage/lmdb/search.ts
+// The in-memory vectors follow a commit from what it wrote (src/storage/lmdb/index-writer.ts
 // IndexWriter.vectorsWritten, touched.ts NamespaceCache.refresh) only while no later commit can
 // have changed that memory's vector; otherwise they read LMDB. A cache over a recording source,
 // refreshed the way runBatch, write() and the embedding thread's commits do; then through Storage.
