@@ -28,13 +28,28 @@ export const COLLECT_FRACTION = 1 / 16;
 export const COLLECT_MIN = 4 * 2 ** 20;
 
 /**
- * Once nothing was held, released or let go for `ms`, a full collection if at least `min` bytes
+ * Once nothing was held, released or let go for `ms` (and the process was quiet: busyShare), a full collection if at least `min` bytes
  * were let go since the last (fewer than COLLECT_FRACTION asks for): the garbage of the last burst
  * of builds and searches is not left in the process until the next burst (issue 32: PostgreSQL,
  * 10,000 namespaces of 20 each built after a restart, RssAnon 142 MiB, 129 after a collection,
  * against 99 for one namespace of the same memories read from its snapshot). Tests make it short.
  */
-export const idleCollect = { ms: 500, min: 2 ** 20, shrinkEvery: 30_000 };
+export const idleCollect = {
+  ms: 500,
+  min: 2 ** 20,
+  shrinkEvery: 30_000,
+  /**
+   * Quiet also means the process used less than this share of a core over those `ms`: stores at
+   * full speed with a search now and then count nothing here, and a full collection (and the
+   * compiled code thrown away) amid them cost 1.12-1.30x their CPU a store (PostgreSQL, hrev).
+   */
+  busyShare: 0.25,
+  /** The process's CPU time so far (ms, every thread). */
+  cpuMs: () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  },
+};
 
 const fullCollection = () => Bun.gc(true);
 /**
@@ -212,12 +227,15 @@ export class SearchMemory {
     collect();
   }
 
-  /** Checks after idleCollect.ms whether anything was counted meanwhile: if not, collects; if so, waits again. */
+  /** Checks after idleCollect.ms whether anything was counted, or the process was busy, meanwhile: if not, collects; if so, waits again. */
   private armIdle() {
     this.busy = false;
+    const cpu = idleCollect.cpuMs();
+    const at = performance.now();
     this.idle = setTimeout(() => {
       this.idle = undefined;
-      if (this.busy) this.armIdle();
+      const share = (idleCollect.cpuMs() - cpu) / Math.max(1, performance.now() - at);
+      if (this.busy || share > idleCollect.busyShare) this.armIdle();
       else if (this.released >= idleCollect.min && !this.collecting) {
         const now = performance.now();
         if (now - this.shrunk < idleCollect.shrinkEvery) this.collectNow();
@@ -253,7 +271,7 @@ export class SearchMemory {
           this.evictions,
         ],
         memd_search_memory_collections_total: [
-          "Full garbage collections run after the search-memory budget released a sixteenth of itself (at least 4 MiB; with what searches of small namespaces made and dropped), so that released structures and their rebuilds' garbage do not grow the process beyond the budget; and once searches pause (500 ms) after at least 1 MiB was let go (at most every 30 s with the compiled code thrown away and the allocators' free pages given back).",
+          "Full garbage collections run after the search-memory budget released a sixteenth of itself (at least 4 MiB; with what searches of small namespaces made and dropped), so that released structures and their rebuilds' garbage do not grow the process beyond the budget; and once searches pause (500 ms, the process under a quarter of a core) after at least 1 MiB was let go (at most every 30 s with the compiled code thrown away and the allocators' free pages given back).",
           this.collections,
         ],
       },

@@ -96,8 +96,9 @@ test("once nothing was counted for a while, a full collection if at least idleCo
   let collected = 0;
   const m = new SearchMemory(64 * MiB, () => collected++);
   const unbounded = new SearchMemory(Number.POSITIVE_INFINITY, () => collected++);
-  const was = idleCollect.ms;
+  const was = { ...idleCollect };
   idleCollect.ms = 20;
+  idleCollect.cpuMs = () => 0; // the process quiet whatever else runs beside the test
   try {
     m.hold("a", "keyword", MiB, () => undefined);
     m.transient(idleCollect.min / 2); // under the idle minimum: armed, but not enough
@@ -115,7 +116,7 @@ test("once nothing was counted for a while, a full collection if at least idleCo
     await Bun.sleep(200);
     expect(collected).toBe(1);
   } finally {
-    idleCollect.ms = was;
+    Object.assign(idleCollect, was);
   }
 });
 
@@ -130,6 +131,7 @@ test("the idle collection shrinks (collectIdle) at most once every idleCollect.s
   const was = { ...idleCollect };
   idleCollect.ms = 20;
   idleCollect.shrinkEvery = 3_600_000;
+  idleCollect.cpuMs = () => 0;
   try {
     for (const expected of [["shrink"], ["shrink", "collect"], ["shrink", "collect", "collect"]]) {
       m.transient(idleCollect.min);
@@ -142,6 +144,34 @@ test("the idle collection shrinks (collectIdle) at most once every idleCollect.s
     for (let i = 0; i < 500 && calls.length < 4; i++) await Bun.sleep(20);
     expect(calls).toEqual(["shrink", "collect", "collect", "shrink"]);
     expect(m.collections).toBe(4);
+  } finally {
+    Object.assign(idleCollect, was);
+  }
+});
+
+test("no idle collection while the process is busy (stores at full speed count nothing here); one once it is quiet", async () => {
+  const MiB = 2 ** 20;
+  let collected = 0;
+  const m = new SearchMemory(64 * MiB, () => collected++);
+  const was = { ...idleCollect };
+  idleCollect.ms = 20;
+  // A process using a whole core while busy, none after.
+  let busy = true;
+  let cpu = 0;
+  let last = performance.now();
+  idleCollect.cpuMs = () => {
+    const now = performance.now();
+    if (busy) cpu += now - last;
+    last = now;
+    return cpu;
+  };
+  try {
+    m.transient(idleCollect.min);
+    await Bun.sleep(300);
+    expect(collected).toBe(0);
+    busy = false;
+    for (let i = 0; i < 500 && collected === 0; i++) await Bun.sleep(20);
+    expect(collected).toBe(1);
   } finally {
     Object.assign(idleCollect, was);
   }
