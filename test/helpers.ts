@@ -338,18 +338,25 @@ export async function untilEmbedded(s: TestServer): Promise<void> {
 }
 
 /**
+ * Waits (bounded, 30 s: a loaded machine needs it when the embedding thread starts from source;
+ * 5 s let a dump be taken with memories still pending under load 15-18) until `storage`'s
+ * embedding queue is empty.
+ */
+export async function untilNonePending(storage: Storage): Promise<void> {
+  for (let i = 0; (await storage.pendingEmbeddings(1)).length > 0; i++) {
+    if (i === 3000) throw new Error("memories still waiting for their embedding after 30 s");
+    await Bun.sleep(10);
+  }
+}
+
+/**
  * Every record a storage holds, as one string, to prove that a failed request changed nothing:
  * on LMDB every byte of every sub-database, on PostgreSQL every row of every table.
  */
 export async function dumpStorage(storage: Storage): Promise<string> {
   // The built-in embedder embeds stored memories just after their commit (src/embedding/worker.ts):
-  // a dump waits for that queue to empty, so it is not taken halfway through it (bounded: 30 s,
-  // which a loaded machine needs when the embedding thread starts from source; 5 s let a dump be
-  // taken with memories still pending under load 15-18, and the vectors came before the next).
-  for (let i = 0; (await storage.pendingEmbeddings(1)).length > 0; i++) {
-    if (i === 3000) throw new Error("dumpStorage: memories still waiting for their embedding after 30 s");
-    await Bun.sleep(10);
-  }
+  // a dump waits for that queue to empty, so it is not taken halfway through it.
+  await untilNonePending(storage);
   const out: string[] = [];
   if (storage.backend === "lmdb") {
     for (const [name, db] of Object.entries((storage as LmdbStorage).dbs))

@@ -28,11 +28,12 @@ export const COLLECT_FRACTION = 1 / 16;
 export const COLLECT_MIN = 4 * 2 ** 20;
 
 /**
- * Once nothing was held, released or let go for `ms` (and the process was quiet: busyShare), a full collection if at least `min` bytes
- * were let go since the last (fewer than COLLECT_FRACTION asks for): the garbage of the last burst
- * of builds and searches is not left in the process until the next burst (issue 32: PostgreSQL,
- * 10,000 namespaces of 20 each built after a restart, RssAnon 142 MiB, 129 after a collection,
- * against 99 for one namespace of the same memories read from its snapshot). Tests make it short.
+ * Once nothing was held, released or let go for `ms` (and the process was quiet: busyShare), a
+ * full collection if at least `min` bytes were let go since the last (fewer than COLLECT_FRACTION
+ * asks for): the garbage of the last burst of builds and searches is not left in the process
+ * until the next burst (issue 32: PostgreSQL, 10,000 namespaces of 20 each built after a restart,
+ * RssAnon 142 MiB, 129 after a collection, against 99 for one namespace of the same memories read
+ * from its snapshot). Tests make it short.
  */
 export const idleCollect = {
   ms: 500,
@@ -63,7 +64,7 @@ const fullCollection = () => Bun.gc(true);
 const shrink = () => {
   const b = Bun as unknown as { shrink?: () => void };
   if (typeof b.shrink === "function") b.shrink();
-  else Bun.gc(true);
+  else fullCollection();
 };
 
 /**

@@ -412,12 +412,14 @@ export function startDeliverer(
     leased.add(w);
     renewer ??= setInterval(() => void renewLeases(), o.leaseMs / 3);
   };
+  /** Whether `w` held its lease. */
   const dropLease = (w: Worker) => {
-    leased.delete(w);
+    const held = leased.delete(w);
     if (leased.size === 0) {
       clearInterval(renewer);
       renewer = undefined;
     }
+    return held;
   };
 
   const countOf = (id: string) => {
@@ -454,7 +456,6 @@ export function startDeliverer(
     readonly abort = new AbortController();
     private wakeUp: (() => void) | undefined;
     private dirty = false;
-    private leased = false;
     /** Set by a cursor write: the lease was lost (or the subscription deleted), or an edit through the API came. */
     private lost = false;
     private edited: WebhookRecord | undefined;
@@ -470,10 +471,10 @@ export function startDeliverer(
         .then(() => this.drain())
         .catch((e) => logger.error("webhook delivery failed", { webhook: id, error: String((e as Error)?.stack ?? e) }))
         .finally(() => {
-          dropLease(this);
+          const held = dropLease(this);
           moves.delete(this);
           workers.delete(id);
-          if (this.leased) storage.releaseWebhook(id, owner).catch(() => {});
+          if (held) storage.releaseWebhook(id, owner).catch(() => {});
         });
     }
 
@@ -527,7 +528,6 @@ export function startDeliverer(
     private async lease(): Promise<boolean> {
       while (this.running) {
         if (await storage.leaseWebhook(this.id, owner, o.leaseMs).catch(() => false)) {
-          this.leased = true;
           logger.info("webhook delivery lease taken", { webhook: this.id, replica: owner, pid: process.pid });
           holdLease(this);
           return true;

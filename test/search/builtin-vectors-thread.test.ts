@@ -4,7 +4,7 @@
 // nor writes them; it only has its in-memory vectors follow the keys written. (In-process only:
 // the test watches the server's own storage object; the binary target runs the same code.)
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { startTestServer, type TestServer } from "../helpers";
+import { startTestServer, type TestServer, untilNonePending } from "../helpers";
 
 let t: TestServer;
 beforeAll(async () => {
@@ -47,9 +47,6 @@ test("stored memories get their vectors from the embedding thread, not through t
   }
   // Every memory embedded (waited for: a search waits on the backlog at most a second, which a
   // loaded machine can outlast), none through this thread.
-  for (let i = 0; (await storage.pendingEmbeddings(10)).length > 0; i++) {
-    if (i === 600) throw new Error("the stored memories were not embedded within 30 s");
-    await Bun.sleep(50);
-  }
+  await untilNonePending(storage);
   expect(written).toBe(0);
 });
