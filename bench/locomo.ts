@@ -22,7 +22,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { startFakeEmbedder } from "../test/fake-embedder";
-import { startTestServer, type TestServer } from "../test/helpers";
+import { startTestServer, type TestServer, untilEmbedded } from "../test/helpers";
 import { startUseEmbedder } from "./use-embedder";
 
 type Turn = { speaker: string; dia_id: string; text: string; blip_caption?: string };
@@ -399,6 +399,10 @@ export async function locomoBench(o: {
         const namespace = `locomo-${set}`;
         const t0 = performance.now();
         await load(t, namespace, docs, scope);
+        // Every memory with its vector before the first question (the built-in embedder writes
+        // them on a thread of its own; a search waits for that backlog at most a second): what
+        // is measured is the ranking, not how far the thread had got.
+        await untilEmbedded(t);
         log(`${embedder}: stored ${docs.length} ${set} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
         if (set === "turns")
           for (const budget of o.contextBudgets ?? []) {
