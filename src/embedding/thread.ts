@@ -39,6 +39,8 @@ export function startEmbedThread(): EmbedThread {
   const waiting = new Map<number, { resolve: (a: EmbedAnswer) => void; reject: (e: Error) => void }>();
   let next = 0;
   let stopped = false;
+  /** The thread has answered once, so its modules (lmdb's native addon among them) are loaded. */
+  let loaded = false;
   const failAll = (message: string) => {
     for (const w of waiting.values()) w.reject(new Error(message));
     waiting.clear();
@@ -49,6 +51,8 @@ export function startEmbedThread(): EmbedThread {
     // The thread does not keep the process alive: a server stops it when it stops.
     w.unref();
     w.onmessage = (event: MessageEvent<EmbedAnswer>) => {
+      loaded = true;
+      if (stopped) return void w.terminate();
       const answer = event.data;
       const call = waiting.get(answer.id);
       if (!call) return;
@@ -97,7 +101,13 @@ export function startEmbedThread(): EmbedThread {
     stop() {
       stopped = true;
       failAll("the embedding thread is stopped");
-      worker?.terminate();
+      // A Worker terminated while it loads lmdb's native addon brings the whole process down
+      // (Bun 1.4.5: "NAPI FATAL ERROR ... Crashed while loading native module", once in make test,
+      // a server stopped right after its start had warmed the thread): ended once it has answered
+      // (onmessage), or after 10 s.
+      const w = worker;
+      if (!w || loaded) w?.terminate();
+      else setTimeout(() => w.terminate(), 10_000).unref();
     },
   };
 }
