@@ -548,6 +548,12 @@ export function parseCommandLine(
     ...spec.valued.map((f) => [f.slice(2), { type: "string" as const, multiple: true }]),
     ...(spec.switches ?? []).map((f) => [f.slice(2), { type: "boolean" as const, multiple: true }]),
   ]);
+  // A negative number after a valued flag is its value (parseArgs takes it for a flag): so that
+  // `--port -1` is refused for its value, not as "needs a value".
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++)
+    joined.push(spec.valued.includes(args[i]) && /^-\d/.test(args[i + 1] ?? "") ? `${args[i]}=${args[++i]}` : args[i]);
+  args = joined;
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args, options, strict: true, allowPositionals: spec.positionals !== false, tokens: true });

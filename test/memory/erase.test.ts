@@ -19,7 +19,9 @@ const memd = (args: string[], env: Record<string, string> = {}) =>
   runMemd(args, { ...process.env, MEMD_DATA_DIR: "", MEMD_DATABASE_URL: s.databaseUrl ?? "", ...env });
 
 beforeAll(async () => {
-  s = await startTestServer({ dataDir: tmp.dir });
+  // On PostgreSQL, every namespace searched gets its keyword lists and vectors written to the
+  // database (search_snapshots, search_snapshot_parts), so that the erasure must delete them.
+  s = await startTestServer({ dataDir: tmp.dir, args: backend === "lmdb" ? [] : ["--pg-snapshot-from", "1"] });
   const key = async (permission: string, namespaces: string[]) =>
     (await s.json("POST", "/v1/keys", { name: permission, permission, namespaces })).body.secret as string;
   writeKey = await key("read_write", ["*"]);
@@ -42,6 +44,36 @@ const waitForSnapshot = async () => {
   const written = () => snapshots().length === 1 && snapshots()[0].endsWith(".bin");
   for (let i = 0; i < 3000 && !written(); i++) await Bun.sleep(10);
   expect(snapshots()).toEqual([expect.stringMatching(/\.bin$/)]);
+};
+/**
+ * PostgreSQL: the search snapshots of namespace gdpr in the database, and how many of their rows
+ * hold the marker (as written, or folded to lower case as the keyword lists keep words): the
+ * header of search_snapshots (text) or the bytes of a part.
+ */
+const pgSnapshots = async () => {
+  const sql = new SQL(s.databaseUrl!);
+  const needles = [marker, marker.toLowerCase()];
+  try {
+    const [row] = await sql.unsafe(
+      `SELECT (SELECT count(*) FROM search_snapshots WHERE namespace = 'gdpr') AS n,
+              (SELECT count(*) FROM search_snapshots WHERE namespace = 'gdpr' AND kind = 'keyword') AS keyword,
+              (SELECT count(*) FROM search_snapshots t WHERE ${needles.map((m) => `t::text LIKE '%${m}%'`).join(" OR ")})
+            + (SELECT count(*) FROM search_snapshot_parts t
+                WHERE ${needles.map((m) => `position(convert_to('${m}', 'UTF8') in t.data) > 0`).join(" OR ")}) AS held`,
+    );
+    return { n: Number(row.n), keyword: Number(row.keyword), held: Number(row.held) };
+  } finally {
+    await sql.close();
+  }
+};
+/** Until `done` holds of pgSnapshots() (written in the background after a namespace's lists are built). */
+const untilPgSnapshots = async (done: (x: Awaited<ReturnType<typeof pgSnapshots>>) => boolean) => {
+  let x = await pgSnapshots();
+  for (let i = 0; i < 300 && !done(x); i++) {
+    await Bun.sleep(50);
+    x = await pgSnapshots();
+  }
+  return x;
 };
 const store = async (entity: string, content: string, extra: Record<string, unknown> = {}) =>
   (await s.json("POST", "/v1/memory", { namespace: "gdpr", entity, content, infer: false, ...extra })).body.memories[0];
@@ -77,13 +109,19 @@ describe("erase", () => {
     const found = await s.json("POST", "/v1/memory/search", { namespace: "gdpr", query: marker, mode: "keyword" });
     expect(found.body.results.length).toBe(3);
     if (backend === "lmdb") await waitForSnapshot();
+    // On PostgreSQL the namespace's keyword lists, written to the database, hold the marker.
+    else expect((await untilPgSnapshots((x) => x.held > 0)).held).toBeGreaterThan(0);
 
     const r = await s.json("POST", "/v1/memory/erase", { namespace: "gdpr", entity: "alice" });
     expect(r.status).toBe(200);
     if (backend === "lmdb") expect(snapshots()).toEqual([]);
+    // Deleted in the erasure's transaction.
+    else expect(await pgSnapshots()).toEqual({ n: 0, keyword: 0, held: 0 });
     expect(
       (await s.json("POST", "/v1/memory/search", { namespace: "gdpr", query: marker, mode: "keyword" })).body.results,
     ).toEqual([]);
+    // That search built the lists again and they are written again: without the marker.
+    if (backend !== "lmdb") expect(await untilPgSnapshots((x) => x.keyword > 0)).toMatchObject({ keyword: 1, held: 0 });
     expect(r.body).toMatchObject({ namespace: "gdpr", entity: "alice", actorKeyId: "root", memories: 4 });
     // 4 ADD + 1 UPDATE + 1 DELETE before, then 3 DELETE (erased) for the memories still current.
     expect(r.body.events).toBe(9);
@@ -264,19 +302,28 @@ describe("erase", () => {
       const r = await memd(["compact"]);
       expect(r.code).toBe(0);
       expect(r.out).toContain(
-        "VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency, memory_terms, memory_vectors;",
+        "VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency, memory_terms, memory_vectors, search_snapshots, search_snapshot_parts;",
       );
+      const tables = [
+        "memories",
+        "events",
+        "erasures",
+        "idempotency",
+        "memory_terms",
+        "memory_vectors",
+        "search_snapshots",
+        "search_snapshot_parts",
+      ];
       const sql = new SQL(s.databaseUrl!);
       try {
-        await sql.unsafe(
-          "VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency, memory_terms, memory_vectors",
-        );
-        for (const table of ["memories", "events", "erasures", "idempotency", "memory_terms", "memory_vectors"]) {
+        await sql.unsafe(`VACUUM (FULL, ANALYZE) ${tables.join(", ")}`);
+        for (const table of tables) {
           const [row] = await sql.unsafe(`SELECT count(*) AS n FROM ${table} t WHERE t::text LIKE '%${marker}%'`);
           expect({ table, n: Number(row.n) }).toEqual({ table, n: 0 });
         }
       } finally {
         await sql.close();
       }
+      expect((await pgSnapshots()).held).toBe(0);
     });
 });

@@ -9,7 +9,7 @@ export const postgresBackupAdvice =
 export const postgresCompactAdvice = `On PostgreSQL, deleted and erased rows stay in the table files until they are vacuumed.
 To rewrite the tables without them (this locks each table while it runs), connect with psql and run:
 
-  VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency, memory_terms, memory_vectors;
+  VACUUM (FULL, ANALYZE) memories, events, erasures, idempotency, memory_terms, memory_vectors, search_snapshots, search_snapshot_parts;
 
 A plain VACUUM marks the space reusable but does not overwrite it. Old row versions can also
 remain in the write-ahead log, in WAL archives and in base backups until those are rotated out.
