@@ -108,7 +108,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(mem0Routes(core, authPlugin, options.smartStore))
     .use(browseRoutes(core, authPlugin))
     .use(streamRoutes(core, authPlugin, options.streams ?? new StreamHub()))
-    .use(keyRoutes(core, authPlugin))
+    .use(keyRoutes(core, authPlugin, () => options.webhooks?.keysChanged()))
     .use(transferRoutes(core, authPlugin))
     .use(webhookRoutes(core, authPlugin, options.webhooks))
     .use(mcpRoutes(authPlugin, (request) => self!.handle(request)));

@@ -20,7 +20,7 @@ async function managedKey(core: Core, admin: KeyRecord, id: string): Promise<Key
  * Admin routes of the keys feature: create (the secret is in this answer only), list, get and
  * revoke. An admin key limited to some namespaces manages only keys within them.
  */
-export const keyRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
+export const keyRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, onRevoked: () => void = () => {}) =>
   new Elysia({ name: "keys" })
     .use(authPlugin)
     .get("/v1/me", ({ apiKey }) => toApiKey(apiKey), {
@@ -80,6 +80,8 @@ export const keyRoutes = (core: Core, authPlugin: ReturnType<typeof auth>) =>
       async ({ params, apiKey }) => {
         const k = await managedKey(core, apiKey, params.id);
         if (!(await revokeKey(core.storage, k.id))) throw notFound();
+        // Before the answer: no webhook delivery of that key's subscriptions is sent after it.
+        onRevoked();
         return { id: k.id, revoked: true };
       },
       {

@@ -272,6 +272,14 @@ export function retryDelayMs(
   return Math.round(full * (0.5 + random / 2));
 }
 
+/** A span of time for people: 72 h, 1.5 min, 6 s. */
+const duration = (ms: number) =>
+  ms >= 3600_000
+    ? `${+(ms / 3600_000).toFixed(1)} h`
+    : ms >= 60_000
+      ? `${+(ms / 60_000).toFixed(1)} min`
+      : `${+(ms / 1000).toFixed(1)} s`;
+
 /** Running totals of this process, per subscription, for /metrics. */
 export interface WebhookCounts {
   delivered: number;
@@ -281,6 +289,8 @@ export interface WebhookCounts {
 export interface Deliverer {
   /** Look at the subscriptions and the trail now (after a change through the API, or a commit). */
   wake(): void;
+  /** A key was revoked: each subscription checks its maker's key before its next POST. Called before the revocation is answered. */
+  keysChanged(): void;
   counts(): ReadonlyMap<string, WebhookCounts>;
   /** Stops every worker (a POST in flight is cut) and gives their leases up. */
   stop(): Promise<void>;
@@ -294,6 +304,12 @@ type DelivererCore = Pick<Core, "storage" | "notifier" | "logger"> & {
   scrubs?: () => number;
   /** The request thread's count of its commits (the delivery thread's shared count): deliveries give way while it moves (pace.ts). */
   commits?: () => number;
+  /**
+   * This process's key revocations so far (the delivery thread's shared count): a subscription
+   * checks its maker's key again before its next POST when it moves; without it, counted from
+   * `keysChanged()`.
+   */
+  keyChanges?: () => number;
 };
 
 /**
@@ -437,6 +453,8 @@ export function startDeliverer(
   // A commit wakes the workers only (a flag each); the supervisor reads the subscriptions on changes and polls.
   let pinged = 0;
   const scrubs = core.scrubs ?? (() => pinged);
+  let revoked = 0;
+  const keyChanges = core.keyChanges ?? (() => revoked);
   // On LMDB every write is this process's (one process owns a data dir): only its scrubs change
   // events read. On PostgreSQL another replica's erasure may too: events read are trusted 5 ms,
   // and after that while the erasure count read within 5 ms is the one they were read under.
@@ -555,6 +573,9 @@ export function startDeliverer(
       };
       let attempt = 0;
       let keyCheckedAt = 0;
+      /** The maker key's expiry, and the count of revocations, at its last check. */
+      let keyExpiresAt = 0;
+      let keyChangesSeen = keyChanges();
       let cursorWrittenAt = 0;
       /** The furthest cursor move made while idle. */
       let movedTo = 0;
@@ -592,9 +613,13 @@ export function startDeliverer(
           continue;
         }
         const now = Date.now();
-        if (now - keyCheckedAt > 1000) {
+        // At least every second (a key revoked by another process or replica), and at once after
+        // a revocation through this process or at the key's expiry: nothing is POSTed after either.
+        if (now - keyCheckedAt > 1000 || now >= keyExpiresAt || keyChanges() !== keyChangesSeen) {
           keyCheckedAt = now;
-          const problem = await creatorProblem(storage, root, w, now);
+          keyChangesSeen = keyChanges();
+          const { problem, expiresAt } = await creatorProblem(storage, root, w, now);
+          keyExpiresAt = expiresAt;
           if (problem) {
             await this.drain();
             const rev = w.rev;
@@ -672,6 +697,8 @@ export function startDeliverer(
           isErasure(head) || (await current.current(bufferReadAt, bufferScrubs))
             ? head
             : ((await current.get(head.seq, nextSeqs)) ?? head);
+        // A revocation answered, or the key's expiry passed, since the check above: checked again first.
+        if (keyChanges() !== keyChangesSeen || Date.now() >= keyExpiresAt) continue;
         const id = messageId(w, e.seq);
         const body = payload(w, e);
         const started = performance.now();
@@ -726,7 +753,7 @@ export function startDeliverer(
               return {
                 ...cur,
                 state: "disabled",
-                stateReason: `failing since ${isoTime(failingSince)} (more than ${Math.round(o.disableAfterMs / 3600_000)} h): ${error}`,
+                stateReason: `failing since ${isoTime(failingSince)} (more than ${duration(o.disableAfterMs)}): ${error}`,
                 failingSince,
                 lastError: error,
                 rev: cur.rev + 1,
@@ -743,7 +770,18 @@ export function startDeliverer(
           if (next.state !== "active") logger.warn("webhook disabled", { webhook: this.id, reason: next.stateReason });
           continue;
         }
-        await this.sleep(retryDelayMs(attempt, o));
+        // The retry waits its whole delay: commits do not cut it short (a failing receiver would be
+        // sent the event again at every store); a stop or an edit of this subscription does.
+        const retryAt = performance.now() + retryDelayMs(attempt, o);
+        for (let left = retryAt - performance.now(); left > 0 && this.running; left = retryAt - performance.now()) {
+          await this.sleep(left);
+          if (!this.changed) continue;
+          this.changed = false;
+          const fresh = await storage.getWebhook(this.id);
+          if (!fresh) return;
+          adopt(fresh);
+          if (fresh.rev !== rev) break;
+        }
         const fresh = await storage.getWebhook(this.id);
         if (!fresh) return;
         adopt(fresh);
@@ -776,6 +814,10 @@ export function startDeliverer(
 
   return {
     wake: wakeAll,
+    keysChanged() {
+      revoked++;
+      for (const w of workers.values()) w.wake();
+    },
     counts: () => counts,
     async stop() {
       stopped = true;

@@ -23,7 +23,7 @@ export type ToThread =
       options: DeliveryOptions;
       /** Added to the process's nice value for the thread; at 19 it also goes in the idle class where it may (thread-priority.ts; Linux; 0: as the process). */
       nice: number;
-      /** The request thread's count of its commits, and of its scrubbing ones (shared memory; thread.ts). */
+      /** The request thread's count of its commits, of its scrubbing ones, and of key revocations (shared memory; thread.ts). */
       commits: Int32Array;
     }
   /** A change through the API: the subscriptions are read again at once. */
@@ -129,7 +129,14 @@ async function start(m: Extract<ToThread, { type: "init" }>) {
   let sent = "";
   const scrubs = () => Atomics.load(m.commits, 1);
   const deliverer = startDeliverer(
-    { storage, notifier, logger, scrubs, commits: () => Atomics.load(m.commits, 0) },
+    {
+      storage,
+      notifier,
+      logger,
+      scrubs,
+      commits: () => Atomics.load(m.commits, 0),
+      keyChanges: () => Atomics.load(m.commits, 2),
+    },
     m.root,
     m.options,
     () => {

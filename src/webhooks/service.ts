@@ -246,25 +246,38 @@ export async function rotateSecret(storage: Webhooks, id: string, now = Date.now
   return { webhook: w, secret };
 }
 
-/** Sends again every matching event from `fromSeq` on (the cursor moves back, or forward). */
-export const replayFrom = (storage: Webhooks, id: string, fromSeq: number) =>
-  change(storage, id, () => ({ cursor: fromSeq - 1, failingSince: null }));
+/**
+ * Sends again every matching event from `fromSeq` on (the cursor moves back, or forward up to the
+ * end of the trail); a seq past the next one to be written is refused: the events committed
+ * until the trail reached it would never be sent.
+ */
+export async function replayFrom(storage: Webhooks, id: string, fromSeq: number) {
+  const last = await lastSeq(storage);
+  if (fromSeq > last + 1)
+    throw invalidField(
+      "fromSeq",
+      `is past the end of the trail: its last seq is ${last} (${last + 1} sends what comes next)`,
+    );
+  return change(storage, id, () => ({ cursor: fromSeq - 1, failingSince: null }));
+}
 
 /**
  * Why the key that made a subscription may no longer have it delivered (revoked, expired, or no
- * longer covering one of its patterns), or undefined. The root key (MEMD_API_KEY) is `root`.
+ * longer covering one of its patterns), or undefined; and when that key expires (checked again
+ * then, without a read). The root key (MEMD_API_KEY) is `root`.
  */
 export async function creatorProblem(
   keys: KeyStore,
   root: KeyRecord | undefined,
   w: WebhookRecord,
   now = Date.now(),
-): Promise<string | undefined> {
+): Promise<{ problem: string | undefined; expiresAt: number }> {
   const key = w.createdBy === rootKeyId ? root : await keys.getKey(w.createdBy);
-  if (!key) return `the key that made it (${w.createdBy}) no longer exists`;
-  if (key.revokedAt !== null) return `the key that made it (${w.createdBy}) was revoked`;
-  if (key.expiresAt !== null && key.expiresAt <= now) return `the key that made it (${w.createdBy}) has expired`;
+  const by = `the key that made it (${w.createdBy})`;
+  if (!key) return { problem: `${by} no longer exists`, expiresAt: now };
+  const expiresAt = key.expiresAt ?? Number.POSITIVE_INFINITY;
+  if (key.revokedAt !== null) return { problem: `${by} was revoked`, expiresAt };
+  if (expiresAt <= now) return { problem: `${by} has expired`, expiresAt };
   const outside = patternOutside(key, w.namespaces);
-  if (outside !== undefined) return `the key that made it (${w.createdBy}) no longer covers "${outside}"`;
-  return undefined;
+  return { problem: outside === undefined ? undefined : `${by} no longer covers "${outside}"`, expiresAt };
 }

@@ -38,8 +38,10 @@ export function startDeliveryThread(
    * message; the thread waits on the count (Atomics.waitAsync) and looks at most every few ms.
    * The second count: those that may have changed events already in the trail (erasures), counted
    * before the first and before the request is answered, so the thread's next POST reads again.
+   * The third: key revocations, counted before the revocation is answered, so no POST after it
+   * goes out before the subscription's maker key was checked again.
    */
-  const commits = new Int32Array(new SharedArrayBuffer(8));
+  const commits = new Int32Array(new SharedArrayBuffer(12));
 
   const send = (m: ToThread) => worker?.postMessage(m);
   const start = () => {
@@ -100,6 +102,10 @@ export function startDeliveryThread(
 
   return {
     wake: () => (worker ? send({ type: "edited" }) : void look()),
+    keysChanged: () => {
+      Atomics.add(commits, 2, 1);
+      Atomics.notify(commits, 0);
+    },
     counts: () => counts,
     stop() {
       stopping ??= (async () => {

@@ -137,6 +137,35 @@ describe("subscriptions", () => {
     await Bun.sleep(300);
     expect(r.accepted.map((a) => a.seq)).toEqual(first);
   });
+
+  test("after a revocation is answered, nothing more is sent, also what is stored at once after it", async () => {
+    const k = await s.json("POST", "/v1/keys", { name: "revoked-at-once", permission: "read", namespaces: ["gone/*"] });
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "gone/x" }, k.body.secret);
+    await store("gone/x", "before revoke");
+    const first = await seqsOf("gone/x");
+    await r.waitFor(first);
+    expect((await s.json("DELETE", `/v1/keys/${k.body.id}`)).status).toBe(200);
+    for (let i = 0; i < 5; i++) await store("gone/x", `after revoke ${i}`);
+    await until("the subscription to pause", async () => (await webhook(sub.id)).state === "paused");
+    expect((await webhook(sub.id)).stateReason).toContain("revoked");
+    expect(r.accepted.map((a) => a.seq)).toEqual(first);
+    expect(r.arrivals).toBe(1);
+  });
+
+  test("a replay from past the end of the trail is refused, and the cursor stays", async () => {
+    const sub = await subscribe(receiver(), { namespaces: "replay-end" });
+    await store("replay-end", "one");
+    // The newest event of the trail (the tests of this file run one after another).
+    const lastSeq = Math.max(...(await seqsOf("replay-end")));
+    const before = await webhook(sub.id);
+    const res = await s.json("POST", `/v1/webhooks/${sub.id}/replay`, { fromSeq: lastSeq + 1000 });
+    expect(res.status).toBe(400);
+    expect(res.body.error.details[0].field).toBe("fromSeq");
+    expect(res.body.error.message).toContain("past the end of the trail");
+    expect((await webhook(sub.id)).cursor).toBe(before.cursor);
+    expect((await s.json("POST", `/v1/webhooks/${sub.id}/replay`, { fromSeq: 0 })).status).toBe(400);
+  });
 });
 
 describe("delivery", () => {
@@ -421,11 +450,35 @@ describe("delivery", () => {
       } while (w.state !== "disabled" && Date.now() < deadline);
       expect(w.state).toBe("disabled");
       expect(w.stateReason).toContain("answered 503");
+      expect(w.stateReason).toContain("(more than 0.3 s)");
       // Resuming starts afresh.
       r.answer = { status: 200, delayMs: 0 };
       r.secret = made.body.secret;
       await t.json("PATCH", `/v1/webhooks/${made.body.id}`, { state: "active" });
       await until("delivery after resume", () => r.accepted.length === 1);
+    } finally {
+      await t.stop();
+    }
+  });
+
+  test("a retry waits its delay: stores elsewhere and other subscriptions' edits do not bring it forward", async () => {
+    // The first retry comes 30 to 60 s after the failure: any attempt seen below came early.
+    const t = await startTestServer({ args: ["--webhook-allow-private", "--webhook-retry-base-ms", "60000"] });
+    try {
+      const r = receiver();
+      r.answer = { status: 500, delayMs: 0 };
+      const made = await t.json("POST", "/v1/webhooks", { url: r.url, namespaces: "held" });
+      await t.json("POST", "/v1/memory", { namespace: "held", entity: "e", content: "x", infer: false });
+      await until(
+        "the first attempt",
+        async () => (await t.json("GET", `/v1/webhooks/${made.body.id}`)).body.lastError !== null,
+      );
+      for (let i = 0; i < 10; i++)
+        await t.json("POST", "/v1/memory", { namespace: "elsewhere", entity: "e", content: `y ${i}`, infer: false });
+      const other = await t.json("POST", "/v1/webhooks", { url: r.url, namespaces: "nobody" });
+      await t.json("PATCH", `/v1/webhooks/${other.body.id}`, { description: "an edit" });
+      await Bun.sleep(300);
+      expect(r.arrivals).toBe(1);
     } finally {
       await t.stop();
     }

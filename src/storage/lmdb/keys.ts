@@ -1,4 +1,5 @@
 // The LMDB API keys: api_keys by id, api_key_hashes from a secret's hash to its key.
+import { isMainThread } from "node:worker_threads";
 import type { KeyRecord } from "../records";
 import type { KeyStore } from "../storage";
 import type { LmdbState } from "./state";
@@ -17,6 +18,8 @@ export function lmdbKeys(s: LmdbState): KeyStore {
     },
 
     async getKey(id) {
+      // On the webhook delivery thread, a revocation the request thread just committed must be seen.
+      if (!isMainThread) env.resetReadTxn();
       return dbs.apiKeys.get(id) as KeyRecord | undefined;
     },
 
