@@ -7,6 +7,7 @@
 // keyword, semantic and hybrid searches answer from them, with what A stored after the snapshots
 // and without what A deleted, as A answers. Needs the throwaway PostgreSQL of scripts/with-postgres.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { SQL } from "bun";
 import { startFakeEmbedder } from "../fake-embedder";
 import { freshDatabase, postgresUrl, rootSecret, type ServerProcess, spawnServer, tempDir } from "../helpers";
 
@@ -14,14 +15,15 @@ const embedder = startFakeEmbedder();
 const dir = tempDir("memd-replica-ready-");
 const running: ServerProcess[] = [];
 let url = "";
-const start = async (name: string) => {
+const start = async (name: string, args: string[] = [], env: Record<string, string> = {}, db = url) => {
   const s = await spawnServer(
-    ["--database-url", url, "--data-dir", `${dir.dir}/${name}`, "--pg-snapshot-from", "100"],
+    ["--database-url", db, "--data-dir", `${dir.dir}/${name}`, "--pg-snapshot-from", "100", ...args],
     {
       MEMD_API_KEY: rootSecret,
       MEMD_EMBED_BASE_URL: embedder.url,
       MEMD_EMBED_MODEL: "fake-embed",
       MEMD_EMBED_TIMEOUT_MS: "5000",
+      ...env,
     },
   );
   running.push(s);
@@ -64,9 +66,9 @@ const words = "amber birch cobalt dune ember fjord garnet heron indigo jasper ke
   " ",
 );
 const contentOf = (i: number) => `${words[i % 16]} ${words[(i * 5 + 3) % 16]} item${i}`;
-const store = async (s: ServerProcess, i: number) => {
+const store = async (s: ServerProcess, i: number, namespace = ns) => {
   const r = await call(s, "POST", "/v1/memory", {
-    namespace: ns,
+    namespace,
     entity: `u${i % 3}`,
     content: contentOf(i),
     infer: false,
@@ -131,4 +133,69 @@ test("a replica started later reads the lists and vectors another wrote, before 
   expect(await metric(b, "memd_pg_keyword_snapshots_read_total")).toBe(1);
   expect(await metric(b, "memd_pg_vector_snapshots_read_total")).toBe(1);
   expect(await metric(b, "memd_pg_vector_namespaces")).toBe(1);
+}, 120_000);
+
+test("each replica's search-memory budget bounds what it reads at start; a namespace left out reads its snapshot at its first search", async () => {
+  // Vectors of 4,096 dimensions: a namespace of 300 holds ~0.6 MiB of 4-bit copies, so that a
+  // budget of 1 MiB takes the newest namespace's vectors only (whatever its size).
+  const db = await freshDatabase();
+  const wide = { MEMD_EMBED_DIMENSIONS: "4096" };
+  const a = await start("wide-a", [], wide, db);
+  const names = ["p0", "p1", "p2"];
+  for (const name of names)
+    for (let i = 0; i < 300; i += 20) await Promise.all(Array.from({ length: 20 }, (_, k) => store(a, i + k, name)));
+  await until("A embedded", async () => (await metric(a, "memd_embed_pending")) === 0);
+  for (const name of names) {
+    const r = await call(a, "POST", "/v1/memory/search", { namespace: name, query: "amber item1", mode: "hybrid" });
+    expect(r.status).toBe(200);
+  }
+  await until("A's vector snapshots written", async () => {
+    for (const name of names)
+      await call(a, "POST", "/v1/memory/search", { namespace: name, query: "kelp", mode: "semantic" });
+    return (await metric(a, "memd_pg_vector_snapshots_written_total")) >= names.length;
+  });
+  const sql = new SQL(db);
+  const sizes = (await sql`SELECT bytes FROM search_snapshots WHERE kind = 'vector'`).map((r: { bytes: string }) =>
+    Number(r.bytes),
+  );
+  const [{ namespace: newest }] = await sql`SELECT namespace FROM search_snapshots ORDER BY written_at DESC LIMIT 1`;
+  await sql.close();
+  expect(sizes).toHaveLength(3);
+  for (const bytes of sizes) expect(bytes).toBeGreaterThan(2 ** 19);
+
+  const small = await start("wide-small", ["--search-memory-mb", "1"], wide, db);
+  const all = await start("wide-all", [], wide, db);
+  for (const s of [small, all]) await until("ready", async () => (await fetch(`${s.url}/readyz`)).status === 200);
+  expect(await metric(small, "memd_pg_vector_snapshots_read_total")).toBe(1);
+  expect(await metric(small, "memd_pg_vector_namespaces")).toBe(1);
+  expect(await metric(all, "memd_pg_vector_snapshots_read_total")).toBe(3);
+  // The one it holds is the newest namespace's: its first semantic search reads nothing more.
+  const first = await call(small, "POST", "/v1/memory/search", { namespace: newest, query: "kelp", mode: "semantic" });
+  expect(first.status).toBe(200);
+  expect(await metric(small, "memd_pg_vector_snapshots_read_total")).toBe(1);
+  // A namespace left out reads its snapshot at its first search (SQL answers meanwhile, the same).
+  for (const name of names) {
+    const got = await call(small, "POST", "/v1/memory/search", {
+      namespace: name,
+      query: "garnet item42",
+      mode: "keyword",
+    });
+    const want = await call(all, "POST", "/v1/memory/search", {
+      namespace: name,
+      query: "garnet item42",
+      mode: "keyword",
+    });
+    expect(got.body.results.map((h: { id: string }) => h.id)).toEqual(
+      want.body.results.map((h: { id: string }) => h.id),
+    );
+    await call(small, "POST", "/v1/memory/search", { namespace: name, query: "garnet item42", mode: "semantic" });
+  }
+  await until("the others read on their first searches", async () => {
+    for (const name of names)
+      await call(small, "POST", "/v1/memory/search", { namespace: name, query: "kelp", mode: "semantic" });
+    return (await metric(small, "memd_pg_vector_snapshots_read_total")) >= 3;
+  });
+  // Still within its budget: the namespace searched last held whatever its size, the others released.
+  expect(await metric(small, "memd_search_memory_budget_bytes")).toBe(2 ** 20);
+  expect(await metric(small, "memd_search_memory_evictions_total")).toBeGreaterThan(0);
 }, 120_000);

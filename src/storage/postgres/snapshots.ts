@@ -216,9 +216,9 @@ export interface Preload {
 }
 
 /**
- * Reads the snapshots of this build, newest first, into this replica's copies (`load` per kind:
- * a copy's first build, reading the snapshot and catching up), as many as fit `budget` bytes, so
- * the namespaces they hold answer from memory from the first search after the replica is ready.
+ * Reads the snapshots of this build into this replica's copies (`load` per kind: a copy's first
+ * build, reading the snapshot and catching up), the newest as many as fit `budget` bytes, so the
+ * namespaces they hold answer from memory from the first search after the replica is ready.
  * A failure ends it: those namespaces are built on their first search instead.
  */
 export function preloadSnapshots(
@@ -242,7 +242,10 @@ export function preloadSnapshots(
       return true;
     });
     total = chosen.length;
-    for (const s of chosen) {
+    // Read oldest first: each copy read counts as its namespace's most recent use, so if the
+    // copies hold more in memory than their snapshots' bytes (a 4-bit copy keeps room to grow)
+    // and the budget releases some, it releases the oldest, not the newest read first.
+    for (const s of chosen.reverse()) {
       await load[s.kind]!(s.namespace);
       read++;
     }
