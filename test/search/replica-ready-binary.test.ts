@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { startFakeEmbedder } from "../fake-embedder";
-import { freshDatabase, postgresUrl, rootSecret, type ServerProcess, spawnServer, tempDir } from "../helpers";
+import { freshDatabase, postgresUrl, rootSecret, runMemd, type ServerProcess, spawnServer, tempDir } from "../helpers";
 
 const embedder = startFakeEmbedder();
 const dir = tempDir("memd-replica-ready-");
@@ -198,4 +198,64 @@ test("each replica's search-memory budget bounds what it reads at start; a names
   // Still within its budget: the namespace searched last held whatever its size, the others released.
   expect(await metric(small, "memd_search_memory_budget_bytes")).toBe(2 ** 20);
   expect(await metric(small, "memd_search_memory_evictions_total")).toBeGreaterThan(0);
+}, 120_000);
+
+test("a snapshot left from before an import is not read at start, nor its copy built before ready: built at the first search, then written again", async () => {
+  const keywordOnly = { MEMD_EMBEDDER: "none", MEMD_EMBED_BASE_URL: "" };
+  // Older memories of namespace x elsewhere, exported: importing them moves x's epoch.
+  const srcDb = await freshDatabase();
+  const src = await start("import-src", [], keywordOnly, srcDb);
+  for (let i = 0; i < 30; i++) {
+    const r = await call(src, "POST", "/v1/memory", {
+      namespace: "x",
+      entity: "old",
+      content: `older tea ${i}`,
+      infer: false,
+    });
+    expect(r.status).toBe(200);
+  }
+  const file = `${dir.dir}/older.jsonl`;
+  const exported = await runMemd(["export", "--database-url", srcDb, "--out", file], process.env);
+  expect(exported.code).toBe(0);
+
+  const db = await freshDatabase();
+  const a = await start("import-a", [], keywordOnly, db);
+  for (let i = 0; i < 150; i += 30)
+    await Promise.all(
+      Array.from({ length: 30 }, (_, k) =>
+        call(a, "POST", "/v1/memory", { namespace: "x", entity: "new", content: `note ${i + k} tea`, infer: false }),
+      ),
+    );
+  await until("A's snapshot written", async () => {
+    await call(a, "POST", "/v1/memory/search", { namespace: "x", query: "tea", mode: "keyword" });
+    return (await metric(a, "memd_pg_keyword_snapshots_written_total")) >= 1;
+  });
+  const imported = await runMemd(["import", "--database-url", db, file], process.env);
+  expect({ code: imported.code, err: imported.err.split("\n").at(-2) }).toMatchObject({ code: 0 });
+
+  const b = await start("import-b", [], keywordOnly, db);
+  await until("B ready", async () => (await fetch(`${b.url}/readyz`)).status === 200);
+  // Ready without reading the older snapshot and without building x's lists.
+  expect(await metric(b, "memd_pg_keyword_snapshots_read_total")).toBe(0);
+  expect(await metric(b, "memd_pg_keyword_namespaces")).toBe(0);
+  const found = await call(b, "POST", "/v1/memory/search", {
+    namespace: "x",
+    query: "older tea",
+    mode: "keyword",
+    limit: 3,
+  });
+  expect(found.body.results.map((h: { content: string }) => h.content.startsWith("older tea"))).toEqual([
+    true,
+    true,
+    true,
+  ]);
+  // Its first search built the lists (SQL answering meanwhile) and it writes them again.
+  await until("B's snapshot written", async () => {
+    await call(b, "POST", "/v1/memory/search", { namespace: "x", query: "tea", mode: "keyword" });
+    return (await metric(b, "memd_pg_keyword_snapshots_written_total")) >= 1;
+  });
+  const c = await start("import-c", [], keywordOnly, db);
+  await until("C ready", async () => (await fetch(`${c.url}/readyz`)).status === 200);
+  expect(await metric(c, "memd_pg_keyword_snapshots_read_total")).toBe(1);
+  expect(await metric(c, "memd_pg_keyword_namespaces")).toBe(1);
 }, 120_000);
