@@ -184,14 +184,23 @@ export async function readSnapshot<H>(
   return { upto: Number(row.upto), header, sections };
 }
 
-/** The snapshots of this build in the database, newest first: what a replica reads at start. */
+/**
+ * The snapshots of this build and of their namespace's epoch now, newest first: what a replica
+ * reads at start. (One of an older epoch, left by an import or a reindex until a replica writes
+ * the copy again, cannot be read: preloading its namespace would build the copy from the rows
+ * before the replica is ready.)
+ */
 export async function listSnapshots(
   db: <T>(fn: () => Promise<T>) => Promise<T>,
   sql: SQL,
 ): Promise<{ namespace: string; kind: SnapshotKind; bytes: number }[]> {
   const rows = await db(
-    () => sql`SELECT namespace, kind, bytes FROM search_snapshots
-        WHERE build = ${snapshotBuild()} ORDER BY written_at DESC`,
+    () => sql`SELECT s.namespace, s.kind, s.bytes FROM search_snapshots s
+        WHERE s.build = ${snapshotBuild()}
+          AND s.epoch = CASE WHEN s.kind = 'keyword'
+            THEN COALESCE((SELECT e.epoch FROM search_epochs e WHERE e.namespace = s.namespace), 0)
+            ELSE (SELECT vector_epoch FROM search_state WHERE id = 1) END
+        ORDER BY s.written_at DESC`,
   );
   return rows.map((r: Record<string, unknown>) => ({
     namespace: r.namespace as string,
@@ -216,9 +225,9 @@ export interface Preload {
 }
 
 /**
- * Reads the snapshots of this build, newest first, into this replica's copies (`load` per kind:
- * a copy's first build, reading the snapshot and catching up), as many as fit `budget` bytes, so
- * the namespaces they hold answer from memory from the first search after the replica is ready.
+ * Reads the snapshots of this build into this replica's copies (`load` per kind: a copy's first
+ * build, reading the snapshot and catching up), the newest as many as fit `budget` bytes, so the
+ * namespaces they hold answer from memory from the first search after the replica is ready.
  * A failure ends it: those namespaces are built on their first search instead.
  */
 export function preloadSnapshots(
@@ -242,7 +251,10 @@ export function preloadSnapshots(
       return true;
     });
     total = chosen.length;
-    for (const s of chosen) {
+    // Read oldest first: each copy read counts as its namespace's most recent use, so if the
+    // copies hold more in memory than their snapshots' bytes (a 4-bit copy keeps room to grow)
+    // and the budget releases some, it releases the oldest, not the newest read first.
+    for (const s of chosen.reverse()) {
       await load[s.kind]!(s.namespace);
       read++;
     }
