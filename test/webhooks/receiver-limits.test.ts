@@ -45,17 +45,18 @@ const deliveries = async (id: string) =>
 test("no connection within the connect time limit: a failure that says so", async () => {
   // A socket listening with a backlog of 0 that never accepts: once one connection waits in its
   // queue, the kernel drops the SYNs of the next ones, which stay unconnected.
-  listener = Bun.spawn(
+  const python = Bun.spawn(
     [
       "/usr/bin/python3",
       "-c",
-      "import socket, sys, time\n" +
+      "import socket, sys\n" +
         "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)\n" +
         "print(s.getsockname()[1], flush=True); sys.stdin.read()",
     ],
     { stdin: "pipe", stdout: "pipe" },
   );
-  const reader = listener.stdout.getReader();
+  listener = python;
+  const reader = python.stdout.getReader();
   const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
   expect(port).toBeGreaterThan(0);
   for (let i = 0; i < 2; i++) sockets.push(connect(port, "127.0.0.1"));
