@@ -39,6 +39,10 @@ export function describeSchema(s: Record<string, unknown> | undefined): string {
   const literals = (s.anyOf as Record<string, unknown>[] | undefined)?.map((m) => m.const);
   if (literals && literals.length > 0 && literals.every((l) => typeof l === "string"))
     return `must be one of ${literals.join(", ")}`;
+  const [one, many] = (s.anyOf as Record<string, unknown>[] | undefined) ?? [];
+  // A value or a list of them (a webhook's namespaces): both in words.
+  if (many?.type === "array" && (s.anyOf as unknown[]).length === 2 && Bun.deepEquals(many.items, one))
+    return `${describeSchema(one)}, or ${describeSchema(many).replace(/^must be /, "")}`;
   if (s.anyOf) {
     // Elysia's numeric coercion: a union of a number and a numeric string.
     const num = (s.anyOf as Record<string, unknown>[]).find((m) => m.type === "integer" || m.type === "number");

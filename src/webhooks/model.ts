@@ -16,6 +16,7 @@ const Patterns = t.Union([NamespacePattern, t.Array(NamespacePattern, { minItems
 });
 const Kinds = t.Array(oneOf(eventKinds), {
   minItems: 1,
+  maxItems: eventKinds.length,
   uniqueItems: true,
   description: "event kinds to deliver; absent: all",
 });

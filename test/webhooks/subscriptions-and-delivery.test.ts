@@ -101,6 +101,13 @@ describe("subscriptions", () => {
     ["bad pattern", { url: "http://127.0.0.1:9/x", namespaces: "a*b" }, 400, "namespaces[0]"],
     ["unknown kind", { url: "http://127.0.0.1:9/x", namespaces: "a", events: ["NOPE"] }, 400, "events"],
     ["no namespaces", { url: "http://127.0.0.1:9/x" }, 400, "namespaces"],
+    [
+      "an empty list of namespaces",
+      { url: "http://127.0.0.1:9/x", namespaces: [] },
+      400,
+      "or a list of 1 to 64 strings",
+    ],
+    ["an empty list of kinds", { url: "http://127.0.0.1:9/x", namespaces: "a", events: [] }, 400, "a list of 1 to 7"],
     ["unknown field", { url: "http://127.0.0.1:9/x", namespaces: "a", secret: "x" }, 400, "secret"],
   ];
   for (const [name, body, status, fragment] of refusals)
