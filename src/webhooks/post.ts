@@ -272,6 +272,28 @@ export async function postWebhook(
 
 const failed = (error: string): PostResult => ({ status: null, ok: false, error, answer: "" });
 
+const chunkedAnswer = /\r\ntransfer-encoding:[^\r]*chunked/i;
+
+/**
+ * A chunked body as far as it came: its data, and whether its last chunk (size 0) came. A size
+ * line that is not hex ends it: the answer is taken as it is (only a failure's start is kept).
+ */
+function dechunk(raw: Buffer): { data: Buffer; ended: boolean } {
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (;;) {
+    const eol = raw.indexOf("\r\n", at);
+    if (eol < 0) return { data: Buffer.concat(parts), ended: false };
+    // Number.parseInt stops at a chunk extension (";name=value").
+    const size = Number.parseInt(raw.subarray(at, eol).toString("latin1"), 16);
+    if (!(size > 0)) return { data: Buffer.concat(parts), ended: true };
+    const start = eol + 2;
+    parts.push(raw.subarray(start, Math.min(start + size, raw.byteLength)));
+    at = start + size + 2;
+    if (at > raw.byteLength) return { data: Buffer.concat(parts), ended: false };
+  }
+}
+
 function finish(key: string, r: Exchanged): PostResult {
   if (r.reusable) keep(key, r.conn);
   else r.conn.destroy();
@@ -318,12 +340,15 @@ function exchange(conn: Link, request: string, o: PostOptions, connecting?: "sec
       const lengthMatch = /\r\ncontent-length:\s*(\d+)/i.exec(head);
       const length = lengthMatch ? Number(lengthMatch[1]) : undefined;
       const bodyIn = all.byteLength - end - 4;
-      const whole = length !== undefined && bodyIn >= length;
-      const capped = bodyIn >= o.maxAnswerBytes;
+      // A body sent in chunks (no length) is whole at its last chunk; these statuses have none.
+      const chunks = length === undefined && chunkedAnswer.test(head) ? dechunk(all.subarray(end + 4)) : undefined;
+      const noBody = status < 200 || status === 204 || status === 304;
+      const whole = noBody || (chunks ? chunks.ended : length !== undefined && bodyIn >= length);
+      const capped = (chunks ? chunks.data.byteLength : bodyIn) >= o.maxAnswerBytes;
       const ok = status >= 200 && status < 300;
       // Done when the body is whole, capped, or the connection ended; a success without a length needs no body.
       if (!whole && !capped && !complete && !(ok && length === undefined)) return undefined;
-      const answer = all.subarray(end + 4, end + 4 + o.maxAnswerBytes).toString("utf8");
+      const answer = (chunks ? chunks.data : all.subarray(end + 4)).subarray(0, o.maxAnswerBytes).toString("utf8");
       const error = ok
         ? null
         : status >= 300 && status < 400

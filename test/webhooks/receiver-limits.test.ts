@@ -1,0 +1,140 @@
+// @targets lmdb binary
+// The limits on a receiver, from outside: no connection within the connect time limit is a
+// failure (a listener whose queue is full: Linux drops the connection's SYNs), and an answer's
+// body is not read past its cap (an endless 200 is a success, and the next event follows).
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { connect, type Socket } from "node:net";
+import { startTestServer, type TestServer } from "../helpers";
+
+let s: TestServer;
+const servers: { stop(force?: boolean): unknown }[] = [];
+const sockets: Socket[] = [];
+let listener: ReturnType<typeof Bun.spawn> | undefined;
+
+beforeAll(async () => {
+  s = await startTestServer({
+    args: [
+      "--webhook-allow-private",
+      "--webhook-connect-timeout-ms",
+      "400",
+      "--webhook-timeout-ms",
+      "5000",
+      "--webhook-retry-base-ms",
+      "60000",
+    ],
+  });
+});
+afterAll(async () => {
+  await s.stop();
+  for (const x of servers) x.stop(true);
+  for (const x of sockets) x.destroy();
+  listener?.kill();
+});
+
+async function until(what: string, check: () => Promise<boolean> | boolean) {
+  const deadline = Date.now() + 15_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(20);
+  }
+}
+
+const deliveries = async (id: string) =>
+  (await s.json("GET", `/v1/webhooks/${id}/deliveries`)).body as { seq: number; ok: boolean; error: string | null }[];
+
+test("no connection within the connect time limit: a failure that says so", async () => {
+  // A socket listening with a backlog of 0 that never accepts: once one connection waits in its
+  // queue, the kernel drops the SYNs of the next ones, which stay unconnected.
+  const python = Bun.spawn(
+    [
+      "/usr/bin/python3",
+      "-c",
+      "import socket, sys\n" +
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(0)\n" +
+        "print(s.getsockname()[1], flush=True); sys.stdin.read()",
+    ],
+    { stdin: "pipe", stdout: "pipe" },
+  );
+  listener = python;
+  const reader = python.stdout.getReader();
+  const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
+  expect(port).toBeGreaterThan(0);
+  for (let i = 0; i < 2; i++) sockets.push(connect(port, "127.0.0.1"));
+  await until("the queue to fill", () => sockets[0].readyState === "open");
+  const made = await s.json("POST", "/v1/webhooks", {
+    url: `http://127.0.0.1:${port}/hook`,
+    namespaces: "unreachable",
+  });
+  expect(made.status).toBe(201);
+  await s.json("POST", "/v1/memory", { namespace: "unreachable", entity: "e", content: "x", infer: false });
+  await until("a failed attempt", async () => (await deliveries(made.body.id)).length > 0);
+  const [d] = await deliveries(made.body.id);
+  expect(d.ok).toBe(false);
+  expect(d.error).toBe("no connection within 400 ms");
+});
+
+// Read to its end, the endless answer would be a failure: no answer within the 10 s time limit.
+test("an answer's body is not read past its cap: an endless 200 is a success, and the next event follows", async () => {
+  let arrivals = 0;
+  const receiver = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: async (req) => {
+      await req.text();
+      arrivals++;
+      const body = new ReadableStream({
+        async pull(c) {
+          c.enqueue(new Uint8Array(64 * 1024).fill(120));
+          await Bun.sleep(5);
+        },
+      });
+      return new Response(body, { status: arrivals === 1 ? 200 : 500 });
+    },
+  });
+  servers.push(receiver);
+  const made = await s.json("POST", "/v1/webhooks", {
+    url: `http://127.0.0.1:${receiver.port}/`,
+    namespaces: "endless",
+  });
+  for (const content of ["one", "two"])
+    await s.json("POST", "/v1/memory", { namespace: "endless", entity: "e", content, infer: false });
+  await until("two attempts", async () => (await deliveries(made.body.id)).length >= 2);
+  const [second, first] = await deliveries(made.body.id);
+  expect(first.ok).toBe(true);
+  expect(second.ok).toBe(false);
+  expect(second.seq).toBe(first.seq + 1);
+  // The failure keeps the start of the answer only.
+  expect(second.error).toStartWith("answered 500: xxxx");
+  expect(second.error!.length).toBeLessThan(250);
+  expect(arrivals).toBe(2);
+});
+
+test("a failure answered in chunks (no Content-Length) is read to its last chunk, not waited on until the time limit", async () => {
+  const receiver = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: async (req) => {
+      await req.text();
+      // Two chunks, the last one (and the end) later: Bun sends it chunked, the connection kept open.
+      const body = new ReadableStream({
+        start(c) {
+          c.enqueue(new TextEncoder().encode("database "));
+          setTimeout(() => {
+            c.enqueue(new TextEncoder().encode("down"));
+            c.close();
+          }, 50);
+        },
+      });
+      return new Response(body, { status: 503 });
+    },
+  });
+  servers.push(receiver);
+  const made = await s.json("POST", "/v1/webhooks", {
+    url: `http://127.0.0.1:${receiver.port}/`,
+    namespaces: "chunked",
+  });
+  await s.json("POST", "/v1/memory", { namespace: "chunked", entity: "e", content: "x", infer: false });
+  await until("a failed attempt", async () => (await deliveries(made.body.id)).length > 0);
+  const [d] = await deliveries(made.body.id);
+  expect(d).toMatchObject({ ok: false, status: 503, error: "answered 503: database down" });
+});
