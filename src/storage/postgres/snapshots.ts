@@ -141,7 +141,9 @@ export async function writeSnapshot(
 
 /**
  * The namespace's snapshot of this kind, of this build and of `epoch`, read part by part; undefined
- * when there is none usable (or it was replaced while read: the caller builds instead).
+ * when there is none usable (the caller builds instead). One replaced while read (another replica
+ * wrote it again: the parts read are gone) is read again, the new one, up to three times: a
+ * replica starting would otherwise build the copy from the rows before it is ready.
  */
 export async function readSnapshot<H>(
   db: <T>(fn: () => Promise<T>) => Promise<T>,
@@ -150,6 +152,20 @@ export async function readSnapshot<H>(
   kind: SnapshotKind,
   epoch: number,
 ): Promise<ReadSnapshot<H> | undefined> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const read = await readOnce<H>(db, sql, namespace, kind, epoch);
+    if (read !== "replaced") return read;
+  }
+  return undefined;
+}
+
+async function readOnce<H>(
+  db: <T>(fn: () => Promise<T>) => Promise<T>,
+  sql: SQL,
+  namespace: string,
+  kind: SnapshotKind,
+  epoch: number,
+): Promise<ReadSnapshot<H> | undefined | "replaced"> {
   const [row] = await db(
     () => sql`SELECT upto, token, parts, bytes, header FROM search_snapshots
         WHERE namespace = ${namespace} AND kind = ${kind} AND build = ${snapshotBuild()} AND epoch = ${epoch}`,
@@ -164,7 +180,7 @@ export async function readSnapshot<H>(
           WHERE namespace = ${namespace} AND kind = ${kind} AND token = ${row.token} AND part = ${part}`,
     );
     // (Replaced meanwhile: its parts are gone.)
-    if (!p) return undefined;
+    if (!p) return "replaced";
     const data = p.data as Uint8Array;
     if (at + data.length > total) return undefined;
     all.set(data, at);
