@@ -3,12 +3,14 @@ import { Elysia } from "elysia";
 // biome-ignore format: the import attribute embeds the file as text, in the binary too
 import scalarScript from "../../node_modules/@scalar/api-reference/dist/browser/standalone.js" with { type: "text" };
 import { version } from "../build-info";
+import { errorAnswer } from "../wire/schemas";
 
 const specPath = "/v1/openapi.json";
 
 type Route = { method: string; path: string; hooks?: { body?: unknown } };
 type Operation = {
   requestBody?: { content?: Record<string, unknown> };
+  responses?: Record<string, unknown>;
   tags?: string[];
   summary?: string;
   description?: string;
@@ -156,6 +158,20 @@ function restoreJsonBodies(doc: Doc, routes: Route[]) {
   return doc;
 }
 
+/**
+ * Every memd operation (not mem0's, whose errors have mem0's shape) answers its errors with the
+ * same body; routes that validate their answers (`response`) list only their successes, so the
+ * error answer is added where none is listed.
+ */
+function documentErrors(doc: Doc): Doc {
+  for (const ops of Object.values(doc.paths))
+    for (const op of Object.values(ops)) {
+      if (op.tags?.[0] === "mem0" || op.responses?.default) continue;
+      op.responses = { ...op.responses, default: errorAnswer() };
+    }
+  return doc;
+}
+
 // Scalar's reference page, served from the binary itself: the script is the standalone build
 // of @scalar/api-reference, embedded at build time, so /docs works without internet. Off: every
 // feature that talks to the vendor's services. On a local address Scalar turns on "Ask AI" (its
@@ -241,7 +257,7 @@ export const openapiRoutes = () => {
       } as Doc,
       routes,
     );
-    return groupOperations(restored);
+    return documentErrors(groupOperations(restored));
   };
   return plugin
     .get(specPath, () => (doc ??= build()), { detail: { hide: true } })

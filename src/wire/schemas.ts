@@ -73,10 +73,13 @@ export const Timestamp = t.String({ description: "ISO 8601 UTC with milliseconds
  */
 export const jsonAnswer = (schema: TSchema, description = "OK") => ({
   200: { description, content: { "application/json": { schema: schema as Record<string, unknown> } } },
-  default: {
-    description: "An error; `code` is one of the catalogue in docs/api.md (Errors)",
-    content: { "application/json": { schema: ErrorBody as Record<string, unknown> } },
-  },
+  default: errorAnswer(),
+});
+
+/** An error answer in the OpenAPI document: every memd route's errors have this body. */
+export const errorAnswer = () => ({
+  description: "An error; `code` is one of the catalogue in docs/api.md (Errors)",
+  content: { "application/json": { schema: ErrorBody as Record<string, unknown> } },
 });
 
 /** The body of every error answer. */

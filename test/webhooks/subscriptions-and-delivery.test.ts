@@ -507,6 +507,31 @@ describe("delivery", () => {
   });
 });
 
+test("OpenAPI documents every webhook route, with its body, its answer and its error answer", async () => {
+  const { body: doc } = await s.json("GET", "/v1/openapi.json", undefined, { key: null });
+  const routes: [string, string, string][] = [
+    ["/v1/webhooks", "post", "201"],
+    ["/v1/webhooks", "get", "200"],
+    ["/v1/webhooks/{id}", "get", "200"],
+    ["/v1/webhooks/{id}", "patch", "200"],
+    ["/v1/webhooks/{id}", "delete", "200"],
+    ["/v1/webhooks/{id}/rotate-secret", "post", "200"],
+    ["/v1/webhooks/{id}/deliveries", "get", "200"],
+    ["/v1/webhooks/{id}/replay", "post", "200"],
+  ];
+  for (const [path, method, ok] of routes) {
+    const op = doc.paths[path]?.[method];
+    expect([path, method, Object.keys(op?.responses ?? {}).sort()]).toEqual([path, method, [ok, "default"]]);
+    expect(op.responses.default.content["application/json"].schema.properties.error).toBeDefined();
+  }
+  const create = doc.paths["/v1/webhooks"].post.requestBody.content["application/json"].schema;
+  expect(create.required).toEqual(["url", "namespaces"]);
+  expect(create.additionalProperties).toBe(false);
+  expect(doc.paths["/v1/webhooks/{id}/replay"].post.requestBody.content["application/json"].schema.required).toEqual([
+    "fromSeq",
+  ]);
+});
+
 describe("private addresses", () => {
   let strict: TestServer;
   beforeAll(async () => {
