@@ -110,7 +110,7 @@ export function buildApp(core: Core, options: AppOptions = {}) {
     .use(streamRoutes(core, authPlugin, options.streams ?? new StreamHub()))
     .use(keyRoutes(core, authPlugin, () => options.webhooks?.keysChanged()))
     .use(transferRoutes(core, authPlugin))
-    .use(webhookRoutes(core, authPlugin, options.webhooks))
+    .use(webhookRoutes(core, authPlugin, options.webhooks, options.root))
     .use(mcpRoutes(authPlugin, (request) => self!.handle(request)));
   self = app;
   routes = () => app.routes;

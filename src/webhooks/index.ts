@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import type { Core } from "../core";
 import { queryLimit } from "../http/query";
 import type { auth } from "../keys/auth";
+import type { KeyRecord } from "../keys/model";
 import type { Deliverer } from "./deliverer";
 import {
   CreatedWebhook,
@@ -32,7 +33,12 @@ const tags = ["webhooks"];
  * subscribe to namespaces it covers; a key sees the subscriptions it made, an admin key also
  * those within its namespaces. Changes wake the deliverer at once.
  */
-export const webhookRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, deliverer?: Deliverer) => {
+export const webhookRoutes = (
+  core: Core,
+  authPlugin: ReturnType<typeof auth>,
+  deliverer?: Deliverer,
+  root?: KeyRecord,
+) => {
   const allowPrivate = core.config.webhookAllowPrivate;
   const wake = () => deliverer?.wake();
   return new Elysia({ name: "webhooks" })
@@ -82,7 +88,7 @@ export const webhookRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, d
       "/v1/webhooks/:id",
       async ({ params, apiKey, body }) => {
         const w = await managedWebhook(core.storage, apiKey, params.id);
-        const changed = await patchWebhook(core.storage, apiKey, w, body, allowPrivate);
+        const changed = await patchWebhook(core.storage, apiKey, w, body, allowPrivate, root);
         wake();
         return toWebhook(changed);
       },
@@ -94,7 +100,9 @@ export const webhookRoutes = (core: Core, authPlugin: ReturnType<typeof auth>, d
         detail: {
           tags,
           summary: "Change, pause or resume a subscription",
-          description: "state: paused stops delivery (events wait in the trail); active resumes, a disabled one too.",
+          description:
+            "state: paused stops delivery (events wait in the trail); active resumes, a disabled one too (409 when " +
+            "the key that made it was revoked, expired or no longer covers its namespaces).",
         },
       },
     )

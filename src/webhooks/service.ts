@@ -209,17 +209,30 @@ async function change(
   return w;
 }
 
-/** PATCH: url, filter, description, pause or resume (a resumed one starts afresh, failures forgotten). */
+/**
+ * PATCH: url, filter, description, pause or resume (a resumed one starts afresh, failures
+ * forgotten). One whose maker key no longer allows it is not resumed (409, saying why): it would
+ * pause again at once. `root` is the MEMD_API_KEY key.
+ */
 export async function patchWebhook(
-  storage: Webhooks,
+  storage: Webhooks & KeyStore,
   key: KeyRecord,
   w: WebhookRecord,
   body: PatchWebhook,
   allowPrivate: boolean,
+  root: KeyRecord | undefined,
 ): Promise<WebhookRecord> {
   if (body.state !== undefined && body.paused !== undefined && (body.state === "paused") !== body.paused)
     throw invalidField("paused", "contradicts state");
   const wanted = body.state ?? (body.paused === undefined ? undefined : body.paused ? "paused" : "active");
+  if (wanted === "active") {
+    const { problem } = await creatorProblem(storage, root, w);
+    if (problem)
+      throw new ApiError(
+        "conflict",
+        `${problem}: this subscription cannot be resumed; subscribe again with a key that covers its namespaces`,
+      );
+  }
   const namespaces = body.namespaces === undefined ? undefined : checkPatterns(key, body.namespaces);
   const url = body.url === undefined ? undefined : await checkUrl(body.url, allowPrivate);
   return change(storage, w.id, (cur) => ({

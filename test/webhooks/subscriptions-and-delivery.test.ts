@@ -158,6 +158,11 @@ describe("subscriptions", () => {
     expect((await webhook(sub.id)).stateReason).toContain("revoked");
     expect(r.accepted.map((a) => a.seq)).toEqual(first);
     expect(r.arrivals).toBe(1);
+    // It cannot be resumed: it would pause again at once.
+    const resumed = await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "active" });
+    expect(resumed.status).toBe(409);
+    expect(resumed.body.error.message).toContain("was revoked");
+    expect((await webhook(sub.id)).state).toBe("paused");
   });
 
   test("a replay from past the end of the trail is refused, and the cursor stays", async () => {
