@@ -253,7 +253,8 @@ export async function postWebhook(
   const kept = take(key);
   if (kept) {
     const r = await exchange(kept, request, o);
-    // A kept connection the receiver had closed meanwhile: nothing came back, so send on a new one
+    // A kept connection the receiver had closed meanwhile: it closed with nothing back, so send on
+    // a new one. Not after the time limit: a receiver that is slow to answer is not sent it twice.
     // (at worst a repeat, with the same webhook-id).
     if (!r.nothing || r.result.stale) return finish(key, r);
   }
@@ -305,7 +306,7 @@ interface Exchanged {
   conn: Link;
   /** The whole answer was read and the receiver keeps the connection open. */
   reusable: boolean;
-  /** Not a byte came back (a kept connection found closed). */
+  /** The connection closed or failed before a byte came back (a kept connection found closed). */
   nothing: boolean;
 }
 
@@ -316,14 +317,14 @@ function exchange(conn: Link, request: string, o: PostOptions, connecting?: "sec
     let done = false;
     let cancel: (() => void) | undefined;
     let all: Buffer | undefined;
-    const settle = (result: PostResult, reusable = false) => {
+    const settle = (result: PostResult, reusable = false, closed = false) => {
       if (done) return;
       done = true;
       cancel?.();
       o.signal?.removeEventListener("abort", onAbort);
       if (connecting) socket?.removeListener(connecting, onConnect);
       conn.current = undefined;
-      resolve({ result, conn, reusable, nothing: all === undefined && result.status === null });
+      resolve({ result, conn, reusable, nothing: closed && all === undefined && result.status === null });
     };
     const onAbort = () => settle(failed("stopped"));
     o.signal?.addEventListener("abort", onAbort);
@@ -365,10 +366,10 @@ function exchange(conn: Link, request: string, o: PostOptions, connecting?: "sec
         if (r) settle(r[0], r[1]);
       },
       gone(e) {
-        if (e) settle(failed(e.code ? `${e.code}: ${e.message}` : e.message));
+        if (e) settle(failed(e.code ? `${e.code}: ${e.message}` : e.message), false, true);
         else {
           const r = parse(true)!;
-          settle(r[0], false);
+          settle(r[0], false, true);
         }
       },
     };

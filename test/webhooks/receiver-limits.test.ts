@@ -1,7 +1,8 @@
 // @targets lmdb binary
 // The limits on a receiver, from outside: no connection within the connect time limit is a
-// failure (a listener whose queue is full: Linux drops the connection's SYNs), and an answer's
-// body is not read past its cap (an endless 200 is a success, and the next event follows).
+// failure (a listener whose queue is full: Linux drops the connection's SYNs), an answer's body
+// is not read past its cap (an endless 200 is a success, and the next event follows), and a
+// receiver slow to answer on a kept connection is sent the event once an attempt.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect, type Socket } from "node:net";
 import { startTestServer, type TestServer } from "../helpers";
@@ -18,7 +19,7 @@ beforeAll(async () => {
       "--webhook-connect-timeout-ms",
       "400",
       "--webhook-timeout-ms",
-      "5000",
+      "1000",
       "--webhook-retry-base-ms",
       "60000",
     ],
@@ -137,4 +138,31 @@ test("a failure answered in chunks (no Content-Length) is read to its last chunk
   await until("a failed attempt", async () => (await deliveries(made.body.id)).length > 0);
   const [d] = await deliveries(made.body.id);
   expect(d).toMatchObject({ ok: false, status: 503, error: "answered 503: database down" });
+});
+
+test("no answer in time on a kept connection: one POST an attempt, failed at the time limit (not sent again on a new connection)", async () => {
+  let slow = false;
+  const arrivals: string[] = [];
+  const receiver = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: async (req) => {
+      await req.text();
+      arrivals.push(req.headers.get("webhook-id") ?? "");
+      if (slow) await Bun.sleep(4000);
+      return new Response("ok");
+    },
+  });
+  servers.push(receiver);
+  const made = await s.json("POST", "/v1/webhooks", { url: `http://127.0.0.1:${receiver.port}/`, namespaces: "kept" });
+  await s.json("POST", "/v1/memory", { namespace: "kept", entity: "e", content: "fast", infer: false });
+  // Answered whole, with a length: the connection is kept for the next POST.
+  await until("the first delivery", async () => (await deliveries(made.body.id)).some((d) => d.ok));
+  slow = true;
+  await s.json("POST", "/v1/memory", { namespace: "kept", entity: "e", content: "slow", infer: false });
+  await until("a failed attempt", async () => (await deliveries(made.body.id)).some((d) => !d.ok));
+  const [failedAttempt] = await deliveries(made.body.id);
+  expect(failedAttempt.error).toBe("no answer within 1000 ms");
+  expect(arrivals.filter((id) => id === arrivals[1])).toEqual([arrivals[1]]);
+  expect(arrivals.length).toBe(2);
 });
