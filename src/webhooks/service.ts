@@ -265,7 +265,13 @@ export async function rotateSecret(storage: Webhooks, id: string, now = Date.now
  * until the trail reached it would never be sent.
  */
 export async function replayFrom(storage: Webhooks, id: string, fromSeq: number) {
-  const last = await lastSeq(storage);
+  let last = await lastSeq(storage);
+  // On PostgreSQL the trail ends where every transaction has ended: one still in flight (another
+  // namespace's store) holds that back a moment behind seqs already committed and answered.
+  for (let i = 0; fromSeq > last + 1 && i < 5; i++) {
+    await Bun.sleep(20);
+    last = await lastSeq(storage);
+  }
   if (fromSeq > last + 1)
     throw invalidField(
       "fromSeq",
