@@ -44,10 +44,10 @@ export interface ReadSnapshot<H> {
 
 const align8 = (n: number) => Math.ceil(n / 8) * 8;
 
-/** The epoch now, as a copy of this kind compares it (follow.ts startingPoint's). */
-const epochNow = (kind: SnapshotKind) =>
+/** The epoch now of namespace `ns` (SQL), as a copy of this kind compares it (follow.ts startingPoint's). */
+const epochNow = (kind: SnapshotKind, ns = "$1") =>
   kind === "keyword"
-    ? "COALESCE((SELECT epoch FROM search_epochs WHERE namespace = $1), 0)"
+    ? `COALESCE((SELECT epoch FROM search_epochs WHERE namespace = ${ns}), 0)`
     : "(SELECT vector_epoch FROM search_state WHERE id = 1)";
 
 /**
@@ -210,13 +210,14 @@ export async function listSnapshots(
   db: <T>(fn: () => Promise<T>) => Promise<T>,
   sql: SQL,
 ): Promise<{ namespace: string; kind: SnapshotKind; bytes: number }[]> {
-  const rows = await db(
-    () => sql`SELECT s.namespace, s.kind, s.bytes FROM search_snapshots s
-        WHERE s.build = ${snapshotBuild()}
-          AND s.epoch = CASE WHEN s.kind = 'keyword'
-            THEN COALESCE((SELECT e.epoch FROM search_epochs e WHERE e.namespace = s.namespace), 0)
-            ELSE (SELECT vector_epoch FROM search_state WHERE id = 1) END
+  const rows = await db(() =>
+    sql.unsafe(
+      `SELECT s.namespace, s.kind, s.bytes FROM search_snapshots s
+        WHERE s.build = $1 AND s.epoch = CASE WHEN s.kind = 'keyword'
+          THEN ${epochNow("keyword", "s.namespace")} ELSE ${epochNow("vector")} END
         ORDER BY s.written_at DESC`,
+      [snapshotBuild()],
+    ),
   );
   return rows.map((r: Record<string, unknown>) => ({
     namespace: r.namespace as string,
