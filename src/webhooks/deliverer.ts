@@ -590,6 +590,8 @@ export function startDeliverer(
           movedTo = 0;
           buffer = [];
           attempt = 0;
+          // Its namespaces may have changed (an admin's edit): the maker key must cover them before a POST.
+          keyCheckedAt = 0;
         }
         w = next;
         this.rev = next.rev;

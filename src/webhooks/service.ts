@@ -225,15 +225,15 @@ export async function patchWebhook(
   if (body.state !== undefined && body.paused !== undefined && (body.state === "paused") !== body.paused)
     throw invalidField("paused", "contradicts state");
   const wanted = body.state ?? (body.paused === undefined ? undefined : body.paused ? "paused" : "active");
+  const namespaces = body.namespaces === undefined ? undefined : checkPatterns(key, body.namespaces);
   if (wanted === "active") {
-    const { problem } = await creatorProblem(storage, root, w);
+    const { problem } = await creatorProblem(storage, root, { ...w, namespaces: namespaces ?? w.namespaces });
     if (problem)
       throw new ApiError(
         "conflict",
         `${problem}: this subscription cannot be resumed; subscribe again with a key that covers its namespaces`,
       );
   }
-  const namespaces = body.namespaces === undefined ? undefined : checkPatterns(key, body.namespaces);
   const url = body.url === undefined ? undefined : await checkUrl(body.url, allowPrivate);
   return change(storage, w.id, (cur) => ({
     ...(url !== undefined ? { url } : {}),

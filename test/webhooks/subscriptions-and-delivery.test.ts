@@ -165,6 +165,33 @@ describe("subscriptions", () => {
     expect((await webhook(sub.id)).state).toBe("paused");
   });
 
+  test("given namespaces its maker key does not cover, it pauses before sending any of theirs; resumed with ones it covers", async () => {
+    const k = await s.json("POST", "/v1/keys", { name: "narrow", permission: "read", namespaces: ["mine/*"] });
+    const r = receiver();
+    const sub = await subscribe(r, { namespaces: "mine/x" }, k.body.secret);
+    await store("mine/x", "the reader's");
+    const first = await seqsOf("mine/x");
+    await r.waitFor(first);
+    // An admin (the root key) may give it any namespaces; the reader may not read "theirs".
+    expect((await s.json("PATCH", `/v1/webhooks/${sub.id}`, { namespaces: "theirs" })).status).toBe(200);
+    await store("theirs", "not the reader's");
+    await until("the subscription to pause", async () => (await webhook(sub.id)).state === "paused");
+    expect((await webhook(sub.id)).stateReason).toContain('no longer covers "theirs"');
+    expect(r.accepted.map((a) => a.seq)).toEqual(first);
+    expect(r.arrivals).toBe(1);
+    // Resumed as it is: 409; resumed with namespaces the key covers (one PATCH): delivers again.
+    expect((await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "active" })).status).toBe(409);
+    const back = await s.json("PATCH", `/v1/webhooks/${sub.id}`, { state: "active", namespaces: "mine/x" });
+    expect(back.status).toBe(200);
+    expect(back.body).toMatchObject({ state: "active", namespaces: ["mine/x"] });
+    await store("mine/x", "again");
+    const now = await seqsOf("mine/x");
+    await r.waitFor(now);
+    // (The first again too, with its webhook-id, when its cursor write was not made before the edit.)
+    expect(checkDeliveries(r.accepted, now)).toEqual([]);
+    expect(new Set(r.accepted.map((a) => a.seq))).toEqual(new Set(now));
+  });
+
   test("a replay from past the end of the trail is refused, and the cursor stays", async () => {
     const sub = await subscribe(receiver(), { namespaces: "replay-end" });
     await store("replay-end", "one");
