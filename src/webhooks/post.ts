@@ -35,6 +35,10 @@ export interface PostResult {
 }
 
 const headerEnd = Buffer.from("\r\n\r\n");
+/** At most this much of an answer's status line and headers is read (a longer head is a failure). */
+const maxHeadBytes = 16 * 1024;
+/** A chunked body's framing (chunk sizes, extensions) may take at most this many times its data. */
+const maxFraming = 16;
 
 /** How late a time limit's timer may fire before it counts as this thread not having run. */
 const lateMs = 20;
@@ -333,6 +337,8 @@ function exchange(conn: Link, request: string, o: PostOptions, connecting?: "sec
       if (all === undefined)
         return complete ? [failed("the connection closed before an HTTP answer"), false] : undefined;
       const end = all.indexOf(headerEnd);
+      if (end < 0 && all.byteLength > maxHeadBytes)
+        return [failed(`no end of the answer's headers within ${maxHeadBytes} bytes`), false];
       if (end < 0) return complete ? [failed("the connection closed before an HTTP answer"), false] : undefined;
       const head = all.subarray(0, end).toString("latin1");
       const m = /^HTTP\/1\.[01] (\d{3})/.exec(head);
@@ -345,7 +351,8 @@ function exchange(conn: Link, request: string, o: PostOptions, connecting?: "sec
       const chunks = length === undefined && chunkedAnswer.test(head) ? dechunk(all.subarray(end + 4)) : undefined;
       const noBody = status < 200 || status === 204 || status === 304;
       const whole = noBody || (chunks ? chunks.ended : length !== undefined && bodyIn >= length);
-      const capped = (chunks ? chunks.data.byteLength : bodyIn) >= o.maxAnswerBytes;
+      const capped =
+        (chunks ? chunks.data.byteLength : bodyIn) >= o.maxAnswerBytes || bodyIn >= maxFraming * o.maxAnswerBytes;
       const ok = status >= 200 && status < 300;
       // Done when the body is whole, capped, or the connection ended; a success without a length needs no body.
       if (!whole && !capped && !complete && !(ok && length === undefined)) return undefined;

@@ -4,13 +4,15 @@
 // is not read past its cap (an endless 200 is a success, and the next event follows), and a
 // receiver slow to answer on a kept connection is sent the event once an attempt.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { connect, type Socket } from "node:net";
+import { once } from "node:events";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { startTestServer, type TestServer } from "../helpers";
 
 let s: TestServer;
 const servers: { stop(force?: boolean): unknown }[] = [];
 const sockets: Socket[] = [];
 let listener: ReturnType<typeof Bun.spawn> | undefined;
+const rawServers: Server[] = [];
 
 beforeAll(async () => {
   s = await startTestServer({
@@ -30,6 +32,7 @@ afterAll(async () => {
   for (const x of servers) x.stop(true);
   for (const x of sockets) x.destroy();
   listener?.kill();
+  for (const x of rawServers) x.close();
 });
 
 async function until(what: string, check: () => Promise<boolean> | boolean) {
@@ -165,4 +168,46 @@ test("no answer in time on a kept connection: one POST an attempt, failed at the
   expect(failedAttempt.error).toBe("no answer within 1000 ms");
   expect(arrivals.filter((id) => id === arrivals[1])).toEqual([arrivals[1]]);
   expect(arrivals.length).toBe(2);
+});
+
+/**
+ * A receiver that answers `head` and then `filler` every few ms, without end (until memd ends the
+ * connection): an answer that never finishes its headers, or a chunked body of framing only.
+ */
+async function endlessReceiver(head: string, filler: string) {
+  const server = createServer((sock) => {
+    sock.on("error", () => {});
+    sock.once("data", () => {
+      sock.write(head);
+      const timer = setInterval(() => {
+        if (!sock.destroyed) sock.write(filler);
+      }, 5);
+      sock.on("close", () => clearInterval(timer));
+    });
+  });
+  rawServers.push(server);
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return (server.address() as { port: number }).port;
+}
+
+// Read to its end (the answer time limit, 1 s here), either would take all the receiver sends.
+test("an answer's headers or a chunked body's framing are not read past their caps either", async () => {
+  const cases: [string, string, string, string][] = [
+    [
+      "endless-head",
+      "HTTP/1.1 200 OK\r\nx-junk: ",
+      "a".repeat(4096),
+      "no end of the answer's headers within 16384 bytes",
+    ],
+    ["endless-framing", "HTTP/1.1 500 Oops\r\ntransfer-encoding: chunked\r\n\r\n1;", "x".repeat(4096), "answered 500"],
+  ];
+  for (const [namespace, head, filler, error] of cases) {
+    const port = await endlessReceiver(head, filler);
+    const made = await s.json("POST", "/v1/webhooks", { url: `http://127.0.0.1:${port}/`, namespaces: namespace });
+    await s.json("POST", "/v1/memory", { namespace, entity: "e", content: "x", infer: false });
+    await until(`a failed attempt (${namespace})`, async () => (await deliveries(made.body.id)).length > 0);
+    const [d] = await deliveries(made.body.id);
+    expect({ namespace, ok: d.ok, error: d.error }).toEqual({ namespace, ok: false, error });
+  }
 });
