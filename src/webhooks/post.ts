@@ -344,12 +344,17 @@ function exchange(conn: Link, request: string, o: PostOptions, connecting?: "sec
       const m = /^HTTP\/1\.[01] (\d{3})/.exec(head);
       if (!m) return [failed("not an HTTP answer"), false];
       const status = Number(m[1]);
+      // An interim answer (100 Continue, 103 Early Hints): the answer comes after it.
+      if (status < 200 && status !== 101) {
+        all = all.subarray(end + 4);
+        return parse(complete);
+      }
       const lengthMatch = /\r\ncontent-length:\s*(\d+)/i.exec(head);
       const length = lengthMatch ? Number(lengthMatch[1]) : undefined;
       const bodyIn = all.byteLength - end - 4;
       // A body sent in chunks (no length) is whole at its last chunk; these statuses have none.
       const chunks = length === undefined && chunkedAnswer.test(head) ? dechunk(all.subarray(end + 4)) : undefined;
-      const noBody = status < 200 || status === 204 || status === 304;
+      const noBody = status === 101 || status === 204 || status === 304;
       const whole = noBody || (chunks ? chunks.ended : length !== undefined && bodyIn >= length);
       const capped =
         (chunks ? chunks.data.byteLength : bodyIn) >= o.maxAnswerBytes || bodyIn >= maxFraming * o.maxAnswerBytes;

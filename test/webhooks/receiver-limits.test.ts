@@ -211,3 +211,24 @@ test("an answer's headers or a chunked body's framing are not read past their ca
     expect({ namespace, ok: d.ok, error: d.error }).toEqual({ namespace, ok: false, error });
   }
 });
+
+test("an interim answer (100 Continue, 103 Early Hints) is passed over: the answer after it counts", async () => {
+  const server = createServer((sock) => {
+    sock.on("error", () => {});
+    sock.once("data", () =>
+      sock.write(
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a>; rel=preload\r\n\r\n" +
+          "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
+      ),
+    );
+  });
+  rawServers.push(server);
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as { port: number };
+  const made = await s.json("POST", "/v1/webhooks", { url: `http://127.0.0.1:${port}/`, namespaces: "interim" });
+  await s.json("POST", "/v1/memory", { namespace: "interim", entity: "e", content: "x", infer: false });
+  await until("an attempt", async () => (await deliveries(made.body.id)).length > 0);
+  const [d] = await deliveries(made.body.id);
+  expect(d).toMatchObject({ ok: true, status: 200, error: null });
+});
