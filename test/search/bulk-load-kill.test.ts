@@ -7,12 +7,22 @@
 import { afterAll, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { snapshotDir } from "../../src/storage/lmdb/keyword-snapshot";
-import { rootSecret, spawnServer, tempDir } from "../helpers";
+import { rootSecret, type ServerProcess, spawnServer, tempDir } from "../helpers";
 
 const tmp = tempDir("memd-bulk-kill-");
-afterAll(() => tmp.cleanup());
+const started: ServerProcess[] = [];
+afterAll(async () => {
+  // (A server still running when an expectation failed.)
+  for (const s of started) s.proc.kill("SIGKILL");
+  await Promise.all(started.map((s) => s.proc.exited));
+  tmp.cleanup();
+});
 const env = { MEMD_API_KEY: rootSecret, MEMD_EMBEDDER: "none" };
-const start = () => spawnServer(["--data-dir", tmp.dir, "--keyword-prebuild", "200"], env);
+const start = async () => {
+  const s = await spawnServer(["--data-dir", tmp.dir, "--keyword-prebuild", "200"], env);
+  started.push(s);
+  return s;
+};
 const words = "tea coffee bike lisbon paris dog cat garden music piano violin running book film".split(" ");
 
 const call = async (url: string, method: string, path: string, body?: unknown) => {
