@@ -700,7 +700,8 @@ export function startDeliverer(
             ? head
             : ((await current.get(head.seq, nextSeqs)) ?? head);
         // A revocation answered, or the key's expiry passed, since the check above: checked again first.
-        if (keyChanges() !== keyChangesSeen || Date.now() >= keyExpiresAt) continue;
+        const keyAsChecked = () => keyChanges() === keyChangesSeen && Date.now() < keyExpiresAt;
+        if (!keyAsChecked()) continue;
         const id = messageId(w, e.seq);
         const body = payload(w, e);
         const started = performance.now();
@@ -710,8 +711,9 @@ export function startDeliverer(
           allowPrivate: o.allowPrivate,
           maxAnswerBytes: o.maxAnswerBytes,
           signal: this.abort.signal,
-          // An erasure answered while the connection was being made: nothing sent, read again.
-          stillCurrent: isErasure(e) ? undefined : () => scrubs() === scrubsAtRead,
+          // An erasure or a revocation answered while the connection was being made (a name's
+          // lookup, a TLS handshake): nothing sent, read again.
+          stillCurrent: () => keyAsChecked() && (isErasure(e) || scrubs() === scrubsAtRead),
         });
         if (r.error === "stopped" && !this.running) return;
         if (r.stale) continue;
