@@ -174,6 +174,18 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
+/** The search-memory budget's figures from a server's /metrics (issue 32). */
+export async function searchMemoryMetrics(t: Pick<TestServer, "api">) {
+  const text = await (await t.api("GET", "/metrics")).text();
+  const num = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+  return {
+    budget: num("memd_search_memory_budget_bytes"),
+    held: num("memd_search_memory_held_bytes"),
+    namespaces: num("memd_search_memory_namespaces"),
+    evictions: num("memd_search_memory_evictions_total"),
+  };
+}
+
 /**
  * Starts a real server listening on 127.0.0.1 with a free port, on a temp data dir (or
  * `dataDir`), with the test root key: in this process, or the binary under test as a child

@@ -7,6 +7,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { snapshotDir } from "../../src/storage/lmdb/keyword-snapshot";
+import { call as callUrl } from "../binary-helpers";
 import { rootSecret, type ServerProcess, spawnServer, tempDir } from "../helpers";
 
 const tmp = tempDir("memd-bulk-kill-");
@@ -25,16 +26,10 @@ const start = async () => {
 };
 const words = "tea coffee bike lisbon paris dog cat garden music piano violin running book film".split(" ");
 
-const call = async (url: string, method: string, path: string, body?: unknown) => {
-  const r = await fetch(url + path, {
-    method,
-    headers: { authorization: `Bearer ${rootSecret}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: r.status, text: await r.text() };
-};
+const call = (url: string, method: string, path: string, body?: unknown) =>
+  callUrl(url, rootSecret, method, path, body);
 const metric = async (url: string, name: string) =>
-  Number(new RegExp(`^${name} (\\S+)$`, "m").exec((await call(url, "GET", "/metrics")).text)?.[1]);
+  Number(new RegExp(`^${name} (\\S+)$`, "m").exec((await call(url, "GET", "/metrics")).body)?.[1]);
 
 test("kill -9 in the middle of a bulk load: the next first search reads the older snapshot, caught up, and finds every acknowledged store", async () => {
   const acked: string[] = [];
@@ -85,10 +80,9 @@ test("kill -9 in the middle of a bulk load: the next first search reads the olde
   const b = await start();
   try {
     for (const word of acked) {
-      const r = JSON.parse(
-        (await call(b.url, "POST", "/v1/memory/search", { namespace: "bulk", query: word, mode: "keyword", limit: 3 }))
-          .text,
-      );
+      const r = (
+        await call(b.url, "POST", "/v1/memory/search", { namespace: "bulk", query: word, mode: "keyword", limit: 3 })
+      ).body;
       expect({ word, found: r.results.some((h: { content: string }) => h.content.endsWith(` ${word}`)) }).toEqual({
         word,
         found: true,
@@ -97,7 +91,7 @@ test("kill -9 in the middle of a bulk load: the next first search reads the olde
     // From the snapshot (caught up from the audit trail), not rebuilt from the records.
     expect(await metric(b.url, "memd_keyword_lists_restored_total")).toBe(1);
     expect(await metric(b.url, "memd_keyword_lists_built_total")).toBe(0);
-    const count = JSON.parse((await call(b.url, "GET", "/v1/namespaces")).text).namespaces[0].memories;
+    const count = (await call(b.url, "GET", "/v1/namespaces")).body.namespaces[0].memories;
     expect(count).toBeGreaterThanOrEqual(acked.length);
   } finally {
     b.proc.kill("SIGTERM");

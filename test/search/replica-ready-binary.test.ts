@@ -8,6 +8,7 @@
 // and without what A deleted, as A answers. Needs the throwaway PostgreSQL of scripts/with-postgres.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { SQL } from "bun";
+import { call as callUrl } from "../binary-helpers";
 import { startFakeEmbedder } from "../fake-embedder";
 import { freshDatabase, postgresUrl, rootSecret, runMemd, type ServerProcess, spawnServer, tempDir } from "../helpers";
 
@@ -40,18 +41,10 @@ afterAll(async () => {
   dir.cleanup();
 });
 
-async function call(s: ServerProcess, method: string, path: string, body?: unknown) {
-  const res = await fetch(s.url + path, {
-    method,
-    headers: { authorization: `Bearer ${rootSecret}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  return { status: res.status, text, body: text.startsWith("{") ? JSON.parse(text) : undefined };
-}
+const call = (s: ServerProcess, method: string, path: string, body?: unknown) =>
+  callUrl(s.url, rootSecret, method, path, body);
 const metric = async (s: ServerProcess, name: string) =>
-  Number(new RegExp(`^${name} (\\S+)$`, "m").exec((await call(s, "GET", "/metrics")).text)?.[1]);
+  Number(new RegExp(`^${name} (\\S+)$`, "m").exec((await call(s, "GET", "/metrics")).body)?.[1]);
 /** Waits (bounded, 60 s) for `check` to hold. */
 async function until(what: string, check: () => Promise<boolean>) {
   const deadline = Date.now() + 60_000;

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { bm25n, idf, lengthNormOf } from "../../src/text/scoring";
 import { queryTerms, termCounts } from "../../src/text/tokens";
-import { seededRandom, startTestServer, type TestServer } from "../helpers";
+import { searchMemoryMetrics, seededRandom, startTestServer, type TestServer } from "../helpers";
 
 let t: TestServer;
 beforeAll(async () => {
@@ -70,16 +70,7 @@ async function searchExactly(ns: string) {
   searches++;
 }
 
-async function metrics() {
-  const text = await (await t.api("GET", "/metrics")).text();
-  const num = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
-  return {
-    budget: num("memd_search_memory_budget_bytes"),
-    held: num("memd_search_memory_held_bytes"),
-    namespaces: num("memd_search_memory_namespaces"),
-    evictions: num("memd_search_memory_evictions_total"),
-  };
-}
+const metrics = () => searchMemoryMetrics(t);
 
 test("over a 1 MiB budget, namespaces are released least recently searched first and every search stays exact", async () => {
   // 10 small namespaces (packed) and 3 of 270 memories (lists: each holds ~0.8 MB).

@@ -10,7 +10,14 @@
 // them releases namespaces (least recently searched first) and brings them back at their search.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { startFakeEmbedder } from "../fake-embedder";
-import { backend, seededRandom, startTestServer, type TestServer, untilEmbedded } from "../helpers";
+import {
+  backend,
+  searchMemoryMetrics,
+  seededRandom,
+  startTestServer,
+  type TestServer,
+  untilEmbedded,
+} from "../helpers";
 
 const embedder = startFakeEmbedder({ dimensions: 256 });
 let t: TestServer;
@@ -35,16 +42,7 @@ const word = () => `w${Math.floor(rand() * 3000).toString(36)}`;
 const sentence = () => Array.from({ length: 6 + Math.floor(rand() * 6) }, word).join(" ");
 const names = ["t-0", "t-1", "t-2", "t-3"];
 
-async function metrics() {
-  const text = await (await t.api("GET", "/metrics")).text();
-  const num = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
-  return {
-    budget: num("memd_search_memory_budget_bytes"),
-    held: num("memd_search_memory_held_bytes"),
-    namespaces: num("memd_search_memory_namespaces"),
-    evictions: num("memd_search_memory_evictions_total"),
-  };
-}
+const metrics = () => searchMemoryMetrics(t);
 
 async function store(ns: string, entity: string, content: string): Promise<string> {
   const r = await t.json("POST", "/v1/memory", { namespace: ns, entity, content, infer: false });
