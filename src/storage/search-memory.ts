@@ -18,6 +18,18 @@
 export const ENTRY_BYTES = 1024;
 
 /**
+ * Small namespaces (holding at most `upTo` bytes together: a keyword space still packed, a few
+ * hundred vectors) are held within a share of the budget, `share` of it and at least `least`
+ * (never more than the budget): past it the least recently searched small ones are released,
+ * whatever the rest holds. Only where the owner passes it (LMDB): there a small namespace is
+ * built again from its records in under a millisecond at its next search (p50 0.60-0.76 ms at 20
+ * memories), while holding one costs the process ~6.5 KiB beside what is counted (issue 32:
+ * 10,000 namespaces of 20, each searched, 1.84x the anonymous memory of one namespace of the same
+ * 200,000 memories, whose lists are read mapped from their snapshot).
+ */
+export const smallNamespaces = { upTo: 64 * 1024, share: 1 / 32, least: 4 * 2 ** 20 };
+
+/**
  * Released bytes after which the process collects its garbage (a full collection, on the next
  * turn): a fraction of the budget, at least `COLLECT_MIN`. Where the budget binds, every release
  * is followed by a rebuild at the namespace's next search; left to the collector's own pace, the
@@ -40,6 +52,14 @@ export const idleCollect = {
   min: 2 ** 20,
   shrinkEvery: 30_000,
   /**
+   * Once this much was let go since the last shrink, it shrinks again after `shrinkSoonest` ms
+   * rather than shrinkEvery: a burst of searches over 10,000 small namespaces lets ~35 MiB go,
+   * and within 30 s of a shrink (the one after the stores before it) its full collection alone
+   * left RssAnon at 109 MiB against 49 shrunk (issue 32, LMDB).
+   */
+  shrinkAfter: 16 * 2 ** 20,
+  shrinkSoonest: 5_000,
+  /**
    * Quiet also means the process used less than this share of a core over those `ms`: stores at
    * full speed with a search now and then count nothing here, and a full collection (and the
    * compiled code thrown away) amid them cost 1.12-1.30x their CPU a store (PostgreSQL, hrev).
@@ -58,8 +78,9 @@ const fullCollection = () => Bun.gc(true);
  * the allocators' free pages given back (JavaScriptCore's shrinkFootprintWhenIdle, through
  * Bun.shrink; a full collection alone where it is gone). Measured (issue 32, PostgreSQL, 10,000
  * namespaces of 20 built after a restart): RssAnon 125 MiB after a full collection, 104 after this.
- * At most once every `idleCollect.shrinkEvery` ms (a full collection alone between): the code
- * compiled again costs CPU, and bursts of searches a second apart would pay it at each.
+ * At most once every `idleCollect.shrinkEvery` ms (a full collection alone between; sooner after
+ * much was let go, see shrinkAfter): the code compiled again costs CPU, and bursts of searches a
+ * second apart would pay it at each.
  */
 const shrink = () => {
   const b = Bun as unknown as { shrink?: () => void };
@@ -83,12 +104,24 @@ export class SearchMemory {
    * before any searched one; a search moves its namespace to byNamespace.
    */
   private readonly unsearched = new Map<string, Held>();
+  /**
+   * Small namespaces (see smallNamespaces) by what they hold, least recently searched first, when
+   * their share binds; and the bytes they hold together.
+   */
+  private readonly small = new Map<string, number>();
+  private smallHeld = 0;
+  /** The namespace of the last search (never released to make room). */
+  private last: string | undefined;
+  /** What small namespaces may hold together (Infinity: no share of their own). */
+  readonly smallBudget: number;
   /** Bytes held now, and structures released to stay within the budget since the start. */
   held = 0;
   evictions = 0;
   /** Collections asked for after releases (see COLLECT_FRACTION), and the bytes released since the last. */
   collections = 0;
   private released = 0;
+  /** Bytes released or let go since the last shrink (see idleCollect.shrinkAfter). */
+  private sinceShrink = 0;
   private collecting = false;
   /** The idle collection's timer (armed while something let go waits for a collection), and whether anything was counted since it was armed. */
   private idle: ReturnType<typeof setTimeout> | undefined;
@@ -97,21 +130,34 @@ export class SearchMemory {
   private shrunk = Number.NEGATIVE_INFINITY;
   private readonly collectAfter: number;
 
+  private readonly collect: () => void;
+  private readonly collectIdle: () => void;
+
   /**
    * `budget`: bytes (Infinity: no bound). `collect`: a full collection of the process's garbage,
-   * and `collectIdle` the idle one (tests count them).
+   * and `collectIdle` the idle one (tests count them). `smallShare`: small namespaces are held
+   * within a share of the budget (see smallNamespaces).
    */
   constructor(
     readonly budget: number,
-    private readonly collect: () => void = fullCollection,
-    private readonly collectIdle: () => void = collect === fullCollection ? shrink : collect,
+    o: { collect?: () => void; collectIdle?: () => void; smallShare?: boolean } = {},
   ) {
+    this.collect = o.collect ?? fullCollection;
+    this.collectIdle = o.collectIdle ?? o.collect ?? shrink;
     this.collectAfter = Math.max(COLLECT_MIN, budget * COLLECT_FRACTION);
+    const share = Math.max(budget * smallNamespaces.share, smallNamespaces.least);
+    this.smallBudget = o.smallShare && share < budget ? share : Number.POSITIVE_INFINITY;
   }
 
   /** A search of `namespace` begins: it becomes the most recent. */
   searched(namespace: string) {
     this.busy = true;
+    this.last = namespace;
+    const bytes = this.small.get(namespace);
+    if (bytes !== undefined) {
+      this.small.delete(namespace);
+      this.small.set(namespace, bytes);
+    }
     const held = this.byNamespace.get(namespace) ?? this.unsearched.get(namespace);
     if (held === undefined) return;
     this.byNamespace.delete(namespace);
@@ -143,18 +189,34 @@ export class SearchMemory {
     h.bytes = bytes;
     h.release = release;
     this.busy = true;
+    this.sized(namespace);
     this.enforce();
+  }
+
+  /** Files the namespace with the small ones or not, by what it holds now (see smallNamespaces). */
+  private sized(namespace: string) {
+    if (this.smallBudget === Number.POSITIVE_INFINITY) return;
+    let total = 0;
+    for (let h = this.byNamespace.get(namespace) ?? this.unsearched.get(namespace); h !== undefined; h = h.next)
+      total += h.bytes;
+    const was = this.small.get(namespace);
+    if (was !== undefined) this.smallHeld -= was;
+    if (total > 0 && total <= smallNamespaces.upTo) {
+      this.small.set(namespace, total);
+      this.smallHeld += total;
+    } else this.small.delete(namespace);
   }
 
   /**
    * A search made `bytes` of structures it let go at its end (a packed namespace's lists of that
-   * moment): counted with what is released, towards the next collection (issue 32: 15,000
+   * moment), or a background task as much garbage (LMDB's look for namespaces due a snapshot): counted with what is released, towards the next collection (issue 32: 15,000
    * namespaces of 20 held whole under 64 MiB, nothing released, searched again: the heap grew by
    * ~50 MiB of such garbage before the collector's own pace took it).
    */
   transient(bytes: number) {
     if (!Number.isFinite(this.budget)) return;
     this.released += bytes;
+    this.sinceShrink += bytes;
     this.busy = true;
     this.collectSoon();
   }
@@ -174,6 +236,7 @@ export class SearchMemory {
     if (before !== undefined) before.next = h.next;
     else if (h.next !== undefined) from.set(namespace, h.next);
     else from.delete(namespace);
+    this.sized(namespace);
   }
 
   /** Whether a structure of the namespace is counted (for tests). */
@@ -190,26 +253,46 @@ export class SearchMemory {
 
   /**
    * Releases namespaces loaded without a search, then the least recently searched, until the
-   * budget holds (never the most recently searched one).
+   * budget holds (never the most recently searched one); and the least recently searched small
+   * ones until their share holds (never the last searched).
    */
   enforce() {
     while (this.held > this.budget && (this.unsearched.size > 0 || this.byNamespace.size > 1)) {
       const from = this.unsearched.size > 0 ? this.unsearched : this.byNamespace;
-      const [namespace, first] = from.entries().next().value as [string, Held];
-      from.delete(namespace);
-      for (let h: Held | undefined = first; h !== undefined; h = h.next) {
-        this.held -= h.bytes;
-        this.released += h.bytes;
-        this.evictions++;
-        h.release(namespace);
-      }
+      this.release(from.keys().next().value as string);
+    }
+    while (this.smallHeld > this.smallBudget) {
+      const [oldest, next] = this.small.keys();
+      const namespace = oldest === this.last ? next : oldest;
+      if (namespace === undefined) break;
+      this.release(namespace);
     }
     this.collectSoon();
   }
 
+  /** Lets every structure of the namespace go. */
+  private release(namespace: string) {
+    const from = this.unsearched.has(namespace) ? this.unsearched : this.byNamespace;
+    const first = from.get(namespace);
+    from.delete(namespace);
+    const small = this.small.get(namespace);
+    if (small !== undefined) {
+      this.small.delete(namespace);
+      this.smallHeld -= small;
+    }
+    for (let h: Held | undefined = first; h !== undefined; h = h.next) {
+      this.held -= h.bytes;
+      this.released += h.bytes;
+      this.sinceShrink += h.bytes;
+      this.evictions++;
+      h.release(namespace);
+    }
+  }
+
   /**
    * A full collection on the next turn, once enough was let go since the last (COLLECT_FRACTION);
-   * else, once anything was, when things have been quiet for a while (idleCollect).
+   * else, once anything was, when things have been quiet for a while (idleCollect); and a shrink
+   * then once much was let go since the last (idleCollect.shrinkAfter), collected or not.
    */
   private collectSoon() {
     if (this.released >= this.collectAfter && !this.collecting) {
@@ -220,6 +303,7 @@ export class SearchMemory {
         this.collectNow();
       });
     } else if (this.released > 0 && this.idle === undefined) this.armIdle();
+    if (this.sinceShrink >= idleCollect.shrinkAfter && this.idle === undefined) this.armIdle();
   }
 
   private collectNow(collect = this.collect) {
@@ -228,7 +312,11 @@ export class SearchMemory {
     collect();
   }
 
-  /** Checks after idleCollect.ms whether anything was counted, or the process was busy, meanwhile: if not, collects; if so, waits again. */
+  /**
+   * Checks after idleCollect.ms whether anything was counted, or the process was busy, meanwhile:
+   * if not, shrinks (when due: idleCollect.shrinkEvery) or collects; if so, waits again. A shrink
+   * owed for what was let go (shrinkAfter) but not due yet is waited for.
+   */
   private armIdle() {
     this.busy = false;
     const cpu = idleCollect.cpuMs();
@@ -236,15 +324,18 @@ export class SearchMemory {
     this.idle = setTimeout(() => {
       this.idle = undefined;
       const share = (idleCollect.cpuMs() - cpu) / Math.max(1, performance.now() - at);
-      if (this.busy || share > idleCollect.busyShare) this.armIdle();
-      else if (this.released >= idleCollect.min && !this.collecting) {
-        const now = performance.now();
-        if (now - this.shrunk < idleCollect.shrinkEvery) this.collectNow();
-        else {
-          this.shrunk = now;
-          this.collectNow(this.collectIdle);
-        }
+      if (this.busy || share > idleCollect.busyShare || this.collecting) return this.armIdle();
+      const now = performance.now();
+      const owed = this.sinceShrink >= idleCollect.shrinkAfter;
+      const due = now - this.shrunk >= (owed ? idleCollect.shrinkSoonest : idleCollect.shrinkEvery);
+      if (due && (owed || this.released >= idleCollect.min)) {
+        this.shrunk = now;
+        this.sinceShrink = 0;
+        this.collectNow(this.collectIdle);
+        return;
       }
+      if (this.released >= idleCollect.min) this.collectNow();
+      if (owed) this.armIdle();
     }, idleCollect.ms);
     this.idle.unref();
   }
@@ -261,6 +352,10 @@ export class SearchMemory {
           "Bytes the in-memory keyword lists and vectors hold now (an estimate of their arrays and objects).",
           this.held,
         ],
+        memd_search_memory_small_budget_bytes: [
+          "What namespaces holding at most 64 KiB of keyword lists and vectors may hold together (LMDB: a thirty-second of the budget, at least 4 MiB); past it the least recently searched of them are released (built again from their records at their next search). 0: no share of their own.",
+          Number.isFinite(this.smallBudget) ? this.smallBudget : 0,
+        ],
         memd_search_memory_namespaces: [
           "Namespaces whose keyword lists or vectors are held in memory.",
           this.namespaces,
@@ -272,7 +367,7 @@ export class SearchMemory {
           this.evictions,
         ],
         memd_search_memory_collections_total: [
-          "Full garbage collections run after the search-memory budget released a sixteenth of itself (at least 4 MiB; with what searches of small namespaces made and dropped), so that released structures and their rebuilds' garbage do not grow the process beyond the budget; and once searches pause (500 ms, the process under a quarter of a core) after at least 1 MiB was let go (at most every 30 s with the compiled code thrown away and the allocators' free pages given back).",
+          "Full garbage collections run after the search-memory budget released a sixteenth of itself (at least 4 MiB; with what searches of small namespaces made and dropped), so that released structures and their rebuilds' garbage do not grow the process beyond the budget; and once searches pause (500 ms, the process under a quarter of a core) after at least 1 MiB was let go (at most every 30 s, or 5 s after 16 MiB were let go, with the compiled code thrown away and the allocators' free pages given back).",
           this.collections,
         ],
       },

@@ -2,9 +2,9 @@
 // The search-memory budget's order (src/storage/search-memory.ts): over the budget, namespaces
 // loaded without a search go first, then the least recently searched, all of a namespace's
 // structures at once, never the namespace searched last; sizes can grow and shrink; an owner's
-// own drop is not an eviction.
+// own drop is not an eviction; with smallShare (LMDB), small namespaces within a share of their own.
 import { expect, test } from "bun:test";
-import { idleCollect, SearchMemory } from "../../src/storage/search-memory";
+import { idleCollect, SearchMemory, smallNamespaces } from "../../src/storage/search-memory";
 
 // (The collections counted by the tests below are those made on the next turn; the idle one,
 // checked last, waits far longer here.)
@@ -45,10 +45,63 @@ test("released in order: unsearched, then least recently searched; never the las
   expect(metrics.counters.memd_search_memory_evictions_total[1]).toBe(4);
 });
 
+test("with smallShare, small namespaces are held within their share, least recently searched out first, never the last searched; large ones are not counted in it", () => {
+  const MiB = 2 ** 20;
+  const KiB = 1024;
+  const m = new SearchMemory(256 * MiB, { collect: () => undefined, smallShare: true });
+  // A thirty-second of the budget: 8 MiB.
+  expect(m.smallBudget).toBe(256 * MiB * smallNamespaces.share);
+  expect(m.metrics().gauges.memd_search_memory_small_budget_bytes[1]).toBe(8 * MiB);
+  const gone: string[] = [];
+  const hold = (ns: string, kind: string, bytes: number) => m.hold(ns, kind, bytes, () => gone.push(`${ns}:${kind}`));
+  // 256 namespaces of 32 KiB (keyword 30 + vector 2): 8 MiB exactly, within the share.
+  for (let i = 0; i < 256; i++) {
+    m.searched(`s${i}`);
+    hold(`s${i}`, "keyword", 30 * KiB);
+    hold(`s${i}`, "vector", 2 * KiB);
+  }
+  // A large namespace (over smallNamespaces.upTo) is counted in the budget only.
+  m.searched("large");
+  hold("large", "keyword", 100 * MiB);
+  expect(gone).toEqual([]);
+  m.searched("s0"); // s1 is now the least recently searched small one
+  m.searched("s256");
+  hold("s256", "keyword", 32 * KiB);
+  expect(gone).toEqual(["s1:keyword", "s1:vector"]);
+  expect(m.holds("s0", "keyword")).toBe(true);
+  // A small namespace that grows past upTo leaves the share (and makes room in it).
+  m.searched("s2");
+  hold("s2", "keyword", 2 * MiB);
+  m.searched("s257");
+  hold("s257", "keyword", 32 * KiB);
+  expect(gone).toEqual(["s1:keyword", "s1:vector"]);
+  expect(m.evictions).toBe(2);
+  expect(m.held).toBe(100 * MiB + 2 * MiB + 2 * KiB + 256 * 32 * KiB);
+  // Never the namespace searched last, even when it alone is over the share.
+  const one = new SearchMemory(64 * MiB, { collect: () => undefined, smallShare: true });
+  expect(one.smallBudget).toBe(smallNamespaces.least);
+  smallNamespaces.upTo = 8 * MiB;
+  try {
+    one.searched("a");
+    one.hold("a", "keyword", 3 * MiB, () => gone.push("a"));
+    one.hold("b", "keyword", 1 * MiB, () => gone.push("b"), false); // loaded without a search: after a
+    one.searched("a");
+    one.hold("a", "keyword", 5 * MiB, () => gone.push("a"));
+    expect(gone.slice(2)).toEqual(["b"]);
+    expect(one.holds("a", "keyword")).toBe(true);
+  } finally {
+    smallNamespaces.upTo = 64 * KiB;
+  }
+  // Without smallShare (PostgreSQL), or when the share would be the whole budget: no share.
+  expect(new SearchMemory(256 * MiB).smallBudget).toBe(Number.POSITIVE_INFINITY);
+  expect(new SearchMemory(4 * MiB, { smallShare: true }).smallBudget).toBe(Number.POSITIVE_INFINITY);
+  expect(new SearchMemory(256 * MiB).metrics().gauges.memd_search_memory_small_budget_bytes[1]).toBe(0);
+});
+
 test("a full collection on the next turn once a sixteenth of the budget (at least 4 MiB) was released, once per burst", async () => {
   const MiB = 2 ** 20;
   let collected = 0;
-  const m = new SearchMemory(64 * MiB, () => collected++);
+  const m = new SearchMemory(64 * MiB, { collect: () => collected++ });
   const hold = (ns: string, bytes: number) => m.hold(ns, "keyword", bytes, () => undefined);
   for (let i = 0; i < 64; i++) hold(`n${i}`, MiB); // 64 MiB: nothing released
   await new Promise((r) => setImmediate(r));
@@ -67,7 +120,7 @@ test("a full collection on the next turn once a sixteenth of the budget (at leas
   expect(collected).toBe(1);
   // An owner's own drop releases nothing to collect; without a budget nothing is ever released.
   m.drop("n77", "keyword");
-  const unbounded = new SearchMemory(Number.POSITIVE_INFINITY, () => collected++);
+  const unbounded = new SearchMemory(Number.POSITIVE_INFINITY, { collect: () => collected++ });
   for (let i = 0; i < 100; i++) unbounded.hold(`n${i}`, "keyword", MiB, () => undefined);
   await new Promise((r) => setImmediate(r));
   expect(collected).toBe(1);
@@ -76,7 +129,7 @@ test("a full collection on the next turn once a sixteenth of the budget (at leas
 test("what searches made and let go counts towards the next collection as releases do; without a budget, never", async () => {
   const MiB = 2 ** 20;
   let collected = 0;
-  const m = new SearchMemory(64 * MiB, () => collected++);
+  const m = new SearchMemory(64 * MiB, { collect: () => collected++ });
   m.hold("a", "keyword", MiB, () => undefined);
   for (let i = 0; i < 3; i++) m.transient(MiB);
   await new Promise((r) => setImmediate(r));
@@ -85,7 +138,7 @@ test("what searches made and let go counts towards the next collection as releas
   expect(collected).toBe(0);
   await new Promise((r) => setImmediate(r));
   expect([collected, m.evictions, m.held]).toEqual([1, 0, MiB]);
-  const unbounded = new SearchMemory(Number.POSITIVE_INFINITY, () => collected++);
+  const unbounded = new SearchMemory(Number.POSITIVE_INFINITY, { collect: () => collected++ });
   for (let i = 0; i < 100; i++) unbounded.transient(MiB);
   await new Promise((r) => setImmediate(r));
   expect(collected).toBe(1);
@@ -94,8 +147,8 @@ test("what searches made and let go counts towards the next collection as releas
 test("once nothing was counted for a while, a full collection if at least idleCollect.min was let go since the last; without a budget, never", async () => {
   const MiB = 2 ** 20;
   let collected = 0;
-  const m = new SearchMemory(64 * MiB, () => collected++);
-  const unbounded = new SearchMemory(Number.POSITIVE_INFINITY, () => collected++);
+  const m = new SearchMemory(64 * MiB, { collect: () => collected++ });
+  const unbounded = new SearchMemory(Number.POSITIVE_INFINITY, { collect: () => collected++ });
   const was = { ...idleCollect };
   idleCollect.ms = 20;
   idleCollect.cpuMs = () => 0; // the process quiet whatever else runs beside the test
@@ -120,14 +173,13 @@ test("once nothing was counted for a while, a full collection if at least idleCo
   }
 });
 
-test("the idle collection shrinks (collectIdle) at most once every idleCollect.shrinkEvery ms, a full collection between", async () => {
+test("the idle collection shrinks (collectIdle) at most once every idleCollect.shrinkEvery ms (shrinkSoonest after shrinkAfter was let go), a full collection between", async () => {
   const MiB = 2 ** 20;
   const calls: string[] = [];
-  const m = new SearchMemory(
-    64 * MiB,
-    () => calls.push("collect"),
-    () => calls.push("shrink"),
-  );
+  const m = new SearchMemory(64 * MiB, {
+    collect: () => calls.push("collect"),
+    collectIdle: () => calls.push("shrink"),
+  });
   const was = { ...idleCollect };
   idleCollect.ms = 20;
   idleCollect.shrinkEvery = 3_600_000;
@@ -144,6 +196,16 @@ test("the idle collection shrinks (collectIdle) at most once every idleCollect.s
     for (let i = 0; i < 500 && calls.length < 4; i++) await Bun.sleep(20);
     expect(calls).toEqual(["shrink", "collect", "collect", "shrink"]);
     expect(m.collections).toBe(4);
+    // Once shrinkAfter was let go since the last shrink, shrinkSoonest applies instead.
+    idleCollect.shrinkEvery = 3_600_000;
+    idleCollect.shrinkSoonest = 0;
+    m.transient(idleCollect.min);
+    for (let i = 0; i < 500 && calls.length < 5; i++) await Bun.sleep(20);
+    expect(calls.at(-1)).toBe("collect");
+    // (16 MiB let go: a full collection on the next turn, then the shrink once quiet.)
+    m.transient(idleCollect.shrinkAfter);
+    for (let i = 0; i < 500 && calls.length < 7; i++) await Bun.sleep(20);
+    expect(calls.slice(4)).toEqual(["collect", "collect", "shrink"]);
   } finally {
     Object.assign(idleCollect, was);
   }
@@ -152,7 +214,7 @@ test("the idle collection shrinks (collectIdle) at most once every idleCollect.s
 test("no idle collection while the process is busy (stores at full speed count nothing here); one once it is quiet", async () => {
   const MiB = 2 ** 20;
   let collected = 0;
-  const m = new SearchMemory(64 * MiB, () => collected++);
+  const m = new SearchMemory(64 * MiB, { collect: () => collected++ });
   const was = { ...idleCollect };
   idleCollect.ms = 20;
   // A process using a whole core while busy, none after.

@@ -55,7 +55,7 @@ export async function openLmdb(dataDir: string, options: LmdbOptions = {}): Prom
     await env.close();
     throw e;
   }
-  const searchMemory = new SearchMemory((options.searchMemoryMb ?? 256) * 1024 * 1024);
+  const searchMemory = new SearchMemory((options.searchMemoryMb ?? 256) * 1024 * 1024, { smallShare: true });
   const s: LmdbState = {
     dataDir,
     env,
