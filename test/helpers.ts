@@ -183,6 +183,7 @@ export async function searchMemoryMetrics(t: Pick<TestServer, "api">) {
     held: num("memd_search_memory_held_bytes"),
     namespaces: num("memd_search_memory_namespaces"),
     evictions: num("memd_search_memory_evictions_total"),
+    smallBudget: num("memd_search_memory_small_budget_bytes"),
   };
 }
 

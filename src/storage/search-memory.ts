@@ -23,11 +23,12 @@ export const ENTRY_BYTES = 1024;
  * (never more than the budget): past it the least recently searched small ones are released,
  * whatever the rest holds. Only where the owner passes it (LMDB): there a small namespace is
  * built again from its records in under a millisecond at its next search (p50 0.60-0.76 ms at 20
- * memories), while holding one costs the process ~6.5 KiB beside what is counted (issue 32:
- * 10,000 namespaces of 20, each searched, 1.84x the anonymous memory of one namespace of the same
- * 200,000 memories, whose lists are read mapped from their snapshot).
+ * memories), while holding one cost the process ~6.5 KiB beside what is counted, its objects
+ * scattered among the searches' garbage (issue 32: 10,000 namespaces of 20, each searched, 1.84x
+ * the anonymous memory of one namespace of the same 200,000 memories, whose lists are read mapped
+ * from their snapshot; 1.05-1.28x with this share, a 64th, or a 32nd or a 256th alike).
  */
-export const smallNamespaces = { upTo: 64 * 1024, share: 1 / 32, least: 4 * 2 ** 20 };
+export const smallNamespaces = { upTo: 64 * 1024, share: 1 / 64, least: 2 * 2 ** 20 };
 
 /**
  * Released bytes after which the process collects its garbage (a full collection, on the next
@@ -353,7 +354,7 @@ export class SearchMemory {
           this.held,
         ],
         memd_search_memory_small_budget_bytes: [
-          "What namespaces holding at most 64 KiB of keyword lists and vectors may hold together (LMDB: a thirty-second of the budget, at least 4 MiB); past it the least recently searched of them are released (built again from their records at their next search). 0: no share of their own.",
+          "What namespaces holding at most 64 KiB of keyword lists and vectors may hold together (LMDB: a sixty-fourth of the budget, at least 2 MiB); past it the least recently searched of them are released (built again from their records at their next search). 0: no share of their own.",
           Number.isFinite(this.smallBudget) ? this.smallBudget : 0,
         ],
         memd_search_memory_namespaces: [

@@ -4,7 +4,8 @@
 // hold together, namespaces are released (least recently searched first: /metrics counts them)
 // and brought back at their next search, and every answer stays exactly BM25's over the
 // namespace's current memories (computed here from what the test stored), including after
-// stores and deletes made while a namespace was released.
+// stores and deletes made while a namespace was released. On LMDB small namespaces are held within
+// a share of the budget of their own, released past it while the budget has room, and exact too.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { bm25n, idf, lengthNormOf } from "../../src/text/scoring";
 import { queryTerms, termCounts } from "../../src/text/tokens";
@@ -106,4 +107,35 @@ test("over a 1 MiB budget, namespaces are released least recently searched first
   for (const ns of names) await searchExactly(ns);
   expect((await metrics()).evictions).toBeGreaterThan(after.evictions);
   expect(searches).toBeGreaterThan(3 * names.length);
+});
+
+test("on LMDB small namespaces are held within their share of the budget, released past it while the budget has room, and answer exactly; PostgreSQL has none", async () => {
+  await t.stop();
+  // 128 MiB: the share is 2 MiB. 120 namespaces of 20 memories of 150 words, ~21 KiB held each.
+  t = await startTestServer({ args: ["--search-memory-mb", "128"] });
+  const names = Array.from({ length: 120 }, (_, i) => `tenant-${i}`);
+  for (const ns of names) docs.set(ns, []);
+  const long = () => Array.from({ length: 150 }, word).join(" ");
+  const jobs = names.flatMap((ns) => Array.from({ length: 20 }, () => ns));
+  for (let i = 0; i < jobs.length; i += 24) await Promise.all(jobs.slice(i, i + 24).map((ns) => store(ns, long())));
+  for (const ns of names) await searchExactly(ns);
+  const first = await metrics();
+  expect(first.budget).toBe(128 * 2 ** 20);
+  if (t.databaseUrl === undefined) {
+    expect(first.smallBudget).toBe(2 * 2 ** 20);
+    expect(first.evictions).toBeGreaterThan(0);
+    expect(first.held).toBeGreaterThan(0);
+    expect(first.held).toBeLessThanOrEqual(first.smallBudget);
+    expect(first.namespaces).toBeLessThan(names.length);
+  } else {
+    expect(first.smallBudget).toBe(0);
+    expect(first.evictions).toBe(0);
+  }
+  // Searched again, the first ones (released on LMDB) built again: still exact.
+  for (const ns of names) await searchExactly(ns);
+  const again = await metrics();
+  if (t.databaseUrl === undefined) {
+    expect(again.evictions).toBeGreaterThan(first.evictions);
+    expect(again.held).toBeLessThanOrEqual(again.smallBudget);
+  } else expect(again.evictions).toBe(0);
 });

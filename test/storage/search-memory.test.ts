@@ -49,13 +49,13 @@ test("with smallShare, small namespaces are held within their share, least recen
   const MiB = 2 ** 20;
   const KiB = 1024;
   const m = new SearchMemory(256 * MiB, { collect: () => undefined, smallShare: true });
-  // A thirty-second of the budget: 8 MiB.
-  expect(m.smallBudget).toBe(256 * MiB * smallNamespaces.share);
-  expect(m.metrics().gauges.memd_search_memory_small_budget_bytes[1]).toBe(8 * MiB);
+  // A sixty-fourth of the budget: 4 MiB.
+  expect(m.smallBudget).toBe(4 * MiB);
+  expect(m.metrics().gauges.memd_search_memory_small_budget_bytes[1]).toBe(4 * MiB);
   const gone: string[] = [];
   const hold = (ns: string, kind: string, bytes: number) => m.hold(ns, kind, bytes, () => gone.push(`${ns}:${kind}`));
-  // 256 namespaces of 32 KiB (keyword 30 + vector 2): 8 MiB exactly, within the share.
-  for (let i = 0; i < 256; i++) {
+  // 128 namespaces of 32 KiB (keyword 30 + vector 2): 4 MiB exactly, within the share.
+  for (let i = 0; i < 128; i++) {
     m.searched(`s${i}`);
     hold(`s${i}`, "keyword", 30 * KiB);
     hold(`s${i}`, "vector", 2 * KiB);
@@ -65,28 +65,29 @@ test("with smallShare, small namespaces are held within their share, least recen
   hold("large", "keyword", 100 * MiB);
   expect(gone).toEqual([]);
   m.searched("s0"); // s1 is now the least recently searched small one
-  m.searched("s256");
-  hold("s256", "keyword", 32 * KiB);
+  m.searched("s128");
+  hold("s128", "keyword", 32 * KiB);
   expect(gone).toEqual(["s1:keyword", "s1:vector"]);
   expect(m.holds("s0", "keyword")).toBe(true);
   // A small namespace that grows past upTo leaves the share (and makes room in it).
   m.searched("s2");
   hold("s2", "keyword", 2 * MiB);
-  m.searched("s257");
-  hold("s257", "keyword", 32 * KiB);
+  m.searched("s129");
+  hold("s129", "keyword", 32 * KiB);
   expect(gone).toEqual(["s1:keyword", "s1:vector"]);
   expect(m.evictions).toBe(2);
-  expect(m.held).toBe(100 * MiB + 2 * MiB + 2 * KiB + 256 * 32 * KiB);
+  expect(m.held).toBe(100 * MiB + 2 * MiB + 2 * KiB + 128 * 32 * KiB);
   // Never the namespace searched last, even when it alone is over the share.
   const one = new SearchMemory(64 * MiB, { collect: () => undefined, smallShare: true });
+  expect(smallNamespaces.least).toBe(2 * MiB);
   expect(one.smallBudget).toBe(smallNamespaces.least);
   smallNamespaces.upTo = 8 * MiB;
   try {
     one.searched("a");
-    one.hold("a", "keyword", 3 * MiB, () => gone.push("a"));
-    one.hold("b", "keyword", 1 * MiB, () => gone.push("b"), false); // loaded without a search: after a
+    one.hold("a", "keyword", 1 * MiB, () => gone.push("a"));
+    one.hold("b", "keyword", 0.5 * MiB, () => gone.push("b"), false); // loaded without a search: after a
     one.searched("a");
-    one.hold("a", "keyword", 5 * MiB, () => gone.push("a"));
+    one.hold("a", "keyword", 3 * MiB, () => gone.push("a"));
     expect(gone.slice(2)).toEqual(["b"]);
     expect(one.holds("a", "keyword")).toBe(true);
   } finally {
@@ -94,7 +95,7 @@ test("with smallShare, small namespaces are held within their share, least recen
   }
   // Without smallShare (PostgreSQL), or when the share would be the whole budget: no share.
   expect(new SearchMemory(256 * MiB).smallBudget).toBe(Number.POSITIVE_INFINITY);
-  expect(new SearchMemory(4 * MiB, { smallShare: true }).smallBudget).toBe(Number.POSITIVE_INFINITY);
+  expect(new SearchMemory(2 * MiB, { smallShare: true }).smallBudget).toBe(Number.POSITIVE_INFINITY);
   expect(new SearchMemory(256 * MiB).metrics().gauges.memd_search_memory_small_budget_bytes[1]).toBe(0);
 });
 
