@@ -210,9 +210,10 @@ export class SearchMemory {
 
   /**
    * A search made `bytes` of structures it let go at its end (a packed namespace's lists of that
-   * moment), or a background task as much garbage (LMDB's look for namespaces due a snapshot): counted with what is released, towards the next collection (issue 32: 15,000
-   * namespaces of 20 held whole under 64 MiB, nothing released, searched again: the heap grew by
-   * ~50 MiB of such garbage before the collector's own pace took it).
+   * moment), or a background task as much garbage (LMDB's look for namespaces due a snapshot):
+   * counted with what is released, towards the next collection (issue 32: 15,000 namespaces of 20
+   * held whole under 64 MiB, nothing released, searched again: the heap grew by ~50 MiB of such
+   * garbage before the collector's own pace took it).
    */
   transient(bytes: number) {
     if (!Number.isFinite(this.budget)) return;

@@ -63,11 +63,6 @@ export const snapshotting = {
 };
 
 /**
- * Background snapshots (prebuild): how often the store is looked at for namespaces to snapshot
- * (first `startMs` after opening, then every `everyMs`, and soon after an import); tests shorten
- * both. The threshold is the `prebuild` option (settings: --keyword-prebuild).
- */
-/**
  * The garbage of the background look (startPrebuild) at one namespace: the keys it read, decoded,
  * to count its memories or events. Measured: RssAnon +18 MiB after a look over 10,000 namespaces
  * of 20 memories, kept until the collector's own pace took it (issue 32); counted as what a search
@@ -75,6 +70,11 @@ export const snapshotting = {
  */
 const LOOK_BYTES = 2048;
 
+/**
+ * Background snapshots (prebuild): how often the store is looked at for namespaces to snapshot
+ * (first `startMs` after opening, then every `everyMs`, and soon after an import); tests shorten
+ * both. The threshold is the `prebuild` option (settings: --keyword-prebuild).
+ */
 export const prebuilding = {
   startMs: 1_000,
   everyMs: 10_000,
