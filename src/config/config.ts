@@ -219,7 +219,7 @@ export const settings: Setting[] = [
     env: "MEMD_SEARCH_MEMORY_MB",
     default: 256,
     parse: int(1, 1048576),
-    help: "what the in-memory keyword lists and vectors of every namespace may hold together, in MiB; over it, the least recently searched namespaces are released and brought back at their next search",
+    help: "what the in-memory keyword lists and vectors of every namespace may hold together, in MiB; over it, the least recently searched namespaces are released and brought back at their next search (on LMDB, namespaces of up to a few hundred memories within a 64th of it, at least 2 MiB)",
   },
   {
     key: "logLevel",
