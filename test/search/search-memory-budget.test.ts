@@ -5,11 +5,12 @@
 // and brought back at their next search, and every answer stays exactly BM25's over the
 // namespace's current memories (computed here from what the test stored), including after
 // stores and deletes made while a namespace was released. On LMDB small namespaces are held within
-// a share of the budget of their own, released past it while the budget has room, and exact too.
+// a share of the budget of their own, released past it while the budget has room, and answer as
+// before in every mode (keyword checked against BM25, semantic and hybrid against the first pass).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { bm25n, idf, lengthNormOf } from "../../src/text/scoring";
 import { queryTerms, termCounts } from "../../src/text/tokens";
-import { searchMemoryMetrics, seededRandom, startTestServer, type TestServer } from "../helpers";
+import { searchMemoryMetrics, seededRandom, startTestServer, type TestServer, untilEmbedded } from "../helpers";
 
 let t: TestServer;
 beforeAll(async () => {
@@ -109,16 +110,36 @@ test("over a 1 MiB budget, namespaces are released least recently searched first
   expect(searches).toBeGreaterThan(3 * names.length);
 });
 
-test("on LMDB small namespaces are held within their share of the budget, released past it while the budget has room, and answer exactly; PostgreSQL has none", async () => {
+test("on LMDB small namespaces are held within their share of the budget, released past it while the budget has room, and answer exactly in every mode; PostgreSQL has none", async () => {
   await t.stop();
-  // 128 MiB: the share is 2 MiB. 120 namespaces of 20 memories of 150 words, ~21 KiB held each.
+  // 128 MiB: the share is 2 MiB. 120 namespaces of 20 memories of 150 words, ~21 KiB held each
+  // with the built-in embedder's vectors.
   t = await startTestServer({ args: ["--search-memory-mb", "128"] });
   const names = Array.from({ length: 120 }, (_, i) => `tenant-${i}`);
   for (const ns of names) docs.set(ns, []);
   const long = () => Array.from({ length: 150 }, word).join(" ");
   const jobs = names.flatMap((ns) => Array.from({ length: 20 }, () => ns));
   for (let i = 0; i < jobs.length; i += 24) await Promise.all(jobs.slice(i, i + 24).map((ns) => store(ns, long())));
-  for (const ns of names) await searchExactly(ns);
+  await untilEmbedded(t);
+  /** Keyword answers checked against BM25; semantic and hybrid ones returned (ids and scores). */
+  const pass = async () => {
+    const out = new Map<string, string[]>();
+    for (const ns of names) {
+      await searchExactly(ns);
+      const query = docs.get(ns)![3].content.split(" ").slice(0, 3).join(" ");
+      for (const mode of ["semantic", "hybrid"]) {
+        const r = await t.json("POST", "/v1/memory/search", { namespace: ns, query, limit: 20, mode });
+        expect(r.status).toBe(200);
+        expect(r.body.results.length).toBeGreaterThan(0);
+        out.set(
+          `${ns} ${mode}`,
+          r.body.results.map((h: { id: string; score: number }) => `${h.id} ${h.score.toFixed(9)}`),
+        );
+      }
+    }
+    return out;
+  };
+  const reference = await pass();
   const first = await metrics();
   expect(first.budget).toBe(128 * 2 ** 20);
   if (t.databaseUrl === undefined) {
@@ -131,8 +152,9 @@ test("on LMDB small namespaces are held within their share of the budget, releas
     expect(first.smallBudget).toBe(0);
     expect(first.evictions).toBe(0);
   }
-  // Searched again, the first ones (released on LMDB) built again: still exact.
-  for (const ns of names) await searchExactly(ns);
+  // Searched again, the first ones (released on LMDB) built again: the same answers in every mode
+  // (20 vectors a namespace: scored whole, exact cosines).
+  expect(await pass()).toEqual(reference);
   const again = await metrics();
   if (t.databaseUrl === undefined) {
     expect(again.evictions).toBeGreaterThan(first.evictions);
