@@ -56,7 +56,9 @@ describe("MEMD_RATE_LIMIT / --rate-limit", () => {
 
 describe("over HTTP, per key", () => {
   let s: TestServer;
-  beforeAll(async () => (s = await startTestServer({ env: { MEMD_RATE_LIMIT: "5:3" } })));
+  // A token every 2 s: the four requests that spend the burst never span a refill, however slow
+  // the machine (at 5 a second one CI run under load got a fresh token before the fourth).
+  beforeAll(async () => (s = await startTestServer({ env: { MEMD_RATE_LIMIT: "0.5:3" } })));
   afterAll(() => s.stop());
 
   test("429 rate_limited with Retry-After once the burst is spent, then served again after waiting", async () => {
