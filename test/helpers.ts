@@ -174,10 +174,14 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
+/** The value of the unlabelled metric `name` in a /metrics text (NaN when it is not there). */
+export const metricIn = (text: string, name: string): number =>
+  Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+
 /** The search-memory budget's figures from a server's /metrics (issue 32). */
 export async function searchMemoryMetrics(t: Pick<TestServer, "api">) {
   const text = await (await t.api("GET", "/metrics")).text();
-  const num = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+  const num = (name: string) => metricIn(text, name);
   return {
     budget: num("memd_search_memory_budget_bytes"),
     held: num("memd_search_memory_held_bytes"),

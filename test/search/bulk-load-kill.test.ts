@@ -8,7 +8,7 @@ import { afterAll, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { snapshotDir } from "../../src/storage/lmdb/keyword-snapshot";
 import { call as callUrl } from "../binary-helpers";
-import { rootSecret, type ServerProcess, spawnServer, tempDir } from "../helpers";
+import { metricIn, rootSecret, type ServerProcess, spawnServer, tempDir } from "../helpers";
 
 const tmp = tempDir("memd-bulk-kill-");
 const started: ServerProcess[] = [];
@@ -28,8 +28,7 @@ const words = "tea coffee bike lisbon paris dog cat garden music piano violin ru
 
 const call = (url: string, method: string, path: string, body?: unknown) =>
   callUrl(url, rootSecret, method, path, body);
-const metric = async (url: string, name: string) =>
-  Number(new RegExp(`^${name} (\\S+)$`, "m").exec((await call(url, "GET", "/metrics")).body)?.[1]);
+const metric = async (url: string, name: string) => metricIn((await call(url, "GET", "/metrics")).body, name);
 
 test("kill -9 in the middle of a bulk load: the next first search reads the older snapshot, caught up, and finds every acknowledged store", async () => {
   const acked: string[] = [];

@@ -16,6 +16,7 @@ import { queryTerms } from "../../src/text/tokens";
 import { type ChatRequest, startFakeModel } from "../fake-model";
 import {
   freshDatabase,
+  metricIn,
   poolerUrl,
   rootSecret,
   runMemd,
@@ -103,9 +104,7 @@ async function onB(query: string, extra: Record<string, unknown> = {}) {
 
 /** Gauge `name` of a server's /metrics. */
 async function gauge(s: ServerProcess, name: string): Promise<number> {
-  const r = await call(s, "GET", "/metrics");
-  const m = new RegExp(`^${name} (\\S+)$`, "m").exec(r.text);
-  return m ? Number(m[1]) : Number.NaN;
+  return metricIn((await call(s, "GET", "/metrics")).text, name);
 }
 
 /** Waits (bounded) until B holds `n` namespaces' lists, built, asking B to search meanwhile. */

@@ -10,7 +10,16 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { SQL } from "bun";
 import { call as callUrl } from "../binary-helpers";
 import { startFakeEmbedder } from "../fake-embedder";
-import { freshDatabase, postgresUrl, rootSecret, runMemd, type ServerProcess, spawnServer, tempDir } from "../helpers";
+import {
+  freshDatabase,
+  metricIn,
+  postgresUrl,
+  rootSecret,
+  runMemd,
+  type ServerProcess,
+  spawnServer,
+  tempDir,
+} from "../helpers";
 
 const embedder = startFakeEmbedder();
 const dir = tempDir("memd-replica-ready-");
@@ -43,8 +52,7 @@ afterAll(async () => {
 
 const call = (s: ServerProcess, method: string, path: string, body?: unknown) =>
   callUrl(s.url, rootSecret, method, path, body);
-const metric = async (s: ServerProcess, name: string) =>
-  Number(new RegExp(`^${name} (\\S+)$`, "m").exec((await call(s, "GET", "/metrics")).body)?.[1]);
+const metric = async (s: ServerProcess, name: string) => metricIn((await call(s, "GET", "/metrics")).body, name);
 /** Waits (bounded, 60 s) for `check` to hold. */
 async function until(what: string, check: () => Promise<boolean>) {
   const deadline = Date.now() + 60_000;

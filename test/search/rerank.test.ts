@@ -6,7 +6,7 @@
 // backend is enough.)
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type FakeReranker, startFakeReranker } from "../fake-reranker";
-import { startTestServer, type TestServer } from "../helpers";
+import { metricIn, startTestServer, type TestServer } from "../helpers";
 
 const ns = "rerank";
 // The fake reranker here puts the longest document first; BM25 (length-normalised) the short one.
@@ -50,7 +50,7 @@ const context = (t: TestServer) => t.json("POST", "/v1/memory/context", { namesp
 /** The memd_rerank_* counters of a server's /metrics. */
 async function rerankCounters(t: TestServer) {
   const text = await (await t.api("GET", "/metrics")).text();
-  const of = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+  const of = (name: string) => metricIn(text, name);
   return {
     calls: of("memd_rerank_calls_total"),
     errors: of("memd_rerank_call_errors_total"),

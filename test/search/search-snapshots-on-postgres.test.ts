@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
 import {
   freshDatabase,
+  metricIn,
   poolerUrl,
   rootSecret,
   type ServerProcess,
@@ -60,9 +61,7 @@ async function start(name: string, env: Record<string, string> = {}) {
 
 /** Gauge or counter `name` of a server's /metrics. */
 async function metric(s: ServerProcess, name: string): Promise<number> {
-  const r = await call(s, "GET", "/metrics");
-  const m = new RegExp(`^${name} (\\S+)$`, "m").exec(r.text);
-  return m ? Number(m[1]) : Number.NaN;
+  return metricIn((await call(s, "GET", "/metrics")).text, name);
 }
 
 /** Waits (bounded, 60 s) for `check` to hold. */
