@@ -206,11 +206,14 @@ describe("memd import", () => {
         /appears twice \(first on line \d+\)/,
       ],
     ];
-    const answers = await inBatches(cases, ([name, text]) => {
+    // One at a time: imports into the same store at once (the LMDB one, on PostgreSQL's targets)
+    // failed once with LMDB's "No transaction to renew" instead of the refusal.
+    const answers: Awaited<ReturnType<typeof memd>>[] = [];
+    for (const [name, text] of cases) {
       const path = join(tmp.dir, `bad-${name.replaceAll(" ", "-")}.jsonl`);
       writeFileSync(path, text);
-      return memd(["import", path, ...target.flags]);
-    });
+      answers.push(await memd(["import", path, ...target.flags]));
+    }
     for (const [i, [name, , message]] of cases.entries()) {
       const r = answers[i];
       expect({ name, code: r.code }).toEqual({ name, code: 1 });
